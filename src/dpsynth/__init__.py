@@ -1,0 +1,31 @@
+"""dpsynth: differentially private synthetic count data.
+
+Public API::
+
+    from dpsynth import calibrate, audit, synthesize, posterior_rates
+
+The names are imported lazily so that ``import dpsynth`` stays cheap for workflow jobs
+that need only one corner of the library.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__version__ = "0.1.0"
+
+_PUBLIC = {
+    "Calibration": "dpsynth.calibration",
+    "calibrate": "dpsynth.privacy.calibrate",
+    "audit": "dpsynth.privacy.audit",
+    "synthesize": "dpsynth.sampling.synthesize",
+    "posterior_rates": "dpsynth.sampling.synthesize",
+}
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str):
+    if name in _PUBLIC:
+        return getattr(importlib.import_module(_PUBLIC[name]), name)
+    raise AttributeError(f"module 'dpsynth' has no attribute {name!r}")

@@ -1,0 +1,150 @@
+"""The calibration: the public, data-independent hyperparameters of one release.
+
+A :class:`Calibration` is made from epsilon, the public total y., populations and prior
+rates (never from the confidential counts), so it can be cached, published beside the
+synthetic data and shared by every dataset that has the same public inputs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+MECHANISMS = ("md", "pg", "truncated")
+METHODS = ("paper", "certified", "exact")
+_ARRAY_FIELDS = ("a", "b", "population", "prior_rate", "lower", "upper")
+
+
+def _frozen_array(values, name: str, dtype=float) -> np.ndarray | None:
+    if values is None:
+        return None
+    arr = np.array(values, dtype=dtype, copy=True)
+    if arr.ndim != 1:
+        raise ValueError(f"Calibration.{name} must be one-dimensional, got shape {arr.shape}")
+    arr.flags.writeable = False
+    return arr
+
+
+@dataclass(frozen=True, eq=False)
+class Calibration:
+    """Public hyperparameters of a mechanism for one epsilon.
+
+    Attributes
+    ----------
+    mechanism : "md" | "pg" | "truncated"
+    method : "paper" | "certified" | "exact" (how ``a`` was chosen)
+    epsilon : the privacy budget the calibration targets
+    total : the public total y. (the synthetic vector sums to it)
+    a : Dirichlet alphas (md) or gamma shapes (pg, truncated), one per cell
+    b : gamma rates ``a / prior_rate`` (pg, truncated); None for md
+    population, prior_rate : the public inputs (None where the mechanism ignores them)
+    lower, upper : integer truncation bounds L_i, U_i (truncated only)
+    tail, inflation : the settings the bounds were made with (truncated only)
+    """
+
+    mechanism: str
+    method: str
+    epsilon: float
+    total: int
+    a: np.ndarray
+    b: np.ndarray | None = None
+    population: np.ndarray | None = None
+    prior_rate: np.ndarray | None = None
+    lower: np.ndarray | None = None
+    upper: np.ndarray | None = None
+    tail: float | None = None
+    inflation: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.mechanism not in MECHANISMS:
+            raise ValueError(f"mechanism must be one of {MECHANISMS}, got {self.mechanism!r}")
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        for name in _ARRAY_FIELDS:
+            dtype = np.int64 if name in ("lower", "upper") else float
+            object.__setattr__(self, name, _frozen_array(getattr(self, name), name, dtype))
+        object.__setattr__(self, "epsilon", float(self.epsilon))
+        object.__setattr__(self, "total", int(self.total))
+        size = self.a.size
+        for name in _ARRAY_FIELDS:
+            arr = getattr(self, name)
+            if arr is not None and arr.size != size:
+                raise ValueError(f"Calibration.{name} has {arr.size} cells, a has {size}")
+        if (self.lower is None) != (self.upper is None):
+            raise ValueError("Calibration needs both lower and upper bounds, or neither")
+        if self.mechanism == "truncated" and self.lower is None:
+            raise ValueError("a truncated calibration needs lower and upper bounds")
+        if self.mechanism != "md" and self.b is None:
+            raise ValueError(f"a {self.mechanism} calibration needs gamma rates b")
+
+    @property
+    def n_cells(self) -> int:
+        return int(self.a.size)
+
+    @property
+    def truncated(self) -> bool:
+        return self.lower is not None
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Support of each synthetic count: [L_i, U_i] if truncated, else [0, y.]."""
+        if self.truncated:
+            return self.lower.copy(), self.upper.copy()
+        return np.zeros(self.n_cells, np.int64), np.full(self.n_cells, self.total, np.int64)
+
+    def clamp(self, y) -> np.ndarray:
+        """The counts as they enter the posterior: clamped to the bounds when truncated."""
+        y = np.asarray(y)
+        if not self.truncated:
+            return y
+        return np.clip(y, self.lower, self.upper)
+
+    def log_success(self) -> np.ndarray:
+        """log p_i of each cell's posterior predictive NB, p_i = n_i / (b_i + 2 n_i).
+
+        For md every cell has the same p, so it cancels once the total is fixed; zeros.
+        """
+        if self.mechanism == "md":
+            return np.zeros(self.n_cells)
+        return np.log(self.population) - np.log(self.b + 2.0 * self.population)
+
+    # --- comparison and serialisation -------------------------------------------------
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Calibration):
+            return NotImplemented
+        for field in dataclasses.fields(self):
+            mine, theirs = getattr(self, field.name), getattr(other, field.name)
+            if isinstance(mine, np.ndarray) or isinstance(theirs, np.ndarray):
+                if mine is None or theirs is None or not np.array_equal(mine, theirs):
+                    return False
+            elif mine != theirs:
+                return False
+        return True
+
+    __hash__ = None  # mutable-looking arrays: not hashable
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dict (arrays as lists); inverse of :meth:`from_dict`."""
+        out: dict[str, Any] = {}
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            out[field.name] = value.tolist() if isinstance(value, np.ndarray) else value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Calibration:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown Calibration keys: {sorted(unknown)}")
+        return cls(**data)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per cell with the public hyperparameters (for publishing beside a release)."""
+        cols = {name: getattr(self, name) for name in _ARRAY_FIELDS if getattr(self, name) is not None}
+        frame = pd.DataFrame(cols)
+        frame.insert(0, "cell", np.arange(self.n_cells))
+        return frame

@@ -1,0 +1,57 @@
+"""Atomic writers: a killed run never leaves a half-written artifact behind.
+
+Each writer writes to a temporary file in the destination's folder and renames it into
+place (``os.replace`` is atomic on POSIX within one file system).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it to ``path`` only on success."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, path)
+    finally:
+        if tmp_path.exists():
+            tmp_path.unlink()
+
+
+def write_parquet(frame, path: str | os.PathLike) -> None:
+    """Write a (Geo)DataFrame to Parquet atomically."""
+    with atomic_path(path) as tmp:
+        frame.to_parquet(tmp, index=False)
+
+
+def write_json(obj, path: str | os.PathLike) -> None:
+    """Write JSON atomically, keys sorted so equal objects give equal bytes."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+def save_figure(fig, *paths: str | os.PathLike) -> None:
+    """Save a matplotlib figure to each path (format from the suffix), atomically.
+
+    PDF and PNG metadata carry no creation date, so the same figure gives the same bytes.
+    """
+    for path in paths:
+        path = Path(path)
+        fmt = path.suffix.lstrip(".")
+        metadata = {"CreationDate": None} if fmt == "pdf" else {}
+        if fmt == "png":
+            metadata = {"Software": None}
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format=fmt, metadata=metadata, bbox_inches="tight", dpi=150)

@@ -1,0 +1,1 @@
+"""Mechanism families, one module each (multinomial-Dirichlet, Poisson-gamma, baselines)."""

@@ -1,0 +1,1 @@
+"""Figures and maps (matplotlib/seaborn/geopandas); every function returns a Figure."""

@@ -1,0 +1,1 @@
+"""Calibrations (paper, certified, exact-optimised) and the exact privacy audit."""

@@ -1,0 +1,1 @@
+"""Exact samplers of the distributions whose privacy is analysed."""

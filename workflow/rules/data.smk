@@ -1,0 +1,5 @@
+# Data stage: shipped inputs -> tidy Parquet artifacts and the first maps.
+
+
+def data_figures():
+    return []
