@@ -6,12 +6,15 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CORES  ?= 2
+# Extra arguments for snakemake, e.g. make SNAKEMAKE_ARGS="--configfile config/test/config.yaml"
+SNAKEMAKE_ARGS ?=
+SMK    := $(BIN)/snakemake --profile workflow/profiles/default --cores $(CORES) $(SNAKEMAKE_ARGS)
 
 .PHONY: all test lint format data lock bench clean
 
 all: $(STAMP)
-	$(BIN)/snakemake --profile workflow/profiles/default --cores $(CORES)
-	$(BIN)/snakemake --profile workflow/profiles/default --cores $(CORES) --report report.html
+	$(SMK)
+	$(SMK) --report report.html
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

@@ -144,7 +144,9 @@ class Calibration:
 
     def to_frame(self) -> pd.DataFrame:
         """One row per cell with the public hyperparameters (for publishing beside a release)."""
-        cols = {name: getattr(self, name) for name in _ARRAY_FIELDS if getattr(self, name) is not None}
+        cols = {
+            name: getattr(self, name) for name in _ARRAY_FIELDS if getattr(self, name) is not None
+        }
         frame = pd.DataFrame(cols)
         frame.insert(0, "cell", np.arange(self.n_cells))
         return frame

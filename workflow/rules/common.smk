@@ -1,4 +1,4 @@
-# Helpers shared by the rule files: paths of targets, figure formats, job seeds.
+# Helpers shared by every stage: target paths, figure formats.
 
 
 def figure_paths(stem):

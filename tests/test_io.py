@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+import json
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from dpsynth.io import atomic_path, save_figure, write_json, write_parquet  # noqa: E402
+
+
+def test_failed_write_leaves_nothing(tmp_path):
+    target = tmp_path / "out" / "x.parquet"
+    with pytest.raises(RuntimeError):
+        with atomic_path(target) as tmp:
+            tmp.write_text("half")
+            raise RuntimeError("killed mid-write")
+    assert not target.exists()
+    assert list(target.parent.iterdir()) == []
+
+
+def test_failed_rewrite_keeps_the_old_file(tmp_path):
+    target = tmp_path / "x.json"
+    write_json({"a": 1}, target)
+    with pytest.raises(RuntimeError):
+        with atomic_path(target) as tmp:
+            tmp.write_text("{broken")
+            raise RuntimeError
+    assert json.loads(target.read_text()) == {"a": 1}
+
+
+def test_parquet_round_trip(tmp_path):
+    frame = pd.DataFrame({"a": [1, 2], "b": ["x", "y"]})
+    write_parquet(frame, tmp_path / "f.parquet")
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "f.parquet"), frame)
+
+
+def test_figures_are_byte_reproducible(tmp_path):
+    def draw(stem):
+        fig, ax = plt.subplots()
+        ax.plot([0, 1], [1, 0])
+        save_figure(fig, tmp_path / f"{stem}.png", tmp_path / f"{stem}.pdf")
+        plt.close(fig)
+
+    draw("a")
+    draw("b")
+    for ext in ("png", "pdf"):
+        assert (tmp_path / f"a.{ext}").read_bytes() == (tmp_path / f"b.{ext}").read_bytes()

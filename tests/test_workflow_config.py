@@ -1,0 +1,56 @@
+"""The config schema: defaults fill in, bad keys and values stop the run with a clear message."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+from workflow_helpers import REPO, TEST_CONFIG, copy_project, snakemake
+
+SCHEMA = str(REPO / "workflow/schemas/config.schema.yaml")
+
+
+def load(path: str) -> dict:
+    return yaml.safe_load((REPO / path).read_text())
+
+
+@pytest.mark.parametrize("path", ["config/config.yaml", TEST_CONFIG])
+def test_shipped_configs_are_valid(path):
+    validate(load(path), SCHEMA)
+
+
+def test_defaults_are_filled_in():
+    config = {"seed": 3, "figure_formats": ["png"]}
+    validate(config, SCHEMA)
+    assert "data" in config and "truth" in config
+
+
+def test_unknown_top_level_key_is_named():
+    config = load("config/config.yaml")
+    config["sed"] = 1
+    with pytest.raises(WorkflowError, match="sed"):
+        validate(config, SCHEMA)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("seed", -1), ("seed", "abc"), ("figure_formats", ["gif"]), ("figure_formats", [])],
+)
+def test_bad_values_are_rejected(key, value):
+    config = copy.deepcopy(load("config/config.yaml"))
+    config[key] = value
+    with pytest.raises(WorkflowError, match=key):
+        validate(config, SCHEMA)
+
+
+def test_bad_config_stops_snakemake_before_any_job(tmp_path):
+    work = copy_project(tmp_path / "proj")
+    (work / "bad.yaml").write_text("seed: -5\n")
+    result = snakemake(work, "-n", "--cores", "1", "--configfile", "bad.yaml")
+    assert result.returncode != 0
+    message = result.stdout + result.stderr
+    assert "seed" in message and "minimum" in message
+    assert not (work / "results").exists()

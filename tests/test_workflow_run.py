@@ -1,0 +1,143 @@
+"""Real Snakemake runs of the tiny config: dry run, lint, determinism, kill and resume."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+from matplotlib import image as mpimg
+from workflow_helpers import (
+    BIN,
+    REPO,
+    SNAKEMAKE,
+    TEST_CONFIG,
+    copy_project,
+    generated_files,
+    snakemake,
+)
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def clean_run(tmp_path_factory):
+    """The tiny config run once from raw data, on 2 cores."""
+    work = copy_project(tmp_path_factory.mktemp("clean"))
+    result = snakemake(work, "--cores", "2", "--configfile", TEST_CONFIG)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return work
+
+
+def test_default_dag_dry_run(tmp_path):
+    work = copy_project(tmp_path / "proj")
+    result = snakemake(work, "-n", "--cores", "2")
+    assert result.returncode == 0, result.stderr[-4000:]
+
+
+def test_lint_is_clean():
+    result = subprocess.run(
+        [SNAKEMAKE, "--lint", "--cores", "1"], cwd=REPO, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_python_style_is_clean():
+    paths = ["src", "workflow", "tests", "benchmarks", "data"]
+    paths = [p for p in paths if (REPO / p).exists()]
+    for args in (["check", *paths], ["format", "--check", *paths]):
+        result = subprocess.run(
+            [str(BIN / "ruff"), *args], cwd=REPO, capture_output=True, text=True
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_snakefmt_is_clean():
+    result = subprocess.run(
+        [str(BIN / "snakefmt"), "--check", "Snakefile", "workflow/rules"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_tiny_run_makes_figures(clean_run):
+    files = generated_files(clean_run)
+    figures = [name for name in files if name.startswith("figures/") and name.endswith(".png")]
+    assert figures, f"no figure made; files: {sorted(files)}"
+    for name in figures:
+        assert mpimg.imread(io.BytesIO(files[name])).size > 0
+
+
+def test_same_bytes_on_one_core(clean_run, tmp_path):
+    """Same config, same seed: identical artifacts whatever the core count."""
+    work = copy_project(tmp_path / "one_core")
+    result = snakemake(work, "--cores", "1", "--configfile", TEST_CONFIG)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert generated_files(work) == generated_files(clean_run)
+
+
+def _check_readable(work):
+    for name, data in generated_files(work).items():
+        if name.endswith(".parquet"):
+            pd.read_parquet(io.BytesIO(data))
+        elif name.endswith(".png"):
+            mpimg.imread(io.BytesIO(data))
+
+
+def test_killed_run_resumes_to_the_same_artifacts(clean_run, tmp_path):
+    """SIGKILL the whole run mid-way: nothing corrupt is left, and `make` finishes it."""
+    work = copy_project(tmp_path / "killed")
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    proc = subprocess.Popen(
+        [SNAKEMAKE, "--cores", "2", "--configfile", TEST_CONFIG],
+        cwd=work,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        env=env,
+    )
+    incomplete = work / ".snakemake" / "incomplete"
+    deadline = time.monotonic() + 120
+    # Kill while a job is running (Snakemake marks running jobs' outputs as incomplete).
+    while time.monotonic() < deadline and proc.poll() is None:
+        if incomplete.exists() and any(incomplete.iterdir()):
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run finished before it could be interrupted"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert generated_files(work) != generated_files(clean_run)
+    _check_readable(work)
+
+    # Resume the way a user would: the Makefile's snakemake invocation.
+    (work / ".venv").symlink_to(BIN.parent)
+    for name in ("Makefile", "requirements.txt", "pyproject.toml"):
+        (work / name).write_bytes((REPO / name).read_bytes())
+    result = subprocess.run(
+        # -o: the shared virtualenv is already installed; never reinstall it from here.
+        ["make", "all", "-o", ".venv/.installed", f"SNAKEMAKE_ARGS=--configfile {TEST_CONFIG}"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert generated_files(work) == generated_files(clean_run)
+    assert (work / "report.html").exists()
+
+
+def test_library_never_imports_snakemake():
+    code = "import sys, dpsynth, pkgutil, importlib\n"
+    code += "for m in pkgutil.walk_packages(dpsynth.__path__, 'dpsynth.'):\n"
+    code += "    importlib.import_module(m.name)\n"
+    code += "assert 'snakemake' not in sys.modules, 'dpsynth imported snakemake'\n"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

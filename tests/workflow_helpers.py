@@ -1,0 +1,50 @@
+"""Run the real workflow in a throw-away copy of the project (shared by workflow tests)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+SNAKEMAKE = str(BIN / "snakemake")
+TEST_CONFIG = "config/test/config.yaml"
+
+
+def copy_project(dest: Path) -> Path:
+    """Copy what a run needs (Snakefile, workflow, config) and link the shipped data."""
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(REPO / "Snakefile", dest / "Snakefile")
+    for folder in ("workflow", "config"):
+        shutil.copytree(REPO / folder, dest / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    os.symlink(REPO / "data", dest / "data")
+    return dest
+
+
+def snakemake(workdir: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """Run snakemake in ``workdir``; return the completed process (never raises on failure)."""
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    return subprocess.run(
+        [SNAKEMAKE, *args],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
+
+
+def generated_files(workdir: Path) -> dict[str, bytes]:
+    """Every non-hidden file under results/ and figures/, by relative path."""
+    out = {}
+    for folder in ("results", "figures"):
+        root = workdir / folder
+        if not root.exists():
+            continue
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and not path.name.startswith("."):
+                out[str(path.relative_to(workdir))] = path.read_bytes()
+    return out
