@@ -1,0 +1,49 @@
+"""Utility measures of synthetic rates against the truth (seed 000 sec 3.2, seed 001 sec 3).
+
+Rates are per person; the ``*_per_100k`` helpers scale by 100,000 as the papers report.
+Every function takes draws as an array whose last axis is the cells, so one call scores
+many datasets at once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+PER_100K = 1e5
+
+
+def rmse_per_100k(rates, true_rate) -> np.ndarray:
+    """sqrt(mean_i (lambda_i - lambda_true_i)^2) x 100,000, over the last axis."""
+    diff = np.asarray(rates, dtype=float) - np.asarray(true_rate, dtype=float)
+    return np.sqrt(np.mean(diff**2, axis=-1)) * PER_100K
+
+
+def group_rate_per_100k(rates, population, members) -> np.ndarray:
+    """Rate of a group of cells: expected events over population, x 100,000.
+
+    sum_{i in G} n_i lambda_i / sum_{i in G} n_i (the rate one would compute from the
+    group's pooled counts).
+    """
+    members = np.asarray(members, dtype=bool)
+    population = np.asarray(population, dtype=float)
+    if not members.any():
+        raise ValueError("the group has no cells")
+    events = np.asarray(rates, dtype=float)[..., members] @ population[members]
+    return events / population[members].sum() * PER_100K
+
+
+def summarise(values, *, lower: float = 0.025, upper: float = 0.975) -> dict[str, float]:
+    """Median and the central 95% band (quantiles ``lower`` and ``upper``) of a sample."""
+    values = np.asarray(values, dtype=float)
+    lo, med, hi = np.quantile(values, [lower, 0.5, upper])
+    return {"median": float(med), "lower": float(lo), "upper": float(hi)}
+
+
+def summarise_frame(frame: pd.DataFrame, by: list[str], value: str = "value") -> pd.DataFrame:
+    """Median and 95% band of ``value`` within each group of ``by`` (one row per group)."""
+    rows = []
+    for keys, group in frame.groupby(by, sort=True, dropna=False):
+        keys = keys if isinstance(keys, tuple) else (keys,)
+        rows.append({**dict(zip(by, keys, strict=True)), **summarise(group[value])})
+    return pd.DataFrame(rows, columns=[*by, "median", "lower", "upper"])
