@@ -1,0 +1,171 @@
+"""Checks on strata (count + population per key) before any mechanism sees them.
+
+Every failure raises ``ValueError`` whose message starts with the data's source (a file
+name or a description), names the offending keys (the first few when there are many)
+and says what was expected. Checks run in a fixed order and the first failing one
+raises, so a message is about one problem.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+#: How many offending keys a message lists before it says "and N more".
+SHOWN = 5
+
+
+def _describe(frame: pd.DataFrame, mask: pd.Series, keys: Sequence[str]) -> str:
+    """``"fips='01001', fips='01003' and 2 more"`` for the rows where ``mask`` holds."""
+    rows = frame.loc[mask.to_numpy(), list(keys)]
+    shown = [
+        ", ".join(f"{key}={value!r}" for key, value in zip(keys, row, strict=True))
+        for row in rows.head(SHOWN).itertuples(index=False)
+    ]
+    text = "; ".join(f"({item})" if len(keys) > 1 else item for item in shown)
+    if len(rows) > SHOWN:
+        text += f" and {len(rows) - SHOWN} more"
+    return text
+
+
+def _require_columns(frame: pd.DataFrame, columns: Sequence[str], source: str) -> None:
+    missing = [column for column in columns if column not in frame.columns]
+    if missing:
+        raise ValueError(
+            f"{source}: missing column(s) {missing}; expected columns {list(columns)}, "
+            f"found {list(frame.columns)}"
+        )
+
+
+def _as_float(frame: pd.DataFrame, column: str, keys: Sequence[str], source: str) -> pd.Series:
+    """The column as floats (NaN for missing); a non-numeric entry is an error."""
+    values = pd.to_numeric(frame[column], errors="coerce").astype(float)
+    bad = values.isna() & frame[column].notna()
+    if bad.any():
+        raise ValueError(
+            f"{source}: column {column!r} is not numeric at {_describe(frame, bad, keys)}; "
+            "expected numbers"
+        )
+    return values
+
+
+def validate_strata(
+    frame: pd.DataFrame,
+    *,
+    count: str = "count",
+    population: str = "population",
+    keys: Sequence[str] = ("fips",),
+    source: str = "strata",
+) -> pd.DataFrame:
+    """Check strata and return ``frame`` unchanged when they are fit for a mechanism.
+
+    Expected: the columns ``keys``, ``count`` and ``population`` exist; at least one row;
+    counts present, whole and non-negative; populations present and positive; each key
+    combination appears once; counts sum to a positive total (the mechanisms condition
+    on the total y., which must not be zero).
+    """
+    keys = list(keys)
+    _require_columns(frame, [*keys, count, population], source)
+    if frame.empty:
+        raise ValueError(f"{source}: no strata; expected at least one row")
+
+    missing_key = frame[keys].isna().any(axis=1)
+    if missing_key.any():
+        raise ValueError(
+            f"{source}: {int(missing_key.sum())} row(s) with a missing key "
+            f"(row positions {np.flatnonzero(missing_key.to_numpy())[:SHOWN].tolist()}); "
+            f"expected every row to have {keys}"
+        )
+
+    counts = _as_float(frame, count, keys, source)
+    if counts.isna().any():
+        raise ValueError(
+            f"{source}: missing {count!r} at {_describe(frame, counts.isna(), keys)}; "
+            "expected a count for every stratum (suppressed cells must be resolved first)"
+        )
+    fractional = counts != np.round(counts)
+    if fractional.any():
+        raise ValueError(
+            f"{source}: non-integer {count!r} at {_describe(frame, fractional, keys)}; "
+            "expected whole numbers of events"
+        )
+    negative = counts < 0
+    if negative.any():
+        raise ValueError(
+            f"{source}: negative {count!r} at {_describe(frame, negative, keys)}; "
+            "expected counts >= 0"
+        )
+
+    populations = _as_float(frame, population, keys, source)
+    absent = populations.isna()
+    if absent.any():
+        raise ValueError(
+            f"{source}: missing {population!r} at {_describe(frame, absent, keys)}; "
+            "expected a population for every stratum"
+        )
+    not_positive = populations <= 0
+    if not_positive.any():
+        raise ValueError(
+            f"{source}: {population!r} <= 0 at {_describe(frame, not_positive, keys)}; "
+            "expected populations > 0"
+        )
+
+    duplicated = frame.duplicated(subset=keys, keep=False)
+    if duplicated.any():
+        raise ValueError(
+            f"{source}: duplicate key(s) {_describe(frame, duplicated, keys)}; "
+            f"expected each {keys} to appear once"
+        )
+
+    if counts.sum() == 0:
+        raise ValueError(
+            f"{source}: the counts in {count!r} sum to 0 over {len(frame)} strata; "
+            "expected a positive total"
+        )
+    return frame
+
+
+def validate_county_strata(
+    frame: pd.DataFrame,
+    counties: pd.DataFrame,
+    *,
+    count: str = "count",
+    population: str = "population",
+    fips: str = "fips",
+    source: str = "county strata",
+    require_all: bool = False,
+) -> pd.DataFrame:
+    """Study 1's checks: :func:`validate_strata` keyed by FIPS, plus the county frame.
+
+    Expected: FIPS codes are 5-digit strings; every FIPS is a county of ``counties``
+    (its ``fips`` column); with ``require_all`` every county of ``counties`` has a row.
+    """
+    _require_columns(frame, [fips], source)
+    codes = frame[fips]
+    malformed = ~codes.map(lambda code: isinstance(code, str) and len(code) == 5 and code.isdigit())
+    if malformed.any():
+        raise ValueError(
+            f"{source}: malformed FIPS at {_describe(frame, malformed, [fips])}; "
+            "expected 5-digit strings such as '01001'"
+        )
+    validate_strata(frame, count=count, population=population, keys=(fips,), source=source)
+
+    known = set(counties["fips"])
+    unknown = ~codes.isin(known)
+    if unknown.any():
+        raise ValueError(
+            f"{source}: FIPS not in the county frame: {_describe(frame, unknown, [fips])}; "
+            f"expected one of the {len(known)} counties of the frame"
+        )
+    if require_all:
+        absent = sorted(known - set(codes))
+        if absent:
+            shown = ", ".join(repr(code) for code in absent[:SHOWN])
+            more = f" and {len(absent) - SHOWN} more" if len(absent) > SHOWN else ""
+            raise ValueError(
+                f"{source}: counties of the frame without a row: {shown}{more}; "
+                "expected a row for every county"
+            )
+    return frame

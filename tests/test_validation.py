@@ -1,0 +1,120 @@
+"""Strata validation: each rule rejects what it should, names source and key, passes good data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dpsynth.data.validation import validate_county_strata, validate_strata
+
+COUNTIES = pd.DataFrame({"fips": ["01001", "01003", "01005", "35001"]})
+
+
+def strata(**overrides) -> pd.DataFrame:
+    frame = pd.DataFrame(
+        {
+            "fips": ["01001", "01003", "01005"],
+            "count": [3, 0, 12],
+            "population": [1000, 250, 4000],
+        }
+    )
+    for column, values in overrides.items():
+        frame[column] = values
+    return frame
+
+
+def test_good_strata_pass_and_are_returned_unchanged():
+    frame = strata()
+    assert validate_strata(frame, source="x.csv") is frame
+    assert validate_county_strata(frame, COUNTIES, source="x.csv") is frame
+
+
+@pytest.mark.parametrize(
+    ("overrides", "fragments"),
+    [
+        ({"count": [3, -1, 12]}, ["deaths.csv", "negative 'count'", "fips='01003'", ">= 0"]),
+        ({"count": [3, 1.5, 12]}, ["deaths.csv", "non-integer", "fips='01003'", "whole"]),
+        ({"count": [3, np.nan, 12]}, ["deaths.csv", "missing 'count'", "fips='01003'"]),
+        ({"count": pd.array([3, None, 12], dtype="Int64")}, ["missing 'count'", "fips='01003'"]),
+        ({"count": ["3", "x", "12"]}, ["deaths.csv", "not numeric", "fips='01003'"]),
+        ({"population": [1000, 0, 4000]}, ["deaths.csv", "<= 0", "fips='01003'", "> 0"]),
+        ({"population": [1000, 250, -5]}, ["deaths.csv", "<= 0", "fips='01005'"]),
+        ({"population": [np.nan, 250, 4000]}, ["deaths.csv", "missing 'population'", "01001"]),
+        ({"fips": ["01001", "01003", "01001"]}, ["deaths.csv", "duplicate", "fips='01001'"]),
+        ({"count": [0, 0, 0]}, ["deaths.csv", "sum to 0", "positive total"]),
+    ],
+)
+def test_each_rule_names_source_key_and_expectation(overrides, fragments):
+    with pytest.raises(ValueError) as info:
+        validate_strata(strata(**overrides), source="deaths.csv")
+    for fragment in fragments:
+        assert fragment in str(info.value)
+
+
+def test_missing_column_is_named():
+    with pytest.raises(ValueError, match=r"deaths\.csv: missing column\(s\) \['population'\]"):
+        validate_strata(strata().drop(columns="population"), source="deaths.csv")
+
+
+def test_empty_frame_rejected():
+    with pytest.raises(ValueError, match="no strata"):
+        validate_strata(strata().iloc[:0], source="deaths.csv")
+
+
+def test_multi_column_keys_report_every_key():
+    frame = pd.DataFrame(
+        {
+            "county": ["a", "a", "b"],
+            "age": ["35-44", "35-44", "35-44"],
+            "deaths": [1, 2, 3],
+            "pop": [10, 20, 30],
+        }
+    )
+    with pytest.raises(ValueError, match=r"\(county='a', age='35-44'\)"):
+        validate_strata(frame, count="deaths", population="pop", keys=("county", "age"))
+
+
+def test_many_offenders_are_summarised():
+    frame = pd.DataFrame(
+        {"fips": [f"{i:05d}" for i in range(12)], "count": [-1] * 12, "population": [5] * 12}
+    )
+    with pytest.raises(ValueError, match="and 7 more"):
+        validate_strata(frame)
+
+
+def test_county_not_in_frame():
+    frame = strata(fips=["01001", "01003", "99999"])
+    with pytest.raises(ValueError, match=r"x\.csv: FIPS not in the county frame: fips='99999'"):
+        validate_county_strata(frame, COUNTIES, source="x.csv")
+
+
+def test_malformed_fips():
+    frame = strata(fips=["01001", "1003", "01005"])
+    with pytest.raises(ValueError, match=r"malformed FIPS at fips='1003'; expected 5-digit"):
+        validate_county_strata(frame, COUNTIES, source="x.csv")
+
+
+def test_require_all_lists_absent_counties():
+    with pytest.raises(ValueError, match=r"without a row: '35001'"):
+        validate_county_strata(strata(), COUNTIES, source="x.csv", require_all=True)
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 10_000), st.integers(1, 10**7)),
+        min_size=1,
+        max_size=30,
+    ).filter(lambda rows: sum(count for count, _ in rows) > 0)
+)
+def test_any_valid_strata_pass(rows):
+    frame = pd.DataFrame(
+        {
+            "fips": [f"{i:05d}" for i in range(len(rows))],
+            "count": [count for count, _ in rows],
+            "population": [population for _, population in rows],
+        }
+    )
+    validate_strata(frame)
