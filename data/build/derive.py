@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 import shapely
 
+from dpsynth.data import age_groups as ages
+from dpsynth.data import pennsylvania as pa
 from dpsynth.data.counties import STATE_POSTAL
 from dpsynth.io import atomic_path
 
@@ -124,8 +126,98 @@ def build_counties(nat_shp: Path, nat_gal: Path, out_dir: Path) -> list[Path]:
     return [counties_path, edges_path]
 
 
+def build_age_groups(population_json: Path, counties_path: Path, out_dir: Path) -> list[Path]:
+    """Modelled county populations by age group (see dpsynth.data.age_groups)."""
+    counties = gpd.read_parquet(counties_path)
+    national = ages.read_national_population(population_json, year=1980)
+    table = ages.model_county_age_counts(national, counties["population"], counties["median_age"])
+    lower, upper = ages.group_edges(national["age_start"])
+    medians = np.array([ages.grouped_median(row, lower, upper) for row in table])
+    shift = np.abs(medians - counties["median_age"].to_numpy())
+    grouped = ages.aggregate_age_groups(table, national["age_start"])
+    frame = ages.age_group_frame(counties["fips"], grouped)
+    # Rounded to 1/100 person so the bytes do not hang on the last bits of the solver.
+    frame["population_modelled"] = frame["population_modelled"].round(2)
+    print(
+        f"age model: national 1980 total {national['population'].sum():,.0f}, "
+        f"frame total {counties['population'].sum():,}; |modelled - census median age| "
+        f"after raking: mean {shift.mean():.2f}, max {shift.max():.2f} years; "
+        f"counties with modelled 35+ over 50,000: {(grouped['35+'] > 50_000).sum()}"
+    )
+    path = out_dir / "county_age_groups_1980.parquet"
+    write_parquet_deterministic(frame, path)
+    return [path]
+
+
+def county_key(name: str) -> str:
+    """Join key for county names across sources: lower case, letters only."""
+    return "".join(ch for ch in name.lower() if ch.isalpha())
+
+
+def build_pennsylvania(pennlc_rda: Path, counties_path: Path, out_dir: Path) -> list[Path]:
+    """pennLC strata (Parquet) and Pennsylvania's county map with FIPS and land area."""
+    import warnings
+
+    import rdata
+
+    with warnings.catch_warnings():
+        # rdata has no constructors for the sp classes; it returns their raw slots,
+        # which is all we need.
+        warnings.simplefilter("ignore", UserWarning)
+        pennlc = rdata.read_rda(pennlc_rda)["pennLC"]
+    strata = pa.pennlc_strata_frame(pennlc["data"])
+
+    ids, rings = pa.polygon_rings(pennlc["spatial.polygon"])
+    geometry = [
+        shapely.set_precision(
+            shapely.MultiPolygon([shapely.Polygon(r) for r in parts])
+            if len(parts) > 1
+            else shapely.Polygon(parts[0]),
+            COORDINATE_GRID_DEG,
+        )
+        for parts in rings
+    ]
+    smoking = pennlc["smoking"].assign(county=lambda f: f["county"].astype(str))
+    nat = gpd.read_parquet(counties_path)
+    nat = nat[nat["state"] == "PA"].assign(key=lambda f: f["name"].map(county_key))
+    frame = pd.DataFrame({"county": ids, "key": [county_key(i) for i in ids]})
+    frame = frame.merge(nat[["key", "fips", "name", "land_area"]], on="key", how="left")
+    frame = frame.merge(smoking, on="county", how="left")
+    if frame[["fips", "smoking"]].isna().any().any() or len(frame) != 67:
+        raise ValueError(f"{pennlc_rda}: could not match all 67 counties to NAT and smoking")
+    if set(frame["county"]) != set(strata["county"]):
+        raise ValueError(f"{pennlc_rda}: polygon IDs differ from the strata's counties")
+    counties = gpd.GeoDataFrame(
+        frame.drop(columns="key"), geometry=geometry, crs=SOURCE_CRS
+    ).sort_values("county", kind="stable")
+
+    strata_path = out_dir / "pennlc_strata.parquet"
+    counties_out = out_dir / "pennsylvania_counties.parquet"
+    write_parquet_deterministic(strata, strata_path)
+    write_parquet_deterministic(counties.reset_index(drop=True), counties_out)
+    print(
+        f"pennLC: {len(strata)} strata, {strata['cases'].sum()} cases, "
+        f"population {strata['population'].sum():,}"
+    )
+    return [strata_path, counties_out]
+
+
+def build_standard_population(out_dir: Path) -> list[Path]:
+    """The US 2000 standard population, 19 age groups, as a CSV."""
+    from standard_population_2000 import US_2000_STANDARD_19
+
+    frame = pd.DataFrame(US_2000_STANDARD_19, columns=["age_start", "age_end", "population"])
+    frame["age_end"] = frame["age_end"].astype("Int64")
+    path = out_dir / "us_standard_population_2000.csv"
+    write_csv_deterministic(frame, path)
+    return [path]
+
+
 def build_all(raw, out_dir: Path) -> list[Path]:
     """Every derived file, in the order they are listed in data/README.md."""
     written = []
     written += build_counties(raw.nat_shp, raw.nat_gal, out_dir)
+    written += build_age_groups(raw.population_json, out_dir / "counties_1980.parquet", out_dir)
+    written += build_pennsylvania(raw.pennlc_rda, out_dir / "counties_1980.parquet", out_dir)
+    written += build_standard_population(out_dir)
     return written
