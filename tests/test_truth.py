@@ -1,0 +1,299 @@
+"""Study 1's truth: the modelled rates on hand-made graphs and the smoothed observed rates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.integrate
+import scipy.sparse
+import scipy.stats
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpsynth.data import read_wonder
+from dpsynth.data.truth import (
+    TruthModel,
+    model_truth,
+    proper_car_field,
+    smooth_observed_rates,
+    truth_from_wonder,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures" / "wonder"
+
+
+def grid(side: int, islands: int = 0):
+    """A side x side lattice with queen (8-neighbour) edges, four 'states', plus islands."""
+    fips = [
+        f"{10 + (r < side // 2) * 2 + (c < side // 2):02d}{r * side + c:03d}"
+        for r in range(side)
+        for c in range(side)
+    ]
+    edges = []
+    for r in range(side):
+        for c in range(side):
+            for dr, dc in ((0, 1), (1, -1), (1, 0), (1, 1)):
+                rr, cc = r + dr, c + dc
+                if 0 <= rr < side and 0 <= cc < side:
+                    edges.append((fips[r * side + c], fips[rr * side + cc]))
+    fips += [f"20{i:03d}" for i in range(islands)]
+    counties = pd.DataFrame({"fips": fips, "state_fips": [code[:2] for code in fips]})
+    return counties, pd.DataFrame(edges, columns=["fips_a", "fips_b"])
+
+
+def populations(counties, seed=0):
+    rng = np.random.default_rng(seed)
+    return pd.Series(rng.integers(200, 50_000, len(counties)), index=counties["fips"])
+
+
+def morans_i(values, counties, edges):
+    """Moran's I with binary symmetric weights, written independently of the library."""
+    position = {code: i for i, code in enumerate(counties["fips"])}
+    a = edges["fips_a"].map(position).to_numpy()
+    b = edges["fips_b"].map(position).to_numpy()
+    z = np.asarray(values, float) - np.mean(values)
+    s0 = 2 * len(a)
+    return len(z) / s0 * (2 * np.sum(z[a] * z[b])) / np.sum(z * z)
+
+
+def test_expected_deaths_sum_to_the_total():
+    counties, edges = grid(12, islands=2)
+    truth = model_truth(
+        counties, edges, populations(counties), TruthModel(), np.random.default_rng(1)
+    )
+    assert truth["expected"].sum() == pytest.approx(11364, rel=1e-10)
+    assert np.allclose(truth["expected"], truth["population"] * truth["rate"])
+    assert list(truth["fips"]) == list(counties["fips"])
+    assert (truth["rate"] > 0).all()
+
+
+@given(total=st.floats(1, 1e6), seed=st.integers(0, 2**32 - 1))
+@settings(max_examples=20, deadline=None)
+def test_total_is_matched_for_any_total(total, seed):
+    counties, edges = grid(5)
+    params = TruthModel(total_deaths=total, state_sd=0.5, spatial_sd=0.7, iid_sd=0.3)
+    truth = model_truth(
+        counties, edges, populations(counties, seed % 7), params, np.random.default_rng(seed)
+    )
+    assert truth["expected"].sum() == pytest.approx(total, rel=1e-9)
+
+
+def test_strong_dependence_gives_positive_spatial_autocorrelation():
+    counties, edges = grid(15)
+    params = TruthModel(state_sd=0.0, iid_sd=0.0, spatial_sd=0.3, spatial_dependence=0.99)
+    values = [
+        morans_i(
+            np.log(
+                model_truth(
+                    counties, edges, populations(counties), params, np.random.default_rng(seed)
+                )["rate"]
+            ),
+            counties,
+            edges,
+        )
+        for seed in range(5)
+    ]
+    # under independence I is about 0 with sd about 0.03 on this graph
+    assert min(values) > 0.15
+
+
+def test_no_spatial_component_gives_moran_near_zero():
+    counties, edges = grid(15)
+    params = TruthModel(state_sd=0.0, iid_sd=0.3, spatial_sd=0.0)
+    values = [
+        morans_i(
+            np.log(
+                model_truth(
+                    counties, edges, populations(counties), params, np.random.default_rng(seed)
+                )["rate"]
+            ),
+            counties,
+            edges,
+        )
+        for seed in range(10)
+    ]
+    # E[I] = -1/(n-1) under independence; one I has sd about 0.03, a mean of ten about 0.01
+    assert abs(np.mean(values)) < 0.04
+
+
+def test_reproducible_for_a_fixed_generator():
+    counties, edges = grid(8, islands=1)
+    sizes = populations(counties)
+    first = model_truth(counties, edges, sizes, TruthModel(), np.random.default_rng(42))
+    again = model_truth(counties, edges, sizes, TruthModel(), np.random.default_rng(42))
+    other = model_truth(counties, edges, sizes, TruthModel(), np.random.default_rng(43))
+    pd.testing.assert_frame_equal(first, again)
+    assert not np.allclose(first["rate"], other["rate"])
+
+
+def test_islands_get_finite_independent_effects():
+    counties, edges = grid(6, islands=3)
+    truth = model_truth(
+        counties, edges, populations(counties), TruthModel(), np.random.default_rng(5)
+    )
+    islands = truth[truth["fips"].str.startswith("20")]
+    assert len(islands) == 3
+    assert np.isfinite(islands["spatial_effect"]).all()
+    assert (islands["spatial_effect"] != 0).all()
+
+
+def test_only_islands():
+    counties = pd.DataFrame({"fips": ["01001", "01002", "02001"], "state_fips": ["01", "01", "02"]})
+    edges = pd.DataFrame({"fips_a": [], "fips_b": []}, dtype=str)
+    sizes = pd.Series([100, 200, 300], index=counties["fips"])
+    truth = model_truth(
+        counties, edges, sizes, TruthModel(total_deaths=6), np.random.default_rng(0)
+    )
+    assert truth["expected"].sum() == pytest.approx(6)
+
+
+def test_state_effect_is_shared_within_a_state():
+    counties, edges = grid(6)
+    truth = model_truth(
+        counties, edges, populations(counties), TruthModel(), np.random.default_rng(3)
+    )
+    per_state = truth.groupby(counties["state_fips"])["state_effect"].nunique()
+    assert (per_state == 1).all()
+    assert truth.groupby(counties["state_fips"])["state_effect"].first().nunique() == 4
+
+
+def test_car_marginal_variances_follow_the_precision():
+    """Empirical variances of many draws match diag((D - rho W)^-1) / geometric mean."""
+    counties, edges = grid(3, islands=1)
+    n = len(counties)
+    position = {code: i for i, code in enumerate(counties["fips"])}
+    weights = np.zeros((n, n))
+    for a, b in zip(edges["fips_a"], edges["fips_b"], strict=True):
+        weights[position[a], position[b]] = weights[position[b], position[a]] = 1
+    degree = weights.sum(axis=1)
+    rho = 0.9
+    covariance = np.linalg.inv(np.diag(np.where(degree > 0, degree, 1)) - rho * weights)
+    expected = np.diag(covariance) / scipy.stats.gmean(np.diag(covariance))
+    adjacency = scipy.sparse.csr_matrix(weights)
+    rng = np.random.default_rng(11)
+    draws = proper_car_field(adjacency, rho, rng, size=4000)
+    assert np.allclose(draws.var(axis=0), expected, rtol=0.1)
+    # neighbours are positively correlated
+    assert np.corrcoef(draws[:, 0], draws[:, 1])[0, 1] > 0.2
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"spatial_dependence": 1.0}, {"state_sd": -0.1}, {"total_deaths": 0}, {"iid_sd": np.nan}],
+)
+def test_bad_parameters_rejected(kwargs):
+    with pytest.raises(ValueError):
+        TruthModel(**kwargs)
+
+
+def test_from_config_reads_keys_and_rejects_unknown():
+    params = TruthModel.from_config({"total_deaths": 100, "spatial_sd": 0.5})
+    assert params.total_deaths == 100 and params.spatial_sd == 0.5
+    with pytest.raises(ValueError, match="unknown key"):
+        TruthModel.from_config({"spatial_sigma": 0.5})
+
+
+def test_population_must_cover_every_county():
+    counties, edges = grid(3)
+    sizes = populations(counties).iloc[1:]
+    with pytest.raises(ValueError, match="no size for 1 county"):
+        model_truth(counties, edges, sizes, TruthModel(), np.random.default_rng(0))
+    zero = populations(counties)
+    zero.iloc[2] = 0
+    with pytest.raises(ValueError, match="non-positive"):
+        model_truth(counties, edges, zero, TruthModel(), np.random.default_rng(0))
+
+
+# ---- smoothed observed rates ---------------------------------------------------------
+
+
+def marshall_prior(deaths, population):
+    m = deaths.sum() / population.sum()
+    s2 = np.sum(population * (deaths / population - m) ** 2) / population.sum()
+    return m, max(0.0, s2 - m / population.mean())
+
+
+@given(st.lists(st.tuples(st.integers(0, 300), st.integers(100, 10**6)), min_size=2, max_size=40))
+@settings(max_examples=50, deadline=None)
+def test_smoothed_rates_lie_between_crude_and_group_rate(rows):
+    deaths = np.array([d for d, _ in rows], float)
+    population = np.array([n for _, n in rows], float)
+    rates = smooth_observed_rates(deaths, population)
+    crude = deaths / population
+    m = deaths.sum() / population.sum()
+    low, high = np.minimum(crude, m), np.maximum(crude, m)
+    assert np.all(rates >= low - 1e-12) and np.all(rates <= high + 1e-12)
+
+
+def test_homogeneous_counties_shrink_fully():
+    population = np.array([1000.0, 2000.0, 4000.0, 8000.0])
+    deaths = population * 0.01  # identical crude rates: no excess variance
+    assert np.allclose(smooth_observed_rates(deaths, population), 0.01)
+
+
+def test_big_counties_shrink_less():
+    population = np.array([1e3, 1e6, 1e3, 1e6])
+    deaths = np.array([5.0, 5000.0, 1.0, 1000.0])  # counties 0, 1 share crude rate 0.005
+    rates = smooth_observed_rates(deaths, population)
+    m = deaths.sum() / population.sum()
+    assert abs(rates[1] - 0.005) < abs(rates[0] - 0.005)
+    assert abs(rates[0] - m) < abs(rates[1] - m)
+
+
+def test_groups_shrink_toward_their_own_rate():
+    population = np.full(6, 10_000.0)
+    deaths = np.array([10.0, 12, 14, 50, 55, 60])
+    groups = ["a", "a", "a", "b", "b", "b"]
+    rates = smooth_observed_rates(deaths, population, groups)
+    assert rates[:3].max() < 15 / 10_000 < rates[3:].min()
+
+
+def test_missing_count_without_suppression_flag_is_an_error():
+    with pytest.raises(ValueError, match="without a suppression flag"):
+        smooth_observed_rates([1.0, np.nan, 3.0], [100.0, 100.0, 100.0])
+
+
+def test_fixture_with_suppressed_cell():
+    frame = read_wonder(FIXTURES / "smoothing.txt")
+    counties = pd.DataFrame(
+        {"fips": ["01001", "01003", "01005", "01007", "02001", "02003", "02005"]}
+    )
+    truth = truth_from_wonder(frame, counties, age_group_code="35-44", source="smoothing.txt")
+    assert list(truth["fips"]) == list(counties["fips"])
+    assert np.isfinite(truth["rate"]).all() and (truth["rate"] > 0).all()
+
+    # the suppressed county: posterior mean of the rate given 1 <= y <= 9, computed here
+    # by integrating over the gamma prior (independently of the library's sum)
+    state = frame[(frame["age_group_code"] == "35-44") & frame["county_code"].str.startswith("01")]
+    seen = state[~state["suppressed"]]
+    m, a_var = marshall_prior(seen["deaths"].to_numpy(float), seen["population"].to_numpy(float))
+    shape, rate = m**2 / a_var, m / a_var
+    n = 5000.0
+
+    def weight(lam):
+        in_range = scipy.stats.poisson.cdf(9, n * lam) - scipy.stats.poisson.cdf(0, n * lam)
+        return scipy.stats.gamma.pdf(lam, shape, scale=1 / rate) * in_range
+
+    upper = scipy.stats.gamma.ppf(1 - 1e-12, shape, scale=1 / rate)
+    numerator = scipy.integrate.quad(lambda lam: lam * weight(lam), 0, upper, limit=200)[0]
+    denominator = scipy.integrate.quad(weight, 0, upper, limit=200)[0]
+    suppressed_rate = truth.set_index("fips").loc["01005", "rate"]
+    assert suppressed_rate == pytest.approx(numerator / denominator, rel=1e-6)
+
+    # unsuppressed counties: (y + a) / (n + b) with the state's prior
+    alpha = truth.set_index("fips").loc["01001", "rate"]
+    assert alpha == pytest.approx((40 + shape) / (60000 + rate), rel=1e-12)
+
+
+def test_truth_from_wonder_needs_every_county():
+    frame = read_wonder(FIXTURES / "smoothing.txt")
+    counties = pd.DataFrame(
+        {"fips": ["01001", "01003", "01005", "01007", "02001", "02003", "02005", "02007"]}
+    )
+    with pytest.raises(ValueError, match=r"1 county\(ies\) of the frame have no row.*02007"):
+        truth_from_wonder(frame, counties, age_group_code="35-44")
+    with pytest.raises(ValueError, match="more than once"):
+        truth_from_wonder(frame, counties)
