@@ -1,5 +1,35 @@
-# Data stage: shipped inputs -> tidy Parquet artifacts and the first maps.
+# Data stage: the shipped inputs in data/ (read in place, never copied) -> first maps.
+
+# The data stage's figures: modelled 35-44 population and pennLC crude rates. A lambda,
+# not a def: `snakemake --lint` wants named functions in common.smk only.
+data_figures = lambda: figure_paths("data/population_35_44") + figure_paths(
+    "data/pennlc_crude_rates"
+)
 
 
-def data_figures():
-    return []
+rule data_map_population_35_44:
+    input:
+        counties=config["data"]["counties"],
+        age_groups=config["data"]["age_groups"],
+    output:
+        figure_paths("data/population_35_44"),
+    log:
+        "logs/data/population_35_44.log",
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/data_map_population_35_44.py"
+
+
+rule data_map_pennlc_crude_rates:
+    input:
+        strata=config["data"]["pennlc_strata"],
+        counties=config["data"]["pennsylvania_counties"],
+    output:
+        figure_paths("data/pennlc_crude_rates"),
+    log:
+        "logs/data/pennlc_crude_rates.log",
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/data_map_pennlc_crude_rates.py"

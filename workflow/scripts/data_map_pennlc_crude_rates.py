@@ -1,0 +1,32 @@
+"""Map of Pennsylvania's county crude lung-cancer rates (pennLC, 2002 cases / 2000 pop.)."""
+
+import logging
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+from dpsynth.data.pennsylvania import (  # noqa: E402
+    county_crude_rates,
+    load_pennlc,
+    load_pennsylvania_counties,
+)
+from dpsynth.io import save_figure  # noqa: E402
+from dpsynth.plots.maps import county_choropleth  # noqa: E402
+
+logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)  # noqa: F821
+
+counties = load_pennsylvania_counties(snakemake.input.counties)  # noqa: F821
+rates = county_crude_rates(load_pennlc(snakemake.input.strata))  # noqa: F821
+counties = counties.merge(rates, on="county", how="left")
+logging.info("%d counties, %d cases", len(counties), counties["cases"].sum())
+fig = county_choropleth(
+    counties,
+    "rate",
+    title="Pennsylvania lung cancer, crude rate by county (pennLC: 2002 cases, 2000 pop.)",
+    cmap="magma_r",
+    legend_label="cases per 100,000",
+    edgecolor="grey",
+    linewidth=0.3,
+)
+save_figure(fig, *snakemake.output)  # noqa: F821
