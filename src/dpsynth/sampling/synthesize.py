@@ -1,0 +1,73 @@
+"""The two entry points studies call: ``synthesize`` (releases) and ``posterior_rates``.
+
+``synthesize`` draws from exactly the distribution whose privacy the calibrations and the
+audit analyse: the product of the cells' posterior predictive (truncated) negative
+binomials conditioned on sum z = y. For md that is the Dirichlet-multinomial, drawn
+directly (theta ~ Dir(y + alpha), z ~ Mult(y., theta)); pg and truncated use the exact
+tree sampler :class:`~dpsynth.sampling.conditioned.ConditionedSampler`.
+
+Seed 001 eq (7) (gamma rates, then one multinomial) is *not* used for pg or truncated
+releases: it equals the conditioned product only when b_i / n_i is the same in every cell.
+It survives as ``posterior_rates``, the utility proxy of Study 1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpsynth.calibration import Calibration
+from dpsynth.sampling.conditioned import ConditionedSampler, check_counts, check_feasible
+
+__all__ = ["ConditionedSampler", "posterior_rates", "synthesize"]
+
+
+def _check_draw_args(size, rng) -> int:
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng)}")
+    if isinstance(size, bool) or int(size) != size or size < 0:
+        raise ValueError(f"size must be a non-negative integer, got {size!r}")
+    return int(size)
+
+
+def synthesize(y, cal: Calibration, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` synthetic count vectors released for data ``y`` under calibration ``cal``.
+
+    Returns an int64 array (size, I); every row sums to y. and lies within ``cal.bounds()``.
+    To draw repeatedly for one dataset, build ``ConditionedSampler(y, cal)`` once and call
+    its ``draw`` instead (md included).
+    """
+    counts = check_counts(y, cal)
+    size = _check_draw_args(size, rng)
+    check_feasible(cal)
+    if cal.mechanism == "md" and not cal.truncated:
+        if not np.all(np.isfinite(cal.a)) or np.any(cal.a <= 0):
+            raise ValueError("cal.a (the Dirichlet alphas) must be finite and positive")
+        theta = rng.dirichlet(counts + cal.a, size=size)
+        # normalise away round-off so multinomial's sum(pvals) <= 1 check always passes
+        theta /= theta.sum(axis=1, keepdims=True)
+        return rng.multinomial(cal.total, theta).astype(np.int64)
+    return ConditionedSampler(counts, cal).draw(size, rng)
+
+
+def posterior_rates(y, cal: Calibration, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` draws of the cells' posterior event rates: float array (size, I).
+
+    pg, truncated: lambda_i ~ Gamma(~y_i + a_i, rate n_i + b_i), ~y = cal.clamp(y).
+    md: theta ~ Dir(y + alpha), lambda_i = theta_i y. / n_i (needs cal.population).
+    """
+    counts = check_counts(y, cal)
+    size = _check_draw_args(size, rng)
+    if cal.population is None:
+        raise ValueError(
+            f"posterior_rates needs cal.population (rates are per person); this {cal.mechanism} "
+            "calibration has none"
+        )
+    population = cal.population
+    if np.any(population <= 0):
+        raise ValueError("cal.population must be positive in every cell")
+    if cal.mechanism == "md":
+        theta = rng.dirichlet(counts + cal.a, size=size)
+        return theta * cal.total / population[None, :]
+    shape = cal.clamp(counts) + cal.a
+    rate = population + cal.b
+    return rng.gamma(shape, 1.0 / rate, size=(size, cal.n_cells))

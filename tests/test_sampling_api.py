@@ -1,0 +1,144 @@
+"""synthesize / posterior_rates: input checks, properties of every draw, rate moments."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpsynth import posterior_rates, synthesize
+from dpsynth.calibration import Calibration
+from dpsynth.sampling.conditioned import ConditionedSampler
+
+
+@st.composite
+def instances(draw):
+    """A random calibration of any mechanism and data y consistent with its total."""
+    n_cells = draw(st.integers(1, 7))
+    total = draw(st.integers(0, 40))
+    mechanism = draw(st.sampled_from(["md", "pg", "truncated"]))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    y = rng.multinomial(total, np.full(n_cells, 1.0 / n_cells))
+    a = rng.uniform(0.05, 30.0, n_cells)
+    kwargs = {}
+    if mechanism != "md":
+        kwargs = {
+            "b": rng.uniform(0.01, 100.0, n_cells),
+            "population": rng.uniform(1.0, 1e5, n_cells),
+        }
+    if mechanism == "truncated":
+        lower = rng.integers(0, max(1, total // n_cells + 1), n_cells)
+        upper = lower + rng.integers(0, total + 1, n_cells)
+        if lower.sum() > total:
+            lower[:] = 0
+        if np.minimum(upper, total).sum() < total:
+            upper[:] = total
+        kwargs.update(lower=lower, upper=upper)
+    cal = Calibration(mechanism=mechanism, method="paper", epsilon=1.0, total=total, a=a, **kwargs)
+    return cal, y, seed
+
+
+@settings(max_examples=60, deadline=None)
+@given(instances())
+def test_every_synthetic_vector_is_valid(instance):
+    cal, y, seed = instance
+    z = synthesize(y, cal, 25, np.random.default_rng(seed))
+    lower, upper = cal.bounds()
+    assert z.shape == (25, cal.n_cells) and z.dtype == np.int64
+    assert np.all(z >= 0)
+    assert np.all((z >= lower) & (z <= upper))
+    assert np.all(z.sum(axis=1) == cal.total)
+
+
+def small_pg(**changes) -> Calibration:
+    fields = dict(
+        mechanism="pg",
+        method="paper",
+        epsilon=1.0,
+        total=10,
+        a=[1.0, 2.0, 3.0],
+        b=[1.0, 1.0, 2.0],
+        population=[100.0, 200.0, 50.0],
+    )
+    fields.update(changes)
+    return Calibration(**fields)
+
+
+@pytest.mark.parametrize(
+    ("y", "match"),
+    [
+        ([5, 5], "vector of 3 counts"),
+        ([5, 5, 1], "total is 10"),
+        ([5, 6, -1], "non-negative"),
+        ([5.5, 4.5, 0], "integers"),
+        ([[5, 5, 0]], "vector of 3"),
+    ],
+)
+def test_bad_counts_are_rejected(y, match):
+    with pytest.raises(ValueError, match=match):
+        synthesize(y, small_pg(), 1, np.random.default_rng(0))
+
+
+def test_bad_size_and_rng_are_rejected():
+    with pytest.raises(ValueError, match="size"):
+        synthesize([5, 5, 0], small_pg(), -1, np.random.default_rng(0))
+    with pytest.raises(TypeError, match="Generator"):
+        synthesize([5, 5, 0], small_pg(), 1, 0)
+
+
+def test_infeasible_bounds_are_rejected():
+    bounded = dict(mechanism="truncated", lower=[0, 0, 0], upper=[2, 3, 4])
+    with pytest.raises(ValueError, match="infeasible bounds"):
+        ConditionedSampler([5, 5, 0], small_pg(**bounded))
+    with pytest.raises(ValueError, match="infeasible bounds"):
+        synthesize(
+            [5, 5, 0],
+            small_pg(mechanism="truncated", lower=[4, 4, 3], upper=[9, 9, 9]),
+            1,
+            np.random.default_rng(0),
+        )
+
+
+def test_posterior_rates_gamma_moments():
+    cal = small_pg(mechanism="truncated", lower=[0, 2, 0], upper=[6, 9, 3])
+    y = np.array([1, 1, 8])  # clamped to (1, 2, 3) for the posterior
+    draws = posterior_rates(y, cal, 40_000, np.random.default_rng(4))
+    assert draws.shape == (40_000, 3) and np.all(draws > 0)
+    shape = np.array([1, 2, 3]) + cal.a
+    rate = cal.population + cal.b
+    mean, sd = shape / rate, np.sqrt(shape) / rate
+    np.testing.assert_array_less(np.abs(draws.mean(axis=0) - mean), 5 * sd / np.sqrt(40_000))
+    np.testing.assert_allclose(draws.std(axis=0), sd, rtol=0.03)
+
+
+def test_posterior_rates_md_uses_dirichlet_shares():
+    population = np.array([1000.0, 500.0, 2000.0])
+    cal = Calibration(
+        mechanism="md",
+        method="paper",
+        epsilon=1.0,
+        total=10,
+        a=[0.5, 1.0, 2.5],
+        population=population,
+    )
+    y = np.array([2, 8, 0])
+    draws = posterior_rates(y, cal, 40_000, np.random.default_rng(5))
+    share = (y + cal.a) / (y + cal.a).sum()
+    expected = share * 10 / population
+    np.testing.assert_allclose(draws.mean(axis=0), expected, rtol=0.02)
+    np.testing.assert_allclose((draws * population).sum(axis=1), 10.0)
+
+
+def test_posterior_rates_md_needs_population():
+    cal = Calibration(mechanism="md", method="paper", epsilon=1.0, total=3, a=[1.0, 1.0])
+    with pytest.raises(ValueError, match="population"):
+        posterior_rates([1, 2], cal, 2, np.random.default_rng(0))
+
+
+def test_sampler_is_reproducible_for_a_seed():
+    sampler = ConditionedSampler([3, 5, 2], small_pg())
+    first = sampler.draw(50, np.random.default_rng(11))
+    again = sampler.draw(50, np.random.default_rng(11))
+    assert np.array_equal(first, again)
