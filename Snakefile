@@ -14,6 +14,8 @@ validate(config, "workflow/schemas/config.schema.yaml")
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
+include: "workflow/rules/truth.smk"
+include: "workflow/rules/study1.smk"
 
 
 rule all:

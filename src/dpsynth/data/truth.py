@@ -320,3 +320,24 @@ def truth_from_wonder(
         rows["deaths"], sizes, groups, suppressed=rows["suppressed"].to_numpy(bool)
     )
     return pd.DataFrame({"fips": fips, "population": sizes, "rate": rate, "expected": sizes * rate})
+
+
+def truth_summary(truth: pd.DataFrame) -> dict:
+    """Plain-number summary of a truth frame (for logs and docs): size, totals, spread.
+
+    Rates per 100,000; quantiles are over counties (unweighted); ``national_rate`` is
+    sum(expected) / sum(population).
+    """
+    per_100k = truth["rate"].to_numpy(float) * 1e5
+    quantiles = (0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0)
+    values = np.quantile(per_100k, quantiles)
+    return {
+        "counties": int(len(truth)),
+        "population": float(truth["population"].sum()),
+        "expected_deaths": float(truth["expected"].sum()),
+        "national_rate_per_100k": float(1e5 * truth["expected"].sum() / truth["population"].sum()),
+        "rate_per_100k_quantiles": {
+            f"{q:g}": float(v) for q, v in zip(quantiles, values, strict=True)
+        },
+        "sd_log_rate": float(np.std(np.log(truth["rate"].to_numpy(float)))),
+    }

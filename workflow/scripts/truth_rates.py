@@ -1,0 +1,43 @@
+"""Study 1's true county rates, ages 35-44 (modelled, or smoothed from a WONDER export)."""
+
+import logging
+
+import pandas as pd
+
+from dpsynth.data import read_wonder
+from dpsynth.data.age_groups import load_age_groups
+from dpsynth.data.counties import load_counties, load_queen_edges
+from dpsynth.data.truth import TruthModel, model_truth, truth_from_wonder, truth_summary
+from dpsynth.io import write_json, write_parquet
+from dpsynth.seeding import job_rng
+
+logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)  # noqa: F821
+settings = snakemake.params.truth  # noqa: F821
+age_group = snakemake.params.age_group  # noqa: F821
+counties = load_counties(snakemake.input.counties)  # noqa: F821
+
+if settings["source"] == "model":
+    ages = load_age_groups(snakemake.input.age_groups)  # noqa: F821
+    ages = ages[ages["age_group"] == age_group]
+    population = pd.Series(ages["population_modelled"].to_numpy(), index=ages["fips"])
+    params = TruthModel.from_config(settings["model"])
+    rng = job_rng(snakemake.params.seed, "truth", age_group)  # noqa: F821
+    edges = load_queen_edges(snakemake.input.edges)  # noqa: F821
+    truth = model_truth(counties, edges, population, params, rng)
+    logging.info("modelled truth with %s", params)
+else:
+    path = snakemake.input.wonder[0]  # noqa: F821
+    truth = truth_from_wonder(
+        read_wonder(path),
+        counties,
+        age_group_code=settings["wonder"]["age_group_code"],
+        prior=settings["wonder"]["prior"],
+        source=str(path),
+    )
+    logging.info("smoothed observed rates from %s", path)
+
+truth["rate_per_100k"] = truth["rate"] * 1e5
+summary = {"source": settings["source"], "age_group": age_group, **truth_summary(truth)}
+logging.info("summary: %s", summary)
+write_parquet(truth, snakemake.output.truth)  # noqa: F821
+write_json(summary, snakemake.output.summary)  # noqa: F821
