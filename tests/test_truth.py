@@ -335,3 +335,18 @@ def test_wonder_export_of_every_county_round_trips(tmp_path):
     # smoothing beats the crude rates at recovering the truth (it is what it is for)
     crude = deaths / population
     assert np.mean((truth["rate"] - true_rate) ** 2) < np.mean((crude - true_rate) ** 2)
+
+
+def test_config_schema_requires_an_export_for_the_wonder_source():
+    from snakemake.exceptions import WorkflowError
+    from snakemake.utils import validate
+
+    schema = str(REPO / "workflow" / "schemas" / "config.schema.yaml")
+    config = {"seed": 1, "figure_formats": ["png"], "truth": {"source": "wonder"}}
+    with pytest.raises(WorkflowError, match="wonder"):
+        validate(config, schema)
+    config = {"seed": 1, "figure_formats": ["png"]}
+    validate(config, schema)
+    assert config["truth"]["source"] == "model"
+    # the schema's defaults are the library's defaults
+    assert TruthModel.from_config(config["truth"]["model"]) == TruthModel()
