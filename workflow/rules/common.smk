@@ -1,5 +1,5 @@
 # Helpers shared by every stage: target paths, figure formats, Study 1's design.
-from dpsynth.study1 import chunk_labels, epsilon_grid
+from dpsynth.design import chunk_labels, epsilon_grid
 
 
 def figure_paths(stem):

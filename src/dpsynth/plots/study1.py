@@ -1,0 +1,136 @@
+"""Study 1's figures (seed 000 Figures 1-2): metrics against epsilon with 95% bands."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+SCENARIO_TITLES = {
+    1: "Scenario 1: same n, same rate",
+    2: "Scenario 2: real n, same rate",
+    3: "Scenario 3: same n, real rates",
+    4: "Scenario 4: real n, real rates",
+}
+MECHANISM_LABELS = {
+    "md": "Multinomial-Dirichlet",
+    "pg_national": "PG, national prior",
+    "pg_state": "PG, state prior",
+    "pg_national_certified": "PG, national prior (certified)",
+    "pg_state_certified": "PG, state prior (certified)",
+    "pg_state_sanitised": "PG, sanitised state prior",
+    "geometric": "Geometric noise",
+}
+MECHANISM_STYLES = {
+    "md": dict(color="tab:red", linestyle="-"),
+    "pg_national": dict(color="tab:blue", linestyle="-"),
+    "pg_state": dict(color="tab:green", linestyle="-"),
+    "pg_national_certified": dict(color="tab:blue", linestyle="--"),
+    "pg_state_certified": dict(color="tab:green", linestyle="--"),
+    "pg_state_sanitised": dict(color="tab:olive", linestyle=":"),
+    "geometric": dict(color="tab:gray", linestyle="-."),
+}
+
+
+def _band(ax, rows: pd.DataFrame, label: str, **style) -> None:
+    rows = rows.sort_values("epsilon")
+    ax.plot(rows["epsilon"], rows["median"], label=label, **style)
+    ax.fill_between(rows["epsilon"], rows["lower"], rows["upper"], alpha=0.15, color=style["color"])
+
+
+def figure_rmse(summary: pd.DataFrame, mechanisms=None):
+    """Figure 1: rMSE x 100,000 against epsilon, one panel per scenario."""
+    rows = summary[summary["metric"] == "rmse"]
+    mechanisms = mechanisms or [m for m in MECHANISM_LABELS if m in set(rows["mechanism"])]
+    scenarios = sorted(rows["scenario"].unique())
+    fig, axes = plt.subplots(2, 2, figsize=(11, 8), sharex=True, squeeze=False)
+    for ax, scenario in zip(axes.flat, scenarios, strict=False):
+        for mech in mechanisms:
+            sel = rows[(rows["scenario"] == scenario) & (rows["mechanism"] == mech)]
+            if len(sel):
+                _band(ax, sel, MECHANISM_LABELS[mech], **MECHANISM_STYLES[mech])
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(SCENARIO_TITLES.get(int(scenario), f"Scenario {scenario}"))
+        ax.set_xlabel("epsilon")
+        ax.set_ylabel("rMSE x 100,000")
+    for ax in list(axes.flat)[len(scenarios) :]:
+        ax.set_visible(False)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, frameon=False)
+    fig.suptitle("Study 1: root mean square error of the synthetic rates (median, 95% band)")
+    fig.tight_layout(rect=(0, 0.07, 1, 0.97))
+    return fig
+
+
+def figure_disparities(summary: pd.DataFrame, scenario: int = 4, mechanisms=None):
+    """Figure 2: (a) urban vs rural and (b) New Mexico vs New York rates against epsilon."""
+    rows = summary[summary["scenario"] == scenario]
+    mechanisms = mechanisms or ["md", "pg_state", "pg_state_certified"]
+    mechanisms = [m for m in mechanisms if m in set(rows["mechanism"])]
+    panels = [
+        ("(a) Urban vs rural", ("rate_urban", "urban"), ("rate_rural", "rural")),
+        ("(b) New Mexico vs New York", ("rate_nm", "NM"), ("rate_ny", "NY")),
+    ]
+    fig, axes = plt.subplots(len(mechanisms), 2, figsize=(11, 3.2 * len(mechanisms)))
+    axes = axes.reshape(len(mechanisms), 2)
+    for r, mech in enumerate(mechanisms):
+        for c, (title, first, second) in enumerate(panels):
+            ax = axes[r, c]
+            for (metric, label), color in zip(
+                (first, second), ("tab:purple", "tab:orange"), strict=True
+            ):
+                sel = rows[(rows["mechanism"] == mech) & (rows["metric"] == metric)]
+                _band(ax, sel, label, color=color, linestyle="-")
+                truth = rows[(rows["mechanism"] == "truth") & (rows["metric"] == metric)]
+                if len(truth):
+                    ax.axhline(truth["median"].iloc[0], color=color, linestyle="--", lw=1)
+            ax.set_xscale("log")
+            ax.set_title(f"{title}: {MECHANISM_LABELS[mech]}", fontsize=10)
+            ax.set_xlabel("epsilon")
+            ax.set_ylabel("rate per 100,000")
+            ax.legend(fontsize=8, frameon=False)
+    fig.suptitle(
+        f"Study 1, scenario {scenario}: group rates (median, 95% band); dashed = truth", y=1.0
+    )
+    fig.tight_layout()
+    return fig
+
+
+def figure_maps(counties, scenario_frame, county_means, epsilons, scenario: int = 4):
+    """County maps: the (modelled) true rates and the mean synthetic rates of MD and
+    PG-state at each map epsilon, on one shared colour scale (per 100,000)."""
+    import matplotlib.colors as mcolors
+    import numpy as np
+
+    from dpsynth.plots.maps import county_choropleth
+
+    frame = counties[["fips", "geometry"]].copy()
+    frame["truth"] = scenario_frame.set_index("fips").loc[frame["fips"], "rate"].to_numpy() * 1e5
+    panels = [("truth", "Modelled true rates")]
+    means = county_means[county_means["scenario"] == scenario]
+    for mech in ("md", "pg_state"):
+        for eps in epsilons:
+            sel = means[(means["mechanism"] == mech) & np.isclose(means["epsilon"], eps)]
+            if sel.empty:
+                continue
+            column = f"{mech}_{eps:g}"
+            frame[column] = sel.sort_values("county")["rate"].to_numpy() * 1e5
+            panels.append((column, f"{MECHANISM_LABELS[mech]}, epsilon = {eps:g}"))
+    values = frame[[c for c, _ in panels]].to_numpy().ravel()
+    lo, hi = np.nanquantile(values, [0.01, 0.99])
+    norm = mcolors.Normalize(vmin=lo, vmax=hi)
+    ncols = 2
+    nrows = -(-len(panels) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(13, 4.2 * nrows), squeeze=False)
+    for ax, (column, title) in zip(axes.flat, panels, strict=False):
+        county_choropleth(frame, column, ax=ax, title=title, norm=norm, legend_label="per 100,000")
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.set_visible(False)
+    fig.suptitle(
+        f"Study 1, scenario {scenario}: modelled truth and mean synthetic rates "
+        "(ages 35-44; populations and rates modelled)"
+    )
+    return fig

@@ -1,0 +1,224 @@
+"""Study 1 (seed 000 sec 3): score each mechanism on the datasets of one scenario.
+
+One call of :func:`score_datasets` is one workflow job: a scenario, a mechanism, a chunk of
+epsilons and a chunk of datasets. For every dataset and epsilon it draws one vector of
+posterior rates (the paper's utility proxy: lambda for PG, theta y./n for MD; noisy counts
+over n for the geometric baseline) and records the rMSE and the group rates.
+
+Mechanism labels (the ``mechanism`` column of the summary):
+
+- ``md``: multinomial-Dirichlet, alpha = y./(e^eps - 1).
+- ``pg_national`` / ``pg_state``: Poisson-gamma smoothing toward the national rate or the
+  state rates (state rates of the truth, treated as public), paper calibration (eq 15).
+- ``pg_national_certified`` / ``pg_state_certified``: the same with the certified
+  calibration (holds for any number of cells and prior rates; docs/privacy.md).
+- ``pg_state_sanitised``: state prior rates released with geometric noise on the state
+  totals (eq 19), eps = eps_prior + eps_synth, the synthesis step calibrated by eq 15.
+- ``geometric``: two-sided geometric output perturbation, post-processed to non-negative
+  counts summing to y..
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from dpsynth.data.scenarios import Scenario
+from dpsynth.mechanisms.geometric import geometric_release
+from dpsynth.mechanisms.sanitised_prior import sanitised_state_prior
+from dpsynth.metrics import group_rate_per_100k, rmse_per_100k
+from dpsynth.privacy.calibrate import calibrate
+from dpsynth.sampling.synthesize import posterior_rates
+
+MECHANISMS = (
+    "md",
+    "pg_national",
+    "pg_state",
+    "pg_national_certified",
+    "pg_state_certified",
+    "pg_state_sanitised",
+    "geometric",
+)
+METRICS = (
+    "rmse",
+    "rate_urban",
+    "rate_rural",
+    "ratio_urban_rural",
+    "rate_nm",
+    "rate_ny",
+    "ratio_nm_ny",
+)
+
+
+@dataclass(frozen=True)
+class Geography:
+    """Public county attributes the metrics and the state prior need (county order)."""
+
+    state: np.ndarray  # postal abbreviation per county
+    urban: np.ndarray  # bool: modelled 35+ population above the urban threshold
+
+    def state_rates(self, population, rate) -> np.ndarray:
+        """Each county's state rate sum n lambda / sum n over its state (per person)."""
+        frame = pd.DataFrame({"state": self.state, "events": population * rate, "n": population})
+        totals = frame.groupby("state")[["events", "n"]].transform("sum")
+        return (totals["events"] / totals["n"]).to_numpy()
+
+
+def group_metrics(rates: np.ndarray, scenario: Scenario, geo: Geography) -> dict[str, np.ndarray]:
+    """Every metric of Study 1 for a batch of rate vectors (rows), per 100,000."""
+    n = scenario.population
+    urban = group_rate_per_100k(rates, n, geo.urban)
+    rural = group_rate_per_100k(rates, n, ~geo.urban)
+    nm = group_rate_per_100k(rates, n, geo.state == "NM")
+    ny = group_rate_per_100k(rates, n, geo.state == "NY")
+    return {
+        "rmse": rmse_per_100k(rates, scenario.rate),
+        "rate_urban": urban,
+        "rate_rural": rural,
+        "ratio_urban_rural": urban / rural,
+        "rate_nm": nm,
+        "rate_ny": ny,
+        "ratio_nm_ny": nm / ny,
+    }
+
+
+def truth_metrics(scenario: Scenario, geo: Geography) -> dict[str, float]:
+    """The metrics of the true rates (rMSE 0 by definition)."""
+    return {k: float(v[0]) for k, v in group_metrics(scenario.rate[None, :], scenario, geo).items()}
+
+
+def _calibration(mechanism: str, epsilon: float, scenario: Scenario, geo: Geography):
+    """The data-independent calibration of the mechanisms that have one."""
+    n, total = scenario.population, scenario.total
+    if mechanism == "md":
+        return calibrate("md", epsilon, total, n)
+    method = "certified" if mechanism.endswith("_certified") else "paper"
+    prior = None if mechanism.startswith("pg_national") else geo.state_rates(n, scenario.rate)
+    return calibrate("pg", epsilon, total, n, prior, method=method)
+
+
+def score_datasets(
+    scenario: Scenario,
+    geo: Geography,
+    datasets: np.ndarray,
+    dataset_ids: np.ndarray,
+    mechanism: str,
+    epsilons,
+    rng: np.random.Generator,
+    *,
+    prior_budget_fraction: float = 0.1,
+    map_epsilons=(),
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Score ``mechanism`` on ``datasets`` (rows) at each epsilon.
+
+    Returns the long frame ``dataset, epsilon, metric, value`` and, for the epsilons in
+    ``map_epsilons``, the per-county sums of the rate draws over these datasets
+    (``epsilon, county, rate_sum, count``) from which the workflow maps mean rates.
+    """
+    if mechanism not in MECHANISMS:
+        raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
+    datasets = np.asarray(datasets)
+    n = scenario.population
+    scores, sums = [], []
+    for epsilon in epsilons:
+        epsilon = float(epsilon)
+        # Calibrations are data-independent: one per epsilon, shared by every dataset.
+        per_dataset = mechanism in ("geometric", "pg_state_sanitised")
+        cal = None if per_dataset else _calibration(mechanism, epsilon, scenario, geo)
+        rates = np.empty(datasets.shape, dtype=float)
+        for row, y in enumerate(datasets):
+            if mechanism == "geometric":
+                rates[row] = geometric_release(y, epsilon, 1, rng)[0] / n
+            elif mechanism == "pg_state_sanitised":
+                _, cal_y = sanitised_state_prior(
+                    y,
+                    geo.state,
+                    n,
+                    epsilon=epsilon,
+                    prior_fraction=prior_budget_fraction,
+                    rng=rng,
+                )
+                rates[row] = posterior_rates(y, cal_y, 1, rng)[0]
+            else:
+                rates[row] = posterior_rates(y, cal, 1, rng)[0]
+        for metric, values in group_metrics(rates, scenario, geo).items():
+            scores.append(
+                pd.DataFrame(
+                    {"dataset": dataset_ids, "epsilon": epsilon, "metric": metric, "value": values}
+                )
+            )
+        if any(np.isclose(epsilon, m) for m in map_epsilons):
+            sums.append(
+                pd.DataFrame(
+                    {
+                        "epsilon": epsilon,
+                        "county": np.arange(n.size),
+                        "rate_sum": rates.sum(axis=0),
+                        "count": len(datasets),
+                    }
+                )
+            )
+    county_sums = (
+        pd.concat(sums, ignore_index=True)
+        if sums
+        else pd.DataFrame(columns=["epsilon", "county", "rate_sum", "count"])
+    )
+    return pd.concat(scores, ignore_index=True), county_sums
+
+
+# --- artifacts ----------------------------------------------------------------------------
+def load_scenario(path) -> tuple[Scenario, Geography]:
+    """A scenario artifact (``scenario, fips, state, urban, population, rate, total``)."""
+    frame = pd.read_parquet(path)
+    scenario = Scenario(
+        number=int(frame["scenario"].iloc[0]),
+        population=frame["population"].to_numpy(float),
+        rate=frame["rate"].to_numpy(float),
+        total=int(frame["total"].iloc[0]),
+    )
+    geo = Geography(state=frame["state"].to_numpy(), urban=frame["urban"].to_numpy(bool))
+    return scenario, geo
+
+
+def load_datasets(path, ids) -> np.ndarray:
+    """Rows ``ids`` of a datasets artifact (long ``dataset, county, count``) as (len(ids), I)."""
+    frame = pd.read_parquet(path, filters=[("dataset", "in", [int(i) for i in ids])])
+    wide = frame.pivot(index="dataset", columns="county", values="count")
+    return wide.loc[list(ids)].to_numpy(np.int64)
+
+
+def summarise_scores(scores: pd.DataFrame, scenario_paths) -> pd.DataFrame:
+    """Median and 95% band per scenario x mechanism x epsilon x metric, plus truth rows.
+
+    Truth rows have mechanism ``truth``, no epsilon, and median = lower = upper.
+    """
+    from dpsynth.metrics import summarise_frame
+
+    summary = summarise_frame(scores, ["scenario", "mechanism", "epsilon", "metric"])
+    truth_rows = []
+    for path in scenario_paths:
+        scenario, geo = load_scenario(path)
+        for metric, value in truth_metrics(scenario, geo).items():
+            truth_rows.append(
+                {
+                    "scenario": scenario.number,
+                    "mechanism": "truth",
+                    "epsilon": np.nan,
+                    "metric": metric,
+                    "median": value,
+                    "lower": value,
+                    "upper": value,
+                }
+            )
+    out = pd.concat([summary, pd.DataFrame(truth_rows)], ignore_index=True)
+    return out.sort_values(["scenario", "mechanism", "metric", "epsilon"], ignore_index=True)
+
+
+def county_means(county_sums: pd.DataFrame) -> pd.DataFrame:
+    """Mean synthetic rate per scenario x mechanism x epsilon x county over all datasets."""
+    keys = ["scenario", "mechanism", "epsilon", "county"]
+    totals = county_sums.groupby(keys, as_index=False)[["rate_sum", "count"]].sum()
+    totals["rate"] = totals["rate_sum"] / totals["count"]
+    return totals[[*keys, "rate"]]
