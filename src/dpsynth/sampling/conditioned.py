@@ -41,8 +41,8 @@ from dpsynth.calibration import Calibration
 
 #: Tail mass cut from each side of every node's pmf.
 TAIL = 1e-16
-#: Convolutions whose shorter input is at most this long are done directly.
-_DIRECT_CONVOLVE = 64
+#: Convolutions whose inputs are at most this long are done directly, batched by width.
+_DIRECT_CONVOLVE = 128
 #: Draws are processed in chunks of about this many cells (draws x cells) to bound memory.
 _CHUNK_CELLS = 1_000_000
 
@@ -115,38 +115,58 @@ def _solve_tilt_untruncated(shape: np.ndarray, log_p: np.ndarray, total: int) ->
 
 
 def _solve_tilt_bounded(rows: _PaddedRows, base: list[np.ndarray], total: int) -> float:
-    """log c with sum_k E[tilted cell k on its bounded window] = total."""
+    """log c with sum_k E[tilted cell k on its bounded window] close to total.
 
-    def excess(log_c: float) -> float:
-        mean = 0.0
+    Damped Newton (the derivative of the mean in log c is the variance). Any c gives the
+    same conditioned distribution, so a rough solution suffices.
+    """
+    log_c = 0.0
+    for _ in range(60):
+        mean = var = 0.0
         for (_, values, _), logw in zip(rows.groups, base, strict=True):
             tilted = logw + log_c * values
             prob = np.exp(tilted - logsumexp(tilted, axis=1, keepdims=True))
-            mean += float(np.sum(prob * values))
-        return mean - total
-
-    low, high = -1.0, 1.0
-    while excess(low) > 0 and low > -1e4:
-        low *= 2.0
-    while excess(high) < 0 and high < 1e4:
-        high *= 2.0
-    if excess(low) > 0:  # total is the smallest feasible sum: lean as far down as allowed
-        return low
-    if excess(high) < 0:
-        return high
-    return brentq(excess, low, high, xtol=1e-8)
+            cell_mean = np.sum(prob * values, axis=1)
+            mean += float(cell_mean.sum())
+            var += float(np.sum(prob * values**2) - np.sum(cell_mean**2))
+        excess = mean - total
+        if abs(excess) < 0.05 * max(1.0, np.sqrt(var)):
+            break
+        # var -> 0 only when total is an end of the feasible range: lean towards it
+        step = -excess / var if var > 1e-12 else -np.sign(excess) * 2.0
+        log_c += float(np.clip(step, -2.0, 2.0))
+    return log_c
 
 
-def _trim(prob: np.ndarray, tail: float) -> tuple[int, int, float]:
-    """Window [first, last] of a normalised pmf after cutting tails of mass <= tail."""
-    left = np.cumsum(prob)
-    right = np.cumsum(prob[::-1])[::-1]
-    first = int(np.argmax(left > tail))
-    last = int(prob.size - 1 - np.argmax(right[::-1] > tail))
-    cut = (left[first - 1] if first > 0 else 0.0) + (
-        right[last + 1] if last + 1 < prob.size else 0.0
-    )
-    return first, last, float(cut)
+def _pad_rows(arrays: list[np.ndarray], width: int) -> np.ndarray:
+    """Stack 1-D arrays (each at most ``width`` long) into a zero-padded 2-D array."""
+    lengths = np.array([arr.size for arr in arrays])
+    out = np.zeros((len(arrays), width))
+    out[np.arange(width)[None, :] < lengths[:, None]] = np.concatenate(arrays)
+    return out
+
+
+def _trim_rows(prob: np.ndarray, tail: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of normalised, zero-padded pmfs: the first and last kept column after cutting
+    each tail whose mass is at most ``tail``, and the mass cut."""
+    width = prob.shape[1]
+    rows = np.arange(prob.shape[0])
+    left = np.cumsum(prob, axis=1)
+    right = np.cumsum(prob[:, ::-1], axis=1)[:, ::-1]
+    first = np.argmax(left > tail, axis=1)
+    last = width - 1 - np.argmax((right > tail)[:, ::-1], axis=1)
+    cut = np.where(first > 0, left[rows, np.maximum(first - 1, 0)], 0.0)
+    cut += np.where(last + 1 < width, right[rows, np.minimum(last + 1, width - 1)], 0.0)
+    return first, last, cut
+
+
+def _rows_to_list(prob: np.ndarray, first: np.ndarray, last: np.ndarray) -> list[np.ndarray]:
+    """Columns first..last of each row, renormalised, as a list of 1-D arrays."""
+    columns = np.arange(prob.shape[1])[None, :]
+    keep = (columns >= first[:, None]) & (columns <= last[:, None])
+    kept = np.where(keep, prob, 0.0)
+    kept /= kept.sum(axis=1, keepdims=True)
+    return np.split(kept[keep], np.cumsum(last - first + 1)[:-1])
 
 
 class ConditionedSampler:
@@ -214,11 +234,11 @@ class ConditionedSampler:
         for (cells, values, _), logw in zip(rows.groups, base, strict=True):
             tilted = logw + log_c * values
             prob = np.exp(tilted - logsumexp(tilted, axis=1, keepdims=True))
-            for row, cell in enumerate(cells):
-                first, last, cut = _trim(prob[row], tail)
-                window_cut += cut
-                offsets[cell] = values[row, first]
-                pmfs[cell] = prob[row, first : last + 1] / prob[row, first : last + 1].sum()
+            first, last, cut = _trim_rows(prob, tail)
+            window_cut += float(cut.sum())
+            offsets[cells] = values[np.arange(cells.size), first]
+            for cell, pmf in zip(cells, _rows_to_list(prob, first, last), strict=True):
+                pmfs[cell] = pmf
         self._leaf_offsets = offsets
         self._leaf_pmfs = pmfs
         self._cut_mass = window_cut
@@ -233,41 +253,68 @@ class ConditionedSampler:
         levels: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         cut_mass = self._cut_mass
         while len(level) > 1:
-            parents, lefts, rights = [], [], []
-            is_root = len(level) <= 2
-            for pos in range(0, len(level), 2):
-                left = level[pos]
-                if pos + 1 == len(level):  # odd node out: carried up as its own parent
-                    parents.append(left)
-                    lefts.append(left)
-                    rights.append(-1)
-                    continue
-                right = level[pos + 1]
-                a, b = pmfs[left], pmfs[right]
-                if min(a.size, b.size) <= _DIRECT_CONVOLVE:
-                    conv = np.convolve(a, b)
-                else:
-                    conv = np.clip(fftconvolve(a, b), 0.0, None)
-                offset = offsets[left] + offsets[right]
-                conv = conv[: max(0, total - offset + 1)]  # sums above y. cannot occur
-                mass = conv.sum()
-                if not mass > 0:
-                    raise RuntimeError("a subtree cannot reach y. within its windows")
-                conv /= mass
-                scale = log_scale[left] + log_scale[right] + np.log(mass)
-                if not is_root:
-                    first, last, cut = _trim(conv, tail)
-                    cut_mass += cut * np.exp(scale)
-                    kept = conv[first : last + 1]
-                    kept_mass = kept.sum()
-                    conv, offset = kept / kept_mass, offset + first
-                    scale += np.log(kept_mass)
-                parents.append(len(pmfs))
-                lefts.append(left)
-                rights.append(right)
-                pmfs.append(conv)
-                offsets.append(offset)
-                log_scale.append(scale)
+            n_pairs = len(level) // 2
+            lefts, rights = np.array(level[0 : 2 * n_pairs : 2]), np.array(level[1::2])
+            parents = np.arange(len(pmfs), len(pmfs) + n_pairs)
+            trim = len(level) > 2  # the root is never trimmed: it must keep y.
+            longest = np.maximum(
+                [pmfs[i].size for i in lefts.tolist()], [pmfs[i].size for i in rights.tolist()]
+            )
+            new_pmfs: list[np.ndarray | None] = [None] * n_pairs
+            new_offsets = np.zeros(n_pairs, np.int64)
+            new_scales = np.zeros(n_pairs)
+            # short pairs: one batched direct convolution per padded width
+            exponent = np.ceil(np.log2(longest)).astype(int)
+            for e in np.unique(exponent[longest <= _DIRECT_CONVOLVE]):
+                pick = np.nonzero((exponent == e) & (longest <= _DIRECT_CONVOLVE))[0]
+                width = 2**e
+                left_rows = _pad_rows([pmfs[i] for i in lefts[pick].tolist()], width)
+                right_rows = _pad_rows([pmfs[i] for i in rights[pick].tolist()], width)
+                conv = np.zeros((pick.size, 2 * width - 1))
+                for j in range(width):
+                    conv[:, j : j + width] += left_rows * right_rows[:, j : j + 1]
+                cut_mass += self._finish(
+                    conv,
+                    pick,
+                    lefts,
+                    rights,
+                    offsets,
+                    log_scale,
+                    new_pmfs,
+                    new_offsets,
+                    new_scales,
+                    trim,
+                    tail,
+                )
+            # long pairs (few, near the root): one FFT convolution each, finished together
+            pick = np.nonzero(longest > _DIRECT_CONVOLVE)[0]
+            if pick.size:
+                convs = [
+                    np.clip(fftconvolve(pmfs[lefts[pos]], pmfs[rights[pos]]), 0.0, None)
+                    for pos in pick.tolist()
+                ]
+                conv = _pad_rows(convs, max(c.size for c in convs))
+                cut_mass += self._finish(
+                    conv,
+                    pick,
+                    lefts,
+                    rights,
+                    offsets,
+                    log_scale,
+                    new_pmfs,
+                    new_offsets,
+                    new_scales,
+                    trim,
+                    tail,
+                )
+            pmfs.extend(new_pmfs)
+            offsets.extend(new_offsets.tolist())
+            log_scale.extend(new_scales.tolist())
+            parents, lefts, rights = parents.tolist(), lefts.tolist(), rights.tolist()
+            if len(level) % 2:  # odd node out: carried up as its own parent
+                parents.append(level[-1])
+                lefts.append(level[-1])
+                rights.append(-1)
             levels.append((np.array(parents), np.array(lefts), np.array(rights)))
             level = parents
         root = level[0]
@@ -292,6 +339,47 @@ class ConditionedSampler:
         self._reversed_first = self._values.size - 1 - self._starts
         self._pmfs = pmfs
         self._root = root
+
+    def _finish(
+        self,
+        conv,
+        pick,
+        lefts,
+        rights,
+        offsets,
+        log_scale,
+        new_pmfs,
+        new_offsets,
+        new_scales,
+        trim,
+        tail,
+    ) -> float:
+        """Cap rows of convolutions at y., normalise, trim; store them; return the mass cut."""
+        offset = np.array(
+            [offsets[i] + offsets[j] for i, j in zip(lefts[pick], rights[pick], strict=True)]
+        )
+        scale = np.array(
+            [log_scale[i] + log_scale[j] for i, j in zip(lefts[pick], rights[pick], strict=True)]
+        )
+        columns = np.arange(conv.shape[1])
+        conv[offset[:, None] + columns[None, :] > self.total] = 0.0  # sums above y. cannot occur
+        mass = conv.sum(axis=1)
+        if not np.all(mass > 0):
+            raise RuntimeError("a subtree cannot reach y. within its windows")
+        conv /= mass[:, None]
+        scale += np.log(mass)
+        if trim:
+            first, last, cut = _trim_rows(conv, tail)
+        else:
+            first = np.zeros(pick.size, np.int64)
+            last = np.minimum(conv.shape[1] - 1, self.total - offset)
+            cut = np.zeros(pick.size)
+        kept_mass = 1.0 - cut
+        for pos, pmf in zip(pick, _rows_to_list(conv, first, last), strict=True):
+            new_pmfs[pos] = pmf
+        new_offsets[pick] = offset + first
+        new_scales[pick] = scale + np.log(kept_mass)
+        return float(np.sum(cut * np.exp(scale)))
 
     # --- drawing -----------------------------------------------------------------------
     def draw(self, size: int, rng: np.random.Generator) -> np.ndarray:
