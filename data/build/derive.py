@@ -41,23 +41,39 @@ def write_csv_deterministic(frame: pd.DataFrame, path: Path) -> None:
 
 
 def read_gal(path: Path) -> tuple[str, dict[str, list[str]]]:
-    """Parse a GAL file: header line, then (id, n) lines each followed by n neighbour ids."""
-    lines = [line.split() for line in Path(path).read_text().splitlines() if line.strip()]
-    header = lines[0]
+    """Parse a GAL file: header line, then (id, n) lines each followed by n neighbour ids.
+
+    Returns the header's key field (None if the header names none) and id -> neighbours.
+    """
+    lines = Path(path).read_text().splitlines()
+    header = lines[0].split()
+    # Old-style header: "n"; new-style: "0 n shapefile key_field".
+    n_units = int(header[0]) if len(header) == 1 else int(header[1])
     key_field = header[3] if len(header) >= 4 else None
     neighbours: dict[str, list[str]] = {}
-    for head, tail in zip(lines[1::2], lines[2::2], strict=True):
-        unit, count = head
-        if len(tail) != int(count):
-            raise ValueError(f"{path}: unit {unit} lists {len(tail)} neighbours, says {count}")
+    position = 1
+    while position < len(lines) and lines[position].strip():
+        unit, n_neighbours = lines[position].split()
+        tail = lines[position + 1].split()  # empty line for a unit without neighbours
+        if len(tail) != int(n_neighbours):
+            raise ValueError(
+                f"{path}:{position + 2}: unit {unit} lists {len(tail)} neighbours, "
+                f"says {n_neighbours}"
+            )
         neighbours[unit] = tail
-    if len(neighbours) != int(header[1]):
-        raise ValueError(f"{path}: header says {header[1]} units, found {len(neighbours)}")
+        position += 2
+    if len(neighbours) != n_units:
+        raise ValueError(f"{path}: header says {n_units} units, found {len(neighbours)}")
     return key_field, neighbours
 
 
-def build_counties(nat_shp: Path, nat_gal: Path, out_dir: Path) -> list[Path]:
-    """County frame (GeoParquet) and queen edge list (CSV) from NCOVR NAT."""
+def build_counties(nat_shp: Path, nat_gal: Path, nat_gal_by_row: Path, out_dir: Path) -> list[Path]:
+    """County frame (GeoParquet) and queen edge list (CSV) from NCOVR NAT.
+
+    ``nat_gal`` (keyed by FIPSNO) is the one shipped; ``nat_gal_by_row`` (the same
+    relation keyed by 0-based row of the shapefile) must agree with it, which checks that
+    both files and the shapefile's row order describe the same counties.
+    """
     nat = gpd.read_file(nat_shp)
     if nat.crs is None:
         nat = nat.set_crs(SOURCE_CRS)
@@ -102,6 +118,17 @@ def build_counties(nat_shp: Path, nat_gal: Path, out_dir: Path) -> list[Path]:
                 raise ValueError(f"{nat_gal}: {unit} -> {other} is not symmetric")
             pairs.add(tuple(sorted((by_number[unit], by_number[other]))))
     edges = pd.DataFrame(sorted(pairs), columns=["fips_a", "fips_b"])
+
+    _, by_row = read_gal(nat_gal_by_row)
+    row_fips = fips.to_numpy()
+    pairs_by_row = {
+        tuple(sorted((row_fips[int(unit)], row_fips[int(other)])))
+        for unit, others in by_row.items()
+        for other in others
+    }
+    if pairs_by_row != pairs:
+        raise ValueError(f"{nat_gal_by_row} (by row) and {nat_gal} (by FIPSNO) disagree")
+    print(f"queen adjacency: {len(pairs)} pairs, same in both GAL files and on the map")
 
     # The simplified boundaries must give the same neighbours as the GAL file, so maps
     # and the adjacency agree.
@@ -216,7 +243,7 @@ def build_standard_population(out_dir: Path) -> list[Path]:
 def build_all(raw, out_dir: Path) -> list[Path]:
     """Every derived file, in the order they are listed in data/README.md."""
     written = []
-    written += build_counties(raw.nat_shp, raw.nat_gal, out_dir)
+    written += build_counties(raw.nat_shp, raw.nat_gal, raw.nat_gal_by_row, out_dir)
     written += build_age_groups(raw.population_json, out_dir / "counties_1980.parquet", out_dir)
     written += build_pennsylvania(raw.pennlc_rda, out_dir / "counties_1980.parquet", out_dir)
     written += build_standard_population(out_dir)

@@ -20,7 +20,7 @@ PYSAL_VERSION = "1.14.4"
 VEGA_VERSION = "3.2.1"
 RGOOGLEMAPS_VERSION = "1.4.5.3-2"
 
-NAT_MEMBERS = ("NAT.shp", "NAT.shx", "NAT.dbf", "nat_queen.gal")
+NAT_MEMBERS = ("NAT.shp", "NAT.shx", "NAT.dbf", "nat_queen.gal", "nat_queen_old.gal")
 NAT_DIR = f"PySAL-{PYSAL_VERSION}/pysal/examples/nat"
 PENNLC_PATH = "usr/lib/R/site-library/RgoogleMaps/data/pennLC.rda"
 
@@ -34,6 +34,7 @@ class RawInputs:
     rgooglemaps_deb: Path
     nat_shp: Path
     nat_gal: Path
+    nat_gal_by_row: Path
     population_json: Path
     pennlc_rda: Path
 
@@ -105,6 +106,7 @@ def fetch_all(raw: Path) -> RawInputs:
         rgooglemaps_deb=deb,
         nat_shp=raw / NAT_DIR / "NAT.shp",
         nat_gal=raw / NAT_DIR / "nat_queen.gal",
+        nat_gal_by_row=raw / NAT_DIR / "nat_queen_old.gal",
         population_json=raw / "package/data/population.json",
         pennlc_rda=raw / "rgm" / PENNLC_PATH,
     )
