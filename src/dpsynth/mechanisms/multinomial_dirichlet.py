@@ -1,0 +1,19 @@
+"""Multinomial-Dirichlet (MD) mechanism of Machanavajjhala et al. (2008).
+
+theta | y ~ Dir(y + alpha), z ~ Mult(y., theta) (seed 000 eqs 2-5). The release is
+eps-DP if and only if ``min alpha_i >= y. / (e^eps - 1)`` (seed 000 eq 5): the worst case
+moves the single event of a cell with y_i = 1 and puts all y. synthetic events there.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def md_alpha(epsilon: float, total: int, n_cells: int) -> np.ndarray:
+    """The smallest eps-DP Dirichlet alphas, ``y. / (e^eps - 1)`` for every cell (eq 5)."""
+    if not (np.isfinite(epsilon) and epsilon > 0):
+        raise ValueError(f"epsilon must be a finite positive number, got {epsilon!r}")
+    if total <= 0:
+        raise ValueError(f"total must be a positive integer, got {total!r}")
+    return np.full(int(n_cells), total / np.expm1(epsilon))

@@ -1,0 +1,107 @@
+"""The papers' closed-form calibrations of the gamma shapes (nominal epsilon).
+
+* Untruncated PG, seed 000 eq (15) with nu_i of eq (14) / seed 001 eq (6).
+* Truncated PG, seed 001 eq (13).
+
+Both bounds on a_i depend on the other cells' shapes (through a_(i) and, for PG, through
+b_(i) in r_i), so they are solved by fixed-point iteration to a relative tolerance of
+1e-10. These are the papers' *nominal* calibrations: the exact audit shows that they can
+exceed epsilon when populations or prior rates differ between cells (DESIGN.md sec 4).
+Use ``dpsynth.privacy.certified`` for a calibration with a proof.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpsynth.mechanisms.poisson_gamma import gamma_rates, truncated_shape_floor
+
+RTOL = 1e-10
+MAX_ITER = 10_000
+
+
+def pg_nu(a, total: int, population, prior_rate) -> np.ndarray:
+    """Penalty nu_i of seed 001 eq (6): (y.[1 - r_i]^+ + a_(i) + y. - 1) / (a_(i) + y. - 1).
+
+    r_i = (b_(i)/n_(i) + 2) / (b_i/n_i + 2) with b = a / prior_rate and (i) the sum over
+    the other cells.
+    """
+    a = np.asarray(a, dtype=float)
+    population = np.asarray(population, dtype=float)
+    b = gamma_rates(a, prior_rate)
+    b_other = b.sum() - b
+    n_other = population.sum() - population
+    r = (b_other / n_other + 2.0) / (b / population + 2.0)
+    a_other = a.sum() - a
+    return (total * np.maximum(1.0 - r, 0.0) + a_other + total - 1.0) / (a_other + total - 1.0)
+
+
+def pg_paper_shapes(epsilon: float, total: int, population, prior_rate) -> np.ndarray:
+    """Gamma shapes a_i = y. / (e^eps / nu_i - 1) of seed 000 eq (15), solved to a fixed point.
+
+    Starts from the MD value (nu = 1) and iterates a <- y. / (e^eps / nu(a) - 1) until the
+    largest relative change is below 1e-10. Raises when e^eps <= nu_i (eq 15 has no
+    positive solution) or when the iteration does not converge.
+    """
+    exp_eps = np.exp(epsilon)
+    a = np.full(len(population), total / np.expm1(epsilon))
+    for _ in range(MAX_ITER):
+        nu = pg_nu(a, total, population, prior_rate)
+        if np.any(nu >= exp_eps):
+            worst = int(np.argmax(nu))
+            raise ValueError(
+                f"PG paper calibration (seed 000 eq 15) has no solution at epsilon={epsilon}: "
+                f"nu_{worst} = {nu[worst]:.6g} >= e^epsilon = {exp_eps:.6g}; use a larger "
+                "epsilon or method='certified'"
+            )
+        a_new = total / (exp_eps / nu - 1.0)
+        if np.max(np.abs(a_new - a) / a_new) <= RTOL:
+            return a_new
+        a = a_new
+    raise RuntimeError(
+        f"PG paper calibration did not converge to relative tolerance {RTOL} in {MAX_ITER} "
+        f"iterations at epsilon={epsilon}"
+    )
+
+
+def truncated_v(a, total: int, lower, upper) -> np.ndarray:
+    """v_i of seed 001 eq (13): (2y. - 2L_i + a_(i) - 1) / (2y. - U_i - L_i + a_(i) - 1)."""
+    a = np.asarray(a, dtype=float)
+    a_other = a.sum() - a
+    lower = np.asarray(lower, dtype=float)
+    upper = np.asarray(upper, dtype=float)
+    numerator = total - lower + a_other + total - lower - 1.0
+    denominator = total - upper + a_other + total - lower - 1.0
+    return numerator / denominator
+
+
+def truncated_paper_shapes(epsilon: float, total: int, lower, upper) -> np.ndarray:
+    """Gamma shapes of seed 001 eq (13), a_i >= (U_i - L_i)/(e^eps/v_i - 1) - 2 L_i, iterated.
+
+    v_i depends on a_(i), so the bound is iterated to a fixed point (relative 1e-10),
+    starting from v = 1. Each a_i is then at least 1/3 where L_i = 0 (Kerman 2011) and
+    at least 1e-3 elsewhere (``truncated_shape_floor``). The caller checks the paper's
+    no-dominant-cell assumption.
+    """
+    exp_eps = np.exp(epsilon)
+    lower = np.asarray(lower, dtype=float)
+    upper = np.asarray(upper, dtype=float)
+    floor = truncated_shape_floor(lower)
+    a = np.maximum((upper - lower) / np.expm1(epsilon) - 2.0 * lower, floor)
+    for _ in range(MAX_ITER):
+        v = truncated_v(a, total, lower, upper)
+        if np.any(v >= exp_eps) or np.any(v <= 0):
+            worst = int(np.argmax(np.where(v > 0, v, np.inf)))
+            raise ValueError(
+                f"truncated paper calibration (seed 001 eq 13) has no solution at "
+                f"epsilon={epsilon}: v_{worst} = {v[worst]:.6g} is not in (0, e^epsilon = "
+                f"{exp_eps:.6g}); use a larger epsilon or method='certified'"
+            )
+        a_new = np.maximum((upper - lower) / (exp_eps / v - 1.0) - 2.0 * lower, floor)
+        if np.max(np.abs(a_new - a) / a_new) <= RTOL:
+            return a_new
+        a = a_new
+    raise RuntimeError(
+        f"truncated paper calibration did not converge to relative tolerance {RTOL} in "
+        f"{MAX_ITER} iterations at epsilon={epsilon}"
+    )
