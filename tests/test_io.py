@@ -49,3 +49,12 @@ def test_figures_are_byte_reproducible(tmp_path):
     draw("b")
     for ext in ("png", "pdf"):
         assert (tmp_path / f"a.{ext}").read_bytes() == (tmp_path / f"b.{ext}").read_bytes()
+
+
+def test_artifacts_get_the_usual_permissions(tmp_path):
+    import os
+
+    write_json({"a": 1}, tmp_path / "p.json")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (tmp_path / "p.json").stat().st_mode & 0o777 == 0o666 & ~umask

@@ -15,9 +15,11 @@ TEST_CONFIG = "config/test/config.yaml"
 
 
 def copy_project(dest: Path) -> Path:
-    """Copy what a run needs (Snakefile, workflow, config) and link the shipped data."""
+    """Copy what a run needs (Snakefile, workflow, config, the environment files) and link
+    the shipped data."""
     dest.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(REPO / "Snakefile", dest / "Snakefile")
+    for name in ("Snakefile", "environment.yml", "requirements.txt"):
+        shutil.copy2(REPO / name, dest / name)
     for folder in ("workflow", "config"):
         shutil.copytree(REPO / folder, dest / folder, ignore=shutil.ignore_patterns("__pycache__"))
     os.symlink(REPO / "data", dest / "data")
