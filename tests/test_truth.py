@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +14,7 @@ import scipy.sparse
 import scipy.stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from workflow_helpers import REPO, TEST_CONFIG, copy_project, snakemake
 
 from dpsynth.data import read_wonder
 from dpsynth.data.truth import (
@@ -23,7 +26,6 @@ from dpsynth.data.truth import (
     truth_summary,
 )
 
-REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures" / "wonder"
 
 
@@ -313,10 +315,10 @@ def test_truth_summary_reports_totals_and_spread():
     assert summary["rate_per_100k_quantiles"]["1"] == pytest.approx(30.0)
 
 
-def test_wonder_export_of_every_county_round_trips(tmp_path):
-    """A made-up export of all shipped counties (deaths 1-9 suppressed) gives usable rates."""
+def made_up_export(path: Path, seed: int = 2):
+    """A WONDER-layout export for every shipped county; deaths 1-9 written as Suppressed."""
     counties = pd.read_parquet(REPO / "data" / "counties_1980.parquet", columns=["fips"])
-    rng = np.random.default_rng(2)
+    rng = np.random.default_rng(seed)
     population = rng.integers(500, 200_000, len(counties))
     true_rate = 4e-4 * np.exp(0.3 * rng.standard_normal(len(counties)))
     deaths = rng.poisson(population * true_rate)
@@ -325,9 +327,14 @@ def test_wonder_export_of_every_county_round_trips(tmp_path):
         shown = "Suppressed" if 1 <= y <= 9 else str(y)
         lines.append(f'\t"County {code}"\t"{code}"\t{shown}\t{n}\t{shown}')
     lines += ['"---"', '"Dataset: made up for a test"']
-    export = tmp_path / "all_counties.txt"
-    export.write_text("\n".join(lines) + "\n")
+    path.write_text("\n".join(lines) + "\n")
+    return counties, population, true_rate, deaths
 
+
+def test_wonder_export_of_every_county_round_trips(tmp_path):
+    """A made-up export of all shipped counties (deaths 1-9 suppressed) gives usable rates."""
+    export = tmp_path / "all_counties.txt"
+    counties, population, true_rate, deaths = made_up_export(export)
     frame = read_wonder(export)
     assert frame["suppressed"].sum() == np.sum((deaths >= 1) & (deaths <= 9))
     truth = truth_from_wonder(frame, counties, source=str(export))
@@ -335,6 +342,27 @@ def test_wonder_export_of_every_county_round_trips(tmp_path):
     # smoothing beats the crude rates at recovering the truth (it is what it is for)
     crude = deaths / population
     assert np.mean((truth["rate"] - true_rate) ** 2) < np.mean((crude - true_rate) ** 2)
+
+
+@pytest.mark.slow
+def test_workflow_builds_the_truth_from_a_wonder_export(tmp_path):
+    work = copy_project(tmp_path / "proj")
+    # the rules name a conda environment file; snakemake records it even without --sdm conda
+    shutil.copy2(REPO / "environment.yml", work / "environment.yml")
+    made_up_export(work / "export.txt")
+    (work / "wonder.yaml").write_text(
+        "truth:\n  source: wonder\n  wonder:\n    path: export.txt\n    age_group_code: null\n"
+    )
+    target = "results/data/truth_35_44.parquet"
+    args = [target, "--cores", "1", "--configfile", TEST_CONFIG, "wonder.yaml"]
+    result = snakemake(work, *args)
+    assert result.returncode == 0, result.stderr[-3000:]
+    truth = pd.read_parquet(work / target)
+    frame = read_wonder(work / "export.txt")
+    assert list(truth["fips"]) == list(frame["county_code"])
+    assert np.allclose(truth["rate_per_100k"], truth["rate"] * 1e5)
+    summary = json.loads((work / "results/data/truth_35_44_summary.json").read_text())
+    assert summary["source"] == "wonder"
 
 
 def test_config_schema_requires_an_export_for_the_wonder_source():
