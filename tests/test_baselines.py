@@ -1,0 +1,83 @@
+"""Baselines: geometric output perturbation, MODIPS, sanitised state prior."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpsynth.mechanisms.geometric import (
+    geometric_log_pmf,
+    geometric_noise,
+    geometric_release,
+    largest_remainder_round,
+    project_to_simplex,
+)
+from dpsynth.mechanisms.modips import modips_release
+from dpsynth.mechanisms.sanitised_prior import sanitised_prior_calibration
+
+
+def test_geometric_pmf_sums_to_one():
+    k = np.arange(-400, 401)
+    assert np.exp(geometric_log_pmf(k, 0.7)).sum() == pytest.approx(1.0, rel=1e-12)
+
+
+@pytest.mark.parametrize("epsilon", [0.3, 1.0, 3.0])
+def test_neighbouring_noise_ratio_within_epsilon(epsilon):
+    # Noisy output v of y and of a neighbour x (one event moved): the exact pmf ratio over
+    # a window of outputs never exceeds e^eps, and reaches it.
+    y, x = np.array([3, 1, 4]), np.array([2, 2, 4])
+    grid = np.stack(np.meshgrid(*[np.arange(-6, 12)] * 3, indexing="ij"), -1).reshape(-1, 3)
+    log_y = geometric_log_pmf(grid - y, epsilon).sum(axis=1)
+    log_x = geometric_log_pmf(grid - x, epsilon).sum(axis=1)
+    gap = np.abs(log_y - log_x)
+    assert gap.max() <= epsilon + 1e-12
+    assert gap.max() == pytest.approx(epsilon)
+
+
+def test_geometric_sampler_draws_its_pmf():
+    rng = np.random.default_rng(11)
+    draws = geometric_noise(1.0, 20_000, rng)
+    k = np.arange(-8, 9)
+    observed = np.array([(draws == v).sum() for v in k])
+    probs = np.exp(geometric_log_pmf(k, 1.0))
+    observed = np.append(observed, draws.size - observed.sum())
+    expected = np.append(probs, 1 - probs.sum()) * draws.size
+    assert stats.chisquare(observed, expected).pvalue > 0.001
+
+
+def test_projection_and_rounding():
+    v = project_to_simplex([3.2, -1.0, 0.4, 2.9], 5)
+    assert v.min() >= 0 and v.sum() == pytest.approx(5)
+    # Already on the simplex: unchanged.
+    np.testing.assert_allclose(project_to_simplex([1.0, 2.0, 2.0], 5), [1, 2, 2])
+    np.testing.assert_array_equal(largest_remainder_round([1.4, 2.6, 1.0], 5), [1, 3, 1])
+
+
+def test_geometric_release_rows_are_valid():
+    rng = np.random.default_rng(5)
+    y = np.array([10, 0, 3, 7, 1])
+    out = geometric_release(y, 0.5, 50, rng)
+    assert out.shape == (50, 5)
+    assert np.all(out >= 0) and np.all(out.sum(axis=1) == y.sum())
+
+
+def test_modips_release_keeps_total_and_depends_on_rng_only():
+    y = np.array([5, 0, 12, 3])
+    pop = np.array([100.0, 50, 300, 80])
+    first = modips_release(y, 1.0, 1.0, 0.05, pop, 20, np.random.default_rng(1))
+    again = modips_release(y, 1.0, 1.0, 0.05, pop, 20, np.random.default_rng(1))
+    np.testing.assert_array_equal(first, again)
+    assert np.all(first.sum(axis=1) == y.sum()) and np.all(first >= 0)
+
+
+def test_sanitised_prior_splits_the_budget():
+    rng = np.random.default_rng(2)
+    y = np.array([4, 6, 1, 9, 0, 3])
+    state = np.array(["PA", "PA", "NJ", "NJ", "NY", "NY"])
+    pop = np.array([100.0, 200, 50, 400, 80, 90])
+    rates, cal = sanitised_prior_calibration(y, state, pop, 2.0, 0.5, rng)
+    assert cal.epsilon == pytest.approx(1.5)
+    assert cal.total == y.sum()
+    np.testing.assert_array_equal(cal.prior_rate, rates)
+    assert rates[0] == rates[1] and np.all(rates > 0)
+    with pytest.raises(ValueError, match="epsilon_prior"):
+        sanitised_prior_calibration(y, state, pop, 1.0, 1.0, rng)
