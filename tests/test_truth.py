@@ -17,9 +17,11 @@ from hypothesis import strategies as st
 from workflow_helpers import REPO, TEST_CONFIG, copy_project, snakemake
 
 from dpsynth.data import read_wonder
+from dpsynth.data.counties import queen_adjacency
 from dpsynth.data.truth import (
     TruthModel,
     model_truth,
+    morans_i,
     proper_car_field,
     smooth_observed_rates,
     truth_from_wonder,
@@ -53,7 +55,7 @@ def populations(counties, seed=0):
     return pd.Series(rng.integers(200, 50_000, len(counties)), index=counties["fips"])
 
 
-def morans_i(values, counties, edges):
+def morans_i_reference(values, counties, edges):
     """Moran's I with binary symmetric weights, written independently of the library."""
     position = {code: i for i, code in enumerate(counties["fips"])}
     a = edges["fips_a"].map(position).to_numpy()
@@ -89,7 +91,7 @@ def test_strong_dependence_gives_positive_spatial_autocorrelation():
     counties, edges = grid(15)
     params = TruthModel(state_sd=0.0, iid_sd=0.0, spatial_sd=0.3, spatial_dependence=0.99)
     values = [
-        morans_i(
+        morans_i_reference(
             np.log(
                 model_truth(
                     counties, edges, populations(counties), params, np.random.default_rng(seed)
@@ -108,7 +110,7 @@ def test_no_spatial_component_gives_moran_near_zero():
     counties, edges = grid(15)
     params = TruthModel(state_sd=0.0, iid_sd=0.3, spatial_sd=0.0)
     values = [
-        morans_i(
+        morans_i_reference(
             np.log(
                 model_truth(
                     counties, edges, populations(counties), params, np.random.default_rng(seed)
@@ -378,3 +380,11 @@ def test_config_schema_requires_an_export_for_the_wonder_source():
     assert config["truth"]["source"] == "model"
     # the schema's defaults are the library's defaults
     assert TruthModel.from_config(config["truth"]["model"]) == TruthModel()
+
+
+def test_library_morans_i_matches_the_tests_own():
+    counties, edges = grid(7, islands=1)
+    values = np.random.default_rng(4).standard_normal(len(counties)).cumsum()
+    adjacency = queen_adjacency(edges, counties["fips"])
+    assert morans_i(values, adjacency) == pytest.approx(morans_i_reference(values, counties, edges))
+    assert morans_i(np.ones(len(counties)), adjacency) == 0.0

@@ -6,7 +6,7 @@ import pandas as pd
 
 from dpsynth.data import read_wonder
 from dpsynth.data.age_groups import load_age_groups
-from dpsynth.data.counties import load_counties, load_queen_edges
+from dpsynth.data.counties import load_counties, load_queen_edges, queen_adjacency
 from dpsynth.data.truth import TruthModel, model_truth, truth_from_wonder, truth_summary
 from dpsynth.io import write_json, write_parquet
 from dpsynth.seeding import job_rng
@@ -15,6 +15,7 @@ logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)  
 settings = snakemake.params.truth  # noqa: F821
 age_group = snakemake.params.age_group  # noqa: F821
 counties = load_counties(snakemake.input.counties)  # noqa: F821
+edges = load_queen_edges(snakemake.input.edges)  # noqa: F821
 
 if settings["source"] == "model":
     ages = load_age_groups(snakemake.input.age_groups)  # noqa: F821
@@ -22,7 +23,6 @@ if settings["source"] == "model":
     population = pd.Series(ages["population_modelled"].to_numpy(), index=ages["fips"])
     params = TruthModel.from_config(settings["model"])
     rng = job_rng(snakemake.params.seed, "truth", age_group)  # noqa: F821
-    edges = load_queen_edges(snakemake.input.edges)  # noqa: F821
     truth = model_truth(counties, edges, population, params, rng)
     logging.info("modelled truth with %s", params)
 else:
@@ -37,7 +37,9 @@ else:
     logging.info("smoothed observed rates from %s", path)
 
 truth["rate_per_100k"] = truth["rate"] * 1e5
-summary = {"source": settings["source"], "age_group": age_group, **truth_summary(truth)}
+adjacency = queen_adjacency(edges, truth["fips"])
+summary = {"source": settings["source"], "age_group": age_group}
+summary.update(truth_summary(truth, adjacency))
 logging.info("summary: %s", summary)
 write_parquet(truth, snakemake.output.truth)  # noqa: F821
 write_json(summary, snakemake.output.summary)  # noqa: F821
