@@ -10,11 +10,12 @@ heart-disease deaths from CDC WONDER; those counts cannot be had here. Two sourc
 - ``s`` iid Normal(0, state_sd^2), one per state;
 - ``phi`` a proper CAR Gaussian Markov random field on the queen graph: precision
   ``D - rho W`` (W the 0/1 adjacency, D its degrees, 0 <= rho < 1 the spatial
-  dependence), drawn exactly by a dense Cholesky factor (3,085 counties take about a
-  second), then multiplied by ``spatial_sd / sqrt(v)`` where ``v`` is the geometric mean of
-  the field's marginal variances (the scaling of Sorbye & Rue 2014), so ``spatial_sd`` is
-  the field's typical standard deviation whatever the graph. A county without
-  neighbours (an island) gets precision 1, i.e. an independent draw with the same scaling;
+  dependence), drawn exactly from a dense Cholesky factor (O(n^3), fine for the few
+  thousand counties of the US), then multiplied by ``spatial_sd / sqrt(v)`` where ``v`` is
+  the geometric mean of the field's marginal variances (the scaling of Sorbye & Rue
+  2014), so ``spatial_sd`` is the field's typical standard deviation whatever the graph.
+  A county without neighbours (an island) gets precision 1, i.e. an independent draw
+  with the same scaling;
 - ``e`` iid Normal(0, iid_sd^2);
 - ``mu`` solved in closed form so that sum_i n_i rate_i equals ``total_deaths`` (the paper's
   y. = 11,364 deaths at ages 35-44).
