@@ -8,6 +8,12 @@ STAMP  := $(VENV)/.installed
 CORES  ?= 2
 # Extra arguments for snakemake, e.g. make SNAKEMAKE_ARGS="--configfile config/test/config.yaml"
 SNAKEMAKE_ARGS ?=
+# One BLAS thread per process: Snakemake already runs one job per core, and the test
+# suite's processes share the same two cores.
+export OPENBLAS_NUM_THREADS := 1
+export OMP_NUM_THREADS := 1
+export MKL_NUM_THREADS := 1
+
 SMK    := $(BIN)/snakemake --profile workflow/profiles/default --cores $(CORES) $(SNAKEMAKE_ARGS)
 
 .PHONY: all test lint format data lock bench clean

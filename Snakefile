@@ -2,7 +2,6 @@
 # Thin on purpose: config + validation, the rule files of each stage, and `all`.
 from snakemake.utils import min_version, validate
 
-
 min_version("9.0")
 
 
