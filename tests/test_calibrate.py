@@ -15,7 +15,7 @@ def test_md_reproduces_the_ce_race_slides():
     # Seed 003: counts 816, 109, 7, 39, 6, 17, eps = 5 -> alpha_min printed as 6.742953.
     counts = [816, 109, 7, 39, 6, 17]
     cal = calibrate("md", 5, sum(counts), np.ones(len(counts)))
-    assert cal.b is None and cal.population is None
+    assert cal.b is None and cal.population.tolist() == [1.0] * 6
     np.testing.assert_allclose(cal.a, 6.742953, atol=5e-7)
 
 

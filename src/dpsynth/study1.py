@@ -27,7 +27,7 @@ import pandas as pd
 
 from dpsynth.data.scenarios import Scenario
 from dpsynth.mechanisms.geometric import geometric_release
-from dpsynth.mechanisms.sanitised_prior import sanitised_state_prior
+from dpsynth.mechanisms.sanitised_prior import sanitised_prior_calibration
 from dpsynth.metrics import group_rate_per_100k, rmse_per_100k
 from dpsynth.privacy.calibrate import calibrate
 from dpsynth.sampling.synthesize import posterior_rates
@@ -132,13 +132,14 @@ def score_datasets(
             if mechanism == "geometric":
                 rates[row] = geometric_release(y, epsilon, 1, rng)[0] / n
             elif mechanism == "pg_state_sanitised":
-                _, cal_y = sanitised_state_prior(
+                _, cal_y = sanitised_prior_calibration(
                     y,
                     geo.state,
                     n,
-                    epsilon=epsilon,
-                    prior_fraction=prior_budget_fraction,
-                    rng=rng,
+                    epsilon,
+                    prior_budget_fraction * epsilon,
+                    rng,
+                    method="paper",
                 )
                 rates[row] = posterior_rates(y, cal_y, 1, rng)[0]
             else:

@@ -128,7 +128,8 @@ def calibrate(
         if method != "paper":
             raise ValueError("mechanism 'md' has only method='paper' (seed 000 eq 5 is exact)")
         a = md_alpha(epsilon, total, population.size)
-        return Calibration("md", "paper", epsilon, total, a)
+        # The populations ride along (public) so posterior_rates can report per-person rates.
+        return Calibration("md", "paper", epsilon, total, a, population=population)
 
     prior_rate = _validate_prior_rate(prior_rate, total, population)
     if mechanism == "pg":
