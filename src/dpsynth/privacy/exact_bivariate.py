@@ -39,7 +39,7 @@ BISECTION_STEPS = 32  # on log a: relative precision log(hi / lo) / 2^32
 OUTER_RTOL = 1e-6
 TARGET_MARGIN = 1e-7
 OUTER_MAX_ITER = 50
-MAX_BRACKET_DOUBLINGS = 60
+MAX_SHAPE = 1e12  # no bivariate solution below this shape: refuse
 SMALL_I = 64  # up to this many cells, Gauss-Seidel one cell at a time
 BATCH_ENTRIES = 2_000_000  # cells x pairs x z values per vectorised batch
 
@@ -184,10 +184,8 @@ def _solve_cells(cells, idx, total, epsilon, floor, start):
     ok_at_floor = loss(lo) <= epsilon
     hi = np.maximum(start, lo * 2.0)
     ok_hi = loss(hi) <= epsilon
-    for _ in range(MAX_BRACKET_DOUBLINGS):
-        if ok_hi.all():
-            break
-        hi = np.where(ok_hi, hi, hi * 4.0)
+    while np.any(~ok_hi & (hi < MAX_SHAPE)):
+        hi = np.where(ok_hi, hi, np.minimum(hi * 4.0, MAX_SHAPE))
         ok_hi = loss(hi) <= epsilon
     if not ok_hi.all():
         raise ValueError(
@@ -215,17 +213,23 @@ def exact_bivariate_shapes(
     *,
     truncated: bool = True,
 ) -> np.ndarray:
-    """Per-cell smallest a_i whose exact bivariate loss is <= eps, iterated over a_(i).
+    """Shapes whose exact bivariate loss is <= eps in every cell, each as small as it can be.
 
-    ``start`` (e.g. the certified shapes, which are feasible) seeds the first sweep.
-    Sweeps are Gauss-Seidel: each group of cells is solved given the current shapes of
-    all the others, and the shapes are updated before the next group. With few cells
-    (I <= 64) every group is one cell, taken in decreasing order of prior expected count;
-    with many cells a group is a vectorised batch of cells of similar size (one cell's
-    shape then moves a_(i) of the others very little). A plain Jacobi sweep can cycle:
-    for I = 2 both cells share one constraint. Sweeps repeat until the largest relative
-    change is below 1e-6 and every cell's loss with the final shapes is <= eps; which
-    point of the feasible set is reached depends on that order (stated, not optimised).
+    ``start`` (e.g. the certified shapes) seeds the search. Cells with the same
+    (n_i, lambda0_i) share one shape.
+
+    * I <= 64: coordinate descent from a feasible start (``_coordinate_descent``): one
+      shape at a time, in decreasing order of prior expected count, is lowered as far as
+      the largest loss of *all* cells allows, so the shapes stay feasible throughout.
+    * I > 64: Gauss-Seidel sweeps over vectorised batches of cells of similar size, each
+      cell solving its own constraint given the others' current shapes (one cell's shape
+      moves a_(i) of the others very little), to a slightly stricter target
+      eps (1 - 1e-7), until the largest relative change is below 1e-6 and every cell's
+      loss with the final shapes is <= eps.
+
+    Which point of the feasible set is reached depends on that order (it is stated, not
+    optimised): for I = 2 both cells share one constraint, and the larger cell is lowered
+    first. A plain Jacobi sweep can cycle, which is why it is not used.
     """
     population = np.asarray(population, dtype=float)
     prior_rate = np.asarray(prior_rate, dtype=float)
@@ -242,11 +246,11 @@ def exact_bivariate_shapes(
     inverse = inverse.ravel()
     a = a[rep][inverse]
     if population.size <= SMALL_I:
-        order = rep[np.argsort(-(population * prior_rate)[rep], kind="stable")]
-        groups = [order[k : k + 1] for k in range(order.size)]
-    else:
-        width = _cell_inputs(a, total, population, prior_rate, lower, upper)["width"]
-        groups = [rep[g] for g in _batches(width[rep])]
+        return _coordinate_descent(
+            epsilon, total, population, prior_rate, lower, upper, a, floor_all, rep, inverse
+        )
+    width = _cell_inputs(a, total, population, prior_rate, lower, upper)["width"]
+    groups = [rep[g] for g in _batches(width[rep])]
     # Solve to a slightly stricter target so that the last sweep's tiny moves of the other
     # cells' shapes cannot push a cell's loss above eps.
     target = epsilon * (1.0 - TARGET_MARGIN)
@@ -266,3 +270,48 @@ def exact_bivariate_shapes(
         f"exact bivariate calibration did not settle (relative change {change:.3g}) in "
         f"{OUTER_MAX_ITER} sweeps at epsilon={epsilon}"
     )
+
+
+def _coordinate_descent(
+    epsilon, total, population, prior_rate, lower, upper, a, floor_all, rep, inverse
+) -> np.ndarray:
+    """Few cells: lower one shape at a time while *every* cell's loss stays <= eps.
+
+    ``a`` must be feasible (the certified shapes are). Cells are taken in decreasing order
+    of prior expected count; each a_i is bisected (on log a) down to the smallest value
+    keeping the largest bivariate loss of all cells within eps, so the shapes stay
+    feasible throughout. Lowering a shape only tightens the others' constraints, so one
+    pass reaches a point where no single shape can be lowered.
+    """
+
+    def worst_loss(shapes):
+        return bivariate_epsilon(shapes, total, population, prior_rate, lower, upper).max()
+
+    # The certified start bounds the true loss, not always the bivariate model's (whose
+    # aggregate has shape a_(i)); scale it up until it is feasible there too.
+    while worst_loss(a) > epsilon:
+        if a.max() >= MAX_SHAPE:
+            raise ValueError(
+                f"exact bivariate calibration: no shapes up to {MAX_SHAPE:.0e} keep the "
+                f"bivariate loss within epsilon={epsilon}; use method='certified'"
+            )
+        a = np.minimum(a * 2.0, MAX_SHAPE)
+    order = rep[np.argsort(-(population * prior_rate)[rep], kind="stable")]
+    members = [np.flatnonzero(inverse == inverse[i]) for i in order]
+    for cell, group in zip(order, members, strict=True):
+        trial = a.copy()
+        trial[group] = floor_all[cell]
+        if worst_loss(trial) <= epsilon:
+            a = trial
+            continue
+        log_lo, log_hi = np.log(floor_all[cell]), np.log(a[cell])
+        for _ in range(BISECTION_STEPS):
+            mid = 0.5 * (log_lo + log_hi)
+            trial[group] = np.exp(mid)
+            if worst_loss(trial) <= epsilon:
+                log_hi = mid
+            else:
+                log_lo = mid
+        a = a.copy()
+        a[group] = np.exp(log_hi)
+    return a
