@@ -15,6 +15,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/truth.smk"
 include: "workflow/rules/study1.smk"
+include: "workflow/rules/study2.smk"
 
 
 rule all:

@@ -13,6 +13,7 @@ def all_targets():
     targets += data_figures()
     targets += truth_figures()
     targets += study1_figures()
+    targets += study2_figures()
     return targets
 
 

@@ -1,0 +1,322 @@
+"""Study 2's figures (seed 001 Figures 1-6 and the distribution of the gamma shapes a).
+
+Every function takes aggregated frames (the summary, the county rates, the strata) and
+returns a matplotlib Figure; titles say which data are real and which are synthetic.
+"""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from dpsynth.calibration import Calibration  # noqa: E402
+from dpsynth.privacy.calibrate import calibrate  # noqa: E402
+from dpsynth.sampling.enumeration import compositions, log_pmf_table  # noqa: E402
+
+MECHANISM_LABELS = {
+    "untruncated": "Untruncated PG (paper eq 6)",
+    "truncated_paper": "Truncated PG, paper eq 13",
+    "truncated_exact": "Truncated PG, exact bivariate",
+    "truncated_certified": "Truncated PG, certified",
+}
+MECHANISM_COLORS = {
+    "untruncated": "tab:red",
+    "truncated_paper": "tab:blue",
+    "truncated_exact": "tab:green",
+    "truncated_certified": "tab:purple",
+}
+SCENARIO_TITLES = {
+    "pennlc": "pennLC (real 2002 lung-cancer cases, 1,071 strata)",
+    "standin": "SYNTHETIC stand-in (modelled deaths, 47,034 strata)",
+}
+METRIC_TITLES = {
+    "ratio_urban_rural": "Urban / rural",
+    "ratio_race_female": "Race disparity, women",
+    "ratio_race_male": "Race disparity, men",
+}
+
+
+def _scenario_title(scenario: str) -> str:
+    return SCENARIO_TITLES.get(scenario, scenario)
+
+
+# ---- Figure 1: the toy example ----------------------------------------------------------
+def toy_calibrations(total: int, expected, epsilon: float, tail: float):
+    """The toy example's untruncated (paper) and truncated (exact bivariate) calibrations.
+
+    Two groups with equal prior rates 1/100 and populations 100 * E[y] (only n * lambda0
+    matters for the bounds; with I = 2 the exact calibration is exactly eps-DP).
+    """
+    expected = np.asarray(expected, dtype=float)
+    population = expected * 100.0
+    prior = np.full(2, 0.01)
+    untruncated = calibrate("pg", epsilon, total, population, prior, method="paper")
+    truncated = calibrate("truncated", epsilon, total, population, prior, method="exact", tail=tail)
+    return untruncated, truncated
+
+
+def toy_ratio_curve(cal: Calibration) -> tuple[np.ndarray, np.ndarray, int]:
+    """p(z|y) / p(z|x) against z_1 for the worst neighbours y_1 = L_1 + 1, x_1 = L_1.
+
+    Returns (z_1 values, ratios, y_1); exact, by enumeration of the two-cell support.
+    """
+    lower, upper = cal.bounds()
+    support = compositions(cal.total, lower, upper)
+    y1 = int(lower[0]) + 1
+    ys = np.array([[y1, cal.total - y1], [y1 - 1, cal.total - y1 + 1]])
+    table = log_pmf_table(cal, ys, support)
+    return support[:, 0], np.exp(table[0] - table[1]), y1
+
+
+def figure_toy(total: int, expected, epsilon: float, true_y1: int, tail: float):
+    """Figure 1: (a) privacy ratio against z_1, (b) posterior predictive of z_1."""
+    calibrations = dict(
+        zip(
+            ("untruncated", "truncated_exact"),
+            toy_calibrations(total, expected, epsilon, tail),
+            strict=True,
+        )
+    )
+    fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for label, cal in calibrations.items():
+        z1, ratio, y1 = toy_ratio_curve(cal)
+        color = MECHANISM_COLORS[label]
+        ax_a.plot(
+            z1,
+            ratio,
+            color=color,
+            label=f"{MECHANISM_LABELS[label]}: a = ({cal.a[0]:.3g}, {cal.a[1]:.3g}), "
+            f"y_1 = {y1} vs {y1 - 1}",
+        )
+        support = compositions(cal.total, *cal.bounds())
+        probs = np.exp(log_pmf_table(cal, np.array([[true_y1, total - true_y1]]), support)[0])
+        ax_b.plot(
+            support[:, 0], probs, color=color, marker=".", ms=3, label=MECHANISM_LABELS[label]
+        )
+        if cal.truncated:
+            for bound in cal.bounds():
+                ax_a.axvline(bound[0], color=color, linestyle=":", linewidth=1)
+    for bound in (np.exp(epsilon), np.exp(-epsilon)):
+        ax_a.axhline(bound, color="black", linestyle="--", linewidth=1)
+    ax_a.set_yscale("log")
+    ax_a.set_xlabel("z_1")
+    ax_a.set_ylabel("p(z | y) / p(z | x)")
+    ax_a.set_title("(a) Privacy ratio; dashed: exp(+-eps), dotted: truncation bounds")
+    ax_a.legend(fontsize=7, loc="lower right")
+    ax_b.axvline(true_y1, color="black", linestyle="--", linewidth=1, label=f"true y_1 = {true_y1}")
+    ax_b.axvline(
+        expected[0], color="grey", linestyle=":", linewidth=1.5, label=f"E[y_1] = {expected[0]:g}"
+    )
+    ax_b.set_xlim(0, max(4 * expected[0], 2 * true_y1))
+    ax_b.set_xlabel("z_1")
+    ax_b.set_ylabel("P(z_1 | y)")
+    ax_b.set_title("(b) Posterior predictive of z_1")
+    ax_b.legend(fontsize=7)
+    fig.suptitle(
+        f"Toy example (seed 001 Figure 1): y. = {total}, E[y] = ({expected[0]:g}, "
+        f"{expected[1]:g}), eps = {epsilon:g}; exact enumeration"
+    )
+    fig.tight_layout()
+    return fig
+
+
+# ---- Figure 2: the prior information -------------------------------------------------------
+def figure_prior(strata: pd.DataFrame, keys, scenario: str, prior_label: str):
+    """Figure 2: (a) statewide group rates vs the prior rates, (b) observed vs expected."""
+    keys = list(keys)
+    groups = strata.groupby(keys, observed=True).agg(
+        cases=("cases", "sum"),
+        population=("population", "sum"),
+        expected=("expected", "sum"),
+    )
+    state_rate = groups["cases"] / groups["population"] * 1e5
+    prior_rate = groups["expected"] / groups["population"] * 1e5
+    fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(11, 4.8))
+    positive = (state_rate > 0) & (prior_rate > 0)
+    ax_a.scatter(prior_rate[positive], state_rate[positive], s=12, alpha=0.7)
+    lim = [
+        min(state_rate[positive].min(), prior_rate[positive].min()) / 1.5,
+        max(state_rate.max(), prior_rate.max()) * 1.5,
+    ]
+    ax_a.plot(lim, lim, color="black", linewidth=0.8)
+    ax_a.set_xscale("log")
+    ax_a.set_yscale("log")
+    ax_a.set_xlabel(f"prior rate per 100,000 ({prior_label})")
+    ax_a.set_ylabel("statewide rate per 100,000 (confidential)")
+    ax_a.set_title(f"(a) Statewide vs prior rates, {len(groups)} groups ({' x '.join(keys)})")
+    offset = 0.5
+    ax_b.scatter(strata["expected"] + offset, strata["cases"] + offset, s=4, alpha=0.3)
+    lim = [offset, float(max(strata["expected"].max(), strata["cases"].max())) * 1.5]
+    ax_b.plot(lim, lim, color="black", linewidth=0.8)
+    ax_b.set_xscale("log")
+    ax_b.set_yscale("log")
+    ax_b.set_xlabel("expected count n * lambda0 (+ 0.5)")
+    ax_b.set_ylabel("observed count (+ 0.5)")
+    ax_b.set_title(f"(b) Observed vs expected counts, {len(strata)} strata")
+    fig.suptitle(f"Study 2 prior information: {_scenario_title(scenario)}")
+    fig.tight_layout()
+    return fig
+
+
+# ---- Figure 3 and 4: county age-adjusted rates --------------------------------------------
+def _county_table(county_rates: pd.DataFrame, mechanism: str, epsilon=None) -> pd.Series:
+    rows = county_rates[county_rates["mechanism"] == mechanism]
+    if epsilon is not None:
+        rows = rows[np.isclose(rows["epsilon"], epsilon)]
+    return rows.set_index("county")["mean"]
+
+
+def figure_county_rates(county_rates: pd.DataFrame, epsilons, primary: str, scenario: str):
+    """Figure 3: county age-adjusted rates (mean over datasets) against the true ones."""
+    truth = _county_table(county_rates, "truth")
+    prior = _county_table(county_rates, "prior")
+    fig, axes = plt.subplots(1, len(epsilons), figsize=(5.2 * len(epsilons), 4.8), squeeze=False)
+    for ax, eps in zip(axes[0], epsilons, strict=True):
+        for mech in ("untruncated", primary):
+            synth = _county_table(county_rates, mech, eps)
+            if synth.empty:
+                continue
+            ax.scatter(
+                truth.loc[synth.index],
+                synth,
+                s=14,
+                alpha=0.8,
+                color=MECHANISM_COLORS[mech],
+                label=MECHANISM_LABELS[mech],
+            )
+        lim = [truth.min() * 0.8, truth.max() * 1.1]
+        ax.plot(lim, lim, color="black", linewidth=0.8)
+        ax.axhline(
+            float(prior.mean()),
+            color="grey",
+            linestyle=":",
+            linewidth=1,
+            label="mean prior county rate",
+        )
+        ax.set_xlabel("true age-adjusted rate per 100,000")
+        ax.set_ylabel("synthetic age-adjusted rate per 100,000 (mean over datasets)")
+        ax.set_title(f"eps = {eps:g}")
+        ax.legend(fontsize=7)
+    fig.suptitle(f"County age-adjusted rates from synthetic data: {_scenario_title(scenario)}")
+    fig.tight_layout()
+    return fig
+
+
+def figure_maps(counties, county_rates: pd.DataFrame, epsilon: float, primary: str, scenario: str):
+    """Figure 4: maps of the true and the synthetic (primary mechanism, mean) county rates
+    on one colour scale."""
+    from dpsynth.plots.maps import county_choropleth
+
+    truth = _county_table(county_rates, "truth")
+    synth = _county_table(county_rates, primary, epsilon)
+    frame = counties.copy()
+    frame["truth"] = frame["county"].map(truth)
+    frame["synthetic"] = frame["county"].map(synth)
+    values = pd.concat([frame["truth"], frame["synthetic"]]).dropna()
+    vmin, vmax = float(values.min()), float(values.max())
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.4), layout="constrained")
+    county_choropleth(
+        frame,
+        "truth",
+        axes[0],
+        title="True (confidential) rates",
+        vmin=vmin,
+        vmax=vmax,
+        legend_label="age-adjusted rate per 100,000",
+    )
+    county_choropleth(
+        frame,
+        "synthetic",
+        axes[1],
+        title=f"Synthetic: {MECHANISM_LABELS[primary]}, eps = {epsilon:g} (mean over datasets)",
+        vmin=vmin,
+        vmax=vmax,
+        legend_label="age-adjusted rate per 100,000",
+    )
+    fig.suptitle(f"County age-adjusted rates: {_scenario_title(scenario)}")
+    return fig
+
+
+# ---- Figures 5, 6 and the shapes: metrics against epsilon ---------------------------------
+def _reference(summary: pd.DataFrame, label: str, metric: str) -> float | None:
+    rows = summary[(summary["mechanism"] == label) & (summary["metric"] == metric)]
+    return float(rows["median"].iloc[0]) if len(rows) else None
+
+
+def _metric_panel(ax, summary, metric, primary, title, prior_label):
+    for mech in MECHANISM_LABELS:
+        rows = summary[(summary["mechanism"] == mech) & (summary["metric"] == metric)]
+        rows = rows.sort_values("epsilon")
+        if rows.empty or mech == "untruncated":
+            continue
+        color = MECHANISM_COLORS[mech]
+        if mech == primary:
+            ax.plot(rows["epsilon"], rows["median"], color=color, label=MECHANISM_LABELS[mech])
+            ax.fill_between(rows["epsilon"], rows["lower"], rows["upper"], color=color, alpha=0.2)
+        else:
+            ax.plot(
+                rows["epsilon"],
+                rows["median"],
+                color=color,
+                linewidth=0.8,
+                alpha=0.8,
+                label=f"{MECHANISM_LABELS[mech]} (median)",
+            )
+    truth = _reference(summary, "truth", metric)
+    prior = _reference(summary, "prior", metric)
+    if truth is not None:
+        ax.axhline(truth, color="black", linestyle="--", linewidth=1, label="true data")
+    if prior is not None:
+        ax.axhline(prior, color="black", linestyle=":", linewidth=1.2, label=prior_label)
+    ax.set_xscale("log")
+    ax.set_xlabel("epsilon (synthesis budget)")
+    ax.set_ylabel("ratio of age-adjusted rates")
+    ax.set_title(title)
+
+
+def figure_disparities(summary, metrics, titles, primary, scenario, prior_label, heading):
+    """Figures 5 and 6: ratio metrics against epsilon; band = 95% sampling interval."""
+    fig, axes = plt.subplots(1, len(metrics), figsize=(5 * len(metrics), 4.4), squeeze=False)
+    for ax, metric, title in zip(axes[0], metrics, titles, strict=True):
+        _metric_panel(ax, summary, metric, primary, title, prior_label)
+    axes[0, 0].legend(fontsize=7)
+    fig.suptitle(f"{heading}: {_scenario_title(scenario)}")
+    fig.tight_layout()
+    return fig
+
+
+def figure_shapes(summary: pd.DataFrame, total: int, scenario: str):
+    """The distribution of the gamma shapes a across strata against epsilon: median (line),
+    2.5-97.5% range (band) and maximum (dashed) per calibration; y./(e^eps - 1) dotted."""
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    for mech, label in MECHANISM_LABELS.items():
+        med = summary[(summary["mechanism"] == mech) & (summary["metric"] == "a_median")]
+        top = summary[(summary["mechanism"] == mech) & (summary["metric"] == "a_max")]
+        if med.empty:
+            continue
+        med, top = med.sort_values("epsilon"), top.sort_values("epsilon")
+        color = MECHANISM_COLORS[mech]
+        ax.plot(med["epsilon"], med["median"], color=color, label=f"{label}: median")
+        ax.fill_between(med["epsilon"], med["lower"], med["upper"], color=color, alpha=0.15)
+        ax.plot(
+            top["epsilon"],
+            top["median"],
+            color=color,
+            linestyle="--",
+            linewidth=1,
+            label=f"{label}: max",
+        )
+    eps = np.geomspace(summary["epsilon"].min(), summary["epsilon"].max(), 100)
+    ax.plot(eps, total / np.expm1(eps), color="black", linestyle=":", label="y. / (e^eps - 1)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("epsilon")
+    ax.set_ylabel("gamma shape a")
+    ax.legend(fontsize=7)
+    ax.set_title(f"Prior informativeness a across strata: {_scenario_title(scenario)}")
+    fig.tight_layout()
+    return fig
