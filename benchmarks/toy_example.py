@@ -20,24 +20,28 @@ import numpy as np
 from dpsynth import calibrate
 from dpsynth.mechanisms.truncation import truncation_bounds
 from dpsynth.privacy.audit import audit_worst_case
+from dpsynth.privacy.certified import effective_bounds
 from dpsynth.privacy.paper import truncated_paper_shapes
 
 TOTAL, EPSILON, TAIL = 100, 1.0, 1e-4
 EQUAL_RATES = {"population": [15.0, 85.0], "prior_rate": None}  # national rate = 1
 EQUAL_POPULATIONS = {"population": [100.0, 100.0], "prior_rate": [0.15, 0.85]}
 PAPER = {
-    ("pg", "paper"): "a_1 > 116, a_2 > 58",
-    ("truncated", "exact"): "a_1 > 6.85, a_2 > 0.001 (optimised), worst z_1 = 30",
+    ("pg", "paper"): "paper: a_1 > 116, a_2 > 58",
+    ("truncated", "exact"): "paper: a_1 > 6.85, a_2 > 0.001 (optimised), worst z_1 = 30",
 }
 
 
-def row(label, cal, paper=""):
+def row(label, cal, note=""):
     case = audit_worst_case(cal)
     bounds = f"L={cal.lower.tolist()} U={cal.upper.tolist()}" if cal.truncated else "L=0 U=y."
+    if cal.method == "certified" and cal.truncated:
+        eff_lower, eff_upper = effective_bounds(cal.total, cal.lower, cal.upper)
+        note = f"effective L'={eff_lower.astype(int).tolist()} U'={eff_upper.astype(int).tolist()}"
     print(
         f"{label:<28} a=({cal.a[0]:9.4f}, {cal.a[1]:9.4f})  {bounds:<22} "
         f"audit eps={case.epsilon:.6f} at y={case.y.tolist()} z={case.z.tolist()}"
-        + (f"   paper: {paper}" if paper else "")
+        + (f"   {note}" if note else "")
     )
 
 

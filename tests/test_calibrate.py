@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpsynth import calibrate
-from dpsynth.privacy.certified import certified_epsilon, kappa
+from dpsynth.privacy.certified import certified_epsilon, certified_shapes, kappa
 from dpsynth.privacy.exact_bivariate import bivariate_epsilon
 from dpsynth.privacy.paper import pg_nu
 
@@ -106,7 +106,21 @@ def test_certified_kappa_meets_the_budget():
         cal = calibrate(mechanism, 1.0, 12, population, prior, method="certified")
         lower, upper = cal.bounds()
         assert certified_epsilon(cal.a, 12, lower, upper) <= 1.0 + 1e-12
-        assert np.all(kappa(cal.a, 12, lower, upper) <= 0.5 + 1e-12)
+
+
+def test_certified_gives_the_leftover_budget_to_the_only_binding_cell():
+    # Toy example: cell 2's floor leaves kappa_2 < eps/2, so cell 1 may use eps - kappa_2.
+    cal = calibrate("truncated", 1.0, 100, [15, 85], tail=1e-4, method="certified")
+    k = kappa(cal.a, 100, cal.lower, cal.upper)
+    assert k[1] < 0.5 and k[0] > 0.5
+    assert k.sum() == pytest.approx(1.0, rel=1e-9) and k.sum() <= 1.0
+    symmetric = certified_shapes(1.0, 100, cal.lower, cal.upper, budgets=[0.5, 0.5])
+    assert cal.a[0] < symmetric[0]
+
+
+def test_certified_budgets_must_fit_epsilon():
+    with pytest.raises(ValueError, match="budgets"):
+        certified_shapes(1.0, 10, [0, 0, 0], [10, 10, 10], budgets=[0.6, 0.5, 0.1])
 
 
 def test_exact_bivariate_loss_is_monotone_in_a():

@@ -53,9 +53,15 @@ def certified_shapes(
     values sum to at most epsilon are allowed (an asymmetric split). For truncated
     calibrations the result is raised to the Kerman floor (1/3 where L = 0, 1e-3
     elsewhere); raising a only lowers kappa, so the floors keep the proof.
+
+    With the default budgets, when every cell but one ends up with kappa_k < eps/2 (their
+    floors, or pinched effective bounds, make them more private than asked), the one
+    remaining cell is given the budget left over, eps - max_{k != i} kappa_k: every pair
+    still has kappa_i + kappa_j <= eps.
     """
     lower = np.asarray(lower, dtype=float)
-    if budgets is None:
+    default = budgets is None
+    if default:
         budgets = np.full(lower.size, epsilon / 2.0)
     budgets = np.asarray(budgets, dtype=float)
     if budgets.shape != lower.shape or np.any(~np.isfinite(budgets)) or np.any(budgets <= 0):
@@ -63,6 +69,20 @@ def certified_shapes(
     top_two = np.sort(budgets)[-2:].sum()
     if top_two > epsilon * (1 + 1e-12):
         raise ValueError(f"budgets: the two largest sum to {top_two:.6g} > epsilon = {epsilon:.6g}")
+    a = _shapes_for_budgets(budgets, total, lower, upper, truncated)
+    if default:
+        k = kappa(a, total, lower, upper)
+        binding = np.flatnonzero(k >= epsilon / 2.0 * (1 - 1e-9))
+        if binding.size == 1:
+            cell = int(binding[0])
+            rest = np.delete(k, cell).max()
+            # Keep a hair of the budget back so rounding cannot tip the pair over eps.
+            budgets[cell] = (epsilon - rest) * (1 - 1e-12)
+            a = _shapes_for_budgets(budgets, total, lower, upper, truncated)
+    return a
+
+
+def _shapes_for_budgets(budgets, total, lower, upper, truncated) -> np.ndarray:
     eff_lower, eff_upper = effective_bounds(total, lower, upper)
     a = (eff_upper - eff_lower) / np.expm1(budgets) - lower - eff_lower
     if truncated:
