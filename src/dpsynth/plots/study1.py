@@ -45,7 +45,9 @@ def figure_rmse(summary: pd.DataFrame, mechanisms=None):
     rows = summary[summary["metric"] == "rmse"]
     mechanisms = mechanisms or [m for m in MECHANISM_LABELS if m in set(rows["mechanism"])]
     scenarios = sorted(rows["scenario"].unique())
-    fig, axes = plt.subplots(2, 2, figsize=(11, 8), sharex=True, squeeze=False)
+    ncols = min(2, len(scenarios))
+    nrows = -(-len(scenarios) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(5.5 * ncols, 4 * nrows + 1), squeeze=False)
     for ax, scenario in zip(axes.flat, scenarios, strict=False):
         for mech in mechanisms:
             sel = rows[(rows["scenario"] == scenario) & (rows["mechanism"] == mech)]
@@ -59,9 +61,9 @@ def figure_rmse(summary: pd.DataFrame, mechanisms=None):
     for ax in list(axes.flat)[len(scenarios) :]:
         ax.set_visible(False)
     handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=4, frameon=False)
+    fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), frameon=False)
     fig.suptitle("Study 1: root mean square error of the synthetic rates (median, 95% band)")
-    fig.tight_layout(rect=(0, 0.07, 1, 0.97))
+    fig.tight_layout(rect=(0, 0.12 / nrows, 1, 0.96))
     return fig
 
 
@@ -119,9 +121,10 @@ def figure_maps(counties, scenario_frame, county_means, epsilons, scenario: int 
             column = f"{mech}_{eps:g}"
             frame[column] = sel.sort_values("county")["rate"].to_numpy() * 1e5
             panels.append((column, f"{MECHANISM_LABELS[mech]}, epsilon = {eps:g}"))
-    values = frame[[c for c, _ in panels]].to_numpy().ravel()
-    lo, hi = np.nanquantile(values, [0.01, 0.99])
-    norm = mcolors.Normalize(vmin=lo, vmax=hi)
+    # One colour scale for every panel, spanning the truth (1st-99th percentile): synthetic
+    # rates outside it saturate, which is exactly what the eye should catch.
+    lo, hi = np.nanquantile(frame["truth"], [0.01, 0.99])
+    norm = mcolors.Normalize(vmin=lo, vmax=hi, clip=True)
     ncols = 2
     nrows = -(-len(panels) // ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(13, 4.2 * nrows), squeeze=False)
@@ -130,7 +133,8 @@ def figure_maps(counties, scenario_frame, county_means, epsilons, scenario: int 
     for ax in list(axes.flat)[len(panels) :]:
         ax.set_visible(False)
     fig.suptitle(
-        f"Study 1, scenario {scenario}: modelled truth and mean synthetic rates "
-        "(ages 35-44; populations and rates modelled)"
+        f"Study 1, scenario {scenario}: modelled truth and mean synthetic rates over the "
+        "datasets\n(ages 35-44; populations and rates modelled; colours saturate outside "
+        "the truth's 1-99% range)"
     )
     return fig
