@@ -43,6 +43,8 @@ from dpsynth.calibration import Calibration
 TAIL = 1e-16
 #: Convolutions whose inputs are at most this long are done directly, batched by width.
 _DIRECT_CONVOLVE = 128
+#: Padded row widths used when drawing splits (rows are grouped by their next width up).
+_WIDTHS = np.unique(np.round(2.0 ** np.arange(0, 41, 0.5)).astype(np.int64))
 #: Draws are processed in chunks of about this many cells (draws x cells) to bound memory.
 _CHUNK_CELLS = 1_000_000
 
@@ -397,47 +399,57 @@ class ConditionedSampler:
         return out
 
     def _draw_chunk(self, n_draws: int, rng: np.random.Generator) -> np.ndarray:
-        # value[node] for the current level, one row per draw; a level's nodes are in
-        # left-to-right order, so the bottom level's columns are the cells in order
-        values = np.full((n_draws, 1), self.total, dtype=np.int64)
+        # values[node] for the current level, one column per draw; a level's nodes are in
+        # left-to-right order, so the bottom level's rows are the cells in order
+        values = np.full((1, n_draws), self.total, dtype=np.int64)
         for parents, lefts, rights in reversed(self._levels):
-            below = np.empty((n_draws, 2 * parents.size - (rights[-1] < 0)), dtype=np.int64)
-            carried = rights < 0
-            split = np.nonzero(~carried)[0]
-            if carried.any():
-                below[:, -1] = values[:, -1]  # only the last node can be carried
-            if split.size:
-                left_values = self._split(values[:, split], lefts[split], rights[split], rng)
-                below[:, 2 * split] = left_values
-                below[:, 2 * split + 1] = values[:, split] - left_values
+            n_pairs = parents.size - int(rights[-1] < 0)  # only the last node can be carried
+            below = np.empty((2 * n_pairs + parents.size - n_pairs, n_draws), dtype=np.int64)
+            if n_pairs < parents.size:
+                below[-1] = values[-1]
+            if n_pairs:
+                t = values[:n_pairs]
+                left_values = self._split(t, lefts[:n_pairs], rights[:n_pairs], rng)
+                below[0 : 2 * n_pairs : 2] = left_values
+                below[1 : 2 * n_pairs : 2] = t - left_values
             values = below
-        return values
+        return values.T
 
     def _split(self, t, lefts, rights, rng) -> np.ndarray:
-        """Draw k ~ left(k) right(t - k) for each entry of t (draws x nodes)."""
-        off_l, len_l = self._offsets[lefts], self._lengths[lefts]
-        off_r, len_r = self._offsets[rights], self._lengths[rights]
-        k_min = np.maximum(off_l, t - (off_r + len_r - 1))
-        k_max = np.minimum(off_l + len_l - 1, t - off_r)
+        """Draw k ~ left(k) right(t - k) for each entry of t (nodes x draws)."""
+        off_l = self._offsets[lefts][:, None]
+        off_r = self._offsets[rights][:, None]
+        k_min = np.maximum(off_l, t - (off_r + self._lengths[rights][:, None] - 1))
+        k_max = np.minimum(off_l + self._lengths[lefts][:, None] - 1, t - off_r)
         width = (k_max - k_min + 1).ravel()
         # left(k), k = k_min, k_min+1, ... is contiguous in self._values from left_at;
         # right(t - k) runs backwards, so it is contiguous in the reversed copy from right_at
-        left_at = (self._starts[lefts] - off_l + k_min).ravel()
-        right_at = (self._reversed_first[rights] - (t - k_min - off_r)).ravel()
-        chosen = k_min.ravel().copy()
-        exponent = np.ceil(np.log2(np.maximum(width, 1))).astype(np.int64)
-        for e in np.unique(exponent[width > 1]):
-            pick = np.nonzero(exponent == e)[0]
-            columns = 2**e
+        left_at = (self._starts[lefts][:, None] - off_l + k_min).ravel()
+        right_at = (self._reversed_first[rights][:, None] + off_r - t + k_min).ravel()
+        chosen = k_min.ravel()  # a fresh array: safe to update in place
+        bucket = np.searchsorted(_WIDTHS, width)
+        for b in np.unique(bucket[width > 1]):
+            pick = np.nonzero(bucket == b)[0]
+            columns = int(_WIDTHS[b])
             # columns past a row's width read neighbouring nodes: they only add mass after
             # the row's last valid cumulative value, so they can never be chosen
             weight = self._windows(self._values_padded, columns)[left_at[pick]]
             weight *= self._windows(self._reversed_padded, columns)[right_at[pick]]
             cumulative = np.cumsum(weight, axis=1)
-            last = cumulative[np.arange(pick.size), width[pick] - 1]
-            target = rng.random(pick.size) * last
-            index = np.minimum((cumulative <= target[:, None]).sum(axis=1), width[pick] - 1)
-            chosen[pick] += index
+            valid = width[pick] - 1
+            rows = np.arange(pick.size)
+            target = rng.random(pick.size) * cumulative[rows, valid]
+            if columns <= 16:
+                index = (cumulative <= target[:, None]).sum(axis=1)
+            else:  # bisection: the first column whose cumulative weight exceeds target
+                low, high = np.zeros(pick.size, np.int64), valid.copy()
+                for _ in range(int(np.ceil(np.log2(columns)))):
+                    middle = (low + high) // 2
+                    above = cumulative[rows, middle] > target
+                    high = np.where(above, middle, high)
+                    low = np.where(above, low, middle + 1)
+                index = low
+            chosen[pick] += np.minimum(index, valid)
         return chosen.reshape(t.shape)
 
     @staticmethod
