@@ -12,7 +12,9 @@ from dpsynth.sampling.enumeration import compositions, exact_pmf
 from dpsynth.sampling.synthesize import synthesize
 
 N_DRAWS = 20_000
-P_VALUE_FLOOR = 1e-3  # chi-square goodness of fit must not reject at this level
+# chi-square goodness of fit must not reject at this level; over the module's 10 such tests
+# a correct sampler fails one with probability below 1e-3 (the draws' seeds are fixed)
+P_VALUE_FLOOR = 1e-4
 
 
 def pg(a, b, population, total, **bounds) -> Calibration:
