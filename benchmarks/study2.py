@@ -1,0 +1,164 @@
+"""Wall time and peak memory of Study 2's stand-in run (47,034 strata, y. = 26,116).
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/study2.py                        # the full design
+    .venv/bin/python benchmarks/study2.py --epsilons 2 --datasets 100   # a slice of it
+
+The full design is the workflow's stand-in run: the epsilon grid of the default config
+(20 log-spaced values from 0.01 to 4, plus 1 and 4 if missing), L = 1000 datasets, the
+untruncated and the three truncated mechanisms. Every (mechanism, epsilon) cell is one
+task run in a pool of ``--workers`` processes (2 = the laptop profile): calibrate, build
+the exact sampler once, draw and measure the datasets in batches of 100 (exactly what the
+workflow's jobs do, without Snakemake's per-job start-up). The stand-in itself is built
+once, as the workflow's ``study2_strata`` job builds it.
+
+Prints one line per task (calibration, sampler build, draws+metrics seconds, peak RSS of
+the worker) and the totals: wall time, summed CPU seconds by stage, and the largest
+worker peak RSS (a bound on the run's peak is ``workers`` times it plus the parent's).
+With ``--epsilons`` below the grid size the grid is subsampled evenly (log scale); the
+totals then cover that slice only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import platform
+import resource
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dpsynth.data.pennsylvania import load_pennlc, load_pennsylvania_counties
+from dpsynth.data.pennsylvania_standin import standin_strata
+from dpsynth.data.standard_population import load_standard_population, standard_weights
+from dpsynth.design import epsilon_grid
+from dpsynth.seeding import job_rng
+from dpsynth.study2 import (
+    MECHANISMS,
+    AgeAdjuster,
+    age_bands,
+    county_urban,
+    prior_rates,
+    release_strata,
+    simulate,
+    study_calibration,
+    study_groups,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+SEED = 20190601
+SUBGROUPS = [
+    {
+        "name": "digestive_female",
+        "where": {"cancer": "digestive", "sex": "f"},
+        "numerator": {"race": "b"},
+        "denominator": {"race": "w"},
+    },
+    {
+        "name": "lymphatic_male",
+        "where": {"cancer": "lymphatic", "sex": "m"},
+        "numerator": {"race": "b"},
+        "denominator": {"race": "w"},
+    },
+]
+_STATE: dict = {}
+
+
+def build_standin():
+    """The stand-in strata with the modelled national prior, the adjuster and the ratios."""
+    pennlc = load_pennlc(REPO / "data/pennlc_strata.parquet")
+    counties = load_pennsylvania_counties(REPO / "data/pennsylvania_counties.parquet")
+    standard = load_standard_population(REPO / "data/us_standard_population_2000.csv")
+    urban = county_urban(pennlc, counties).set_index("county")["urban"]
+    strata = standin_strata(pennlc, standard, urban, job_rng(SEED, "study2", "standin", "standin"))
+    strata, _ = release_strata(strata)
+    strata["prior_rate"] = prior_rates(strata, (), "national")
+    urban = county_urban(strata, counties)
+    flags = dict(zip(urban["county"], urban["urban"], strict=True))
+    groups, ratios = study_groups(strata, flags, {"numerator": "b", "denominator": "w"}, SUBGROUPS)
+    weights = standard_weights(standard, age_bands(strata))
+    return strata, AgeAdjuster(strata, weights, groups), ratios
+
+
+def _init_worker():
+    _STATE["study"] = build_standin()
+
+
+def run_task(task):
+    """One (mechanism, epsilon) cell: calibrate, build the sampler, draw and measure."""
+    label, epsilon, n_datasets, batch = task
+    strata, adjuster, ratios = _STATE["study"]
+    out = {"mechanism": label, "epsilon": epsilon}
+    start = time.perf_counter()
+    try:
+        cal = study_calibration(label, epsilon, strata)
+    except (ValueError, RuntimeError) as error:
+        out.update(calibration_s=time.perf_counter() - start, error=str(error)[:200])
+        return out
+    out["calibration_s"] = time.perf_counter() - start
+    out["a_median"], out["a_max"] = float(np.median(cal.a)), float(cal.a.max())
+    rng = job_rng(SEED, "benchmark", "study2", label, epsilon)
+    start = time.perf_counter()
+    metrics, _ = simulate(
+        strata["cases"].to_numpy(), cal, adjuster, ratios, n_datasets, rng, batch=batch
+    )
+    out["draw_measure_s"] = time.perf_counter() - start
+    out["n_outside_bounds"] = int(metrics["n_outside_bounds"].sum())
+    out["worker_peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return out
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--epsilons", type=int, default=None, help="subsample the grid")
+    parser.add_argument("--datasets", type=int, default=1000, help="L per cell")
+    parser.add_argument("--batch", type=int, default=100)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--mechanisms", nargs="+", default=list(MECHANISMS))
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    args = parser.parse_args(argv)
+
+    grid = epsilon_grid(0.01, 4.0, 20, [1.0, 4.0])
+    if args.epsilons is not None and args.epsilons < len(grid):
+        picks = np.unique(np.round(np.linspace(0, len(grid) - 1, args.epsilons)).astype(int))
+        grid = [grid[k] for k in picks]
+    # slow calibrations (exact) first so the pool's two workers finish together
+    tasks = [(m, e, args.datasets, args.batch) for m in args.mechanisms[::-1] for e in grid]
+    print(
+        f"# Study 2 stand-in benchmark: {len(grid)} epsilons x L = {args.datasets} x "
+        f"{len(args.mechanisms)} mechanisms, {args.workers} workers, "
+        f"{platform.processor() or platform.machine()}"
+    )
+    start = time.perf_counter()
+    with multiprocessing.get_context("fork").Pool(args.workers, initializer=_init_worker) as pool:
+        rows = []
+        for row in pool.imap_unordered(run_task, tasks):
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    wall = time.perf_counter() - start
+    frame = pd.DataFrame(rows)
+    parent_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    totals = {
+        "wall_s": wall,
+        "calibration_cpu_s": float(frame["calibration_s"].sum()),
+        "draw_measure_cpu_s": float(frame.get("draw_measure_s", pd.Series(dtype=float)).sum()),
+        "largest_worker_peak_rss_mib": float(frame.get("worker_peak_rss_mib").max()),
+        "parent_peak_rss_mib": parent_rss,
+        "failed_calibrations": int(frame.get("error", pd.Series(dtype=object)).notna().sum()),
+        "synthetic_counts_outside_bounds": int(frame.get("n_outside_bounds").fillna(0).sum()),
+    }
+    by_mech = frame.groupby("mechanism")[["calibration_s", "draw_measure_s"]].sum()
+    print("# CPU seconds by mechanism\n" + by_mech.round(1).to_string())
+    print("# totals " + json.dumps(totals))
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"totals": totals, "rows": rows}, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
