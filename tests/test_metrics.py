@@ -32,3 +32,8 @@ def test_summaries():
     frame = pd.DataFrame({"g": ["a"] * 101 + ["b"] * 101, "value": list(range(101)) * 2})
     out = summarise_frame(frame, ["g"])
     assert list(out["g"]) == ["a", "b"] and list(out["median"]) == [50.0, 50.0]
+
+
+def test_summaries_skip_undefined_values():
+    assert summarise([1.0, np.nan, 3.0])["median"] == 2.0
+    assert np.isnan(summarise([np.nan])["median"])

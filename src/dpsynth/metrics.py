@@ -34,8 +34,14 @@ def group_rate_per_100k(rates, population, members) -> np.ndarray:
 
 
 def summarise(values, *, lower: float = 0.025, upper: float = 0.975) -> dict[str, float]:
-    """Median and the central 95% band (quantiles ``lower`` and ``upper``) of a sample."""
+    """Median and the central 95% band (quantiles ``lower`` and ``upper``) of a sample.
+
+    NaN values (undefined ratios) are left out; all-NaN gives NaN.
+    """
     values = np.asarray(values, dtype=float)
+    values = values[~np.isnan(values)]
+    if values.size == 0:
+        return {"median": np.nan, "lower": np.nan, "upper": np.nan}
     lo, med, hi = np.quantile(values, [lower, 0.5, upper])
     return {"median": float(med), "lower": float(lo), "upper": float(hi)}
 

@@ -77,11 +77,20 @@ def group_metrics(rates: np.ndarray, scenario: Scenario, geo: Geography) -> dict
         "rmse": rmse_per_100k(rates, scenario.rate),
         "rate_urban": urban,
         "rate_rural": rural,
-        "ratio_urban_rural": urban / rural,
+        "ratio_urban_rural": _ratio(urban, rural),
         "rate_nm": nm,
         "rate_ny": ny,
-        "ratio_nm_ny": nm / ny,
+        "ratio_nm_ny": _ratio(nm, ny),
     }
+
+
+def _ratio(numerator, denominator) -> np.ndarray:
+    """numerator / denominator, NaN where the denominator is 0 (a group with no events;
+    the geometric baseline produces these at small epsilon). Summaries skip NaN."""
+    numerator, denominator = np.broadcast_arrays(numerator, denominator)
+    out = np.full(numerator.shape, np.nan)
+    np.divide(numerator, denominator, out=out, where=denominator > 0)
+    return out
 
 
 def truth_metrics(scenario: Scenario, geo: Geography) -> dict[str, float]:
