@@ -36,6 +36,7 @@ from scipy.special import gammaln, logsumexp
 from dpsynth.mechanisms.poisson_gamma import truncated_shape_floor
 
 BISECTION_STEPS = 32  # on log a: relative precision log(hi / lo) / 2^32
+MAX_ROOT_STEPS = 100
 OUTER_RTOL = 1e-6
 TARGET_MARGIN = 1e-7
 OUTER_MAX_ITER = 50
@@ -172,8 +173,45 @@ def _make_batch(cells, idx, total):
     )
 
 
+def _illinois(loss, log_lo, log_hi, f_lo, f_hi, epsilon, done):
+    """Root of loss(exp(u)) = eps in [log_lo, log_hi], returning the feasible end.
+
+    The loss decreases in u = log a (checked in the tests); ``f_lo`` and ``f_hi`` are
+    loss - eps at the ends, f_lo > 0 >= f_hi (except where ``done``).
+    Regula falsi with the Illinois modification, the trial point kept inside the middle
+    96 % of the bracket, every cell of the batch at once. Stops when the bracket is below
+    1e-9 in log a or the feasible end's loss is within 1e-9 (relative) of eps; the result
+    is always a shape whose loss is <= eps.
+    """
+    g_lo, g_hi = f_lo.copy(), f_hi.copy()  # interpolation values (Illinois halves them)
+    last_side = np.zeros(log_lo.size, dtype=np.int8)  # +1: hi moved last, -1: lo moved last
+    for _ in range(MAX_ROOT_STEPS):
+        width = log_hi - log_lo
+        active = ~done & (width > 1e-9) & (f_hi < -1e-9 * epsilon)
+        if not active.any():
+            break
+        with np.errstate(invalid="ignore", divide="ignore"):
+            t = g_lo / (g_lo - g_hi)
+        t = np.clip(np.nan_to_num(t, nan=0.5), 0.02, 0.98)
+        trial = log_lo + t * width
+        f_trial = loss(np.exp(trial)) - epsilon
+        feasible = (f_trial <= 0) & active
+        infeasible = (f_trial > 0) & active
+        # Illinois: if the same end survives twice in a row, halve its interpolation value.
+        g_lo = np.where(feasible & (last_side == 1), g_lo / 2, g_lo)
+        g_hi = np.where(infeasible & (last_side == -1), g_hi / 2, g_hi)
+        log_hi = np.where(feasible, trial, log_hi)
+        f_hi = np.where(feasible, f_trial, f_hi)
+        g_hi = np.where(feasible, f_trial, g_hi)
+        log_lo = np.where(infeasible, trial, log_lo)
+        f_lo = np.where(infeasible, f_trial, f_lo)
+        g_lo = np.where(infeasible, f_trial, g_lo)
+        last_side = np.where(feasible, 1, np.where(infeasible, -1, last_side)).astype(np.int8)
+    return log_hi
+
+
 def _solve_cells(cells, idx, total, epsilon, floor, start):
-    """Smallest a_i (within the bisection tolerance, on the safe side) with loss <= eps."""
+    """Smallest a_i (within the root finder's tolerance, on the safe side) with loss <= eps."""
     batch = _make_batch(cells, idx, total)
     expected = cells["expected"][idx]
 
@@ -181,24 +219,27 @@ def _solve_cells(cells, idx, total, epsilon, floor, start):
         return batch.realised(a, _log_p(a, expected))
 
     lo = floor.copy()
-    ok_at_floor = loss(lo) <= epsilon
+    loss_lo = loss(lo)
+    ok_at_floor = loss_lo <= epsilon
     hi = np.maximum(start, lo * 2.0)
-    ok_hi = loss(hi) <= epsilon
+    loss_hi = loss(hi)
+    ok_hi = loss_hi <= epsilon
     while np.any(~ok_hi & (hi < MAX_SHAPE)):
+        # An infeasible hi is a better lower end than the floor.
+        lo = np.where(ok_hi, lo, hi)
+        loss_lo = np.where(ok_hi, loss_lo, loss_hi)
         hi = np.where(ok_hi, hi, np.minimum(hi * 4.0, MAX_SHAPE))
-        ok_hi = loss(hi) <= epsilon
+        loss_hi = loss(hi)
+        ok_hi = loss_hi <= epsilon
     if not ok_hi.all():
         raise ValueError(
             f"exact bivariate calibration: no gamma shape up to {hi.max():.3g} keeps the "
             f"bivariate loss within epsilon={epsilon} (the aggregate of the other cells "
             "alone exceeds it); use method='certified'"
         )
-    log_lo, log_hi = np.log(lo), np.log(hi)
-    for _ in range(BISECTION_STEPS):
-        mid = 0.5 * (log_lo + log_hi)
-        ok = loss(np.exp(mid)) <= epsilon
-        log_hi = np.where(ok, mid, log_hi)
-        log_lo = np.where(ok, log_lo, mid)
+    log_hi = _illinois(
+        loss, np.log(lo), np.log(hi), loss_lo - epsilon, loss_hi - epsilon, epsilon, ok_at_floor
+    )
     return np.where(ok_at_floor, floor, np.exp(log_hi))
 
 
