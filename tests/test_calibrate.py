@@ -184,3 +184,17 @@ def test_calibration_ignores_confidential_counts(population, mechanism):
     first = calibrate(mechanism, 1.0, 30, population, method=method)
     second = calibrate(mechanism, 1.0, 30, list(population), method=method)
     assert first == second
+
+
+def test_exact_bivariate_for_many_cells_is_feasible_and_tight():
+    # I > 64 takes the vectorised Gauss-Seidel path with the Illinois root finder.
+    rng = np.random.default_rng(8)
+    population = np.round(rng.lognormal(4.0, 1.0, 80)) + 1
+    population[:10] = population[10]  # repeated (n, lambda0): one shared solve
+    cal = calibrate("truncated", 1.0, 120, population, method="exact", tail=0.01)
+    loss = bivariate_epsilon(cal.a, 120, cal.population, cal.prior_rate, cal.lower, cal.upper)
+    assert np.all(loss <= 1.0)
+    above_floor = cal.a > np.where(cal.lower == 0, 1 / 3, 1e-3) * (1 + 1e-6)
+    assert above_floor.any()
+    np.testing.assert_allclose(loss[above_floor], 1.0, rtol=1e-5)
+    np.testing.assert_array_equal(cal.a[:10], cal.a[10])
