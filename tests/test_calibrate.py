@@ -92,6 +92,22 @@ def test_bad_inputs_name_the_argument(kwargs, match):
         calibrate("pg", args["epsilon"], args["total"], args["population"], args["prior_rate"])
 
 
+def test_truncation_settings_are_checked():
+    with pytest.raises(ValueError, match="inflation"):
+        calibrate("truncated", 1, 10, [1, 2, 3], inflation=0.5)
+    with pytest.raises(ValueError, match="tail"):
+        calibrate("truncated", 1, 10, [1, 2, 3], tail=1.5)
+    with pytest.raises(ValueError, match="truncated"):
+        calibrate("pg", 1, 10, [1, 2, 3], tail=0.01)
+
+
+def test_inflation_widens_the_bounds():
+    narrow = calibrate("truncated", 1, 60, [10, 20, 30, 40], method="certified")
+    wide = calibrate("truncated", 1, 60, [10, 20, 30, 40], method="certified", inflation=1.5)
+    assert np.all(wide.lower <= narrow.lower) and np.all(wide.upper >= narrow.upper)
+    assert np.any(wide.upper > narrow.upper)
+
+
 def test_bad_mechanism_and_method():
     with pytest.raises(ValueError, match="mechanism"):
         calibrate("laplace", 1, 10, [1, 2])

@@ -54,3 +54,12 @@ def test_exact_bivariate_is_exact_for_two_cells(epsilon):
 def test_md_audit_equals_epsilon():
     cal = calibrate("md", 1.0, 8, np.ones(3))
     assert audit(cal) == pytest.approx(1.0, rel=1e-9)
+
+
+def test_pg_paper_calibration_can_exceed_nominal_epsilon():
+    # DESIGN.md sec 4: with unequal populations the paper's eq (15) is only nominal, even
+    # for I = 2 (national prior rate, populations 1 and 100, y. = 20, eps = 1).
+    paper = calibrate("pg", 1.0, 20, [1.0, 100.0])
+    assert audit(paper) > 1.2
+    certified = calibrate("pg", 1.0, 20, [1.0, 100.0], method="certified")
+    assert audit(certified) <= 1.0
