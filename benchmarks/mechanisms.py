@@ -149,7 +149,7 @@ def calibration_rows(n_cells, total, population, prior_rate, epsilons, repeats, 
             else:
                 result = queue.get() if not queue.empty() else ("error", "child failed")
             if result[0] == "ok":
-                shown = f"{result[1]:.4f}"
+                shown = f"{1e3 * result[1]:.3g}"
                 if method != "exact":  # the samplers below use paper/certified calibrations
                     calibrations.setdefault(mechanism, {})[method] = calibrate(
                         mechanism, SAMPLING_EPSILON, total, population, prior_rate, method=method
@@ -236,7 +236,7 @@ def main() -> None:
         f"{platform.machine()}; best of {repeats} repeats.\n"
     )
     calibration_table = [
-        "| I | y. | mechanism | method | seconds per eps | eps values |",
+        "| I | y. | mechanism | method | ms per eps | eps values |",
         "|---:|---:|---|---|---:|---:|",
     ]
     sampling_table = [

@@ -142,3 +142,30 @@ def test_sampler_is_reproducible_for_a_seed():
     first = sampler.draw(50, np.random.default_rng(11))
     again = sampler.draw(50, np.random.default_rng(11))
     assert np.array_equal(first, again)
+
+
+@pytest.mark.parametrize("mechanism", ["md", "pg", "truncated"])
+def test_zero_total_and_single_cell_edge_cases(mechanism):
+    bounds = {"lower": [0, 0], "upper": [3, 3]} if mechanism == "truncated" else {}
+    extra = {} if mechanism == "md" else {"b": [1.0, 2.0], "population": [10.0, 20.0]}
+    zero = Calibration(
+        mechanism=mechanism, method="paper", epsilon=1.0, total=0, a=[1.0, 2.0], **extra, **bounds
+    )
+    sampler = ConditionedSampler([0, 0], zero)
+    assert np.array_equal(sampler.draw(3, np.random.default_rng(0)), np.zeros((3, 2)))
+    assert np.array_equal(synthesize([0, 0], zero, 3, np.random.default_rng(0)), np.zeros((3, 2)))
+    one = {k: v[:1] for k, v in (extra | bounds).items()}
+    single = Calibration(mechanism=mechanism, method="paper", epsilon=1.0, total=2, a=[1.0], **one)
+    assert np.array_equal(
+        ConditionedSampler([2], single).draw(4, np.random.default_rng(0)), np.full((4, 1), 2)
+    )
+
+
+def test_total_at_an_end_of_the_feasible_range_gives_the_only_vector():
+    bounds = {"lower": [1, 0, 2], "upper": [4, 5, 6]}
+    low = small_pg(mechanism="truncated", total=3, **bounds)
+    draws = synthesize([0, 3, 0], low, 5, np.random.default_rng(0))
+    assert np.all(draws == [1, 0, 2])
+    high = small_pg(mechanism="truncated", total=15, **bounds)
+    draws = synthesize([5, 5, 5], high, 5, np.random.default_rng(0))
+    assert np.all(draws == [4, 5, 6])
