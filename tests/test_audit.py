@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from dpsynth.calibration import Calibration
-from dpsynth.privacy.audit import audit, audit_work, audit_worst_case
+from dpsynth.privacy.audit import MAX_WORK, audit, audit_work, audit_worst_case
 from dpsynth.sampling.enumeration import exact_pmf
 
 
@@ -112,3 +112,30 @@ def test_too_large_instance_is_refused_before_work():
 def test_total_must_match_the_calibration():
     with pytest.raises(ValueError, match="total must equal"):
         audit(md_calibration(np.ones(2), total=5), total=6)
+
+
+@pytest.mark.parametrize(("n_cells", "largest"), [(2, 8163), (3, 105), (4, 27), (5, 14)])
+def test_default_limit_admits_the_documented_totals(n_cells, largest):
+    admitted = md_calibration(np.ones(n_cells), total=largest)
+    refused = md_calibration(np.ones(n_cells), total=largest + 1)
+    assert audit_work(admitted) <= MAX_WORK < audit_work(refused)
+
+
+def test_chunked_comparison_finds_the_same_worst_case(monkeypatch):
+    # the neighbour comparison runs in blocks of rows; tiny blocks must not change the answer
+    import dpsynth.privacy.audit as audit_module
+
+    cal = Calibration(
+        mechanism="pg",
+        method="paper",
+        epsilon=1.0,
+        total=9,
+        a=np.array([0.5, 2.0, 1.0]),
+        b=np.array([3.0, 0.1, 1.0]),
+        population=np.array([10.0, 40.0, 25.0]),
+    )
+    whole = audit_worst_case(cal)
+    monkeypatch.setattr(audit_module, "_CHUNK_ENTRIES", 7)
+    blocked = audit_worst_case(cal)
+    assert blocked.epsilon == whole.epsilon
+    assert np.array_equal(blocked.z, whole.z)
