@@ -272,9 +272,7 @@ class ConditionedSampler:
             longest = np.maximum(
                 [pmfs[i].size for i in lefts.tolist()], [pmfs[i].size for i in rights.tolist()]
             )
-            new_pmfs: list[np.ndarray | None] = [None] * n_pairs
-            new_offsets = np.zeros(n_pairs, np.int64)
-            new_scales = np.zeros(n_pairs)
+            pairs = []  # (positions among this level's pairs, their convolutions as rows)
             # short pairs: one batched direct convolution per padded width
             exponent = np.ceil(np.log2(longest)).astype(int)
             for e in np.unique(exponent[longest <= _DIRECT_CONVOLVE]):
@@ -285,19 +283,7 @@ class ConditionedSampler:
                 conv = np.zeros((pick.size, 2 * width - 1))
                 for j in range(width):
                     conv[:, j : j + width] += left_rows * right_rows[:, j : j + 1]
-                cut_mass += self._finish(
-                    conv,
-                    pick,
-                    lefts,
-                    rights,
-                    offsets,
-                    log_scale,
-                    new_pmfs,
-                    new_offsets,
-                    new_scales,
-                    trim,
-                    tail,
-                )
+                pairs.append((pick, conv))
             # long pairs (few, near the root): one FFT convolution each, finished together
             pick = np.nonzero(longest > _DIRECT_CONVOLVE)[0]
             if pick.size:
@@ -306,19 +292,21 @@ class ConditionedSampler:
                     for pos in pick.tolist()
                 ]
                 conv = _pad_rows(convs, max(c.size for c in convs))
-                cut_mass += self._finish(
-                    conv,
-                    pick,
-                    lefts,
-                    rights,
-                    offsets,
-                    log_scale,
-                    new_pmfs,
-                    new_offsets,
-                    new_scales,
-                    trim,
-                    tail,
+                pairs.append((pick, conv))
+            new_pmfs: list[np.ndarray | None] = [None] * n_pairs
+            new_offsets = np.zeros(n_pairs, np.int64)
+            new_scales = np.zeros(n_pairs)
+            child_offsets, child_scales = np.array(offsets), np.array(log_scale)
+            for pick, conv in pairs:
+                left, right = lefts[pick], rights[pick]
+                offset = child_offsets[left] + child_offsets[right]
+                scale = child_scales[left] + child_scales[right]
+                rows, new_offsets[pick], new_scales[pick], cut = self._finish(
+                    conv, offset, scale, trim, tail
                 )
+                cut_mass += cut
+                for pos, pmf in zip(pick.tolist(), rows, strict=True):
+                    new_pmfs[pos] = pmf
             pmfs.extend(new_pmfs)
             offsets.extend(new_offsets.tolist())
             log_scale.extend(new_scales.tolist())
@@ -352,46 +340,28 @@ class ConditionedSampler:
         self._pmfs = pmfs
         self._root = root
 
-    def _finish(
-        self,
-        conv,
-        pick,
-        lefts,
-        rights,
-        offsets,
-        log_scale,
-        new_pmfs,
-        new_offsets,
-        new_scales,
-        trim,
-        tail,
-    ) -> float:
-        """Cap rows of convolutions at y., normalise, trim; store them; return the mass cut."""
-        offset = np.array(
-            [offsets[i] + offsets[j] for i, j in zip(lefts[pick], rights[pick], strict=True)]
-        )
-        scale = np.array(
-            [log_scale[i] + log_scale[j] for i, j in zip(lefts[pick], rights[pick], strict=True)]
-        )
+    def _finish(self, conv, offset, scale, trim: bool, tail: float):
+        """Cap convolution rows at y., normalise and trim them.
+
+        ``offset`` is each row's smallest value and ``scale`` its log mass so far. Returns
+        the rows as pmfs, their new offsets and log scales, and the absolute mass cut.
+        """
         columns = np.arange(conv.shape[1])
         conv[offset[:, None] + columns[None, :] > self.total] = 0.0  # sums above y. cannot occur
         mass = conv.sum(axis=1)
         if not np.all(mass > 0):
             raise RuntimeError("a subtree cannot reach y. within its windows")
         conv /= mass[:, None]
-        scale += np.log(mass)
+        scale = scale + np.log(mass)
         if trim:
             first, last, cut = _trim_rows(conv, tail)
         else:
-            first = np.zeros(pick.size, np.int64)
+            first = np.zeros(offset.size, np.int64)
             last = np.minimum(conv.shape[1] - 1, self.total - offset)
-            cut = np.zeros(pick.size)
-        kept_mass = 1.0 - cut
-        for pos, pmf in zip(pick, _rows_to_list(conv, first, last), strict=True):
-            new_pmfs[pos] = pmf
-        new_offsets[pick] = offset + first
-        new_scales[pick] = scale + np.log(kept_mass)
-        return float(np.sum(cut * np.exp(scale)))
+            cut = np.zeros(offset.size)
+        rows = _rows_to_list(conv, first, last)
+        cut_mass = float(np.sum(cut * np.exp(scale)))
+        return rows, offset + first, scale + np.log1p(-cut), cut_mass
 
     # --- drawing -----------------------------------------------------------------------
     def draw(self, size: int, rng: np.random.Generator) -> np.ndarray:
