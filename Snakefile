@@ -16,6 +16,7 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/truth.smk"
 include: "workflow/rules/study1.smk"
 include: "workflow/rules/study2.smk"
+include: "workflow/rules/pseudo_posterior.smk"
 
 
 rule all:

@@ -14,6 +14,7 @@ def all_targets():
     targets += truth_figures()
     targets += study1_figures()
     targets += study2_figures()
+    targets += pseudo_posterior_figures()
     return targets
 
 

@@ -1,0 +1,186 @@
+"""Tidy tables of a study: what the workflow saves, and the summary and checks it reports.
+
+- draws: one row per synthesizer and posterior draw (``chain``, ``draw``, parameters).
+- records: one row per synthesizer and record (``y``, ``weight``, ``lipschitz``).
+- fit metadata: per synthesizer, Delta, eps = 2 Delta, the target Delta and the constant
+  it was tuned with, the tuning history and the MCMC diagnostics.
+- summary: per synthesizer, privacy, weights, the posterior of the mean and utility.
+- checks: the seed's qualitative claims, each a measured value and whether it holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from dpsynth.pseudo_posterior.likelihood import parameter_names
+from dpsynth.pseudo_posterior.posterior import PosteriorFit
+from dpsynth.pseudo_posterior.study import SYNTHESIZERS, SynthesizerFit
+from dpsynth.pseudo_posterior.synthesis import STATISTICS
+
+DATA = "data"  # label of the confidential data in utility and synthetic tables
+
+
+def draws_table(fits: Mapping[str, SynthesizerFit]) -> pd.DataFrame:
+    frames = []
+    for name, result in fits.items():
+        fit = result.fit
+        size = fit.draws["mu"].size
+        frame = pd.DataFrame(
+            {
+                "synthesizer": name,
+                "chain": np.repeat(np.arange(fit.chains), size // fit.chains),
+                "draw": np.arange(size),
+            }
+        )
+        for parameter in parameter_names(fit.family):
+            frame[parameter] = fit.draws[parameter]
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def records_table(fits: Mapping[str, SynthesizerFit]) -> pd.DataFrame:
+    return pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "synthesizer": name,
+                    "record": np.arange(result.fit.y.size),
+                    "y": result.fit.y,
+                    "weight": result.fit.weights,
+                    "lipschitz": result.bounds.record,
+                }
+            )
+            for name, result in fits.items()
+        ],
+        ignore_index=True,
+    )
+
+
+def fit_metadata(fits: Mapping[str, SynthesizerFit]) -> dict:
+    return {
+        name: {
+            "family": result.fit.family,
+            "chains": result.fit.chains,
+            "delta": result.bounds.delta,
+            "epsilon": result.bounds.epsilon,
+            "lipschitz_quantile": result.bounds.quantile,
+            "target_delta": result.target_delta,
+            "constant": result.constant,
+            "history": result.history,
+            "rhat": result.fit.rhat,
+            "ess": result.fit.ess,
+        }
+        for name, result in fits.items()
+    }
+
+
+def load_fits(
+    draws: pd.DataFrame, records: pd.DataFrame, metadata: Mapping
+) -> dict[str, PosteriorFit]:
+    """Rebuild every synthesizer's fit (draws, weights, log-likelihoods) from saved tables."""
+    fits = {}
+    for name, meta in metadata.items():
+        own_draws = draws[draws["synthesizer"] == name].sort_values("draw")
+        own_records = records[records["synthesizer"] == name].sort_values("record")
+        if own_draws.empty or own_records.empty:
+            raise ValueError(f"saved tables have no draws or records of synthesizer {name!r}")
+        fits[name] = PosteriorFit.from_draws(
+            own_records["y"].to_numpy(),
+            own_records["weight"].to_numpy(),
+            {p: own_draws[p].to_numpy() for p in parameter_names(meta["family"])},
+            meta["family"],
+            meta["chains"],
+            meta["rhat"],
+            meta["ess"],
+        )
+    return fits
+
+
+def summary_table(
+    records: pd.DataFrame, draws: pd.DataFrame, metadata: Mapping, utility: pd.DataFrame
+) -> pd.DataFrame:
+    """One row per synthesizer: Delta, eps, weights, posterior of mu and mean utility."""
+    data_stats = utility[utility["synthesizer"] == DATA].iloc[0]
+    rows = []
+    for name in [s for s in SYNTHESIZERS if s in metadata]:
+        meta = metadata[name]
+        weight = records.loc[records["synthesizer"] == name, "weight"].to_numpy()
+        mu = draws.loc[draws["synthesizer"] == name, "mu"].to_numpy()
+        synthetic = utility[utility["synthesizer"] == name]
+        row = {
+            "synthesizer": name,
+            "delta": meta["delta"],
+            "epsilon": meta["epsilon"],
+            "target_delta": np.nan if meta["target_delta"] is None else meta["target_delta"],
+            "delta_gap": np.nan
+            if meta["target_delta"] is None
+            else meta["delta"] / meta["target_delta"] - 1.0,
+            "constant": np.nan if meta["constant"] is None else meta["constant"],
+            "fits": max(1, len(meta["history"])),
+            "weight_mean": weight.mean(),
+            "weight_min": weight.min(),
+            "share_weight_below_half": np.mean(weight < 0.5),
+            "mu_mean": mu.mean(),
+            "mu_q025": np.quantile(mu, 0.025),
+            "mu_q975": np.quantile(mu, 0.975),
+            "rhat_max": max(meta["rhat"].values()),
+            "ess_min": min(meta["ess"].values()),
+        }
+        row["mu_interval_width"] = row["mu_q975"] - row["mu_q025"]
+        base = name.removesuffix("_final")
+        if base != name and base in metadata:
+            before = records.loc[records["synthesizer"] == base, "weight"].to_numpy()
+            row["min_weight_increase"] = float(np.min(weight - before))
+            row["delta_change"] = meta["delta"] / metadata[base]["delta"] - 1.0
+        for stat in STATISTICS:
+            row[f"{stat}_synthetic"] = synthetic[stat].mean()
+            row[f"{stat}_data"] = data_stats[stat]
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def study_checks(summary: pd.DataFrame, tolerance: float) -> list[dict]:
+    """The seed's claims on one data set, each with its measured value and verdict."""
+    by = summary.set_index("synthesizer")
+    checks = []
+
+    def add(name, value, passed, meaning):
+        checks.append(
+            {"check": name, "value": float(value), "passed": bool(passed), "what": meaning}
+        )
+
+    if {"LW", "SW"} <= set(by.index):
+        ratio = by.at["SW", "mu_interval_width"] / by.at["LW", "mu_interval_width"]
+        add("sw_interval_wider_than_lw", ratio, ratio > 1, "SW / LW width of 95% interval of mu")
+    if {"LW", "CW"} <= set(by.index):
+        gap = by.at["LW", "weight_mean"] - by.at["CW", "weight_mean"]
+        add("cw_downweights_more_than_lw", gap, gap > 0, "LW mean weight - CW mean weight")
+    for name in ("CW", "SW", "LW_final", "CW_final"):
+        if name in by.index:
+            gap = by.at[name, "delta_gap"]
+            add(
+                f"{name}_delta_matches_target",
+                gap,
+                abs(gap) <= tolerance,
+                "relative gap of Delta to its target",
+            )
+    for name in ("LW_final", "CW_final"):
+        if name in by.index:
+            raised = by.at[name, "min_weight_increase"]
+            add(
+                f"{name}_raises_every_weight",
+                raised,
+                raised >= 0,
+                "smallest weight increase over the weights before re-weighting",
+            )
+            change = by.at[name, "delta_change"]
+            add(
+                f"{name}_keeps_delta",
+                change,
+                abs(change) <= tolerance,
+                "relative change of Delta by re-weighting",
+            )
+    return checks

@@ -1,0 +1,51 @@
+"""Fit the six synthesizers of one data set (seed 004), each after the fits it needs."""
+
+import logging
+import os
+
+# One XLA thread: the job holds one of Snakemake's cores. Set before JAX is imported.
+os.environ.setdefault(
+    "XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+)
+
+import pandas as pd  # noqa: E402
+
+from dpsynth.io import write_json, write_parquet  # noqa: E402
+from dpsynth.pseudo_posterior.study import (  # noqa: E402
+    SYNTHESIZERS,
+    StudySettings,
+    run_synthesizer,
+)
+from dpsynth.pseudo_posterior.tables import (  # noqa: E402
+    draws_table,
+    fit_metadata,
+    records_table,
+)
+from dpsynth.seeding import job_rng  # noqa: E402
+
+logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
+dataset = snakemake.wildcards.dataset
+settings = StudySettings.from_config(snakemake.params.section, dataset)
+y = pd.read_parquet(snakemake.input.data).sort_values("record")["y"].to_numpy()
+rng = job_rng(snakemake.params.seed, "pseudo_posterior", dataset, "fit")
+
+fits = {}
+for name in SYNTHESIZERS:
+    try:
+        fits[name] = result = run_synthesizer(name, y, settings, fits, rng)
+    except Exception:
+        logging.exception("%s: fitting %s failed", dataset, name)
+        raise
+    logging.info(
+        "%s: Delta %.4f (target %s), constant %s, R-hat %s, ESS %s, %d fit(s)",
+        name,
+        result.bounds.delta,
+        result.target_delta,
+        result.constant,
+        result.fit.rhat,
+        result.fit.ess,
+        max(1, len(result.history)),
+    )
+write_parquet(draws_table(fits), snakemake.output.draws)
+write_parquet(records_table(fits), snakemake.output.records)
+write_json(fit_metadata(fits), snakemake.output.fits)

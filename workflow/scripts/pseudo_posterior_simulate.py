@@ -1,0 +1,17 @@
+"""Simulate one data set of seed 004 sec 3 from its configured mixture."""
+
+import logging
+
+import pandas as pd
+
+from dpsynth.io import write_parquet
+from dpsynth.pseudo_posterior.simulate import simulate_counts
+from dpsynth.seeding import job_rng
+
+logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
+dataset = snakemake.wildcards.dataset
+spec = snakemake.params.spec
+rng = job_rng(snakemake.params.seed, "pseudo_posterior", dataset)
+y = simulate_counts(spec["size"], spec["components"], rng)
+logging.info("%s: %d records, mean %.2f, max %d", dataset, y.size, y.mean(), y.max())
+write_parquet(pd.DataFrame({"record": range(y.size), "y": y}), snakemake.output.data)
