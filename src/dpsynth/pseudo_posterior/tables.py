@@ -134,6 +134,7 @@ def summary_table(
         if base != name and base in metadata:
             before = records.loc[records["synthesizer"] == base, "weight"].to_numpy()
             row["min_weight_increase"] = float(np.min(weight - before))
+            row["share_weights_raised"] = float(np.mean(weight > before))
             row["delta_change"] = meta["delta"] / metadata[base]["delta"] - 1.0
         for stat in STATISTICS:
             row[f"{stat}_synthetic"] = synthetic[stat].mean()
