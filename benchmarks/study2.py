@@ -16,8 +16,8 @@ once, as the workflow's ``study2_strata`` job builds it.
 Prints one line per task (calibration, sampler build, draws+metrics seconds, peak RSS of
 the worker) and the totals: wall time, summed CPU seconds by stage, and the largest
 worker peak RSS (a bound on the run's peak is ``workers`` times it plus the parent's).
-With ``--epsilons`` below the grid size the grid is subsampled evenly (log scale); the
-totals then cover that slice only.
+With ``--epsilons`` below the grid size the grid is subsampled evenly (log scale), and
+``--epsilon-values`` runs chosen epsilons; the totals then cover that slice only.
 """
 
 from __future__ import annotations
@@ -116,6 +116,13 @@ def run_task(task):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epsilons", type=int, default=None, help="subsample the grid")
+    parser.add_argument(
+        "--epsilon-values",
+        type=float,
+        nargs="+",
+        default=None,
+        help="run these epsilons instead of the grid",
+    )
     parser.add_argument("--datasets", type=int, default=1000, help="L per cell")
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--workers", type=int, default=2)
@@ -127,6 +134,8 @@ def main(argv=None):
     if args.epsilons is not None and args.epsilons < len(grid):
         picks = np.unique(np.round(np.linspace(0, len(grid) - 1, args.epsilons)).astype(int))
         grid = [grid[k] for k in picks]
+    if args.epsilon_values is not None:
+        grid = sorted(args.epsilon_values)
     # slow calibrations (exact) first so the pool's two workers finish together
     tasks = [(m, e, args.datasets, args.batch) for m in args.mechanisms[::-1] for e in grid]
     print(
