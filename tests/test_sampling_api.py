@@ -169,3 +169,24 @@ def test_total_at_an_end_of_the_feasible_range_gives_the_only_vector():
     high = small_pg(mechanism="truncated", total=15, **bounds)
     draws = synthesize([5, 5, 5], high, 5, np.random.default_rng(0))
     assert np.all(draws == [4, 5, 6])
+
+
+@pytest.mark.parametrize("mechanism", ["md", "pg"])
+def test_posterior_rates_per_dataset_matches_the_single_dataset_law(mechanism):
+    from dpsynth.sampling.synthesize import posterior_rates_per_dataset
+
+    n = np.array([100.0, 300.0, 600.0])
+    if mechanism == "md":
+        cal = Calibration("md", "paper", 1.0, 12, a=[2.0, 2.0, 2.0], population=n)
+    else:
+        a = np.array([1.0, 2.0, 3.0])
+        cal = Calibration(
+            "pg", "paper", 1.0, 12, a=a, b=a / 0.01, population=n, prior_rate=[0.01] * 3
+        )
+    y = np.array([2, 4, 6])
+    many = posterior_rates_per_dataset(np.tile(y, (40_000, 1)), cal, np.random.default_rng(0))
+    single = posterior_rates(y, cal, 40_000, np.random.default_rng(1))
+    assert many.shape == (40_000, 3)
+    se = np.sqrt(many.var(axis=0) / 40_000 + single.var(axis=0) / 40_000)
+    assert np.all(np.abs(many.mean(axis=0) - single.mean(axis=0)) < 5 * se)
+    np.testing.assert_allclose(many.std(axis=0), single.std(axis=0), rtol=0.05)

@@ -30,7 +30,7 @@ from dpsynth.mechanisms.geometric import geometric_release
 from dpsynth.mechanisms.sanitised_prior import sanitised_prior_calibration
 from dpsynth.metrics import group_rate_per_100k, rmse_per_100k
 from dpsynth.privacy.calibrate import calibrate
-from dpsynth.sampling.synthesize import posterior_rates
+from dpsynth.sampling.synthesize import posterior_rates, posterior_rates_per_dataset
 
 MECHANISMS = (
     "md",
@@ -133,26 +133,20 @@ def score_datasets(
     scores, sums = [], []
     for epsilon in epsilons:
         epsilon = float(epsilon)
-        # Calibrations are data-independent: one per epsilon, shared by every dataset.
-        per_dataset = mechanism in ("geometric", "pg_state_sanitised")
-        cal = None if per_dataset else _calibration(mechanism, epsilon, scenario, geo)
-        rates = np.empty(datasets.shape, dtype=float)
-        for row, y in enumerate(datasets):
-            if mechanism == "geometric":
-                rates[row] = geometric_release(y, epsilon, 1, rng)[0] / n
-            elif mechanism == "pg_state_sanitised":
+        if mechanism == "geometric":
+            rates = np.stack([geometric_release(y, epsilon, 1, rng)[0] for y in datasets]) / n
+        elif mechanism == "pg_state_sanitised":
+            # The noisy prior depends on the data: one calibration per dataset.
+            rates = np.empty(datasets.shape, dtype=float)
+            for row, y in enumerate(datasets):
                 _, cal_y = sanitised_prior_calibration(
-                    y,
-                    geo.state,
-                    n,
-                    epsilon,
-                    prior_budget_fraction * epsilon,
-                    rng,
-                    method="paper",
+                    y, geo.state, n, epsilon, prior_budget_fraction * epsilon, rng, method="paper"
                 )
                 rates[row] = posterior_rates(y, cal_y, 1, rng)[0]
-            else:
-                rates[row] = posterior_rates(y, cal, 1, rng)[0]
+        else:
+            # Calibrations are data-independent: one per epsilon, shared by every dataset.
+            cal = _calibration(mechanism, epsilon, scenario, geo)
+            rates = posterior_rates_per_dataset(datasets, cal, rng)
         for metric, values in group_metrics(rates, scenario, geo).items():
             scores.append(
                 pd.DataFrame(

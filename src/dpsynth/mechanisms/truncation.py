@@ -10,7 +10,6 @@ inputs only (populations, prior rates, the total), so they can be published.
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
 
 def default_tail(n_cells: int) -> float:
@@ -40,6 +39,10 @@ def truncation_bounds(
         raise ValueError(f"tail must lie in (0, 1), got {tail!r}")
     if not (np.isfinite(inflation) and inflation >= 1.0):
         raise ValueError(f"inflation must be a finite number >= 1, got {inflation!r}")
+    # Imported here: scipy.stats takes about a second to import, and most jobs never
+    # build truncation bounds.
+    from scipy import stats
+
     lower = stats.poisson.ppf(tail / 2.0, expected / inflation)
     upper = stats.poisson.ppf(1.0 - tail / 2.0, expected * inflation)
     lower = lower.astype(np.int64)

@@ -36,9 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.optimize import brentq
-from scipy.signal import fftconvolve
 from scipy.special import gammaln, logsumexp
-from scipy.stats import nbinom
 
 from dpsynth.calibration import Calibration
 
@@ -190,6 +188,8 @@ class ConditionedSampler:
     """
 
     def __init__(self, y, cal: Calibration, *, tail: float = TAIL):
+        # scipy.stats and scipy.signal are imported by the methods that need them: they
+        # take over a second to import, which every workflow job would otherwise pay.
         counts = check_counts(y, cal)
         lower, upper = check_feasible(cal)
         if not np.all(np.isfinite(cal.a)) or np.any(cal.a <= 0):
@@ -212,6 +212,8 @@ class ConditionedSampler:
 
     # --- construction --------------------------------------------------------------
     def _build_leaves(self, shape, log_p, lower, upper, tail) -> None:
+        from scipy.stats import nbinom
+
         total = self.total
         window_cut = 0.0
         if self.calibration.truncated:
@@ -256,6 +258,8 @@ class ConditionedSampler:
         self._cut_mass = window_cut
 
     def _build_tree(self, tail: float) -> None:
+        from scipy.signal import fftconvolve
+
         total = self.total
         offsets = list(self._leaf_offsets.tolist())
         pmfs = list(self._leaf_pmfs)
@@ -466,6 +470,8 @@ class ConditionedSampler:
         return result
 
     def _outside(self, weight, parent, sibling, child) -> np.ndarray:
+        from scipy.signal import fftconvolve
+
         """outside(child)(k) = sum_r outside(parent)(k + r) * sibling(r), on child's window."""
         reversed_sibling = self._pmfs[sibling][::-1]
         if min(weight.size, reversed_sibling.size) <= _DIRECT_CONVOLVE:
