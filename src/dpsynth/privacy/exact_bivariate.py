@@ -38,7 +38,10 @@ from dpsynth.mechanisms.poisson_gamma import truncated_shape_floor
 BISECTION_STEPS = 32  # on log a: relative precision log(hi / lo) / 2^32
 MAX_ROOT_STEPS = 100
 OUTER_RTOL = 1e-6
+#: Below this relative change per sweep, check the exact losses and stop if feasible.
+CHECK_RTOL = 1e-4
 TARGET_MARGIN = 1e-7
+MAX_TARGET_MARGIN = 1e-3
 OUTER_MAX_ITER = 50
 MAX_SHAPE = 1e12  # no bivariate solution below this shape: refuse
 SMALL_I = 64  # up to this many cells, Gauss-Seidel one cell at a time
@@ -294,22 +297,30 @@ def exact_bivariate_shapes(
     groups = [rep[g] for g in _batches(width[rep])]
     # Solve to a slightly stricter target so that the last sweep's tiny moves of the other
     # cells' shapes cannot push a cell's loss above eps.
-    target = epsilon * (1.0 - TARGET_MARGIN)
-    change = np.inf
+    margin = TARGET_MARGIN
+    change, worst = np.inf, np.nan
     for _ in range(OUTER_MAX_ITER):
+        target = epsilon * (1.0 - margin)
         a_before = a.copy()
         for idx in groups:
             cells = _cell_inputs(a, total, population, prior_rate, lower, upper)
             a[idx] = _solve_cells(cells, idx, total, target, floor_all[idx], a[idx])
             a = a[rep][inverse]
         change = np.max(np.abs(a - a_before) / a)
-        if change <= OUTER_RTOL:
+        if change <= CHECK_RTOL:
+            # Nearly settled: accept as soon as every cell's exact loss is within eps
+            # (feasibility is the guarantee; the last digits of optimality are not).
             loss = bivariate_epsilon(a, total, population, prior_rate, lower, upper)
-            if np.all(loss <= epsilon):
+            worst = float(np.max(loss))
+            if worst <= epsilon:
                 return a
+            if change <= OUTER_RTOL:
+                # Settled just above eps (the other cells' last small moves): aim lower.
+                # A stricter target only raises shapes, which keeps the guarantee.
+                margin = min(10.0 * margin, MAX_TARGET_MARGIN)
     raise RuntimeError(
-        f"exact bivariate calibration did not settle (relative change {change:.3g}) in "
-        f"{OUTER_MAX_ITER} sweeps at epsilon={epsilon}"
+        f"exact bivariate calibration did not reach loss <= epsilon={epsilon} in "
+        f"{OUTER_MAX_ITER} sweeps (last relative change {change:.3g}, worst loss {worst:.6g})"
     )
 
 
