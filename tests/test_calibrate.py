@@ -214,3 +214,17 @@ def test_exact_bivariate_for_many_cells_is_feasible_and_tight():
     assert above_floor.any()
     np.testing.assert_allclose(loss[above_floor], 1.0, rtol=1e-5)
     np.testing.assert_array_equal(cal.a[:10], cal.a[10])
+
+
+@pytest.mark.parametrize("epsilon", [0.01, 0.05])
+def test_exact_many_cells_small_epsilon_is_feasible_and_tight(epsilon):
+    # Small eps: large shapes feed back strongly through a_(i); the solver must still
+    # return shapes whose exact bivariate loss is within eps (and close to it).
+    rng = np.random.default_rng(4)
+    n = rng.lognormal(8, 1, 120)
+    rate = rng.uniform(5e-4, 2e-3, 120)
+    total = int((n * rate).sum())
+    cal = calibrate("truncated", epsilon, total, n, rate, method="exact")
+    loss = bivariate_epsilon(cal.a, total, n, rate, cal.lower, cal.upper)
+    assert loss.max() <= epsilon
+    assert loss.max() > 0.99 * epsilon
