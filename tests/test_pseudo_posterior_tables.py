@@ -16,7 +16,7 @@ def summary(change=None):
             "synthesizer": ["unweighted", "LW", "CW", "SW", "LW_final", "CW_final"],
             "delta_gap": [np.nan, np.nan, 0.01, -0.02, 0.0, 0.02],
             "mu_interval_width": [1.0, 1.2, 1.3, 2.0, 1.1, 1.2],
-            "weight_mean": [1.0, 0.9, 0.7, 0.4, 0.95, 0.8],
+            "share_weight_below_half": [0.0, 0.01, 0.1, 1.0, 0.0, 0.02],
             "min_weight_increase": [np.nan] * 4 + [0.0, 0.0],
             "delta_change": [np.nan] * 4 + [0.01, -0.02],
         }
@@ -38,7 +38,7 @@ def test_the_seed_claims_pass_on_a_table_that_shows_them():
     ("change", "check"),
     [
         ({("SW", "mu_interval_width"): 1.0}, "sw_interval_wider_than_lw"),
-        ({("CW", "weight_mean"): 0.95}, "cw_downweights_more_than_lw"),
+        ({("CW", "share_weight_below_half"): 0.01}, "cw_downweights_more_than_lw"),
         ({("CW", "delta_gap"): 0.05}, "CW_delta_matches_target"),
         ({("LW_final", "min_weight_increase"): -0.01}, "LW_final_raises_every_weight"),
         ({("CW_final", "delta_change"): -0.1}, "CW_final_keeps_delta"),

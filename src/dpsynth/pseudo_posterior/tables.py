@@ -157,8 +157,13 @@ def study_checks(summary: pd.DataFrame, tolerance: float) -> list[dict]:
         ratio = by.at["SW", "mu_interval_width"] / by.at["LW", "mu_interval_width"]
         add("sw_interval_wider_than_lw", ratio, ratio > 1, "SW / LW width of 95% interval of mu")
     if {"LW", "CW"} <= set(by.index):
-        gap = by.at["LW", "weight_mean"] - by.at["CW", "weight_mean"]
-        add("cw_downweights_more_than_lw", gap, gap > 0, "LW mean weight - CW mean weight")
+        gap = by.at["CW", "share_weight_below_half"] - by.at["LW", "share_weight_below_half"]
+        add(
+            "cw_downweights_more_than_lw",
+            gap,
+            gap > 0,
+            "share of records with weight below 1/2: CW - LW",
+        )
     for name in ("CW", "SW", "LW_final", "CW_final"):
         if name in by.index:
             gap = by.at[name, "delta_gap"]
