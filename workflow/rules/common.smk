@@ -1,10 +1,30 @@
 # Helpers shared by every stage: target paths, figure formats, Study 1's design.
+import os
+
+from snakemake.io import report as captioned
+
 from dpsynth.design import chunk_labels, epsilon_grid
 
 
 def figure_paths(stem):
     """One path per configured figure format, e.g. figures/x.png and figures/x.pdf."""
     return [f"figures/{stem}.{fmt}" for fmt in config["figure_formats"]]
+
+
+def report_figures(stem, caption, category, subcategory=None):
+    """figure_paths(stem), the PNG flagged for the HTML report with its caption
+    (an .rst under workflow/report/, Jinja-templated with the run's config)."""
+    caption_path = os.path.join(workflow.basedir, "workflow", "report", caption)
+    return [
+        (
+            captioned(
+                path, caption=caption_path, category=category, subcategory=subcategory
+            )
+            if path.endswith(".png")
+            else path
+        )
+        for path in figure_paths(stem)
+    ]
 
 
 def all_targets():

@@ -12,7 +12,7 @@ rule data_map_population_35_44:
         counties=config["data"]["counties"],
         age_groups=config["data"]["age_groups"],
     output:
-        figure_paths("data/population_35_44"),
+        report_figures("data/population_35_44", "data_population.rst", "Data"),
     log:
         "logs/data/population_35_44.log",
     conda:
@@ -26,7 +26,7 @@ rule data_map_pennlc_crude_rates:
         strata=config["data"]["pennlc_strata"],
         counties=config["data"]["pennsylvania_counties"],
     output:
-        figure_paths("data/pennlc_crude_rates"),
+        report_figures("data/pennlc_crude_rates", "data_pennlc.rst", "Data"),
     log:
         "logs/data/pennlc_crude_rates.log",
     conda:

@@ -119,7 +119,12 @@ rule pseudo_posterior_figure:
         utility="results/pseudo_posterior/utility.parquet",
         synthetic="results/pseudo_posterior/synthetic.parquet",
     output:
-        figure_paths("pseudo_posterior/{dataset}_{figure}"),
+        report_figures(
+            "pseudo_posterior/{dataset}_{figure}",
+            "pseudo_posterior.rst",
+            "Pseudo-posterior",
+            "{dataset}",
+        ),
     log:
         "logs/pseudo_posterior/figure_{dataset}_{figure}.log",
     wildcard_constraints:

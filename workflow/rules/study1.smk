@@ -113,8 +113,10 @@ rule study1_figures:
     input:
         "results/study1/summary.parquet",
     output:
-        rmse=figure_paths("study1/figure1_rmse"),
-        disparities=figure_paths("study1/figure2_disparities"),
+        rmse=report_figures("study1/figure1_rmse", "study1_figure1.rst", "Study 1"),
+        disparities=report_figures(
+            "study1/figure2_disparities", "study1_figure2.rst", "Study 1"
+        ),
     log:
         "logs/study1/figures.log",
     conda:
@@ -129,7 +131,7 @@ rule study1_maps:
         county_means="results/study1/county_means.parquet",
         scenario="results/study1/scenario_4.parquet",
     output:
-        figure_paths("study1/maps"),
+        report_figures("study1/maps", "study1_maps.rst", "Study 1"),
     log:
         "logs/study1/maps.log",
     conda:

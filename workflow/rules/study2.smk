@@ -20,6 +20,14 @@ S2_FIGURES = [
     "shapes",
 ]
 
+# The figures of one scenario (wildcard), their PNGs captioned for the HTML report.
+S2_FIGURE_OUTPUTS = {
+    stem: report_figures(
+        f"study2/{{scenario}}/{stem}", "study2_figures.rst", "Study 2", "{scenario}"
+    )
+    for stem in S2_FIGURES
+}
+
 # Lambdas, not defs: `snakemake --lint` wants named functions in common.smk only.
 s2_scenario_figures = lambda scenario: [
     path for stem in S2_FIGURES for path in figure_paths(f"study2/{scenario}/{stem}")
@@ -178,7 +186,7 @@ rule study2_merge:
 
 rule study2_toy:
     output:
-        figure_paths("study2/figure1_toy"),
+        report_figures("study2/figure1_toy", "study2_toy.rst", "Study 2"),
     log:
         "logs/study2/toy.log",
     conda:
@@ -197,7 +205,7 @@ rule study2_figures:
         summary="results/study2/{scenario}/summary.parquet",
         county_rates="results/study2/{scenario}/county_rates.parquet",
     output:
-        **{stem: figure_paths(f"study2/{{scenario}}/{stem}") for stem in S2_FIGURES},
+        **S2_FIGURE_OUTPUTS,
     log:
         "logs/study2/figures_{scenario}.log",
     wildcard_constraints:

@@ -35,7 +35,7 @@ rule truth_map_35_44:
         counties=config["data"]["counties"],
         truth="results/data/truth_35_44.parquet",
     output:
-        figure_paths("data/true_rates_35_44"),
+        report_figures("data/true_rates_35_44", "truth_map.rst", "Data"),
     log:
         "logs/truth/map_35_44.log",
     conda:
