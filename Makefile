@@ -16,11 +16,15 @@ export MKL_NUM_THREADS := 1
 
 SMK    := $(BIN)/snakemake --profile workflow/profiles/default --cores $(CORES) $(SNAKEMAKE_ARGS)
 
-.PHONY: all test lint format data lock bench clean
+.PHONY: all test lint format data lock bench clean unlock
 
 all: $(STAMP)
 	$(SMK)
 	$(SMK) --report report.html
+
+# After a hard kill (SIGKILL, power loss) Snakemake's lock stays behind: clear it, then `make`.
+unlock: $(STAMP)
+	$(SMK) --unlock
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
