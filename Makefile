@@ -35,6 +35,12 @@ $(STAMP): requirements.txt pyproject.toml
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
+# The SLURM profile against a real one-node SLURM on this machine (root: installs Debian's
+# slurm-wlm and munge, starts and stops the daemons); see tests/slurm/run.sh.
+.PHONY: test-slurm
+test-slurm: $(STAMP)
+	bash tests/slurm/run.sh
+
 lint: $(STAMP)
 	$(BIN)/ruff check src workflow tests benchmarks data
 	$(BIN)/ruff format --check src workflow tests benchmarks data
