@@ -7,7 +7,8 @@ Run from the repository root::
 Runs Snakemake in a throw-away copy of the project up to ``results/study1/summary.parquet``
 (figures and maps excluded), with the given config (default: the paper's settings in
 config/config.yaml). Reports the wall time, the peak resident memory of any single process
-(getrusage of the children: Snakemake and its jobs) and the job count, and, measured in the
+(the largest single process of the timed run: Snakemake or one of its jobs; 2 jobs
+run at once on 2 cores) and the job count, and, measured in the
 same run, the *floor*: the time NumPy alone takes to draw as many gamma variates as the
 study draws (scenarios x mechanisms x epsilons x L x I), plus Snakemake's fixed start-up
 (a dry run of the same DAG).
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -40,13 +40,27 @@ def copy_project(dest: Path) -> None:
     os.symlink(REPO / "data", dest / "data")
 
 
-def snakemake(work: Path, *args: str) -> float:
+# Runs a command and prints the peak resident memory of its process tree's largest member,
+# so that the measurement covers that one run only.
+PEAK_RSS = (
+    "import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, "
+    "capture_output=True); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+)
+
+
+def snakemake(work: Path, *args: str) -> tuple[float, int]:
+    """Wall seconds and peak KiB (largest single process) of one Snakemake run."""
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     start = time.perf_counter()
-    subprocess.run(
-        [str(BIN / "snakemake"), *args], cwd=work, check=True, env=env, capture_output=True
+    done = subprocess.run(
+        [sys.executable, "-c", PEAK_RSS, str(BIN / "snakemake"), *args],
+        cwd=work,
+        check=True,
+        env=env,
+        capture_output=True,
+        text=True,
     )
-    return time.perf_counter() - start
+    return time.perf_counter() - start, int(done.stdout.split()[-1])
 
 
 def gamma_floor(n_draws: int, rng: np.random.Generator, batch: int = 10_000_000) -> float:
@@ -64,6 +78,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--configfile", default=None, help="extra config (e.g. the test one)")
+    parser.add_argument("--keep-summary", default=None, help="copy the summary Parquet here")
     args = parser.parse_args()
 
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
@@ -85,11 +100,11 @@ def main() -> None:
         target = "results/study1/summary.parquet"
         # Inputs of Study 1 first (truth), so the timing is the study itself.
         snakemake(work, "results/data/truth_35_44.parquet", "--cores", str(args.cores), *extra)
-        startup = snakemake(work, target, "-n", "--cores", str(args.cores), *extra)
-        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-        wall = snakemake(work, target, "--cores", str(args.cores), *extra)
-        peak_kib = max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+        startup, _ = snakemake(work, target, "-n", "--cores", str(args.cores), *extra)
+        wall, peak_kib = snakemake(work, target, "--cores", str(args.cores), *extra)
         n_jobs = len(list((work / "results/study1/scores").rglob("*.parquet")))
+        if args.keep_summary:
+            shutil.copy2(work / target, args.keep_summary)
     floor = gamma_floor(n_gammas, np.random.default_rng(0))
 
     print("| quantity | value |")
@@ -97,7 +112,7 @@ def main() -> None:
     print(f"| score jobs | {n_jobs} |")
     print(f"| gamma variates drawn | {n_gammas:,} |")
     print(f"| wall time, {args.cores} cores | {wall:.1f} s |")
-    print(f"| peak memory of one process | {peak_kib / 1024:.0f} MiB |")
+    print(f"| peak memory of the largest process | {peak_kib / 1024:.0f} MiB |")
     print(f"| floor: NumPy gamma draws alone | {floor:.1f} s |")
     print(f"| Snakemake start-up (dry run of the DAG) | {startup:.1f} s |")
     print(f"| wall / (floor + start-up) | {wall / (floor + startup):.2f} |")

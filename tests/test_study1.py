@@ -63,3 +63,42 @@ def test_md_and_pg_national_agree_in_scenario_1():
         out[mech] = scores[scores["metric"] == "rate_urban"]["value"].to_numpy()
     se = np.hypot(out["md"].std(), out["pg_national"].std()) / np.sqrt(4000)
     assert abs(out["md"].mean() - out["pg_national"].mean()) < 4 * se
+
+
+def test_behaviour_checks_read_the_summary():
+    import pandas as pd
+
+    from dpsynth.study1 import behaviour_checks
+
+    def row(scenario, mechanism, metric, eps, med, lo, hi):
+        return dict(
+            scenario=scenario,
+            mechanism=mechanism,
+            metric=metric,
+            epsilon=eps,
+            median=med,
+            lower=lo,
+            upper=hi,
+        )
+
+    rows = [
+        row(1, "md", "rmse", 1.0, 10, 9, 11),
+        row(1, "pg_national", "rmse", 1.0, 8, 7, 9),
+        row(4, "md", "rmse", 1.0, 100, 90, 110),
+        row(4, "md", "rmse", 10.0, 50, 45, 55),
+        row(4, "pg_national", "rmse", 1.0, 10, 9, 11),
+        row(4, "pg_national", "rmse", 10.0, 50, 44, 56),
+        row(4, "pg_state", "rmse", 1.0, 10, 9, 11),
+        row(4, "pg_state", "rmse", 10.0, 40, 35, 44),
+        row(4, "truth", "ratio_nm_ny", float("nan"), 0.8, 0.8, 0.8),
+        row(4, "md", "ratio_nm_ny", 1.0, 7.5, 7, 8),
+        row(4, "truth", "ratio_urban_rural", float("nan"), 1.0, 1.0, 1.0),
+    ]
+    checks = behaviour_checks(pd.DataFrame(rows))
+    assert checks["scenario1_md_over_pg_national_rmse"] == {"min": 1.25, "max": 1.25}
+    assert checks["scenario4_pg_national_band_below_md_up_to_epsilon"] == 1.0
+    assert checks["scenario4_pg_national_first_tie_epsilon"] == 10.0
+    assert checks["scenario4_pg_state_band_below_md_up_to_epsilon"] == 10.0
+    assert checks["scenario4_pg_state_first_tie_epsilon"] is None
+    assert checks["scenario4_ratio_nm_ny_md_smallest_epsilon"] == 7.5
+    assert checks["scenario4_ratio_nm_ny_truth"] == 0.8

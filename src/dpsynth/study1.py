@@ -226,3 +226,59 @@ def county_means(county_sums: pd.DataFrame) -> pd.DataFrame:
     totals = county_sums.groupby(keys, as_index=False)[["rate_sum", "count"]].sum()
     totals["rate"] = totals["rate_sum"] / totals["count"]
     return totals[[*keys, "rate"]]
+
+
+def behaviour_checks(summary: pd.DataFrame) -> dict:
+    """The behaviour seed 000 reports, measured on a Study-1 summary.
+
+    - scenario 1: MD and PG-national coincide (ratio of median rMSEs per epsilon);
+    - real populations (scenarios 2, 4): the largest epsilon up to which each PG variant's
+      rMSE band lies wholly below MD's (beyond it both reproduce the data and tie);
+    - scenario 4 at the smallest epsilon: MD's and PG-state's New Mexico / New York ratio
+      (the paper's "14/2 = 7" under MD) and urban / rural ratio, beside the truth.
+    """
+
+    def rows(scenario, mechanism, metric):
+        sel = summary[
+            (summary["scenario"] == scenario)
+            & (summary["mechanism"] == mechanism)
+            & (summary["metric"] == metric)
+        ]
+        return sel.set_index("epsilon").sort_index()
+
+    out: dict = {}
+    if {"md", "pg_national"} <= set(summary["mechanism"]) and 1 in set(summary["scenario"]):
+        ratio = rows(1, "md", "rmse")["median"] / rows(1, "pg_national", "rmse")["median"]
+        out["scenario1_md_over_pg_national_rmse"] = {
+            "min": float(ratio.min()),
+            "max": float(ratio.max()),
+        }
+    for scenario in (2, 4):
+        if scenario not in set(summary["scenario"]):
+            continue
+        md = rows(scenario, "md", "rmse")
+        for mech in ("pg_national", "pg_state"):
+            pg = rows(scenario, mech, "rmse")
+            below = (pg["upper"] < md["lower"]).reindex(md.index, fill_value=False)
+            ties = below[~below].index
+            out[f"scenario{scenario}_{mech}_band_below_md_up_to_epsilon"] = (
+                float(below[below].index.max()) if below.any() else None
+            )
+            out[f"scenario{scenario}_{mech}_first_tie_epsilon"] = (
+                float(ties.min()) if len(ties) else None
+            )
+    if 4 in set(summary["scenario"]):
+        for metric in ("ratio_nm_ny", "ratio_urban_rural"):
+            truth = summary[
+                (summary["scenario"] == 4)
+                & (summary["mechanism"] == "truth")
+                & (summary["metric"] == metric)
+            ]["median"]
+            out[f"scenario4_{metric}_truth"] = float(truth.iloc[0])
+            for mech in ("md", "pg_state"):
+                sel = rows(4, mech, metric)
+                if len(sel):
+                    out[f"scenario4_{metric}_{mech}_smallest_epsilon"] = float(
+                        sel["median"].iloc[0]
+                    )
+    return out

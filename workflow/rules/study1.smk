@@ -10,6 +10,7 @@ study1_figures = lambda: (
     figure_paths("study1/figure1_rmse")
     + figure_paths("study1/figure2_disparities")
     + figure_paths("study1/maps")
+    + ["results/study1/checks.json"]
     if S1["enabled"]
     else []
 )
@@ -107,6 +108,19 @@ rule study1_summary:
         "../../environment.yml"
     script:
         "../scripts/study1_summary.py"
+
+
+rule study1_checks:
+    input:
+        "results/study1/summary.parquet",
+    output:
+        "results/study1/checks.json",
+    log:
+        "logs/study1/checks.log",
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/study1_checks.py"
 
 
 rule study1_figures:

@@ -1,0 +1,8 @@
+"""The behaviour seed 000 reports, measured on Study 1's summary (results/study1/checks.json)."""
+
+import pandas as pd
+
+from dpsynth.io import write_json
+from dpsynth.study1 import behaviour_checks
+
+write_json(behaviour_checks(pd.read_parquet(snakemake.input[0])), snakemake.output[0])
