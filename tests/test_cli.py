@@ -97,11 +97,14 @@ def test_manifest_and_files(strata_csv, tmp_path):
     text = (out / "manifest.json").read_text()
     input_sha = hashlib.sha256(strata_csv.read_bytes()).hexdigest()
     assert str(seed) not in text and input_sha not in text
-    assert info["seed_sha256"] == hashlib.sha256(str(seed).encode()).hexdigest()
+    # A salted commitment: a bare hash of a small seed could be inverted by trying seeds.
+    assert hashlib.sha256(str(seed).encode()).hexdigest() not in text
     assert "<private>" in info["command"]
     provenance = json.loads((out / "private" / "provenance.json").read_text())
     assert provenance["seed"] == seed
     assert provenance["input_sha256"] == input_sha
+    opened = f"{provenance['seed_commitment_salt']}:{seed}".encode()
+    assert info["seed_commitment"] == hashlib.sha256(opened).hexdigest()
     for name in info["private"]["files"]:
         assert (out / "private" / name).is_file()
     assert (out / "private" / "totals_by_region.png").stat().st_size > 0

@@ -19,8 +19,10 @@ Layout of a release (``--out``)::
 Why a private folder: with the seed, anyone can rerun the sampler on candidate datasets
 and keep the one that reproduces the release exactly, and the input's SHA-256 confirms a
 guessed dataset just as well; the original totals in the summary are confidential
-outright. The manifest carries the seed's SHA-256 instead (a commitment the steward can
-later prove by showing the seed) and the command with ``--seed`` blanked.
+outright. The manifest carries a *salted* commitment to the seed instead,
+SHA-256(salt + seed) with a random 128-bit salt kept in ``provenance.json`` (a bare hash
+of a small seed such as ``--seed 42`` could be inverted by trying seeds), which the steward
+can later open by showing both; and the command with ``--seed`` blanked.
 
 Synthetic set ``k`` is drawn with ``default_rng(SeedSequence(seed).spawn(N)[k])``, so a set
 depends only on the seed and its number, never on how many sets were asked for.
@@ -355,6 +357,11 @@ def draw_sets(y, cal: Calibration, sets: int, seed: int, *, progress: bool | Non
 
 
 # --- writing ---------------------------------------------------------------------------
+def seed_commitment(seed: int, salt: str) -> str:
+    """SHA-256 of ``salt:seed``: hiding (the salt is secret) and binding (SHA-256)."""
+    return hashlib.sha256(f"{salt}:{seed}".encode()).hexdigest()
+
+
 def fresh_seed() -> int:
     """A 128-bit seed from the operating system's secure source."""
     return secrets.randbits(128)
@@ -459,8 +466,10 @@ def _write_release(tmp, request, strata, cal, synthetic, seed) -> dict:
     private = tmp / "private"
     private.mkdir()
     private_files = write_summary(private, request, strata, cal, synthetic)
+    salt = secrets.token_hex(16)
     provenance = {
         "seed": seed,
+        "seed_commitment_salt": salt,
         "seed_given": request.seed is not None,
         "input": str(request.input.resolve()),
         "input_sha256": sha256_file(request.input),
@@ -521,7 +530,7 @@ def _write_release(tmp, request, strata, cal, synthetic, seed) -> dict:
                 "the original totals"
             ),
         },
-        "seed_sha256": hashlib.sha256(str(seed).encode()).hexdigest(),
+        "seed_commitment": seed_commitment(seed, salt),
         "command": redacted_command(request.command),
     }
     write_json(manifest, tmp / "manifest.json")
