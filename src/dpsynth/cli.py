@@ -28,7 +28,7 @@ the prior rates only, never on the counts, and is published beside the synthetic
 EPILOG = """\
 output folder (--out):
   manifest.json            what the release is: mechanism, epsilon, method, keys, files,
-                           library version, the seed's SHA-256, the command (seed blanked)
+                           library version, a salted seed commitment, the command (seed blanked)
   synthetic.parquet        all sets in one long table: set, keys..., count, population
   hyperparameters.parquet  keys..., cell, a, b, population, prior_rate, lower, upper
   private/                 for the data steward only, never publish: provenance.json (the
