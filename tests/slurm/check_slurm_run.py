@@ -27,8 +27,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import pandas as pd
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from workflow_helpers import (  # noqa: E402  (tests/ is not a package)
     BIN,
@@ -92,28 +90,6 @@ def run(workdir: Path, src: Path, *args: str, label: str, timeout: float) -> str
     if result.returncode != 0:
         sys.exit(f"{label} run failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}")
     return result.stdout + result.stderr
-
-
-#: Wall-clock timings some stages record beside their results (Study 2's calibration
-#: status and summary): a column of seconds, and summary rows of a timing metric. They
-#: differ between any two runs; every other value must be equal.
-TIMING_COLUMNS = ("seconds",)
-TIMING_METRICS = ("calibration_seconds",)
-
-
-def without_timings(path: Path) -> pd.DataFrame:
-    frame = pd.read_parquet(path)
-    frame = frame.drop(columns=[c for c in TIMING_COLUMNS if c in frame.columns])
-    if "metric" in frame.columns:
-        frame = frame[~frame["metric"].isin(TIMING_METRICS)]
-    return frame.reset_index(drop=True)
-
-
-def equal_but_timings(name: str, first: Path, second: Path) -> bool:
-    """Whether the Parquet file ``name`` of two runs is equal once timings are dropped."""
-    if not name.endswith(".parquet"):
-        return False
-    return without_timings(first / name).equals(without_timings(second / name))
 
 
 def completed_jobs(jobcomp_log: Path) -> dict[str, str]:
@@ -191,18 +167,12 @@ def compare(tmp: Path, args: argparse.Namespace) -> None:
         for name in set(local_files) & set(slurm_files)
         if local_files[name] != slurm_files[name]
     )
-    timing_only = [name for name in differ if equal_but_timings(name, local, on_slurm)]
-    differ = [name for name in differ if name not in timing_only]
     if only_local or only_slurm or differ:
         sys.exit(
             "SLURM and local artifacts differ:\n"
             f"  only local: {only_local}\n  only SLURM: {only_slurm}\n  bytes differ: {differ}"
         )
-    print(
-        f"{len(local_files) - len(timing_only)} files under results/ and figures/ identical "
-        f"byte for byte; {len(timing_only)} equal except recorded wall-clock timings: "
-        f"{timing_only}"
-    )
+    print(f"{len(local_files)} files under results/ and figures/ identical byte for byte")
 
 
 if __name__ == "__main__":
