@@ -58,3 +58,13 @@ def test_artifacts_get_the_usual_permissions(tmp_path):
     umask = os.umask(0)
     os.umask(umask)
     assert (tmp_path / "p.json").stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_sha256_file_matches_hashlib(tmp_path):
+    import hashlib
+
+    from dpsynth.io import sha256_file
+
+    data = bytes(range(256)) * 5000  # more than one 1 MiB block
+    (tmp_path / "f").write_bytes(data)
+    assert sha256_file(tmp_path / "f") == hashlib.sha256(data).hexdigest()

@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 from pathlib import Path
 
+from dpsynth.io import sha256_file as sha256
+
 START = "<!-- checksums:start (written by data/build/build_data.py; do not edit) -->"
 END = "<!-- checksums:end -->"
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def checksum_section(written: list[Path], raw) -> str:

@@ -7,6 +7,7 @@ place (``os.replace`` is atomic on POSIX within one file system).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import tempfile
@@ -59,3 +60,12 @@ def save_figure(fig, *paths: str | os.PathLike) -> None:
             metadata = {"Software": None}
         with atomic_path(path) as tmp:
             fig.savefig(tmp, format=fmt, metadata=metadata, bbox_inches="tight", dpi=150)
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    """Hex SHA-256 of a file's bytes, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -45,7 +45,7 @@ import pandas as pd
 import dpsynth
 from dpsynth.calibration import Calibration
 from dpsynth.data.validation import SHOWN, validate_strata
-from dpsynth.io import write_json
+from dpsynth.io import sha256_file, write_json
 
 #: Manifest format version; bump when a field changes meaning.
 RELEASE_FORMAT = 1
@@ -122,12 +122,6 @@ class Strata:
 
 
 # --- reading ---------------------------------------------------------------------------
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def read_table(path: Path) -> pd.DataFrame:
