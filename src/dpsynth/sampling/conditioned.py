@@ -28,8 +28,9 @@ Numerical devices (none changes the target distribution beyond the stated tail e
 * Every node is stored normalised with its log scale kept; long convolutions use FFT
   (negative round-off clipped to zero), short ones are direct.
 
-Drawing is vectorised across draws and across the nodes of one tree level, so a vector of
-47,034 cells costs a few NumPy calls per tree level and width group, not a Python loop over nodes.
+Drawing walks the tree top-down in compiled code (:mod:`dpsynth.sampling.tree_draw`): one
+short loop per split, and no random number where a node's value leaves its children no
+choice, which is most nodes near the leaves of a sparse table.
 """
 
 from __future__ import annotations
@@ -44,10 +45,6 @@ from dpsynth.calibration import Calibration
 TAIL = 1e-16
 #: Convolutions whose inputs are at most this long are done directly, batched by width.
 _DIRECT_CONVOLVE = 128
-#: Padded row widths used when drawing splits (rows are grouped by their next width up).
-_WIDTHS = np.unique(np.round(2.0 ** np.arange(0, 41, 0.5)).astype(np.int64))
-#: Draws are processed in chunks of about this many cells (draws x cells) to bound memory.
-_CHUNK_CELLS = 1_000_000
 
 
 def check_counts(y, cal: Calibration) -> np.ndarray:
@@ -335,12 +332,13 @@ class ConditionedSampler:
         self._lengths = np.array([p.size for p in pmfs], dtype=np.int64)
         self._starts = np.concatenate([[0], np.cumsum(self._lengths)[:-1]]).astype(np.int64)
         self._values = np.concatenate(pmfs)
-        # zero padding lets fixed-width windows start anywhere in the values
-        pad = np.zeros(2 ** int(np.ceil(np.log2(max(2, self._lengths.max())))))
-        self._values_padded = np.concatenate([self._values, pad])
-        self._reversed_padded = np.concatenate([self._values[::-1], pad])
-        # position in the reversed copy of each node's first entry (its smallest value)
-        self._reversed_first = self._values.size - 1 - self._starts
+        # internal nodes top-down (root level first), as the compiled draw wants them
+        top_down = levels[::-1]
+        empty = np.empty(0, np.int64)  # one cell: no internal nodes
+        self._parents, self._lefts, self._rights = (
+            np.concatenate([empty] + [level[part] for level in top_down]).astype(np.int64)
+            for part in range(3)
+        )
         self._pmfs = pmfs
         self._root = root
 
@@ -377,70 +375,23 @@ class ConditionedSampler:
         size = int(size)
         if self.total == 0:
             return np.zeros((size, self.n_cells), dtype=np.int64)
-        out = np.empty((size, self.n_cells), dtype=np.int64)
-        chunk = max(1, _CHUNK_CELLS // self.n_cells)
-        for first in range(0, size, chunk):
-            last = min(size, first + chunk)
-            out[first:last] = self._draw_chunk(last - first, rng)
-        return out
+        # imported here: numba takes a third of a second to import, and only draws need it
+        from dpsynth.sampling.tree_draw import draw_tree
 
-    def _draw_chunk(self, n_draws: int, rng: np.random.Generator) -> np.ndarray:
-        # values[node] for the current level, one column per draw; a level's nodes are in
-        # left-to-right order, so the bottom level's rows are the cells in order
-        values = np.full((1, n_draws), self.total, dtype=np.int64)
-        for parents, lefts, rights in reversed(self._levels):
-            n_pairs = parents.size - int(rights[-1] < 0)  # only the last node can be carried
-            below = np.empty((2 * n_pairs + parents.size - n_pairs, n_draws), dtype=np.int64)
-            if n_pairs < parents.size:
-                below[-1] = values[-1]
-            if n_pairs:
-                t = values[:n_pairs]
-                left_values = self._split(t, lefts[:n_pairs], rights[:n_pairs], rng)
-                below[0 : 2 * n_pairs : 2] = left_values
-                below[1 : 2 * n_pairs : 2] = t - left_values
-            values = below
-        return values.T
-
-    def _split(self, t, lefts, rights, rng) -> np.ndarray:
-        """Draw k ~ left(k) right(t - k) for each entry of t (nodes x draws)."""
-        off_l = self._offsets[lefts][:, None]
-        off_r = self._offsets[rights][:, None]
-        k_min = np.maximum(off_l, t - (off_r + self._lengths[rights][:, None] - 1))
-        k_max = np.minimum(off_l + self._lengths[lefts][:, None] - 1, t - off_r)
-        width = (k_max - k_min + 1).ravel()
-        # left(k), k = k_min, k_min+1, ... is contiguous in self._values from left_at;
-        # right(t - k) runs backwards, so it is contiguous in the reversed copy from right_at
-        left_at = (self._starts[lefts][:, None] - off_l + k_min).ravel()
-        right_at = (self._reversed_first[rights][:, None] + off_r - t + k_min).ravel()
-        chosen = k_min.ravel()  # a fresh array: safe to update in place
-        bucket = np.searchsorted(_WIDTHS, width)
-        for b in np.unique(bucket[width > 1]):
-            pick = np.nonzero(bucket == b)[0]
-            columns = int(_WIDTHS[b])
-            # columns past a row's width read neighbouring nodes: they only add mass after
-            # the row's last valid cumulative value, so they can never be chosen
-            weight = self._windows(self._values_padded, columns)[left_at[pick]]
-            weight *= self._windows(self._reversed_padded, columns)[right_at[pick]]
-            cumulative = np.cumsum(weight, axis=1)
-            valid = width[pick] - 1
-            rows = np.arange(pick.size)
-            target = rng.random(pick.size) * cumulative[rows, valid]
-            if columns <= 16:
-                index = (cumulative <= target[:, None]).sum(axis=1)
-            else:  # bisection: the first column whose cumulative weight exceeds target
-                low, high = np.zeros(pick.size, np.int64), valid.copy()
-                for _ in range(int(np.ceil(np.log2(columns)))):
-                    middle = (low + high) // 2
-                    above = cumulative[rows, middle] > target
-                    high = np.where(above, middle, high)
-                    low = np.where(above, low, middle + 1)
-                index = low
-            chosen[pick] += np.minimum(index, valid)
-        return chosen.reshape(t.shape)
-
-    @staticmethod
-    def _windows(values: np.ndarray, columns: int) -> np.ndarray:
-        return np.lib.stride_tricks.sliding_window_view(values, columns)
+        return draw_tree(
+            size,
+            self.total,
+            self._root,
+            self._parents,
+            self._lefts,
+            self._rights,
+            self._offsets,
+            self._starts,
+            self._lengths,
+            self._values,
+            self.n_cells,
+            rng,
+        )
 
     # --- exact summaries ---------------------------------------------------------------
     def marginal_pmfs(self) -> list[tuple[int, np.ndarray]]:
