@@ -30,8 +30,10 @@ Untruncated PG uses the same code with L = 0, U = y. (clamping then does nothing
 
 from __future__ import annotations
 
+import math
+
+import numba
 import numpy as np
-from scipy.special import gammaln, logsumexp
 
 from dpsynth.mechanisms.poisson_gamma import truncated_shape_floor
 
@@ -48,60 +50,123 @@ SMALL_I = 64  # up to this many cells, Gauss-Seidel one cell at a time
 BATCH_ENTRIES = 2_000_000  # cells x pairs x z values per vectorised batch
 
 
+@numba.njit(cache=True)
+def _cell_loss(total, lower, upper, lower_agg, upper_agg, a_agg, tilt, a, base, own, agg, wy, wx):
+    """Largest |log p(z|y) - log p(z|x)| over the pairs and the support of one cell.
+
+    The log weights of z given the clamped data (c for cell i, d for the aggregate) are
+    lgamma(z + c + a_i) + lgamma(y. - z + d + a_(i)) - lgamma(z + 1) - lgamma(y. - z + 1)
+    + z log(p_i / p_(i)) (``tilt`` = log(p_i / p_(i))). Each row (one pair, y or x) is
+    normalised over the support by a max-shifted log-sum-exp, so any constant common to a
+    row cancels: every lgamma is taken relative to the smallest argument of its table and
+    built from sums of logs, lgamma(s + m) - lgamma(s) = sum_{k < m} log(s + k). That keeps
+    the terms small where s is large (a_(i) ~ 1e7 at small eps, where lgamma(s) itself is
+    ~1e8 and carries an absolute rounding error ~1e-8, comparable to eps * 1e-6).
+    ``base``, ``own``, ``agg``, ``wy``, ``wx`` are scratch arrays, long enough.
+    """
+    z_lo = max(lower, total - upper_agg)
+    z_hi = min(upper, total - lower_agg)
+    n_z = z_hi - z_lo + 1
+    c_lo = lower + 1
+    n_c = min(upper, total) - lower
+    if n_z <= 0 or n_c <= 0:
+        return 0.0
+    # base[j]: -lgamma(z + 1) - lgamma(y. - z + 1) + z tilt, z = z_lo + j, relative to j = 0.
+    acc = 0.0
+    base[0] = 0.0
+    for j in range(1, n_z):
+        z = z_lo + j
+        acc += math.log(total - z + 1) - math.log(z)
+        base[j] = acc + j * tilt
+    # own[m] = lgamma(s + m) - lgamma(s), s = z_lo + c_lo - 1 + a: the argument z + c + a
+    # (y) or z + c - 1 + a (x) depends on z + c only.
+    s = z_lo + c_lo - 1 + a
+    own[0] = 0.0
+    for m in range(1, n_z + n_c):
+        own[m] = own[m - 1] + math.log(s + (m - 1))
+    # agg[t] = lgamma(y. + a_(i) + k0 + t) - lgamma(y. + a_(i) + k0): the aggregate's term
+    # lgamma(y. - z + d + a_(i)) depends on d - z only, d the aggregate's clamped data.
+    d_min = min(max(total - (c_lo + n_c - 1), lower_agg), upper_agg)
+    d_max = min(max(total - c_lo + 1, lower_agg), upper_agg)
+    k0 = d_min - z_hi
+    s = total + k0 + a_agg
+    agg[0] = 0.0
+    for t in range(1, d_max - d_min + n_z):
+        agg[t] = agg[t - 1] + math.log(s + (t - 1))
+    best = 0.0
+    for ci in range(n_c):
+        c = c_lo + ci
+        d_y = min(max(total - c, lower_agg), upper_agg)
+        d_x = min(max(total - c + 1, lower_agg), upper_agg)
+        max_y = -np.inf
+        max_x = -np.inf
+        for j in range(n_z):
+            # index of d - z in agg: d - (z_lo + j) - k0 = d - d_min + n_z - 1 - j
+            wy[j] = base[j] + own[j + ci + 1] + agg[d_y - d_min + n_z - 1 - j]
+            wx[j] = base[j] + own[j + ci] + agg[d_x - d_min + n_z - 1 - j]
+            max_y = max(max_y, wy[j])
+            max_x = max(max_x, wx[j])
+        sum_y = 0.0
+        sum_x = 0.0
+        for j in range(n_z):
+            sum_y += math.exp(wy[j] - max_y)
+            sum_x += math.exp(wx[j] - max_x)
+        # log p(z|y) - log p(z|x) = wy - wx - (lse_y - lse_x)
+        shift = (max_x + math.log(sum_x)) - (max_y + math.log(sum_y))
+        for j in range(n_z):
+            gap = abs(wy[j] - wx[j] + shift)
+            if gap > best:
+                best = gap
+    return best
+
+
+@numba.njit(cache=True)
+def _losses(total, lower, upper, lower_agg, upper_agg, a_agg, tilt, a, out):
+    """``_cell_loss`` of every cell (flat arrays, one entry per cell) into ``out``."""
+    n = lower.size
+    longest = 1
+    for i in range(n):
+        n_z = min(upper[i], total - lower_agg[i]) - max(lower[i], total - upper_agg[i]) + 1
+        n_c = min(upper[i], total) - lower[i]
+        longest = max(longest, 2 * max(n_z, 0) + max(n_c, 0) + 2)
+    base = np.empty(longest)
+    own = np.empty(longest)
+    agg = np.empty(longest)
+    wy = np.empty(longest)
+    wx = np.empty(longest)
+    for i in range(n):
+        out[i] = _cell_loss(
+            total, lower[i], upper[i], lower_agg[i], upper_agg[i], a_agg[i], tilt[i], a[i],
+            base, own, agg, wy, wx,
+        )  # fmt: skip
+    return out
+
+
 class _Batch:
-    """Cells of one vectorised batch: padded (cell, pair, z) grids of the fixed terms."""
+    """Cells of one Gauss-Seidel group: the a_i-independent inputs of ``_cell_loss``."""
 
     def __init__(self, total, lower, upper, lower_agg, upper_agg, a_agg, log_r):
-        total = int(total)
+        self.total = int(total)
         self.size = lower.size
-        z_lo = np.maximum(lower, total - upper_agg)
-        z_hi = np.minimum(upper, total - lower_agg)
-        n_z = np.maximum(z_hi - z_lo + 1, 0)
-        n_pairs = np.maximum(np.minimum(upper, total) - lower, 0)
-        zz = z_lo[:, None] + np.arange(max(n_z.max(), 1))[None, :]  # (B, Z)
-        self.z_valid = np.arange(zz.shape[1])[None, :] < n_z[:, None]
-        cc = lower[:, None] + 1 + np.arange(max(n_pairs.max(), 1))[None, :]  # (B, C)
-        self.c_valid = np.arange(cc.shape[1])[None, :] < n_pairs[:, None]
-        zz = np.where(self.z_valid, zz, z_lo[:, None]).astype(float)
-        cc = np.where(self.c_valid, cc, lower[:, None] + 1).astype(float)
-        # Aggregate's clamped data under y (y_(i) = y. - c) and under x (one event more).
-        d_y = np.clip(total - cc, lower_agg[:, None], upper_agg[:, None])
-        d_x = np.clip(total - cc + 1, lower_agg[:, None], upper_agg[:, None])
-        z_agg = total - zz  # (B, Z)
-        base = gammaln(zz + 1) + gammaln(z_agg + 1)
-        self.fixed_y = (
-            gammaln(z_agg[:, None, :] + d_y[:, :, None] + a_agg[:, None, None])
-            - base[:, None, :]
-            + zz[:, None, :] * log_r[:, None, None]
-        )
-        self.fixed_x = (
-            gammaln(z_agg[:, None, :] + d_x[:, :, None] + a_agg[:, None, None])
-            - base[:, None, :]
-            + zz[:, None, :] * log_r[:, None, None]
-        )
-        self.zz = zz
-        self.cc = cc
+        self.lower = np.ascontiguousarray(lower, dtype=np.int64)
+        self.upper = np.ascontiguousarray(upper, dtype=np.int64)
+        self.lower_agg = np.ascontiguousarray(lower_agg, dtype=np.int64)
+        self.upper_agg = np.ascontiguousarray(upper_agg, dtype=np.int64)
+        self.a_agg = np.ascontiguousarray(a_agg, dtype=float)
+        self.log_r = np.ascontiguousarray(log_r, dtype=float)
 
     def realised(self, a, log_p_shift):
         """Largest |log p(z|y) - log p(z|x)| per cell for shapes ``a`` (one per cell).
 
-        ``log_p_shift`` is the a-dependent part of log(p_i / p_(i)) per cell, added to the
-        fixed z * log r term (p_i depends on a_i through b_i).
+        ``log_p_shift`` is the a-dependent part of log(p_i / p_(i)) per cell (log p_i),
+        added to the fixed ``log_r`` = -log p_(i) (p_i depends on a_i through b_i).
         """
-        zz, cc = self.zz[:, None, :], self.cc[:, :, None]
-        a3 = a[:, None, None]
-        tilt = zz * log_p_shift[:, None, None]
-        log_wy = self.fixed_y + gammaln(zz + cc + a3) + tilt
-        log_wx = self.fixed_x + gammaln(zz + cc - 1 + a3) + tilt
-        mask = self.z_valid[:, None, :]
-        log_wy = np.where(mask, log_wy, -np.inf)
-        log_wx = np.where(mask, log_wx, -np.inf)
-        log_py = log_wy - logsumexp(log_wy, axis=2, keepdims=True)
-        log_px = log_wx - logsumexp(log_wx, axis=2, keepdims=True)
-        with np.errstate(invalid="ignore"):  # -inf - -inf off the support; masked next
-            gap = np.abs(log_py - log_px)
-        diff = np.where(mask & self.c_valid[:, :, None], gap, 0.0)
-        return diff.reshape(self.size, -1).max(axis=1)
+        tilt = np.ascontiguousarray(self.log_r + log_p_shift, dtype=float)
+        out = np.empty(self.size)
+        return _losses(
+            self.total, self.lower, self.upper, self.lower_agg, self.upper_agg, self.a_agg,
+            tilt, np.ascontiguousarray(a, dtype=float), out,
+        )  # fmt: skip
 
 
 def _log_p(a, expected):
