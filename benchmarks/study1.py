@@ -17,9 +17,7 @@ study draws (scenarios x mechanisms x epsilons x L x I), plus Snakemake's fixed 
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,40 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import yaml
-
-REPO = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
-
-
-def copy_project(dest: Path) -> None:
-    for name in ("Snakefile", "environment.yml", "requirements.txt"):
-        shutil.copy2(REPO / name, dest / name)
-    for folder in ("workflow", "config"):
-        shutil.copytree(REPO / folder, dest / folder)
-    os.symlink(REPO / "data", dest / "data")
-
-
-# Runs a command and prints the peak resident memory of its process tree's largest member,
-# so that the measurement covers that one run only.
-PEAK_RSS = (
-    "import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, "
-    "capture_output=True); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
-)
-
-
-def snakemake(work: Path, *args: str) -> tuple[float, int]:
-    """Wall seconds and peak KiB (largest single process) of one Snakemake run."""
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
-    start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-c", PEAK_RSS, str(BIN / "snakemake"), *args],
-        cwd=work,
-        check=True,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    return time.perf_counter() - start, int(done.stdout.split()[-1])
+from workflow_timing import REPO, copy_project, timed_snakemake
 
 
 def gamma_floor(n_draws: int, rng: np.random.Generator, batch: int = 10_000_000) -> float:
@@ -99,9 +64,11 @@ def main() -> None:
         copy_project(work)
         target = "results/study1/summary.parquet"
         # Inputs of Study 1 first (truth), so the timing is the study itself.
-        snakemake(work, "results/data/truth_35_44.parquet", "--cores", str(args.cores), *extra)
-        startup, _ = snakemake(work, target, "-n", "--cores", str(args.cores), *extra)
-        wall, peak_kib = snakemake(work, target, "--cores", str(args.cores), *extra)
+        timed_snakemake(
+            work, "results/data/truth_35_44.parquet", "--cores", str(args.cores), *extra
+        )
+        startup, _ = timed_snakemake(work, target, "-n", "--cores", str(args.cores), *extra)
+        wall, peak_kib = timed_snakemake(work, target, "--cores", str(args.cores), *extra)
         n_jobs = len(list((work / "results/study1/scores").rglob("*.parquet")))
         if args.keep_summary:
             shutil.copy2(work / target, args.keep_summary)
