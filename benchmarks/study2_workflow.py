@@ -11,8 +11,9 @@ Runs Snakemake in a throw-away copy of the project up to
 (20 epsilons x L = 1,000 x 4 calibrations; the stand-in is switched on for this run),
 after building the scenario's strata, which are the study's input. Reports the wall time,
 the peak resident memory of the largest single process (Snakemake or one of its jobs),
-the number of calibration and simulation jobs, Snakemake's fixed start-up (a dry run of
-the same DAG) and the calibrations' own seconds as the jobs logged them.
+the number of calibration and simulation jobs with their median and largest time and
+memory (Snakemake's ``benchmark:`` files), Snakemake's fixed start-up (a dry run of the same
+DAG) and the calibrations' own seconds as the jobs logged them.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pandas as pd
 from workflow_timing import copy_project, timed_snakemake
 
 
@@ -49,6 +51,7 @@ def main() -> None:
         n_calibrate = len(list((results / "calibrations" / args.scenario).rglob("*.parquet")))
         n_simulate = len(list((results / "metrics" / args.scenario).rglob("*.parquet")))
         calibration_seconds = _logged_calibration_seconds(work / "logs" / "study2", args.scenario)
+        jobs = _job_benchmarks(work / "logs" / "benchmarks" / "study2", args.scenario)
 
     print(f"# Study 2, {args.scenario}, {args.cores} cores (real Snakemake run)", file=sys.stderr)
     print("| quantity | value |")
@@ -57,8 +60,25 @@ def main() -> None:
     print(f"| wall time, {args.cores} cores | {wall:.1f} s |")
     print(f"| peak memory of the largest process | {peak_kib / 1024:.0f} MiB |")
     print(f"| Snakemake start-up (dry run of the DAG) | {startup:.1f} s |")
+    for kind, row in jobs.iterrows():
+        print(
+            f"| {kind} job: median / largest seconds, largest memory | {row['median_s']:.1f} / "
+            f"{row['max_s']:.1f} s, {row['max_rss']:.0f} MB |"
+        )
     for label, seconds in sorted(calibration_seconds.items()):
         print(f"| calibration CPU, {label} (sum over epsilons, from job logs) | {seconds:.1f} s |")
+
+
+def _job_benchmarks(folder: Path, scenario: str) -> pd.DataFrame:
+    """Median and largest wall seconds and largest RSS per job kind (calibrate, simulate)."""
+    rows = []
+    for path in folder.glob(f"*_{scenario}_*.tsv"):
+        row = pd.read_csv(path, sep="\t").iloc[0]
+        rows.append({"kind": path.name.split("_")[0], "s": row["s"], "max_rss": row["max_rss"]})
+    frame = pd.DataFrame(rows)
+    return frame.groupby("kind").agg(
+        median_s=("s", "median"), max_s=("s", "max"), max_rss=("max_rss", "max")
+    )
 
 
 def _logged_calibration_seconds(logs: Path, scenario: str) -> dict[str, float]:

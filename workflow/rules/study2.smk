@@ -90,6 +90,8 @@ rule study2_calibrate:
         status="results/study2/calibration_status/{scenario}/{mechanism}/{echunk}.parquet",
     log:
         "logs/study2/calibrate_{scenario}_{mechanism}_{echunk}.log",
+    benchmark:
+        "logs/benchmarks/study2/calibrate_{scenario}_{mechanism}_{echunk}.tsv"
     wildcard_constraints:
         scenario="pennlc|standin",
         echunk=r"e\d+",
@@ -125,6 +127,8 @@ rule study2_simulate:
         counties="results/study2/county_draws/{scenario}/{mechanism}/{chunk}.parquet",
     log:
         "logs/study2/simulate_{scenario}_{mechanism}_{chunk}.log",
+    benchmark:
+        "logs/benchmarks/study2/simulate_{scenario}_{mechanism}_{chunk}.tsv"
     wildcard_constraints:
         scenario="pennlc|standin",
         chunk=r"e\d+_d\d+",
