@@ -39,15 +39,27 @@ from dpsynth.mechanisms.poisson_gamma import truncated_shape_floor
 
 BISECTION_STEPS = 32  # on log a: relative precision log(hi / lo) / 2^32
 MAX_ROOT_STEPS = 100
-OUTER_RTOL = 1e-6
-#: Below this relative change per sweep, check the exact losses and stop if feasible.
+#: Below this relative change per sweep, check the exact losses: stop if all are <= eps,
+#: else make the target margin 10 times stricter (see ``_raised_margin``).
 CHECK_RTOL = 1e-4
-TARGET_MARGIN = 1e-7
+TARGET_MARGIN = 1e-7  # first target: eps (1 - TARGET_MARGIN)
 MAX_TARGET_MARGIN = 1e-3
 OUTER_MAX_ITER = 50
 MAX_SHAPE = 1e12  # no bivariate solution below this shape: refuse
 SMALL_I = 64  # up to this many cells, Gauss-Seidel one cell at a time
-BATCH_ENTRIES = 2_000_000  # cells x pairs x z values per vectorised batch
+GS_GROUPS = 16  # Gauss-Seidel groups per sweep (I > SMALL_I)
+#: Root finder: stop at this bracket width in log a, or this relative distance to eps.
+ROOT_TOL = 1e-9
+#: Early sweeps move every shape again by their change so far: solve them only to
+#: SWEEP_TOL_FACTOR x the last sweep's change (at most COARSE_TOL, at least ROOT_TOL).
+SWEEP_TOL_FACTOR = 1e-3
+COARSE_TOL = 1e-3
+#: Warm start: first bracket step = WARM_STEP x the shape's last move (log a), at least
+#: MIN_STEP. The sweeps contract by ~0.03-0.1, so the next move is usually within it.
+WARM_STEP = 0.25
+MIN_STEP = 1e-8
+LOG_GROWTH = np.log(4.0)  # largest upward bracket step (log a)
+_TRACE: list | None = None  # set to [] to record each sweep (change, margin, worst loss / eps)
 
 
 @numba.njit(cache=True)
@@ -155,17 +167,20 @@ class _Batch:
         self.a_agg = np.ascontiguousarray(a_agg, dtype=float)
         self.log_r = np.ascontiguousarray(log_r, dtype=float)
 
-    def realised(self, a, log_p_shift):
+    def realised(self, a, log_p_shift, sel=None):
         """Largest |log p(z|y) - log p(z|x)| per cell for shapes ``a`` (one per cell).
 
         ``log_p_shift`` is the a-dependent part of log(p_i / p_(i)) per cell (log p_i),
         added to the fixed ``log_r`` = -log p_(i) (p_i depends on a_i through b_i).
+        With ``sel``, only the cells ``sel`` (``a`` and ``log_p_shift`` given for those).
         """
-        tilt = np.ascontiguousarray(self.log_r + log_p_shift, dtype=float)
-        out = np.empty(self.size)
+        if sel is None:
+            sel = slice(None)
+        tilt = np.ascontiguousarray(self.log_r[sel] + log_p_shift, dtype=float)
+        a = np.ascontiguousarray(a, dtype=float)
         return _losses(
-            self.total, self.lower, self.upper, self.lower_agg, self.upper_agg, self.a_agg,
-            tilt, np.ascontiguousarray(a, dtype=float), out,
+            self.total, self.lower[sel], self.upper[sel], self.lower_agg[sel],
+            self.upper_agg[sel], self.a_agg[sel], tilt, a, np.empty(a.size),
         )  # fmt: skip
 
 
@@ -177,12 +192,9 @@ def _log_p(a, expected):
 def bivariate_epsilon(a, total, population, prior_rate, lower, upper) -> np.ndarray:
     """The exact bivariate privacy loss of every cell (see module docstring) for shapes a."""
     cells = _cell_inputs(a, total, population, prior_rate, lower, upper)
-    out = np.empty(len(a))
-    for idx in _batches(cells["width"]):
-        batch = _make_batch(cells, idx, total)
-        shift = _log_p(cells["a"][idx], cells["expected"][idx])
-        out[idx] = batch.realised(cells["a"][idx], shift)
-    return out
+    everyone = np.arange(cells["a"].size)
+    batch = _make_batch(cells, everyone, total)
+    return batch.realised(cells["a"], _log_p(cells["a"], cells["expected"]))
 
 
 def _cell_inputs(a, total, population, prior_rate, lower, upper):
@@ -210,22 +222,12 @@ def _cell_inputs(a, total, population, prior_rate, lower, upper):
 
 
 def _batches(width):
-    """Index groups of cells of similar size (padding at most 30 %), within BATCH_ENTRIES."""
+    """Gauss-Seidel groups: the cells in increasing order of ``width`` (their kernel cost),
+    cut into ``GS_GROUPS`` runs of about equal total cost (fewer if there are few cells)."""
     order = np.argsort(width, kind="stable")
-    groups, start = [], 0
-    while start < order.size:
-        stop = start + 1
-        smallest = width[order[start]]
-        # Sorted by size, so the newest member is the largest: padded size = its size x count.
-        while (
-            stop < order.size
-            and width[order[stop]] <= 1.3 * smallest + 4
-            and width[order[stop]] * (stop - start + 1) <= BATCH_ENTRIES
-        ):
-            stop += 1
-        groups.append(order[start:stop])
-        start = stop
-    return groups
+    cost = np.cumsum(width[order], dtype=float)
+    cuts = np.searchsorted(cost, cost[-1] * np.arange(1, GS_GROUPS) / GS_GROUPS, side="right")
+    return [g for g in np.split(order, np.unique(cuts)) if g.size]
 
 
 def _make_batch(cells, idx, total):
@@ -241,73 +243,104 @@ def _make_batch(cells, idx, total):
     )
 
 
-def _illinois(loss, log_lo, log_hi, f_lo, f_hi, epsilon, done):
+def _illinois(loss, log_lo, log_hi, f_lo, f_hi, epsilon, done, tol=None):
     """Root of loss(exp(u)) = eps in [log_lo, log_hi], returning the feasible end.
 
     The loss decreases in u = log a (checked in the tests); ``f_lo`` and ``f_hi`` are
-    loss - eps at the ends, f_lo > 0 >= f_hi (except where ``done``).
+    loss - eps at the ends, f_lo > 0 >= f_hi (except where ``done``). ``loss(a, sel)``
+    evaluates the cells ``sel`` only.
     Regula falsi with the Illinois modification, the trial point kept inside the middle
-    96 % of the bracket, every cell of the batch at once. Stops when the bracket is below
-    1e-9 in log a or the feasible end's loss is within 1e-9 (relative) of eps; the result
-    is always a shape whose loss is <= eps.
+    96 % of the bracket, the cells still open evaluated together. Stops when the bracket
+    is below ``tol`` (default ``ROOT_TOL``) in log a or the feasible end's loss is within
+    ``ROOT_TOL`` (relative) of eps; the result is always a shape whose loss is <= eps.
     """
+    tol = ROOT_TOL if tol is None else tol
     g_lo, g_hi = f_lo.copy(), f_hi.copy()  # interpolation values (Illinois halves them)
     last_side = np.zeros(log_lo.size, dtype=np.int8)  # +1: hi moved last, -1: lo moved last
     for _ in range(MAX_ROOT_STEPS):
         width = log_hi - log_lo
-        active = ~done & (width > 1e-9) & (f_hi < -1e-9 * epsilon)
-        if not active.any():
+        sel = np.flatnonzero(~done & (width > tol) & (f_hi < -ROOT_TOL * epsilon))
+        if not sel.size:
             break
+        # Interpolate towards loss = eps (1 - ROOT_TOL / 2), not eps: where the loss
+        # is nearly linear over the bracket, the trial is then feasible and within the
+        # tolerance, and the search ends.
+        aim = 0.5 * ROOT_TOL * epsilon
         with np.errstate(invalid="ignore", divide="ignore"):
-            t = g_lo / (g_lo - g_hi)
+            t = (g_lo[sel] + aim) / (g_lo[sel] - g_hi[sel])
         t = np.clip(np.nan_to_num(t, nan=0.5), 0.02, 0.98)
-        trial = log_lo + t * width
-        f_trial = loss(np.exp(trial)) - epsilon
-        feasible = (f_trial <= 0) & active
-        infeasible = (f_trial > 0) & active
+        trial = log_lo[sel] + t * width[sel]
+        f_trial = loss(np.exp(trial), sel) - epsilon
+        feasible = f_trial <= 0
+        side = last_side[sel]
         # Illinois: if the same end survives twice in a row, halve its interpolation value.
-        g_lo = np.where(feasible & (last_side == 1), g_lo / 2, g_lo)
-        g_hi = np.where(infeasible & (last_side == -1), g_hi / 2, g_hi)
-        log_hi = np.where(feasible, trial, log_hi)
-        f_hi = np.where(feasible, f_trial, f_hi)
-        g_hi = np.where(feasible, f_trial, g_hi)
-        log_lo = np.where(infeasible, trial, log_lo)
-        f_lo = np.where(infeasible, f_trial, f_lo)
-        g_lo = np.where(infeasible, f_trial, g_lo)
-        last_side = np.where(feasible, 1, np.where(infeasible, -1, last_side)).astype(np.int8)
+        g_lo[sel] = np.where(feasible & (side == 1), g_lo[sel] / 2, g_lo[sel])
+        g_hi[sel] = np.where(~feasible & (side == -1), g_hi[sel] / 2, g_hi[sel])
+        fs, inf = sel[feasible], sel[~feasible]
+        log_hi[fs], f_hi[fs], g_hi[fs] = trial[feasible], f_trial[feasible], f_trial[feasible]
+        log_lo[inf], f_lo[inf] = trial[~feasible], f_trial[~feasible]
+        g_lo[inf] = f_trial[~feasible]
+        last_side[fs], last_side[inf] = 1, -1
     return log_hi
 
 
-def _solve_cells(cells, idx, total, epsilon, floor, start):
-    """Smallest a_i (within the root finder's tolerance, on the safe side) with loss <= eps."""
+def _solve_cells(cells, idx, total, epsilon, floor, start, step, tol=None):
+    """Smallest a_i >= floor (within the root finder's tolerance, on the safe side) with
+    loss <= eps, for the cells ``idx``.
+
+    The bracket is sought around ``start``: from a feasible start, downwards to
+    start * exp(-step), then 4 times further each time the probe is still feasible (never
+    below the floor, which is accepted if feasible); from an infeasible start, upwards by
+    min(step, log 4), growing the same way. A warm start (the previous sweep's shape, with
+    ``step`` about its last move) brackets the root in one or two evaluations; ``step``
+    = inf makes the first probe the floor (a cold start).
+    """
     batch = _make_batch(cells, idx, total)
     expected = cells["expected"][idx]
 
-    def loss(a):
-        return batch.realised(a, _log_p(a, expected))
+    def loss(a, sel):
+        return batch.realised(a, _log_p(a, expected[sel]), sel)
 
-    lo = floor.copy()
-    loss_lo = loss(lo)
-    ok_at_floor = loss_lo <= epsilon
-    hi = np.maximum(start, lo * 2.0)
-    loss_hi = loss(hi)
-    ok_hi = loss_hi <= epsilon
-    while np.any(~ok_hi & (hi < MAX_SHAPE)):
-        # An infeasible hi is a better lower end than the floor.
-        lo = np.where(ok_hi, lo, hi)
-        loss_lo = np.where(ok_hi, loss_lo, loss_hi)
-        hi = np.where(ok_hi, hi, np.minimum(hi * 4.0, MAX_SHAPE))
-        loss_hi = loss(hi)
-        ok_hi = loss_hi <= epsilon
-    if not ok_hi.all():
-        raise ValueError(
-            f"exact bivariate calibration: no gamma shape up to {hi.max():.3g} keeps the "
-            f"bivariate loss within epsilon={epsilon} (the aggregate of the other cells "
-            "alone exceeds it); use method='certified'"
+    log_floor = np.log(floor)
+    u = np.log(np.maximum(start, floor))
+    step = np.broadcast_to(np.asarray(step, dtype=float), u.shape).copy()
+    everyone = np.arange(u.size)
+    f = loss(np.exp(u), everyone) - epsilon
+    feasible = f <= 0
+    log_lo, f_lo = u.copy(), f.copy()  # infeasible end (or the floor)
+    log_hi, f_hi = u.copy(), f.copy()  # feasible end
+    ok_at_floor = feasible & (u <= log_floor)
+    down = feasible & ~ok_at_floor  # still looking for an infeasible lower end
+    up = ~feasible  # still looking for a feasible upper end
+    log_max = np.log(MAX_SHAPE)
+    while down.any() or up.any():
+        if np.any(up & (log_lo >= log_max)):
+            raise ValueError(
+                f"exact bivariate calibration: no gamma shape up to {MAX_SHAPE:.3g} keeps "
+                f"the bivariate loss within epsilon={epsilon} (the aggregate of the other "
+                "cells alone exceeds it); use method='certified'"
+            )
+        probe = np.where(
+            down,
+            np.maximum(log_hi - step, log_floor),
+            np.minimum(log_lo + np.minimum(step, LOG_GROWTH), log_max),
         )
-    log_hi = _illinois(
-        loss, np.log(lo), np.log(hi), loss_lo - epsilon, loss_hi - epsilon, epsilon, ok_at_floor
-    )
+        sel = np.flatnonzero(down | up)
+        f_probe = np.full(u.size, np.nan)
+        f_probe[sel] = loss(np.exp(probe[sel]), sel) - epsilon
+        ok = f_probe <= 0
+        # A feasible probe is the new upper end; an infeasible one the new lower end.
+        move_hi = (down | up) & ok
+        move_lo = (down | up) & ~ok
+        log_hi = np.where(move_hi, probe, log_hi)
+        f_hi = np.where(move_hi, f_probe, f_hi)
+        log_lo = np.where(move_lo, probe, log_lo)
+        f_lo = np.where(move_lo, f_probe, f_lo)
+        ok_at_floor |= down & ok & (probe <= log_floor)
+        down &= ok & ~ok_at_floor
+        up &= ~ok
+        step = step * 4.0
+    log_hi = _illinois(loss, log_lo, log_hi, f_lo, f_hi, epsilon, ok_at_floor, tol)
     return np.where(ok_at_floor, floor, np.exp(log_hi))
 
 
@@ -330,11 +363,15 @@ def exact_bivariate_shapes(
     * I <= 64: coordinate descent from a feasible start (``_coordinate_descent``): one
       shape at a time, in decreasing order of prior expected count, is lowered as far as
       the largest loss of *all* cells allows, so the shapes stay feasible throughout.
-    * I > 64: Gauss-Seidel sweeps over vectorised batches of cells of similar size, each
-      cell solving its own constraint given the others' current shapes (one cell's shape
-      moves a_(i) of the others very little), to a slightly stricter target
-      eps (1 - 1e-7), until the largest relative change is below 1e-6 and every cell's
-      loss with the final shapes is <= eps.
+    * I > 64: Gauss-Seidel sweeps over ``GS_GROUPS`` groups of cells (in increasing order
+      of size), each cell solving its own constraint given the others' current shapes
+      (one cell's shape moves a_(i) of the others very little) with the compiled loss
+      ``_cell_loss``, to a slightly stricter target eps (1 - margin), margin = 1e-7 at
+      first. The first sweep starts from the floor (a cold start, solved to 1e-3 in
+      log a); later ones bracket each shape around its current value (a warm start),
+      solved to 1e-3 x the last sweep's change, down to 1e-9. Once a sweep changes no
+      shape by more than ``CHECK_RTOL`` (relative), the exact losses are checked: all
+      <= eps ends the search; otherwise the margin is made 10 times stricter.
 
     Which point of the feasible set is reached depends on that order (it is stated, not
     optimised): for I = 2 both cells share one constraint, and the larger cell is lowered
@@ -364,29 +401,53 @@ def exact_bivariate_shapes(
     # cells' shapes cannot push a cell's loss above eps.
     margin = TARGET_MARGIN
     change, worst = np.inf, np.nan
+    step = np.full(a.size, np.inf)  # first sweep: cold start (the floor is probed first)
+    tol = COARSE_TOL
     for _ in range(OUTER_MAX_ITER):
         target = epsilon * (1.0 - margin)
         a_before = a.copy()
         for idx in groups:
             cells = _cell_inputs(a, total, population, prior_rate, lower, upper)
-            a[idx] = _solve_cells(cells, idx, total, target, floor_all[idx], a[idx])
+            a[idx] = _solve_cells(cells, idx, total, target, floor_all[idx], a[idx], step[idx], tol)
             a = a[rep][inverse]
         change = np.max(np.abs(a - a_before) / a)
+        tol = float(np.clip(SWEEP_TOL_FACTOR * change, ROOT_TOL, COARSE_TOL))
+        # Warm start of the next sweep: bracket each shape around its last move.
+        step = np.maximum(WARM_STEP * np.abs(np.log(a / a_before)), MIN_STEP)
+        worst = np.nan
         if change <= CHECK_RTOL:
             # Nearly settled: accept as soon as every cell's exact loss is within eps
             # (feasibility is the guarantee; the last digits of optimality are not).
             loss = bivariate_epsilon(a, total, population, prior_rate, lower, upper)
             worst = float(np.max(loss))
-            if worst <= epsilon:
-                return a
-            if change <= OUTER_RTOL:
-                # Settled just above eps (the other cells' last small moves): aim lower.
-                # A stricter target only raises shapes, which keeps the guarantee.
-                margin = min(10.0 * margin, MAX_TARGET_MARGIN)
+        if _TRACE is not None:
+            _TRACE.append({"change": change, "margin": margin, "worst": worst / epsilon})
+        if worst <= epsilon:
+            return a
+        if change <= CHECK_RTOL:
+            raised = _raised_margin(margin)
+            # The stricter target moves the shapes by about the margin's change (log a).
+            step = np.maximum(step, raised - margin)
+            margin = raised
     raise RuntimeError(
         f"exact bivariate calibration did not reach loss <= epsilon={epsilon} in "
         f"{OUTER_MAX_ITER} sweeps (last relative change {change:.3g}, worst loss {worst:.6g})"
     )
+
+
+def _raised_margin(margin):
+    """The target margin after a nearly settled sweep (relative change <= ``CHECK_RTOL``)
+    ended with a loss above eps: 10 times stricter, at most ``MAX_TARGET_MARGIN``. A
+    stricter target only raises shapes, which keeps the guarantee.
+
+    The earlier rule raised it only once a sweep had changed no shape by more than
+    1e-6; sweeps that settle more slowly than that (the NumPy loss carried a
+    rounding noise of ~1e-8 where a_(i) ~ 1e7, i.e. ~1e-6 eps at eps = 0.01) then never
+    raised it: 50 sweeps at a relative change ~1e-5 with the worst loss 1.00002 eps.
+    Steps of 10 rather than the observed excess: an excess seen at a change of 1e-4 is
+    partly transient, and the margin is a permanent loss of optimality.
+    """
+    return min(10.0 * margin, MAX_TARGET_MARGIN)
 
 
 def _coordinate_descent(
