@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from scipy.special import gammaln, logsumexp
 
+from dpsynth import calibrate
 from dpsynth.privacy import exact_bivariate as eb
 
 
@@ -118,3 +119,86 @@ def test_kernel_is_zero_without_moves_or_support():
     batch = eb._Batch(20, lower, upper, np.array([0, 0]), np.array([20, 20]),
                       np.array([1.0, 1.0]), np.array([0.0, 0.0]))  # fmt: skip
     np.testing.assert_array_equal(batch.realised(np.array([1.0, 1.0]), np.zeros(2)), 0.0)
+
+
+def medium_instance():
+    """120 cells with unequal populations and prior rates (y. ~ 400, sum(U - L) ~ 1600)."""
+    rng = np.random.default_rng(4)
+    population = rng.lognormal(8, 1, 120)
+    prior_rate = rng.uniform(5e-4, 2e-3, 120)
+    return int((population * prior_rate).sum()), population, prior_rate
+
+
+def test_loss_is_smooth_where_the_aggregate_shape_is_large():
+    # At small eps a_(i) reaches ~1e7 (the Study 2 stand-in at eps = 0.01), where
+    # lgamma(y. - z + d + a_(i)) ~ 1e8 carries an absolute rounding error ~1e-8. The loss
+    # must still decrease smoothly in a_i at relative steps of 1e-6 (the NumPy version
+    # jumped by ~2e-8 at random there, as much as its steps, and the calibration stalled).
+    total, population, prior_rate = 400, np.full(50, 1000.0), np.full(50, 0.008)
+    lower, upper = np.full(50, 4, np.int64), np.full(50, 14, np.int64)
+    a = np.full(50, 2.5e5)  # a_(i) ~ 1.2e7
+    a[0] = 3000.0
+    losses = []
+    for k in range(8):
+        trial = a.copy()
+        trial[0] *= 1 + 1e-6 * k
+        losses.append(eb.bivariate_epsilon(trial, total, population, prior_rate, lower, upper)[0])
+    steps = np.diff(losses)
+    assert 1e-3 < losses[0] < 0.1
+    assert np.all(steps < 0)
+    np.testing.assert_allclose(steps, steps.mean(), rtol=1e-3)
+
+
+@pytest.mark.parametrize("epsilon", [1e-3, 1e-4])
+def test_small_epsilon_with_large_aggregate_shapes_succeeds(epsilon):
+    # The eps = 0.01 failure of the 47,034-cell stand-in, on 120 cells: here a_(i) ~ 1e6
+    # (eps 1e-3) and 1e7 (eps 1e-4). The NumPy loss's rounding noise kept the sweeps from
+    # settling below a relative change of ~1e-5 and the margin was never raised:
+    # "did not reach loss <= epsilon in 50 sweeps". Feasible, and within ~1e-6 of eps.
+    total, population, prior_rate = medium_instance()
+    cal = calibrate("truncated", epsilon, total, population, prior_rate, method="exact")
+    loss = eb.bivariate_epsilon(cal.a, total, population, prior_rate, cal.lower, cal.upper)
+    assert loss.max() <= epsilon
+    assert loss.max() > epsilon * (1 - 1e-5)
+
+
+def test_margin_is_raised_as_soon_as_the_sweeps_nearly_settle(monkeypatch):
+    # A loss above eps at a relative change <= CHECK_RTOL makes the margin 10 x stricter
+    # at once (not only once the change is <= 1e-6), capped at MAX_TARGET_MARGIN.
+    assert eb._raised_margin(1e-7) == pytest.approx(1e-6)
+    assert eb._raised_margin(eb.MAX_TARGET_MARGIN) == eb.MAX_TARGET_MARGIN
+    trace = []
+    monkeypatch.setattr(eb, "_TRACE", trace)
+    monkeypatch.setattr(eb, "TARGET_MARGIN", 1e-12)  # too small to survive the last moves
+    total, population, prior_rate = medium_instance()
+    cal = calibrate("truncated", 0.01, total, population, prior_rate, method="exact")
+    assert trace[-1]["worst"] <= 1.0
+    failed = [i for i, s in enumerate(trace) if np.isfinite(s["worst"]) and s["worst"] > 1.0]
+    # The tiny margin failed a check before the sweeps settled to 1e-6 (where the old rule
+    # would have waited) ...
+    assert failed and trace[failed[0]]["change"] > 1e-6
+    for i in failed:  # ... and each failed check made the next sweep aim 10 times lower.
+        assert trace[i + 1]["margin"] == pytest.approx(10 * trace[i]["margin"])
+    loss = eb.bivariate_epsilon(cal.a, total, population, prior_rate, cal.lower, cal.upper)
+    assert loss.max() <= 0.01
+
+
+def test_warm_and_cold_starts_find_the_same_feasible_shapes():
+    # _solve_cells from the floor (step inf) and from nearby starts on either side (steps
+    # too small at first, so the bracket must grow) end at the same smallest feasible shape.
+    total, population, prior_rate = medium_instance()
+    cal = calibrate("truncated", 0.5, total, population, prior_rate, method="certified")
+    cells = eb._cell_inputs(cal.a, total, population, prior_rate, cal.lower, cal.upper)
+    idx = np.arange(population.size)
+    floor = eb.truncated_shape_floor(cal.lower)
+    target = 0.5
+    cold = eb._solve_cells(cells, idx, total, target, floor, cal.a, np.inf)
+    batch = eb._make_batch(cells, idx, total)
+    expected = cells["expected"]
+    assert np.all(batch.realised(cold, eb._log_p(cold, expected)) <= target)
+    above = cold > floor
+    assert above.sum() > 50
+    for factor in (0.7, 0.999, 1.001, 1.5):
+        warm = eb._solve_cells(cells, idx, total, target, floor, cold * factor, 1e-6)
+        assert np.all(batch.realised(warm, eb._log_p(warm, expected)) <= target)
+        np.testing.assert_allclose(warm, cold, rtol=1e-7)
