@@ -102,3 +102,66 @@ def test_behaviour_checks_read_the_summary():
     assert checks["scenario4_pg_state_first_tie_epsilon"] is None
     assert checks["scenario4_ratio_nm_ny_md_smallest_epsilon"] == 7.5
     assert checks["scenario4_ratio_nm_ny_truth"] == 0.8
+
+
+# ---- Appendix C: several age groups in one summary ----------------------------------------
+def _summary(scale=1.0):
+    import pandas as pd
+
+    rows = []
+    for scenario in (1, 4):
+        for mech in ("md", "pg_state"):
+            for eps in (0.1, 1.0):
+                for metric in METRICS:
+                    rows.append((scenario, mech, eps, metric, scale, scale / 2, scale * 2))
+        for metric in METRICS:
+            rows.append((scenario, "truth", np.nan, metric, scale, scale, scale))
+    columns = ["scenario", "mechanism", "epsilon", "metric", "median", "lower", "upper"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def test_stack_age_groups_labels_rows_and_keeps_the_order():
+    from dpsynth.study1 import SUMMARY_COLUMNS, stack_age_groups
+
+    stacked = stack_age_groups({"85+": _summary(3.0), "45-54": _summary(1.0)})
+    assert list(stacked.columns) == ["age_group", *SUMMARY_COLUMNS]
+    assert list(dict.fromkeys(stacked["age_group"])) == ["85+", "45-54"]
+    assert len(stacked) == 2 * len(_summary())
+    assert (stacked.loc[stacked["age_group"] == "85+", "median"] == 3.0).all()
+    assert set(stacked.loc[stacked["mechanism"] == "truth", "age_group"]) == {"85+", "45-54"}
+
+
+def test_stack_age_groups_rejects_bad_input():
+    from dpsynth.study1 import stack_age_groups
+
+    with pytest.raises(ValueError, match="at least one"):
+        stack_age_groups({})
+    with pytest.raises(ValueError, match="missing column"):
+        stack_age_groups({"45-54": _summary().drop(columns="upper")})
+    with pytest.raises(ValueError, match="already has an age_group"):
+        stack_age_groups({"45-54": _summary().assign(age_group="x")})
+
+
+def test_appendix_figures_say_the_truth_is_modelled():
+    import matplotlib.pyplot as plt
+
+    from dpsynth.plots.study1 import figure_appendix_disparities, figure_appendix_rmse
+    from dpsynth.study1 import stack_age_groups
+
+    summary = stack_age_groups({"45-54": _summary(1.0), "85+": _summary(5.0)})
+    rmse = figure_appendix_rmse(summary, correlation=0.7)
+    visible = [ax for ax in rmse.axes if ax.get_visible()]
+    assert len(visible) == 2 * 2  # age groups x scenarios
+    assert "MODELLED" in rmse._suptitle.get_text() and "0.7" in rmse._suptitle.get_text()
+    assert all(ax.get_xscale() == "log" for ax in visible)
+    assert visible[0].get_title().startswith("Ages 45-54")
+    assert visible[-1].get_title().startswith("Ages 85+")
+    disparities = figure_appendix_disparities(summary)
+    assert len(disparities.axes) == 2 * 4  # age groups x (2 comparisons x 2 mechanisms)
+    assert "MODELLED" in disparities._suptitle.get_text()
+    # no scenario 4: a figure that says so instead of an empty grid
+    missing = figure_appendix_disparities(summary[summary["scenario"] == 1])
+    assert "not in this Appendix C run" in missing.axes[0].texts[0].get_text()
+    with pytest.raises(ValueError, match="age_group"):
+        figure_appendix_rmse(_summary())
+    plt.close("all")

@@ -21,6 +21,8 @@ from dpsynth.data.counties import queen_adjacency
 from dpsynth.data.truth import (
     TruthModel,
     model_truth,
+    model_truth_related,
+    modelled_total,
     morans_i,
     proper_car_field,
     smooth_observed_rates,
@@ -211,6 +213,123 @@ def test_population_must_cover_every_county():
     zero.iloc[2] = 0
     with pytest.raises(ValueError, match="non-positive"):
         model_truth(counties, edges, zero, TruthModel(), np.random.default_rng(0))
+
+
+# ---- older age groups (Study 1's Appendix C) ------------------------------------------
+
+
+def related(counties, edges, correlation, seed, total=5000.0, params=None, reference=None):
+    params = params or TruthModel()
+    if reference is None:
+        reference = model_truth(
+            counties, edges, populations(counties), params, np.random.default_rng(seed + 1000)
+        )
+    sizes = populations(counties, seed=3)
+    older = model_truth_related(
+        counties,
+        edges,
+        sizes,
+        reference,
+        TruthModel(**{**params.__dict__, "total_deaths": total}),
+        correlation,
+        np.random.default_rng(seed),
+    )
+    return reference, older
+
+
+def test_modelled_total_is_the_rounded_rate_times_the_population():
+    assert modelled_total(180.2, [1_000_000, 500_000.0]) == round(180.2e-5 * 1_500_000)
+    assert modelled_total(7777.1, [1234.5]) == 96  # 96.008...
+    # the brief's sanity check: 44.6 per 100,000 on 25.4 M people is close to 11,364
+    assert abs(modelled_total(44.6, [25_421_865.28]) - 11364) < 30
+    for rate in (0, -1, np.nan, np.inf):
+        with pytest.raises(ValueError, match="rate_per_100k"):
+            modelled_total(rate, [100.0])
+    for sizes in ([], [0.0, 0.0], [10.0, -1.0], [np.nan]):
+        with pytest.raises(ValueError, match="population"):
+            modelled_total(100.0, sizes)
+    with pytest.raises(ValueError, match="no deaths"):
+        modelled_total(1.0, [10.0])
+
+
+@pytest.mark.parametrize("correlation", [0.0, 0.5, 0.7, 1.0])
+def test_related_truth_matches_its_total(correlation):
+    counties, edges = grid(9, islands=1)
+    reference, older = related(counties, edges, correlation, seed=2, total=123456)
+    assert older["expected"].sum() == pytest.approx(123456, rel=1e-10)
+    assert np.allclose(older["expected"], older["population"] * older["rate"])
+    assert list(older["fips"]) == list(counties["fips"])
+    assert older["population"].tolist() == populations(counties, seed=3).tolist()
+    parts = older[["reference_effect", "state_effect", "spatial_effect", "iid_effect"]]
+    assert np.allclose(np.log(older["rate"]), older["log_national"] + parts.sum(axis=1))
+
+
+def test_related_truth_correlates_with_the_reference_on_the_log_scale():
+    counties, edges = grid(12)
+    params = TruthModel(state_sd=0.1, spatial_sd=0.2, spatial_dependence=0.9, iid_sd=0.15)
+    for rho in (0.3, 0.7, 0.9):
+        values, spread, ref_spread = [], [], []
+        for seed in range(20):
+            reference, older = related(counties, edges, rho, seed, params=params)
+            log_ref, log_older = np.log(reference["rate"]), np.log(older["rate"])
+            values.append(np.corrcoef(log_ref, log_older)[0, 1])
+            spread.append(np.std(log_older))
+            ref_spread.append(np.std(log_ref))
+        # over draws the correlation is rho; one draw on 144 counties scatters around it
+        assert np.mean(values) == pytest.approx(rho, abs=0.06)
+        # the older group's log rates spread like the reference's (same model)
+        assert np.mean(spread) == pytest.approx(np.mean(ref_spread), rel=0.15)
+
+
+def test_related_truth_edge_correlations():
+    counties, edges = grid(8)
+    reference, same = related(counties, edges, 1.0, seed=4)
+    # rho = 1: the reference's map, rescaled to the new total
+    ratio = same["rate"] / reference["rate"]
+    assert np.allclose(ratio, ratio.iloc[0])
+    assert np.allclose(same[["state_effect", "spatial_effect", "iid_effect"]], 0.0)
+    _, negative = related(counties, edges, -1.0, seed=4)
+    assert np.corrcoef(np.log(reference["rate"]), np.log(negative["rate"]))[0, 1] == (
+        pytest.approx(-1.0)
+    )
+
+
+def test_related_truth_is_reproducible_and_uses_its_generator():
+    counties, edges = grid(7, islands=1)
+    reference, first = related(counties, edges, 0.7, seed=5)
+    _, again = related(counties, edges, 0.7, seed=5, reference=reference)
+    _, other = related(counties, edges, 0.7, seed=6, reference=reference)
+    pd.testing.assert_frame_equal(first, again)
+    assert not np.allclose(first["rate"], other["rate"])
+
+
+def test_related_truth_rejects_bad_input():
+    counties, edges = grid(4)
+    reference = model_truth(
+        counties, edges, populations(counties), TruthModel(), np.random.default_rng(0)
+    )
+    sizes = populations(counties)
+
+    def run(ref=reference, correlation=0.7, size=sizes):
+        return model_truth_related(
+            counties, edges, size, ref, TruthModel(), correlation, np.random.default_rng(0)
+        )
+
+    for bad in (1.2, -1.01, np.nan):
+        with pytest.raises(ValueError, match="correlation"):
+            run(correlation=bad)
+    with pytest.raises(ValueError, match="no rate for 1 county"):
+        run(ref=reference.iloc[1:])
+    with pytest.raises(ValueError, match="missing column 'rate'"):
+        run(ref=reference.drop(columns="rate"))
+    with pytest.raises(ValueError, match="more than once"):
+        run(ref=pd.concat([reference, reference.iloc[:1]]))
+    zero = reference.copy()
+    zero.loc[3, "rate"] = 0.0
+    with pytest.raises(ValueError, match="finite and > 0"):
+        run(ref=zero)
+    with pytest.raises(ValueError, match="no size for 1 county"):
+        run(size=sizes.iloc[1:])
 
 
 # ---- smoothed observed rates ---------------------------------------------------------

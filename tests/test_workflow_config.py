@@ -54,3 +54,45 @@ def test_bad_config_stops_snakemake_before_any_job(tmp_path):
     message = result.stdout + result.stderr
     assert "seed" in message and "minimum" in message
     assert not (work / "results").exists()
+
+
+def test_appendix_c_defaults_and_the_tiny_config():
+    config = {"seed": 3, "figure_formats": ["png"]}
+    validate(config, SCHEMA)
+    appendix = config["study1"]["appendix_c"]
+    assert appendix["enabled"] is True
+    assert appendix["age_groups"] == ["45-54", "55-64", "65-74", "75-84", "85+"]
+    assert appendix["scenarios"] == [1, 2, 3, 4] and appendix["correlation"] == 0.7
+    assert appendix["national_rate_per_100k"] == {
+        "45-54": 180.2,
+        "55-64": 494.1,
+        "65-74": 1218.6,
+        "75-84": 2993.1,
+        "85+": 7777.1,
+    }
+    # the shipped default config says the same as the schema's defaults
+    shipped = load("config/config.yaml")
+    validate(shipped, SCHEMA)
+    assert shipped["study1"]["appendix_c"] == appendix
+    # CI runs one older age group
+    tiny = load(TEST_CONFIG)["study1"]["appendix_c"]
+    assert len(tiny["age_groups"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("correlation", 1.5, "correlation"),
+        ("age_groups", ["35-44"], "age_groups"),
+        ("age_groups", [], "age_groups"),
+        ("scenarios", [5], "scenarios"),
+        ("national_rate_per_100k", {"85+": 0}, "85\\+"),
+        ("national_rate_per_100k", {"90+": 100.0}, "90\\+"),
+        ("colour", "red", "colour"),
+    ],
+)
+def test_bad_appendix_c_values_are_rejected(key, value, message):
+    config = copy.deepcopy(load("config/config.yaml"))
+    config["study1"]["appendix_c"][key] = value
+    with pytest.raises(WorkflowError, match=message):
+        validate(config, SCHEMA)

@@ -77,6 +77,45 @@ def test_tiny_run_makes_figures(clean_run):
         assert mpimg.imread(io.BytesIO(files[name])).size > 0
 
 
+def test_study1_summaries_and_appendix_c_labels(clean_run):
+    """The main summary keeps the issue's columns; Appendix C's adds age_group, labelled as
+    configured (age groups, scenarios, the seven mechanisms and the truth rows)."""
+    import json
+
+    import yaml
+
+    from dpsynth.study1 import MECHANISMS, METRICS
+
+    tiny = yaml.safe_load((REPO / TEST_CONFIG).read_text())["study1"]
+    main = pd.read_parquet(clean_run / "results/study1/summary.parquet")
+    columns = ["scenario", "mechanism", "epsilon", "metric", "median", "lower", "upper"]
+    assert list(main.columns) == columns
+    appendix = pd.read_parquet(clean_run / "results/study1/appendix_c/summary.parquet")
+    assert list(appendix.columns) == ["age_group", *columns]
+    groups = tiny["appendix_c"]["age_groups"]
+    assert list(dict.fromkeys(appendix["age_group"])) == groups
+    for group in groups:
+        rows = appendix[appendix["age_group"] == group]
+        assert set(rows["scenario"]) == set(tiny["appendix_c"]["scenarios"]) <= {1, 2, 3, 4}
+        assert set(rows["mechanism"]) == {*MECHANISMS, "truth"}
+        truth = rows[rows["mechanism"] == "truth"]
+        assert len(truth) == len(tiny["appendix_c"]["scenarios"]) * len(METRICS)
+        assert truth["epsilon"].isna().all()
+        # the older group's totals are modelled from its national rate, not 35-44's
+        slug = group.replace("-", "_").replace("+", "plus")
+        facts = json.loads((clean_run / f"results/data/truth_{slug}_summary.json").read_text())
+        assert facts["age_group"] == group
+        assert facts["expected_deaths"] == pytest.approx(facts["modelled_total_deaths"])
+        assert facts["modelled_total_deaths"] > 11364
+        first = tiny["appendix_c"]["scenarios"][0]
+        run = clean_run / f"results/study1/appendix_c/{slug}"
+        scenario = pd.read_parquet(run / f"scenario_{first}.parquet")
+        assert scenario["total"].iloc[0] == facts["modelled_total_deaths"]
+        assert (run / "checks.json").exists()
+    for stem in ("appendix_c_rmse", "appendix_c_disparities"):
+        assert (clean_run / f"figures/study1/{stem}.png").exists()
+
+
 def test_same_bytes_on_one_core(clean_run, tmp_path):
     """Same config, same seed: identical artifacts whatever the core count."""
     work = copy_project(tmp_path / "one_core")
@@ -159,7 +198,8 @@ def test_report_collects_every_figure_and_renders(clean_run, tmp_path):
     result = snakemake(clean_run, "--cores", "1", "--configfile", TEST_CONFIG, "--report", "r.html")
     assert result.returncode == 0, result.stderr[-4000:]
     page = (clean_run / "r.html").read_text()
-    for caption in ("Study 1, Figure 1", "modelled truth", "Study 2, Figure 1 (seed 001"):
+    captions = ("Study 1, Figure 1", "modelled truth", "Study 2, Figure 1 (seed 001", "Appendix C")
+    for caption in captions:
         assert caption in page
     assert "urban_threshold" in page  # the run's configuration is in the page
 

@@ -220,6 +220,31 @@ def summarise_scores(scores: pd.DataFrame, scenario_paths) -> pd.DataFrame:
     return out.sort_values(["scenario", "mechanism", "metric", "epsilon"], ignore_index=True)
 
 
+#: Columns of a Study-1 summary (``results/study1/summary.parquet``, ages 35-44).
+SUMMARY_COLUMNS = ("scenario", "mechanism", "epsilon", "metric", "median", "lower", "upper")
+
+
+def stack_age_groups(summaries: dict) -> pd.DataFrame:
+    """One frame of several age groups' summaries (Appendix C), ``age_group`` first.
+
+    ``summaries`` maps an age-group label (e.g. ``"45-54"``) to its summary (the columns
+    of :data:`SUMMARY_COLUMNS`); rows keep the mapping's order of groups, then each
+    summary's own order.
+    """
+    if not summaries:
+        raise ValueError("no age group to stack; expected at least one summary")
+    frames = []
+    for age_group, summary in summaries.items():
+        missing = [c for c in SUMMARY_COLUMNS if c not in summary.columns]
+        if missing:
+            raise ValueError(f"summary of {age_group!r}: missing column(s) {missing}")
+        if "age_group" in summary.columns:
+            raise ValueError(f"summary of {age_group!r} already has an age_group column")
+        frames.append(summary[list(SUMMARY_COLUMNS)].assign(age_group=str(age_group)))
+    out = pd.concat(frames, ignore_index=True)
+    return out[["age_group", *SUMMARY_COLUMNS]]
+
+
 def county_means(county_sums: pd.DataFrame) -> pd.DataFrame:
     """Mean synthetic rate per scenario x mechanism x epsilon x county over all datasets."""
     keys = ["scenario", "mechanism", "epsilon", "county"]

@@ -3,6 +3,7 @@ import os
 
 from snakemake.io import report as captioned
 
+from dpsynth.data.age_groups import AGE_GROUPS
 from dpsynth.design import chunk_labels, epsilon_grid
 
 
@@ -54,3 +55,73 @@ def study1_chunks():
         s1["datasets"],
         s1["datasets_per_job"],
     )
+
+
+# ---- Study 1's age groups: 35-44 (the main study) and Appendix C's older groups ----------
+STUDY1_AGE_GROUP = "35-44"
+#: Appendix C's groups, oldest last (45-54 ... 85+; 35+ is the urban rule's, not a study).
+APPENDIX_C_AGE_GROUPS = [g for g in AGE_GROUPS if g not in (STUDY1_AGE_GROUP, "35+")]
+
+
+def age_group_slug(age_group):
+    """Filesystem-safe name of an age group: 45-54 -> 45_54, 85+ -> 85plus."""
+    return age_group.replace("-", "_").replace("+", "plus")
+
+
+#: The older groups' slugs as a regex alternation (wildcard constraints).
+APPENDIX_C_SLUGS = "|".join(age_group_slug(g) for g in APPENDIX_C_AGE_GROUPS)
+#: A Study-1 run's folder under results/: study1 (ages 35-44) or study1/appendix_c/<slug>.
+STUDY1_RUNS = f"study1(?:/appendix_c/(?:{APPENDIX_C_SLUGS}))?"
+
+
+def study1_run(age_group):
+    """Folder of one age group's Study-1 artifacts under results/ (and logs/)."""
+    if age_group == STUDY1_AGE_GROUP:
+        return "study1"
+    return f"study1/appendix_c/{age_group_slug(age_group)}"
+
+
+def study1_run_age_group(run):
+    """Inverse of study1_run: the age group a results folder holds."""
+    for age_group in [STUDY1_AGE_GROUP, *APPENDIX_C_AGE_GROUPS]:
+        if study1_run(age_group) == run:
+            return age_group
+    raise ValueError(f"not a Study 1 folder: {run!r}")
+
+
+def study1_truth(wildcards):
+    """The true rates of the age group of a Study-1 run (an input function)."""
+    slug = age_group_slug(study1_run_age_group(wildcards.study))
+    return f"results/data/truth_{slug}.parquet"
+
+
+def study1_run_scenarios(run):
+    """Scenarios of a run: study1.scenarios, or study1.appendix_c.scenarios."""
+    s1 = config["study1"]
+    return s1["scenarios"] if run == "study1" else s1["appendix_c"]["scenarios"]
+
+
+def study1_rng_labels(run):
+    """Extra job-key labels of a run: none for 35-44 (its streams stay as they were),
+    ("appendix_c", <age group>) for an older group, so every run has its own streams."""
+    age_group = study1_run_age_group(run)
+    return [] if age_group == STUDY1_AGE_GROUP else ["appendix_c", age_group]
+
+
+def appendix_c_runs():
+    """Results folders of the configured Appendix C age groups."""
+    return [study1_run(g) for g in config["study1"]["appendix_c"]["age_groups"]]
+
+
+def appendix_c_age_group(wildcards):
+    """The age-group label of a truth_{age} wildcard (45_54 -> 45-54)."""
+    for age_group in APPENDIX_C_AGE_GROUPS:
+        if age_group_slug(age_group) == wildcards.age:
+            return age_group
+    raise ValueError(f"not an Appendix C age group: {wildcards.age!r}")
+
+
+def appendix_c_rate(wildcards):
+    """The assumed national rate per 100,000 of a truth_{age} wildcard's group."""
+    rates = config["study1"]["appendix_c"]["national_rate_per_100k"]
+    return rates[appendix_c_age_group(wildcards)]

@@ -1,16 +1,28 @@
 # Study 1 (seed 000 sec 3): four heterogeneity scenarios x mechanisms x epsilon grid.
 # Jobs: one per scenario x mechanism x (epsilon chunk, dataset chunk); see config/README.md.
+# The wildcard `study` is the run's folder: study1 (ages 35-44, the paper's study) or
+# study1/appendix_c/<age> (Appendix C's older groups; truth, totals and populations
+# modelled), so the same rules build both.
 
 S1 = config["study1"]
+S1C = S1["appendix_c"]
 S1_EPSILONS = study1_epsilons()
 S1_CHUNKS = study1_chunks()
 
-# A lambda, not a def: `snakemake --lint` wants named functions in common.smk only.
+# Lambdas, not defs: `snakemake --lint` wants named functions in common.smk only.
+appendix_c_figures = lambda: (
+    figure_paths("study1/appendix_c_rmse")
+    + figure_paths("study1/appendix_c_disparities")
+    + [f"results/{run}/checks.json" for run in appendix_c_runs()]
+    if S1C["enabled"]
+    else []
+)
 study1_figures = lambda: (
     figure_paths("study1/figure1_rmse")
     + figure_paths("study1/figure2_disparities")
     + figure_paths("study1/maps")
     + ["results/study1/checks.json"]
+    + appendix_c_figures()
     if S1["enabled"]
     else []
 )
@@ -18,14 +30,15 @@ study1_figures = lambda: (
 
 rule study1_scenario:
     input:
-        truth="results/data/truth_35_44.parquet",
+        truth=study1_truth,
         counties=config["data"]["counties"],
         age_groups=config["data"]["age_groups"],
     output:
-        "results/study1/scenario_{scenario}.parquet",
+        "results/{study}/scenario_{scenario}.parquet",
     log:
-        "logs/study1/scenario_{scenario}.log",
+        "logs/{study}/scenario_{scenario}.log",
     wildcard_constraints:
+        study=STUDY1_RUNS,
         scenario="[1-4]",
     conda:
         "../../environment.yml"
@@ -37,32 +50,35 @@ rule study1_scenario:
 
 rule study1_datasets:
     input:
-        "results/study1/scenario_{scenario}.parquet",
+        "results/{study}/scenario_{scenario}.parquet",
     output:
-        "results/study1/datasets/scenario_{scenario}.parquet",
+        "results/{study}/datasets/scenario_{scenario}.parquet",
     log:
-        "logs/study1/datasets_{scenario}.log",
+        "logs/{study}/datasets_{scenario}.log",
     wildcard_constraints:
+        study=STUDY1_RUNS,
         scenario="[1-4]",
     conda:
         "../../environment.yml"
     params:
         seed=config["seed"],
         datasets=S1["datasets"],
+        rng_labels=lambda w: study1_rng_labels(w.study),
     script:
         "../scripts/study1_datasets.py"
 
 
 rule study1_score:
     input:
-        scenario="results/study1/scenario_{scenario}.parquet",
-        datasets="results/study1/datasets/scenario_{scenario}.parquet",
+        scenario="results/{study}/scenario_{scenario}.parquet",
+        datasets="results/{study}/datasets/scenario_{scenario}.parquet",
     output:
-        scores="results/study1/scores/{scenario}/{mechanism}/{chunk}.parquet",
-        county_sums="results/study1/county_sums/{scenario}/{mechanism}/{chunk}.parquet",
+        scores="results/{study}/scores/{scenario}/{mechanism}/{chunk}.parquet",
+        county_sums="results/{study}/county_sums/{scenario}/{mechanism}/{chunk}.parquet",
     log:
-        "logs/study1/score_{scenario}_{mechanism}_{chunk}.log",
+        "logs/{study}/score_{scenario}_{mechanism}_{chunk}.log",
     wildcard_constraints:
+        study=STUDY1_RUNS,
         scenario="[1-4]",
         chunk=r"e\d+_d\d+",
     conda:
@@ -72,6 +88,7 @@ rule study1_score:
         mem_mb=1500,
     params:
         seed=config["seed"],
+        rng_labels=lambda w: study1_rng_labels(w.study),
         epsilons=S1_EPSILONS,
         epsilons_per_job=S1["epsilons_per_job"],
         datasets=S1["datasets"],
@@ -84,26 +101,32 @@ rule study1_score:
 
 rule study1_summary:
     input:
-        scenarios=expand(
-            "results/study1/scenario_{scenario}.parquet", scenario=S1["scenarios"]
+        scenarios=lambda w: expand(
+            "results/{study}/scenario_{scenario}.parquet",
+            study=w.study,
+            scenario=study1_run_scenarios(w.study),
         ),
-        scores=expand(
-            "results/study1/scores/{scenario}/{mechanism}/{chunk}.parquet",
-            scenario=S1["scenarios"],
+        scores=lambda w: expand(
+            "results/{study}/scores/{scenario}/{mechanism}/{chunk}.parquet",
+            study=w.study,
+            scenario=study1_run_scenarios(w.study),
             mechanism=S1["mechanisms"],
             chunk=S1_CHUNKS,
         ),
-        county_sums=expand(
-            "results/study1/county_sums/{scenario}/{mechanism}/{chunk}.parquet",
-            scenario=S1["scenarios"],
+        county_sums=lambda w: expand(
+            "results/{study}/county_sums/{scenario}/{mechanism}/{chunk}.parquet",
+            study=w.study,
+            scenario=study1_run_scenarios(w.study),
             mechanism=S1["mechanisms"],
             chunk=S1_CHUNKS,
         ),
     output:
-        summary="results/study1/summary.parquet",
-        county_means="results/study1/county_means.parquet",
+        summary="results/{study}/summary.parquet",
+        county_means="results/{study}/county_means.parquet",
     log:
-        "logs/study1/summary.log",
+        "logs/{study}/summary.log",
+    wildcard_constraints:
+        study=STUDY1_RUNS,
     conda:
         "../../environment.yml"
     script:
@@ -112,11 +135,13 @@ rule study1_summary:
 
 rule study1_checks:
     input:
-        "results/study1/summary.parquet",
+        "results/{study}/summary.parquet",
     output:
-        "results/study1/checks.json",
+        "results/{study}/checks.json",
     log:
-        "logs/study1/checks.log",
+        "logs/{study}/checks.log",
+    wildcard_constraints:
+        study=STUDY1_RUNS,
     conda:
         "../../environment.yml"
     script:
@@ -154,3 +179,45 @@ rule study1_maps:
         map_epsilons=S1["map_epsilons"],
     script:
         "../scripts/study1_maps.py"
+
+
+# ---- Appendix C: the older age groups, stacked with an age_group column -----------------
+rule study1_appendix_c_summary:
+    input:
+        lambda w: [f"results/{run}/summary.parquet" for run in appendix_c_runs()],
+    output:
+        "results/study1/appendix_c/summary.parquet",
+    log:
+        "logs/study1/appendix_c/summary.log",
+    conda:
+        "../../environment.yml"
+    params:
+        age_groups=S1C["age_groups"],
+    script:
+        "../scripts/study1_appendix_c_summary.py"
+
+
+rule study1_appendix_c_figures:
+    input:
+        "results/study1/appendix_c/summary.parquet",
+    output:
+        rmse=report_figures(
+            "study1/appendix_c_rmse",
+            "study1_appendix_c_rmse.rst",
+            "Study 1",
+            "Appendix C (older ages)",
+        ),
+        disparities=report_figures(
+            "study1/appendix_c_disparities",
+            "study1_appendix_c_disparities.rst",
+            "Study 1",
+            "Appendix C (older ages)",
+        ),
+    log:
+        "logs/study1/appendix_c/figures.log",
+    conda:
+        "../../environment.yml"
+    params:
+        correlation=S1C["correlation"],
+    script:
+        "../scripts/study1_appendix_c_figures.py"

@@ -44,3 +44,30 @@ rule truth_map_35_44:
         source=config["truth"]["source"],
     script:
         "../scripts/truth_map.py"
+
+
+# Study 1's Appendix C (ages 45-54 ... 85+): totals AND populations modelled; the rates
+# mix the 35-44 truth's pattern with an independent draw (see src/dpsynth/data/truth.py).
+rule truth_rates_older:
+    input:
+        counties=config["data"]["counties"],
+        edges=config["data"]["queen_edges"],
+        age_groups=config["data"]["age_groups"],
+        reference="results/data/truth_35_44.parquet",
+    output:
+        truth="results/data/truth_{age}.parquet",
+        summary="results/data/truth_{age}_summary.json",
+    log:
+        "logs/truth/rates_{age}.log",
+    wildcard_constraints:
+        age=APPENDIX_C_SLUGS,
+    conda:
+        "../../environment.yml"
+    params:
+        truth=config["truth"],
+        seed=config["seed"],
+        age_group=appendix_c_age_group,
+        rate_per_100k=appendix_c_rate,
+        correlation=config["study1"]["appendix_c"]["correlation"],
+    script:
+        "../scripts/truth_rates_older.py"

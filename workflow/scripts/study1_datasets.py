@@ -12,7 +12,9 @@ from dpsynth.study1 import load_scenario
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 scenario, _ = load_scenario(snakemake.input[0])
-rng = job_rng(snakemake.params.seed, "study1", "datasets", scenario.number)
+# 35-44 keeps its historical key; an Appendix C age group adds ("appendix_c", <age group>).
+labels = snakemake.params.rng_labels
+rng = job_rng(snakemake.params.seed, "study1", *labels, "datasets", scenario.number)
 y = draw_datasets(scenario, snakemake.params.datasets, rng)
 n_sets, n_cells = y.shape
 frame = pd.DataFrame(

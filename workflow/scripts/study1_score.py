@@ -16,7 +16,8 @@ epsilons, ids = chunk_members(
     w.chunk, p.epsilons, p.epsilons_per_job, p.datasets, p.datasets_per_job
 )
 datasets = load_datasets(snakemake.input.datasets, ids)
-rng = job_rng(p.seed, "study1", "score", scenario.number, w.mechanism, w.chunk)
+# 35-44 keeps its historical key; an Appendix C age group adds ("appendix_c", <age group>).
+rng = job_rng(p.seed, "study1", *p.rng_labels, "score", scenario.number, w.mechanism, w.chunk)
 scores, county_sums = score_datasets(
     scenario,
     geo,

@@ -20,6 +20,14 @@ heart-disease deaths from CDC WONDER; those counts cannot be had here. Two sourc
 - ``mu`` solved in closed form so that sum_i n_i rate_i equals ``total_deaths`` (the paper's
   y. = 11,364 deaths at ages 35-44).
 
+**Older age groups** (:func:`model_truth_related`, Study 1's Appendix C: 45-54 ... 85+).
+Their 1980 death counts are not available either, so both the totals and the
+populations are modelled: the total of group a is a national rate per 100,000 times the
+group's modelled population (:func:`modelled_total`), and the county rates mix the
+35-44 pattern with an independent draw of the model above,
+log(rate_i) = mu_a + rho r_i + sqrt(1 - rho^2) x_i, so that the maps of the groups are
+related (the paper fitted a multivariate CAR across ages) without being copies.
+
 **Smoothed observed rates** (:func:`smooth_observed_rates`), for analysts who have WONDER
 exports: empirical-Bayes gamma-Poisson shrinkage of each county's crude rate toward its
 group's rate (Marshall 1991, method of moments), suppressed cells replaced by their
@@ -127,14 +135,7 @@ def model_truth(
     sizes = _aligned_population(population, fips)
     adjacency = queen_adjacency(edges, fips)
 
-    # Fixed order of draws (states, field, noise) so a generator gives one answer.
-    states = counties["state_fips"].astype(str).to_numpy()
-    state_codes, state_index = np.unique(states, return_inverse=True)
-    state_effect = params.state_sd * rng.standard_normal(len(state_codes))[state_index]
-    field = proper_car_field(adjacency, params.spatial_dependence, rng)
-    spatial_effect = params.spatial_sd * field
-    iid_effect = params.iid_sd * rng.standard_normal(len(fips))
-
+    state_effect, spatial_effect, iid_effect = _relative_effects(counties, adjacency, params, rng)
     relative = state_effect + spatial_effect + iid_effect
     log_national = np.log(params.total_deaths) - logsumexp(relative, b=sizes)
     rate = np.exp(log_national + relative)
@@ -144,6 +145,120 @@ def model_truth(
             "population": sizes,
             "rate": rate,
             "expected": sizes * rate,
+            "state_effect": state_effect,
+            "spatial_effect": spatial_effect,
+            "iid_effect": iid_effect,
+            "log_national": np.full(len(fips), log_national),
+        }
+    )
+
+
+def _relative_effects(
+    counties: pd.DataFrame,
+    adjacency: scipy.sparse.spmatrix,
+    params: TruthModel,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """State effect, CAR field and iid noise on the log scale (one draw of each)."""
+    # Fixed order of draws (states, field, noise) so a generator gives one answer.
+    states = counties["state_fips"].astype(str).to_numpy()
+    state_codes, state_index = np.unique(states, return_inverse=True)
+    state_effect = params.state_sd * rng.standard_normal(len(state_codes))[state_index]
+    field = proper_car_field(adjacency, params.spatial_dependence, rng)
+    spatial_effect = params.spatial_sd * field
+    iid_effect = params.iid_sd * rng.standard_normal(len(counties))
+    return state_effect, spatial_effect, iid_effect
+
+
+def modelled_total(rate_per_100k: float, population) -> int:
+    """Deaths of an age group modelled from a national rate: round(rate * 1e-5 * sum n).
+
+    ``rate_per_100k`` is a national rate per 100,000 (e.g. a published 1980 rate) and
+    ``population`` the age group's (modelled) county populations.
+    """
+    rate = float(rate_per_100k)
+    if not (np.isfinite(rate) and rate > 0):
+        raise ValueError(f"rate_per_100k must be a finite number > 0, got {rate_per_100k!r}")
+    sizes = np.asarray(population, dtype=float)
+    if sizes.size == 0 or not np.all(np.isfinite(sizes) & (sizes >= 0)) or sizes.sum() <= 0:
+        raise ValueError("population must be finite, >= 0 and not all zero")
+    total = int(round(rate * 1e-5 * sizes.sum()))
+    if total < 1:
+        raise ValueError(
+            f"rate {rate} per 100,000 on {sizes.sum():g} people gives no deaths; "
+            "expected a total of at least 1"
+        )
+    return total
+
+
+def model_truth_related(
+    counties: pd.DataFrame,
+    edges: pd.DataFrame,
+    population: pd.Series,
+    reference: pd.DataFrame,
+    params: TruthModel,
+    correlation: float,
+    rng: np.random.Generator,
+) -> pd.DataFrame:
+    """Modelled true rates of another age group whose map is related to ``reference``'s.
+
+    Used for Study 1's Appendix C (ages 45-54 ... 85+): the paper fitted its truth with a
+    multivariate CAR across age groups, so the geography of the groups is shared but not
+    identical. Here, with ``r_i`` the centred log rate of the reference truth (the 35-44
+    truth, a :func:`model_truth` or :func:`truth_from_wonder` frame with ``fips, rate``)
+    and ``x_i`` an independent draw of the same model as :func:`model_truth` (state effect
+    + proper CAR field + iid noise with the scales of ``params``),
+
+        log(rate_i) = mu + rho * r_i + sqrt(1 - rho^2) * x_i,
+
+    ``rho = correlation`` in [-1, 1]. When the reference is itself modelled with
+    ``params``, the new relative log rates have the same distribution as the reference's
+    and correlation ``rho`` with them (over draws; across the counties of one draw the
+    sample correlation scatters around ``rho``). ``mu`` is solved so that
+    sum_i n_i rate_i = ``params.total_deaths`` (use :func:`modelled_total`).
+
+    Returns ``fips, population, rate, expected`` plus the log-scale components
+    ``reference_effect`` (rho * r), ``state_effect``, ``spatial_effect``, ``iid_effect``
+    (each already multiplied by sqrt(1 - rho^2)) and ``log_national`` (mu).
+    """
+    rho = float(correlation)
+    if not (np.isfinite(rho) and -1 <= rho <= 1):
+        raise ValueError(f"correlation must be in [-1, 1], got {correlation!r}")
+    fips = counties["fips"].astype(str).reset_index(drop=True)
+    sizes = _aligned_population(population, fips)
+    for column in ("fips", "rate"):
+        if column not in reference.columns:
+            raise ValueError(f"reference truth: missing column {column!r}; expected fips, rate")
+    ref = reference.assign(fips=reference["fips"].astype(str))
+    if ref["fips"].duplicated().any():
+        raise ValueError("reference truth: FIPS appear more than once; expected one row each")
+    absent = fips[~fips.isin(ref["fips"])]
+    if len(absent):
+        raise ValueError(
+            f"reference truth: no rate for {len(absent)} county(ies), e.g. "
+            f"{absent.head(5).tolist()}; expected one per county"
+        )
+    ref_rate = ref.set_index("fips")["rate"].reindex(fips).to_numpy(dtype=float)
+    if not np.all(np.isfinite(ref_rate) & (ref_rate > 0)):
+        raise ValueError("reference truth: rates must be finite and > 0")
+    log_ref = np.log(ref_rate)
+    reference_effect = rho * (log_ref - log_ref.mean())
+
+    adjacency = queen_adjacency(edges, fips)
+    own = np.sqrt(1.0 - rho**2)
+    state_effect, spatial_effect, iid_effect = (
+        own * effect for effect in _relative_effects(counties, adjacency, params, rng)
+    )
+    relative = reference_effect + state_effect + spatial_effect + iid_effect
+    log_national = np.log(params.total_deaths) - logsumexp(relative, b=sizes)
+    rate = np.exp(log_national + relative)
+    return pd.DataFrame(
+        {
+            "fips": fips,
+            "population": sizes,
+            "rate": rate,
+            "expected": sizes * rate,
+            "reference_effect": reference_effect,
             "state_effect": state_effect,
             "spatial_effect": spatial_effect,
             "iid_effect": iid_effect,

@@ -138,3 +138,112 @@ def figure_maps(counties, scenario_frame, county_means, epsilons, scenario: int 
         "the truth's 1-99% range)"
     )
     return fig
+
+
+# --- Appendix C: the older age groups -------------------------------------------------------
+def _appendix_note(correlation=None) -> str:
+    """The line every Appendix C figure carries: what is modelled."""
+    related = (
+        "" if correlation is None else f", county pattern correlated {correlation:g} with 35-44"
+    )
+    return (
+        "MODELLED truth: death totals = assumed national 1980 rates x modelled county "
+        f"populations{related}"
+    )
+
+
+def _age_groups(summary: pd.DataFrame) -> list[str]:
+    if "age_group" not in summary.columns:
+        raise ValueError("an Appendix C summary needs an age_group column")
+    return list(dict.fromkeys(summary["age_group"]))  # first-seen order (youngest first)
+
+
+def figure_appendix_rmse(summary: pd.DataFrame, mechanisms=None, correlation=None):
+    """Appendix C: rMSE x 100,000 against epsilon, one row per age group, one column per
+    scenario (median and 95% band over the datasets, log-log axes)."""
+    rows = summary[summary["metric"] == "rmse"]
+    groups = _age_groups(summary)
+    mechanisms = mechanisms or [m for m in MECHANISM_LABELS if m in set(rows["mechanism"])]
+    scenarios = sorted(rows["scenario"].unique())
+    nrows, ncols = len(groups), len(scenarios)
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(4.2 * ncols, 3.0 * nrows + 1.2), squeeze=False, layout="constrained"
+    )
+    for r, group in enumerate(groups):
+        for c, scenario in enumerate(scenarios):
+            ax = axes[r, c]
+            here = rows[(rows["age_group"] == group) & (rows["scenario"] == scenario)]
+            for mech in mechanisms:
+                sel = here[here["mechanism"] == mech]
+                if len(sel):
+                    _band(ax, sel, MECHANISM_LABELS[mech], **MECHANISM_STYLES[mech])
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            title = SCENARIO_TITLES.get(int(scenario), f"Scenario {scenario}")
+            ax.set_title(f"Ages {group}. {title}", fontsize=9)
+            ax.set_xlabel("epsilon")
+            ax.set_ylabel("rMSE x 100,000")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(4, len(labels)), frameon=False)
+    fig.suptitle(
+        "Study 1, Appendix C (older age groups): rMSE of the synthetic rates "
+        f"(median, 95% band)\n{_appendix_note(correlation)}"
+    )
+    return fig
+
+
+def figure_appendix_disparities(
+    summary: pd.DataFrame, scenario: int = 4, mechanisms=("md", "pg_state"), correlation=None
+):
+    """Appendix C: urban vs rural and New Mexico vs New York rates against epsilon in
+    ``scenario``, one row per age group, one column per comparison x mechanism; dashed
+    lines are the (modelled) true values."""
+    groups = _age_groups(summary)
+    rows = summary[summary["scenario"] == scenario]
+    mechanisms = [m for m in mechanisms if m in set(rows["mechanism"])]
+    note = _appendix_note(correlation)
+    if rows.empty or not mechanisms:
+        fig, ax = plt.subplots(figsize=(8, 2))
+        ax.axis("off")
+        ax.text(
+            0.5,
+            0.5,
+            f"Scenario {scenario} (or its mechanisms) is not in this Appendix C run:\n"
+            "add it to study1.appendix_c.scenarios",
+            ha="center",
+            va="center",
+        )
+        fig.suptitle(f"Study 1, Appendix C\n{note}", fontsize=9)
+        return fig
+    panels = [
+        ("Urban vs rural", ("rate_urban", "urban"), ("rate_rural", "rural")),
+        ("NM vs NY", ("rate_nm", "NM"), ("rate_ny", "NY")),
+    ]
+    columns = [(panel, mech) for panel in panels for mech in mechanisms]
+    nrows, ncols = len(groups), len(columns)
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(3.8 * ncols, 3.0 * nrows + 0.8), squeeze=False, layout="constrained"
+    )
+    for r, group in enumerate(groups):
+        here = rows[rows["age_group"] == group]
+        for c, ((title, first, second), mech) in enumerate(columns):
+            ax = axes[r, c]
+            for (metric, label), color in zip(
+                (first, second), ("tab:purple", "tab:orange"), strict=True
+            ):
+                sel = here[(here["mechanism"] == mech) & (here["metric"] == metric)]
+                if len(sel):
+                    _band(ax, sel, label, color=color, linestyle="-")
+                truth = here[(here["mechanism"] == "truth") & (here["metric"] == metric)]
+                if len(truth):
+                    ax.axhline(truth["median"].iloc[0], color=color, linestyle="--", lw=1)
+            ax.set_xscale("log")
+            ax.set_title(f"Ages {group}. {title}: {MECHANISM_LABELS[mech]}", fontsize=8)
+            ax.set_xlabel("epsilon")
+            ax.set_ylabel("rate per 100,000")
+            ax.legend(fontsize=7, frameon=False)
+    fig.suptitle(
+        f"Study 1, Appendix C, scenario {scenario}: group rates (median, 95% band); "
+        f"dashed = truth\n{note}"
+    )
+    return fig

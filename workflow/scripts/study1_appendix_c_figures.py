@@ -1,0 +1,14 @@
+"""Study 1's Appendix C figures: rMSE and scenario-4 group rates per older age group."""
+
+import pandas as pd
+
+from dpsynth.io import save_figure
+from dpsynth.plots.study1 import figure_appendix_disparities, figure_appendix_rmse
+
+summary = pd.read_parquet(snakemake.input[0])
+correlation = snakemake.params.correlation
+save_figure(figure_appendix_rmse(summary, correlation=correlation), *snakemake.output.rmse)
+save_figure(
+    figure_appendix_disparities(summary, correlation=correlation),
+    *snakemake.output.disparities,
+)

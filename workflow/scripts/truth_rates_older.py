@@ -1,0 +1,42 @@
+"""True county rates of an older age group (Study 1's Appendix C): totals and populations
+modelled, the map related to the 35-44 truth (see dpsynth.data.truth.model_truth_related)."""
+
+import logging
+from dataclasses import replace
+
+import pandas as pd
+
+from dpsynth.data.age_groups import load_age_groups
+from dpsynth.data.counties import load_counties, load_queen_edges, queen_adjacency
+from dpsynth.data.truth import TruthModel, model_truth_related, modelled_total, truth_summary
+from dpsynth.io import write_json, write_parquet
+from dpsynth.seeding import job_rng
+
+logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)  # noqa: F821
+p = snakemake.params  # noqa: F821
+counties = load_counties(snakemake.input.counties)  # noqa: F821
+edges = load_queen_edges(snakemake.input.edges)  # noqa: F821
+ages = load_age_groups(snakemake.input.age_groups)  # noqa: F821
+ages = ages[ages["age_group"] == p.age_group]
+population = pd.Series(ages["population_modelled"].to_numpy(), index=ages["fips"])
+population = population.loc[counties["fips"]]
+total = modelled_total(p.rate_per_100k, population)
+params = replace(TruthModel.from_config(p.truth["model"]), total_deaths=float(total))
+reference = pd.read_parquet(snakemake.input.reference)  # noqa: F821
+rng = job_rng(p.seed, "truth", p.age_group)
+truth = model_truth_related(counties, edges, population, reference, params, p.correlation, rng)
+truth["rate_per_100k"] = truth["rate"] * 1e5
+logging.info("%s: modelled total %d deaths with %s", p.age_group, total, params)
+
+summary = {
+    "source": "model",
+    "age_group": p.age_group,
+    "modelled_total_deaths": total,
+    "national_rate_per_100k_assumed": p.rate_per_100k,
+    "correlation_with_35_44": p.correlation,
+    "reference_source": p.truth["source"],
+}
+summary.update(truth_summary(truth, queen_adjacency(edges, truth["fips"])))
+logging.info("summary: %s", summary)
+write_parquet(truth, snakemake.output.truth)  # noqa: F821
+write_json(summary, snakemake.output.summary)  # noqa: F821
