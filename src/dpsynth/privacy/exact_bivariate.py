@@ -27,16 +27,14 @@ use ``method='certified'``.
 
 Untruncated PG uses the same code with L = 0, U = y. (clamping then does nothing).
 
-Computation: the loss of a cell is a compiled kernel (``_cell_loss``, numba, cached on
-disk), O(pairs x support) exponentials and O(pairs + support) logarithms per evaluation;
+Computation: the loss of a cell is a compiled kernel
+(:func:`dpsynth.privacy.bivariate_loss.cell_loss`, numba, cached on disk), O(pairs x
+support) exponentials and O(pairs + support) logarithms per evaluation;
 the 47,034-cell Study 2 stand-in calibrates in ~2 s per eps (benchmarks/calibration.py).
 """
 
 from __future__ import annotations
 
-import math
-
-import numba
 import numpy as np
 
 from dpsynth.mechanisms.poisson_gamma import truncated_shape_floor
@@ -68,100 +66,8 @@ LOG_GROWTH = np.log(4.0)  # largest upward bracket step (log a)
 _TRACE: list | None = None  # set to [] to record each sweep (change, margin, worst loss / eps)
 
 
-@numba.njit(cache=True)
-def _cell_loss(total, lower, upper, lower_agg, upper_agg, a_agg, tilt, a, base, own, agg, wy, wx):
-    """Largest |log p(z|y) - log p(z|x)| over the pairs and the support of one cell.
-
-    The log weights of z given the clamped data (c for cell i, d for the aggregate) are
-    lgamma(z + c + a_i) + lgamma(y. - z + d + a_(i)) - lgamma(z + 1) - lgamma(y. - z + 1)
-    + z log(p_i / p_(i)) (``tilt`` = log(p_i / p_(i))). Each row (one pair, y or x) is
-    normalised over the support by a max-shifted log-sum-exp, so any constant common to a
-    row cancels: every lgamma is taken relative to the smallest argument of its table and
-    built from sums of logs, lgamma(s + m) - lgamma(s) = sum_{k < m} log(s + k). That keeps
-    the terms small where s is large (a_(i) ~ 1e7 at small eps, where lgamma(s) itself is
-    ~1e8 and carries an absolute rounding error ~1e-8, comparable to eps * 1e-6).
-    ``base``, ``own``, ``agg``, ``wy``, ``wx`` are scratch arrays, long enough.
-    """
-    z_lo = max(lower, total - upper_agg)
-    z_hi = min(upper, total - lower_agg)
-    n_z = z_hi - z_lo + 1
-    c_lo = lower + 1
-    n_c = min(upper, total) - lower
-    if n_z <= 0 or n_c <= 0:
-        return 0.0
-    # base[j]: -lgamma(z + 1) - lgamma(y. - z + 1) + z tilt, z = z_lo + j, relative to j = 0.
-    acc = 0.0
-    base[0] = 0.0
-    for j in range(1, n_z):
-        z = z_lo + j
-        acc += math.log(total - z + 1) - math.log(z)
-        base[j] = acc + j * tilt
-    # own[m] = lgamma(s + m) - lgamma(s), s = z_lo + c_lo - 1 + a: the argument z + c + a
-    # (y) or z + c - 1 + a (x) depends on z + c only.
-    s = z_lo + c_lo - 1 + a
-    own[0] = 0.0
-    for m in range(1, n_z + n_c):
-        own[m] = own[m - 1] + math.log(s + (m - 1))
-    # agg[t] = lgamma(y. + a_(i) + k0 + t) - lgamma(y. + a_(i) + k0): the aggregate's term
-    # lgamma(y. - z + d + a_(i)) depends on d - z only, d the aggregate's clamped data.
-    d_min = min(max(total - (c_lo + n_c - 1), lower_agg), upper_agg)
-    d_max = min(max(total - c_lo + 1, lower_agg), upper_agg)
-    k0 = d_min - z_hi
-    s = total + k0 + a_agg
-    agg[0] = 0.0
-    for t in range(1, d_max - d_min + n_z):
-        agg[t] = agg[t - 1] + math.log(s + (t - 1))
-    best = 0.0
-    for ci in range(n_c):
-        c = c_lo + ci
-        d_y = min(max(total - c, lower_agg), upper_agg)
-        d_x = min(max(total - c + 1, lower_agg), upper_agg)
-        max_y = -np.inf
-        max_x = -np.inf
-        for j in range(n_z):
-            # index of d - z in agg: d - (z_lo + j) - k0 = d - d_min + n_z - 1 - j
-            wy[j] = base[j] + own[j + ci + 1] + agg[d_y - d_min + n_z - 1 - j]
-            wx[j] = base[j] + own[j + ci] + agg[d_x - d_min + n_z - 1 - j]
-            max_y = max(max_y, wy[j])
-            max_x = max(max_x, wx[j])
-        sum_y = 0.0
-        sum_x = 0.0
-        for j in range(n_z):
-            sum_y += math.exp(wy[j] - max_y)
-            sum_x += math.exp(wx[j] - max_x)
-        # log p(z|y) - log p(z|x) = wy - wx - (lse_y - lse_x)
-        shift = (max_x + math.log(sum_x)) - (max_y + math.log(sum_y))
-        for j in range(n_z):
-            gap = abs(wy[j] - wx[j] + shift)
-            if gap > best:
-                best = gap
-    return best
-
-
-@numba.njit(cache=True)
-def _losses(total, lower, upper, lower_agg, upper_agg, a_agg, tilt, a, out):
-    """``_cell_loss`` of every cell (flat arrays, one entry per cell) into ``out``."""
-    n = lower.size
-    longest = 1
-    for i in range(n):
-        n_z = min(upper[i], total - lower_agg[i]) - max(lower[i], total - upper_agg[i]) + 1
-        n_c = min(upper[i], total) - lower[i]
-        longest = max(longest, 2 * max(n_z, 0) + max(n_c, 0) + 2)
-    base = np.empty(longest)
-    own = np.empty(longest)
-    agg = np.empty(longest)
-    wy = np.empty(longest)
-    wx = np.empty(longest)
-    for i in range(n):
-        out[i] = _cell_loss(
-            total, lower[i], upper[i], lower_agg[i], upper_agg[i], a_agg[i], tilt[i], a[i],
-            base, own, agg, wy, wx,
-        )  # fmt: skip
-    return out
-
-
 class _Batch:
-    """Cells of one Gauss-Seidel group: the a_i-independent inputs of ``_cell_loss``."""
+    """Cells of one Gauss-Seidel group: the a_i-independent inputs of ``cell_loss``."""
 
     def __init__(self, total, lower, upper, lower_agg, upper_agg, a_agg, log_r):
         self.total = int(total)
@@ -184,7 +90,11 @@ class _Batch:
             sel = slice(None)
         tilt = np.ascontiguousarray(self.log_r[sel] + log_p_shift, dtype=float)
         a = np.ascontiguousarray(a, dtype=float)
-        return _losses(
+        # imported here: numba takes a fifth of a second to import, and most jobs that
+        # import the calibrations never run this one
+        from dpsynth.privacy.bivariate_loss import losses
+
+        return losses(
             self.total, self.lower[sel], self.upper[sel], self.lower_agg[sel],
             self.upper_agg[sel], self.a_agg[sel], tilt, a, np.empty(a.size),
         )  # fmt: skip
@@ -373,7 +283,7 @@ def exact_bivariate_shapes(
     * I > 64: Gauss-Seidel sweeps over ``GS_GROUPS`` groups of cells (in increasing order
       of size), each cell solving its own constraint given the others' current shapes
       (one cell's shape moves a_(i) of the others very little) with the compiled loss
-      ``_cell_loss``, to a slightly stricter target eps (1 - margin), margin = 1e-7 at
+      ``cell_loss``, to a slightly stricter target eps (1 - margin), margin = 1e-7 at
       first. The first sweep starts from the floor (a cold start, solved to 1e-3 in
       log a); later ones bracket each shape around its current value (a warm start),
       solved to 1e-3 x the last sweep's change, down to 1e-9. Once a sweep changes no
