@@ -136,8 +136,21 @@ def model_truth(
     adjacency = queen_adjacency(edges, fips)
 
     state_effect, spatial_effect, iid_effect = _relative_effects(counties, adjacency, params, rng)
-    relative = state_effect + spatial_effect + iid_effect
-    log_national = np.log(params.total_deaths) - logsumexp(relative, b=sizes)
+    return _scaled_truth(
+        fips,
+        sizes,
+        params.total_deaths,
+        state_effect=state_effect,
+        spatial_effect=spatial_effect,
+        iid_effect=iid_effect,
+    )
+
+
+def _scaled_truth(fips, sizes, total_deaths: float, **effects) -> pd.DataFrame:
+    """Rates exp(mu + sum of the log-scale effects), mu solved so that the expected total
+    sum_i n_i rate_i equals ``total_deaths``; the effects are kept as columns."""
+    relative = sum(effects.values())
+    log_national = np.log(total_deaths) - logsumexp(relative, b=sizes)
     rate = np.exp(log_national + relative)
     return pd.DataFrame(
         {
@@ -145,9 +158,7 @@ def model_truth(
             "population": sizes,
             "rate": rate,
             "expected": sizes * rate,
-            "state_effect": state_effect,
-            "spatial_effect": spatial_effect,
-            "iid_effect": iid_effect,
+            **effects,
             "log_national": np.full(len(fips), log_national),
         }
     )
@@ -249,21 +260,14 @@ def model_truth_related(
     state_effect, spatial_effect, iid_effect = (
         own * effect for effect in _relative_effects(counties, adjacency, params, rng)
     )
-    relative = reference_effect + state_effect + spatial_effect + iid_effect
-    log_national = np.log(params.total_deaths) - logsumexp(relative, b=sizes)
-    rate = np.exp(log_national + relative)
-    return pd.DataFrame(
-        {
-            "fips": fips,
-            "population": sizes,
-            "rate": rate,
-            "expected": sizes * rate,
-            "reference_effect": reference_effect,
-            "state_effect": state_effect,
-            "spatial_effect": spatial_effect,
-            "iid_effect": iid_effect,
-            "log_national": np.full(len(fips), log_national),
-        }
+    return _scaled_truth(
+        fips,
+        sizes,
+        params.total_deaths,
+        reference_effect=reference_effect,
+        state_effect=state_effect,
+        spatial_effect=spatial_effect,
+        iid_effect=iid_effect,
     )
 
 

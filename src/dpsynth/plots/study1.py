@@ -40,6 +40,22 @@ def _band(ax, rows: pd.DataFrame, label: str, **style) -> None:
     ax.fill_between(rows["epsilon"], rows["lower"], rows["upper"], alpha=0.15, color=style["color"])
 
 
+def _pair_panel(ax, rows: pd.DataFrame, mechanism: str, first, second) -> None:
+    """Two group rates of one mechanism against epsilon (bands), true values dashed.
+
+    ``first`` and ``second`` are (metric, legend label) pairs."""
+    for (metric, label), color in zip((first, second), ("tab:purple", "tab:orange"), strict=True):
+        sel = rows[(rows["mechanism"] == mechanism) & (rows["metric"] == metric)]
+        if len(sel):
+            _band(ax, sel, label, color=color, linestyle="-")
+        truth = rows[(rows["mechanism"] == "truth") & (rows["metric"] == metric)]
+        if len(truth):
+            ax.axhline(truth["median"].iloc[0], color=color, linestyle="--", lw=1)
+    ax.set_xscale("log")
+    ax.set_xlabel("epsilon")
+    ax.set_ylabel("rate per 100,000")
+
+
 def figure_rmse(summary: pd.DataFrame, mechanisms=None):
     """Figure 1: rMSE x 100,000 against epsilon, one panel per scenario."""
     rows = summary[summary["metric"] == "rmse"]
@@ -80,20 +96,9 @@ def figure_disparities(summary: pd.DataFrame, scenario: int = 4, mechanisms=None
     axes = axes.reshape(len(mechanisms), 2)
     for r, mech in enumerate(mechanisms):
         for c, (title, first, second) in enumerate(panels):
-            ax = axes[r, c]
-            for (metric, label), color in zip(
-                (first, second), ("tab:purple", "tab:orange"), strict=True
-            ):
-                sel = rows[(rows["mechanism"] == mech) & (rows["metric"] == metric)]
-                _band(ax, sel, label, color=color, linestyle="-")
-                truth = rows[(rows["mechanism"] == "truth") & (rows["metric"] == metric)]
-                if len(truth):
-                    ax.axhline(truth["median"].iloc[0], color=color, linestyle="--", lw=1)
-            ax.set_xscale("log")
-            ax.set_title(f"{title}: {MECHANISM_LABELS[mech]}", fontsize=10)
-            ax.set_xlabel("epsilon")
-            ax.set_ylabel("rate per 100,000")
-            ax.legend(fontsize=8, frameon=False)
+            _pair_panel(axes[r, c], rows, mech, first, second)
+            axes[r, c].set_title(f"{title}: {MECHANISM_LABELS[mech]}", fontsize=10)
+            axes[r, c].legend(fontsize=8, frameon=False)
     fig.suptitle(
         f"Study 1, scenario {scenario}: group rates (median, 95% band); dashed = truth", y=1.0
     )
@@ -227,21 +232,9 @@ def figure_appendix_disparities(
     for r, group in enumerate(groups):
         here = rows[rows["age_group"] == group]
         for c, ((title, first, second), mech) in enumerate(columns):
-            ax = axes[r, c]
-            for (metric, label), color in zip(
-                (first, second), ("tab:purple", "tab:orange"), strict=True
-            ):
-                sel = here[(here["mechanism"] == mech) & (here["metric"] == metric)]
-                if len(sel):
-                    _band(ax, sel, label, color=color, linestyle="-")
-                truth = here[(here["mechanism"] == "truth") & (here["metric"] == metric)]
-                if len(truth):
-                    ax.axhline(truth["median"].iloc[0], color=color, linestyle="--", lw=1)
-            ax.set_xscale("log")
-            ax.set_title(f"Ages {group}. {title}: {MECHANISM_LABELS[mech]}", fontsize=8)
-            ax.set_xlabel("epsilon")
-            ax.set_ylabel("rate per 100,000")
-            ax.legend(fontsize=7, frameon=False)
+            _pair_panel(axes[r, c], here, mech, first, second)
+            axes[r, c].set_title(f"Ages {group}. {title}: {MECHANISM_LABELS[mech]}", fontsize=8)
+            axes[r, c].legend(fontsize=7, frameon=False)
     fig.suptitle(
         f"Study 1, Appendix C, scenario {scenario}: group rates (median, 95% band); "
         f"dashed = truth\n{note}"
