@@ -13,6 +13,7 @@ from dpsynth.data.age_groups import (
     age_group_wide,
     aggregate_age_groups,
     group_edges,
+    group_population,
     grouped_median,
     load_age_groups,
     model_county_age_counts,
@@ -147,3 +148,16 @@ def test_load_age_groups_rejects_bad_files(shipped, tmp_path):
     pd.concat([shipped.head(2), shipped.head(1)]).to_parquet(path)
     with pytest.raises(DataFileError, match="duplicate"):
         load_age_groups(path)
+
+
+def test_group_population_selects_one_group_in_the_requested_order(shipped):
+    wide = age_group_wide(shipped)
+    some = list(wide.index[[5, 0, 3]])
+    picked = group_population(shipped, "45-54", some)
+    assert list(picked.index) == some
+    np.testing.assert_array_equal(picked.to_numpy(), wide.loc[some, "45-54"].to_numpy())
+    assert len(group_population(shipped, "85+")) == len(wide)
+    with pytest.raises(ValueError, match="unknown age group"):
+        group_population(shipped, "40-49")
+    with pytest.raises(KeyError):
+        group_population(shipped, "35-44", ["99999"])

@@ -2,10 +2,8 @@
 
 import logging
 
-import pandas as pd
-
 from dpsynth.data import read_wonder
-from dpsynth.data.age_groups import load_age_groups
+from dpsynth.data.age_groups import group_population, load_age_groups
 from dpsynth.data.counties import load_counties, load_queen_edges, queen_adjacency
 from dpsynth.data.truth import TruthModel, model_truth, truth_from_wonder, truth_summary
 from dpsynth.io import write_json, write_parquet
@@ -19,8 +17,7 @@ edges = load_queen_edges(snakemake.input.edges)  # noqa: F821
 
 if settings["source"] == "model":
     ages = load_age_groups(snakemake.input.age_groups)  # noqa: F821
-    ages = ages[ages["age_group"] == age_group]
-    population = pd.Series(ages["population_modelled"].to_numpy(), index=ages["fips"])
+    population = group_population(ages, age_group)
     params = TruthModel.from_config(settings["model"])
     rng = job_rng(snakemake.params.seed, "truth", age_group)  # noqa: F821
     truth = model_truth(counties, edges, population, params, rng)

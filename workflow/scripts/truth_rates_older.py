@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pandas as pd
 
-from dpsynth.data.age_groups import load_age_groups
+from dpsynth.data.age_groups import group_population, load_age_groups
 from dpsynth.data.counties import load_counties, load_queen_edges, queen_adjacency
 from dpsynth.data.truth import TruthModel, model_truth_related, modelled_total, truth_summary
 from dpsynth.io import write_json, write_parquet
@@ -17,9 +17,7 @@ p = snakemake.params  # noqa: F821
 counties = load_counties(snakemake.input.counties)  # noqa: F821
 edges = load_queen_edges(snakemake.input.edges)  # noqa: F821
 ages = load_age_groups(snakemake.input.age_groups)  # noqa: F821
-ages = ages[ages["age_group"] == p.age_group]
-population = pd.Series(ages["population_modelled"].to_numpy(), index=ages["fips"])
-population = population.loc[counties["fips"]]
+population = group_population(ages, p.age_group, counties["fips"])
 total = modelled_total(p.rate_per_100k, population)
 params = replace(TruthModel.from_config(p.truth["model"]), total_deaths=float(total))
 reference = pd.read_parquet(snakemake.input.reference)  # noqa: F821

@@ -206,6 +206,16 @@ def load_age_groups(path: str | os.PathLike) -> pd.DataFrame:
     return frame.reset_index(drop=True)
 
 
+def group_population(frame: pd.DataFrame, age_group: str, fips=None) -> pd.Series:
+    """One age group's modelled populations (from :func:`load_age_groups`), indexed by
+    FIPS; in the order of ``fips`` when given (a KeyError names any FIPS without one)."""
+    if age_group not in AGE_GROUPS:
+        raise ValueError(f"unknown age group {age_group!r}; expected one of {list(AGE_GROUPS)}")
+    population = frame.loc[frame["age_group"] == age_group].set_index("fips")
+    population = population["population_modelled"]
+    return population if fips is None else population.loc[list(fips)]
+
+
 def age_group_wide(frame: pd.DataFrame) -> pd.DataFrame:
     """Wide view: one row per fips (sorted), one column per age group (modelled)."""
     wide = frame.pivot(index="fips", columns="age_group", values="population_modelled")
