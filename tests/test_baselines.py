@@ -8,6 +8,7 @@ from dpsynth.mechanisms.geometric import (
     geometric_log_pmf,
     geometric_noise,
     geometric_release,
+    geometric_release_each,
     largest_remainder_round,
     project_to_simplex,
 )
@@ -58,6 +59,22 @@ def test_geometric_release_rows_are_valid():
     out = geometric_release(y, 0.5, 50, rng)
     assert out.shape == (50, 5)
     assert np.all(out >= 0) and np.all(out.sum(axis=1) == y.sum())
+
+
+def test_geometric_release_each_gives_one_valid_row_per_dataset():
+    datasets = np.array([[10, 0, 3, 7, 1], [0, 0, 0, 0, 2], [5, 5, 5, 5, 5]])
+    out = geometric_release_each(datasets, 0.5, np.random.default_rng(5))
+    assert out.shape == datasets.shape and out.dtype == np.int64
+    assert np.all(out >= 0)
+    np.testing.assert_array_equal(out.sum(axis=1), datasets.sum(axis=1))
+    # the same noise draw as geometric_release: identical rows for identical datasets
+    y = datasets[0]
+    np.testing.assert_array_equal(
+        geometric_release_each(np.tile(y, (4, 1)), 0.5, np.random.default_rng(9)),
+        geometric_release(y, 0.5, 4, np.random.default_rng(9)),
+    )
+    with pytest.raises(ValueError, match="2-D"):
+        geometric_release_each(y, 0.5, np.random.default_rng(0))
 
 
 def test_modips_release_keeps_total_and_depends_on_rng_only():

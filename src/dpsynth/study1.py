@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from dpsynth.data.scenarios import Scenario
-from dpsynth.mechanisms.geometric import geometric_release
+from dpsynth.mechanisms.geometric import geometric_release_each
 from dpsynth.mechanisms.sanitised_prior import sanitised_prior_calibration
 from dpsynth.metrics import group_rate_per_100k, rmse_per_100k
 from dpsynth.privacy.calibrate import calibrate
@@ -134,7 +134,7 @@ def score_datasets(
     for epsilon in epsilons:
         epsilon = float(epsilon)
         if mechanism == "geometric":
-            rates = np.stack([geometric_release(y, epsilon, 1, rng)[0] for y in datasets]) / n
+            rates = geometric_release_each(datasets, epsilon, rng) / n
         elif mechanism == "pg_state_sanitised":
             # The noisy prior depends on the data: one calibration per dataset.
             rates = np.empty(datasets.shape, dtype=float)

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpsynth.privacy.discrete_laplace import sample_discrete_laplace, scale_for
+
 SENSITIVITY = 2  # move-one-event neighbours: ||x - y||_1 = 2
 
 
@@ -40,15 +42,16 @@ def geometric_log_pmf(k, epsilon: float, sensitivity: float = SENSITIVITY) -> np
 def geometric_noise(
     epsilon: float, size, rng: np.random.Generator, sensitivity: float = SENSITIVITY
 ) -> np.ndarray:
-    """Exact two-sided geometric draws: the difference of two iid geometric variables.
+    """Exact two-sided geometric draws (int64): P(k) proportional to exp(-eps |k| / Delta).
 
-    If G1, G2 are iid with P(G = g) = (1 - q) q^g, then G1 - G2 has
-    P(k) = (1 - q) / (1 + q) q^|k|, the two-sided geometric pmf.
+    Drawn by the exact discrete Laplace sampler
+    (:func:`dpsynth.privacy.discrete_laplace.sample_discrete_laplace`, Canonne, Kamath and
+    Steinke 2020) with the rational scale Delta / eps computed exactly from the float
+    ``epsilon`` (:func:`dpsynth.privacy.discrete_laplace.scale_for`): integer arithmetic and
+    uniform integers from ``rng`` only, no floating-point sampling.
     """
     epsilon = _check_epsilon(epsilon)
-    p_success = -np.expm1(-epsilon / sensitivity)  # 1 - q
-    # numpy's geometric counts trials (>= 1); the shift cancels in the difference.
-    return rng.geometric(p_success, size) - rng.geometric(p_success, size)
+    return sample_discrete_laplace(scale_for(epsilon, sensitivity), size, rng)
 
 
 def project_to_simplex(values, total: float) -> np.ndarray:
@@ -74,19 +77,45 @@ def largest_remainder_round(values, total: int) -> np.ndarray:
     return floors
 
 
+def _post_process(noisy: np.ndarray, totals) -> np.ndarray:
+    """Noisy rows -> non-negative integers, row r summing to ``totals[r]`` (project, round)."""
+    out = np.empty(noisy.shape, dtype=np.int64)
+    for row, total in enumerate(totals):
+        total = int(total)
+        out[row] = largest_remainder_round(project_to_simplex(noisy[row], total), total)
+    return out
+
+
+def _check_counts(y) -> np.ndarray:
+    y = np.asarray(y)
+    if np.any(y < 0) or not np.issubdtype(y.dtype, np.integer):
+        raise ValueError("counts must be non-negative integers")
+    return y
+
+
 def geometric_release(y, epsilon: float, size: int, rng: np.random.Generator) -> np.ndarray:
     """``size`` eps-DP synthetic count vectors (rows): y + noise, projected and rounded.
 
     Each row is non-negative and sums to y. = sum(y). The noise uses Delta = 2.
     """
-    y = np.asarray(y)
-    if y.ndim != 1 or np.any(y < 0) or not np.issubdtype(y.dtype, np.integer):
+    y = _check_counts(y)
+    if y.ndim != 1:
         raise ValueError("y must be a 1-D array of non-negative integer counts")
     if not (isinstance(size, (int, np.integer)) and size >= 1):
         raise ValueError(f"size must be a positive integer, got {size!r}")
-    total = int(y.sum())
     noisy = y[None, :] + geometric_noise(epsilon, (size, y.size), rng)
-    out = np.empty((size, y.size), dtype=np.int64)
-    for row in range(size):
-        out[row] = largest_remainder_round(project_to_simplex(noisy[row], total), total)
-    return out
+    return _post_process(noisy, np.full(size, y.sum()))
+
+
+def geometric_release_each(datasets, epsilon: float, rng: np.random.Generator) -> np.ndarray:
+    """One eps-DP synthetic vector per row of ``datasets`` (each row its own confidential y).
+
+    Row r is distributed as ``geometric_release(datasets[r], epsilon, 1, rng)[0]``; the noise
+    of all rows is drawn in one call (the exact sampler's fixed cost is paid once). Each
+    output row is non-negative and sums to the total of its dataset.
+    """
+    datasets = _check_counts(datasets)
+    if datasets.ndim != 2:
+        raise ValueError("datasets must be a 2-D array (one dataset of counts per row)")
+    noisy = datasets + geometric_noise(epsilon, datasets.shape, rng)
+    return _post_process(noisy, datasets.sum(axis=1))

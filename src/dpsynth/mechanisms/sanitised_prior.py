@@ -7,14 +7,21 @@ eps_prior. The noisy rates are public, so the PG calibration with them (budget
 eps_synth = eps - eps_prior) is post-processing of a DP output; by sequential composition
 the whole release is eps-DP. Noisy totals below ``MIN_STATE_COUNT`` are raised to it
 (post-processing) so every prior rate is positive.
+
+:func:`sanitised_group_prior` is the release version (``dpsynth synthesize``): integer
+group totals, the exact discrete Laplace sampler, a record of what it spent, and no noise
+(and no budget) when there is a single group, whose total is public.
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 import numpy as np
 
 from dpsynth.calibration import Calibration
-from dpsynth.mechanisms.geometric import geometric_noise
+from dpsynth.mechanisms.geometric import SENSITIVITY, geometric_noise
 from dpsynth.privacy.calibrate import calibrate
 
 MIN_STATE_COUNT = 0.5  # floor on a noisy state total: keeps lambda0* > 0
@@ -68,3 +75,113 @@ def sanitised_prior_calibration(
         **calibrate_kwargs,
     )
     return rates, cal
+
+
+def rates_from_noisy_totals(noisy_totals, group_population, floor: float = MIN_STATE_COUNT):
+    """Post-processing of the noisy group totals: rates max(noisy, floor) / population."""
+    return np.maximum(np.asarray(noisy_totals), floor) / np.asarray(group_population, float)
+
+
+@dataclass(frozen=True)
+class SanitisedPrior:
+    """A released group prior. Everything in it is public: DP output or public input.
+
+    ``labels``, ``noisy_totals``, ``group_population`` and ``group_rates`` are per group, in
+    the order of ``labels`` (``numpy.unique`` of the groups: sorted, hence data-independent);
+    ``rates`` is per stratum, in the order of the input. Arrays are read-only.
+    """
+
+    labels: np.ndarray  # group labels, sorted
+    noisy_totals: np.ndarray  # int64: group total + discrete Laplace noise (exact if one group)
+    group_population: np.ndarray  # float: population of each group (public)
+    group_rates: np.ndarray  # max(noisy_total, floor) / group_population
+    rates: np.ndarray  # per stratum: the rate of its group
+    epsilon: float  # budget spent: epsilon_prior, or 0.0 with a single group
+    floor: float  # floor applied to the noisy totals (post-processing)
+
+    def __post_init__(self) -> None:
+        for name in ("labels", "noisy_totals", "group_population", "group_rates", "rates"):
+            getattr(self, name).flags.writeable = False
+
+
+def sanitised_group_prior(
+    counts,
+    groups,
+    population,
+    epsilon_prior: float,
+    rng: np.random.Generator,
+    *,
+    floor: float = MIN_STATE_COUNT,
+) -> SanitisedPrior:
+    """Prior rates from group totals of the confidential counts, released with DP noise.
+
+    ``counts`` (non-negative integers), ``groups`` (a label per stratum, public: derived
+    from the keys) and ``population`` (public, >= 0, every group's sum > 0) are 1-D arrays
+    of the same length. Each group total T_g = sum of the counts of its strata gets
+    independent discrete Laplace noise of scale 2 / eps_prior (exact sampler,
+    :func:`dpsynth.mechanisms.geometric.geometric_noise`); the rate of group g is
+    max(T_g + e_g, floor) / n_g, and each stratum gets the rate of its group.
+
+    Privacy. Neighbours move one event between two strata (total and populations fixed).
+    Within a group the totals do not change; between two groups two totals change by one:
+    the L1 sensitivity of the vector of totals is 2, so the discrete Laplace with scale
+    2 / eps_prior on each total gives, for every output v,
+    p(v | y) / p(v | x) = exp(eps_prior / 2 * sum_g (|v_g - T_g(x)| - |v_g - T_g(y)|))
+    <= exp(eps_prior / 2 * ||T(y) - T(x)||_1) <= exp(eps_prior): eps_prior-DP. The floor,
+    the division by public populations and the per-stratum expansion are post-processing.
+
+    A single group: its total is the overall total, which is public under this neighbouring
+    relation (released exactly), so it is released without noise, ``rng`` is not used and
+    nothing is spent (``epsilon`` is 0.0; ``epsilon_prior`` may be 0). Its rate is
+    max(total, floor) / sum of populations, i.e. total / population whenever total >= 1
+    (the floor only replaces a total of 0, whose rate 0 no gamma prior accepts).
+    With two or more groups ``epsilon_prior`` must be finite and > 0.
+    """
+    counts = np.asarray(counts)
+    groups = np.asarray(groups)
+    population = np.asarray(population, dtype=float)
+    if counts.ndim != 1 or counts.size == 0 or groups.shape != counts.shape:
+        raise ValueError("counts and groups must be non-empty 1-D arrays of the same length")
+    if population.shape != counts.shape:
+        raise ValueError("population must hold one value per stratum")
+    if counts.dtype.kind not in "iu" and not (
+        counts.dtype.kind == "f" and np.all(np.isfinite(counts) & (counts == np.round(counts)))
+    ):
+        raise ValueError("counts must be integers")
+    counts = counts.astype(np.int64)
+    if np.any(counts < 0):
+        raise ValueError("counts must be non-negative")
+    if not np.all(np.isfinite(population) & (population >= 0)):
+        raise ValueError("population must be finite and >= 0")
+    epsilon_prior, floor = float(epsilon_prior), float(floor)
+    if not (math.isfinite(floor) and floor > 0):
+        raise ValueError(f"floor must be finite and > 0, got {floor!r}")
+    labels, codes = np.unique(groups, return_inverse=True)
+    codes = codes.reshape(-1)
+    totals = np.zeros(labels.size, dtype=np.int64)
+    np.add.at(totals, codes, counts)
+    group_population = np.bincount(codes, weights=population, minlength=labels.size)
+    if np.any(group_population <= 0):
+        raise ValueError("every group needs a positive population")
+    if labels.size == 1:
+        if not (math.isfinite(epsilon_prior) and epsilon_prior >= 0):
+            raise ValueError(f"epsilon_prior must be finite and >= 0, got {epsilon_prior!r}")
+        noisy_totals, spent = totals, 0.0  # the overall total is public: no noise needed
+    else:
+        if not (math.isfinite(epsilon_prior) and epsilon_prior > 0):
+            raise ValueError(
+                f"epsilon_prior must be finite and > 0 with {labels.size} groups, "
+                f"got {epsilon_prior!r}"
+            )
+        noise = geometric_noise(epsilon_prior, labels.size, rng, sensitivity=SENSITIVITY)
+        noisy_totals, spent = totals + noise, float(epsilon_prior)
+    group_rates = rates_from_noisy_totals(noisy_totals, group_population, floor)
+    return SanitisedPrior(
+        labels=labels,
+        noisy_totals=noisy_totals,
+        group_population=group_population,
+        group_rates=group_rates,
+        rates=group_rates[codes],
+        epsilon=spent,
+        floor=floor,
+    )
