@@ -31,9 +31,93 @@ Numerical devices (none changes the target distribution beyond the stated tail e
 Drawing walks the tree top-down in compiled code (:mod:`dpsynth.sampling.tree_draw`): one
 short loop per split, and no random number where a node's value leaves its children no
 choice, which is most nodes near the leaves of a sparse table.
+
+The default mode above is what the simulation studies use. As implemented it is *not*
+pure epsilon-DP, and its ``tv_bound`` is not rigorous: the cuts sit at y-dependent places,
+a split is a 53-bit inverse CDF (``rng.random() * mass`` against float cumulative sums, so
+an outcome of probability below about 2^-53 is unreachable or drawn at the wrong rate), and
+FFT round-off is absolute, so small entries have unbounded relative error. Some outputs
+then have probability 0 under y and > 0 under a neighbour.
+:func:`dpsynth.sampling.implemented.implemented_pmf` computes what it really draws.
+
+Release mode (``release=True``; :func:`release_sampler`)
+--------------------------------------------------------
+Built to be audited: it draws *exactly* from weights it holds, and bounds rigorously the
+total variation (TV) between its draws and the ideal q(z | y) of the calibration (the
+conditioned product above, with the calibration's doubles a, b, n taken as exact reals).
+Releases then satisfy (epsilon, delta)-DP, delta from that bound (see "Guarantee").
+
+*What is stored.* A double-double (dd) is a pair of doubles (hi, lo) standing for the
+real hi + lo, with |lo| <= ulp(hi)/2. Leaf k: f(z + 1) = f(z) (z + s_k) rho_k / (z + 1)
+from f(lo_k) = 1, with s_k = ~y_k + a_k (an exact dd) and rho_k = p_k c (one dd division;
+p_k = n_k / (b_k + 2 n_k), 1 for md; c the tilt, a double), over lo_k..hi_k =
+L_k..min(U_k, y.) (untruncated 0..y.), stopping early once the entries and a geometric
+bound on everything beyond are below 2^-440 of the largest (the ratio is monotone in z
+with limit rho_k, so R = max(ratio at z, rho_k) bounds every later ratio). Internal nodes:
+direct dd convolutions of the stored children, capped at y. (no FFT); the root only at y..
+Every node is then cut: each tail of mass <= ``tail``, and every entry below 2^-400 times
+the node's largest (so every stored entry is >= 2^-402 and every product >= 2^-804, in
+the normal range), and rescaled by a power of two (exact).
+
+*What is drawn.* A split of value t chooses k with probability exactly
+W_k / sum_m W_m, W_k the dd product of the children's stored entries at k and t - k
+(:func:`~dpsynth.sampling.tree_draw.exact_choice`: a uniform proposal, exact by
+rejection from 53-bit integers, accepted by a Bernoulli(W_k / 2^E) decided by comparing
+the binary expansion of the dyadic W_k / 2^E with fresh 53-bit integers).
+
+*Bound, step by step.* u = 2^-53; delta_op = 16 u^2.
+
+1. Each dd operation on non-negative normalised operands has relative error <= delta_op:
+   Knuth's two-sum and Dekker's two-product are exact, and working the rounding of the
+   remaining operations through gives multiply <= 8 u^2, add <= 3 u^2, divide <= 13 u^2
+   (each + O(u^3)); lo parts that fall below the normal range add less than 2^-270.
+   (``tests/test_release_sampler.py`` checks these against exact rationals.)
+2. Entries. A leaf entry j steps from its walk's start equals kappa_k g_k(z) (1 + e),
+   g_k the tilted cell pmf, kappa_k a constant, |e| <= (1 + delta_op)^(6 j) - 1 (five
+   operations per step, one more for rescalings). An internal entry that sums m products
+   equals kappa_v F_v(s) (1 + e), F_v the exact convolution of the *stored* children,
+   |e| <= (1 + delta_op)^(m + 2) - 1 (products, additions, rescaling).
+3. Telescoping. For z in A (every node's value, leaves included, among its kept entries)
+   P_impl(z) = prod_splits W(z_l, z_r) / sum_m W(m, t - m); with W = f_l f_r (1 + mu) and
+   sum W = F_v(t) (1 + mu'), |mu|, |mu'| <= delta_op, each non-root F_v(t_v) cancels the
+   f_v(t_v) = kappa_v F_v(t_v) (1 + e_v) of its parent's split. What is left is
+   P_impl(z) = C prod_k g_k(z_k) E(z), C free of z, E the product of every (1 + e) and
+   (1 + mu) / (1 + mu'): |log E| <= Lambda = N_ops * (-log(1 - delta_op)), N_ops =
+   sum_leaves (6 j_k + 1) + sum_internal (m_v + 2) + 2 * splits. P_impl(z) = 0 off A.
+   As prod g_k is proportional to q on A, P_impl = q_A E / E_qA[E], whence
+   P_impl / q_A lies in [e^(-2 Lambda), e^(2 Lambda)] and
+   TV(P_impl, q_A) <= e^(2 Lambda) - 1 =: ``rounding_bound``.
+4. Cuts. q is the law of independent tilted cells Z given sum Z = y.; q_A is q restricted
+   to A and TV(q_A, q) = q(not A). A z outside A has a lowest node v whose value was cut
+   while its descendants' were kept; that event's probability is the mass node v cut
+   (leaves: cut entries plus twice the unwalked tail's bound), so
+   q(not A) <= (sum of cut masses) / P(sum Z = y., A) =: ``cut_bound``.
+5. Bookkeeping. The masses of step 4 are evaluated in double from hi parts (relative
+   error 2^-53 against the dd value), their logs summed along the tree; with sums of at
+   most 10^4 positive terms and log-scales of moderate size the error is below 1e-9
+   relative, plus Lambda and the 2^-439 unwalked tails; both terms are multiplied by
+   1 + 1e-6 (``_BOOKKEEPING_SLACK``).
+6. TV(P_impl, q) <= ``cut_bound`` + ``rounding_bound`` = ``tv_bound``.
+
+In practice ``rounding_bound`` is about 1e-28 for a few cells and 5e-26 (truncated) to
+4e-25 (untruncated pg) for pennLC (1,071 cells, y. = 10,279); ``cut_bound`` falls with
+``tail`` (pennLC truncated: 6e-12 at 1e-16, 4e-20 at 1e-24).
+
+*Guarantee.* If q(. | y) is epsilon-DP (a certified calibration), then for neighbours y,
+x and every set S of outputs, P_y(S) <= q_y(S) + tv_y <= e^eps q_x(S) + tv_y <=
+e^eps P_x(S) + (1 + e^eps) max(tv_y, tv_x) (tv_y = TV(P_y, q_y) <= ``tv_bound``): one set is
+(epsilon, (1 + e^eps) tau)-DP when every dataset's sampler is built with ``tv_bound`` <=
+tau, as :func:`release_sampler` ensures or raises. ``tv_bound`` itself depends on y and
+must not be published (tau may be). Not covered: the build raising for some y and not
+for a neighbour (the event "no release" is visible; in practice the target fails only
+for calibrations whose conditioning event has an astronomically small probability), and
+timing (the number of random numbers used depends on y). k sets compose to
+(k epsilon, k delta).
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from scipy.optimize import brentq
@@ -45,6 +129,12 @@ from dpsynth.calibration import Calibration
 TAIL = 1e-16
 #: Convolutions whose inputs are at most this long are done directly, batched by width.
 _DIRECT_CONVOLVE = 128
+#: Relative allowance on the release-mode bound for its double-precision bookkeeping of
+#: masses (logs and sums of the node masses; their error is below 1e-9, module docstring).
+_BOOKKEEPING_SLACK = 1e-6
+#: Tails tried in turn by :func:`release_sampler`; 0 keeps every entry above the floor of
+#: 2^-400 times its node's largest (``tree_draw.FLOOR_BITS``).
+RELEASE_TAILS = (1e-16, 1e-24, 1e-32, 1e-48, 1e-64, 1e-80, 1e-96, 0.0)
 
 
 def check_counts(y, cal: Calibration) -> np.ndarray:
@@ -182,9 +272,13 @@ class ConditionedSampler:
     y : the confidential counts (non-negative integers, one per cell, summing to cal.total)
     cal : the calibration; any mechanism (md, pg or truncated) is accepted
     tail : tail mass cut from each side of every node's pmf (default 1e-16)
+    release : build the release mode (module docstring): double-double leaves and direct
+        convolutions, exact splits, and a rigorous :attr:`tv_bound` =
+        :attr:`cut_bound` + :attr:`rounding_bound`. The default mode (False) is unchanged:
+        same draws for the same rng, and its ``tv_bound`` covers the tail cuts only.
     """
 
-    def __init__(self, y, cal: Calibration, *, tail: float = TAIL):
+    def __init__(self, y, cal: Calibration, *, tail: float = TAIL, release: bool = False):
         # scipy.stats and scipy.signal are imported by the methods that need them: they
         # take over a second to import, which every workflow job would otherwise pay.
         counts = check_counts(y, cal)
@@ -196,13 +290,19 @@ class ConditionedSampler:
         self.calibration = cal
         self.total = cal.total
         self.n_cells = cal.n_cells
+        self.tail = float(tail)
+        self.release = bool(release)
         shape = (cal.clamp(counts) + cal.a).astype(float)
         log_p = np.asarray(cal.log_success(), dtype=float)
         if not np.all(np.isfinite(log_p)):
             raise ValueError("cal.log_success() must be finite (check population and b)")
         if self.total == 0:  # the only vector is zero (feasibility forced lower = 0)
             self.log_tilt, self.log_event_probability, self.tv_bound = 0.0, 0.0, 0.0
+            self.cut_bound = self.rounding_bound = 0.0
             self._levels = []
+            return
+        if self.release:
+            self._build_release(counts, shape, log_p, lower, upper, tail)
             return
         self._build_leaves(shape, log_p, lower, upper, tail)
         self._build_tree(tail)
@@ -365,6 +465,151 @@ class ConditionedSampler:
         cut_mass = float(np.sum(cut * np.exp(scale)))
         return rows, offset + first, scale + np.log1p(-cut), cut_mass
 
+    # --- release mode ----------------------------------------------------------------
+    def _release_log_tilt(self, shape, log_p, lower, upper) -> float:
+        """The same tilt as the default mode (any tilt leaves q unchanged)."""
+        if self.calibration.truncated:
+            rows = _PaddedRows(lower, upper - lower + 1)
+            base = [
+                np.where(valid, gammaln(v + shape[r, None]) - gammaln(v + 1.0), -np.inf)
+                + v * log_p[r, None]
+                for r, v, valid in rows.groups
+            ]
+            return _solve_tilt_bounded(rows, base, self.total)
+        return _solve_tilt_untruncated(shape, log_p, self.total)
+
+    def _build_release(self, counts, shape, log_p, lower, upper, tail) -> None:
+        """Leaves by exact-ratio recurrences and direct convolutions, all in double-double;
+        see "Release mode" in the module docstring for what is stored and what is bounded."""
+        from dpsynth.sampling import tree_draw as td
+
+        cal = self.calibration
+        total, n_cells = self.total, self.n_cells
+        if n_cells == 1:  # z = (y.) is the only vector: nothing to draw, nothing to bound
+            self.log_tilt = self.log_event_probability = 0.0
+            self.cut_bound = self.rounding_bound = self.tv_bound = 0.0
+            self._store_release([np.ones(1)], [np.zeros(1)], [total], [], 0)
+            return
+        tilt = float(np.exp(self._release_log_tilt(shape, log_p, lower, upper)))
+        self.log_tilt = float(np.log(tilt))
+        # s_k = ~y_k + a_k exactly, as a double-double (Knuth's two-sum, elementwise)
+        clamped = np.asarray(cal.clamp(counts), dtype=float)
+        s_hi = clamped + cal.a
+        s_back = s_hi - clamped
+        s_lo = (clamped - (s_hi - s_back)) + (cal.a - s_back)
+        md = cal.mechanism == "md"
+        population = np.ones(n_cells) if md else np.asarray(cal.population, dtype=float)
+        rates = np.zeros(n_cells) if md else np.asarray(cal.b, dtype=float)
+        rho_hi, rho_lo = np.empty(n_cells), np.empty(n_cells)
+        td.tilted_success(population, rates, tilt, md, rho_hi, rho_lo)
+        if not np.allclose(np.log(rho_hi) - np.log(tilt), log_p, rtol=0.0, atol=1e-9):
+            raise RuntimeError("release mode's p_k disagree with cal.log_success()")
+        if cal.truncated:
+            lo_w, hi_w = lower.astype(np.int64), upper.astype(np.int64)
+        else:
+            lo_w, hi_w = np.zeros(n_cells, np.int64), np.full(n_cells, total, np.int64)
+
+        log2 = float(np.log(2.0))
+        ops = 0  # dd operations that touch a value used by the draw, along any z
+        log_cuts = []  # log of each node's cut mass under the tilted product measure
+        pmfs_hi, pmfs_lo, offsets, log_scale = [], [], [], []
+        size = int(np.max(hi_w - lo_w)) + 1
+        buf_hi, buf_lo, buf_exp = np.empty(size), np.empty(size), np.zeros(size, np.int64)
+        for k in range(n_cells):
+            n_walk, remainder = td.leaf_walk(
+                int(lo_w[k]), int(hi_w[k]), s_hi[k], s_lo[k], rho_hi[k], rho_lo[k],
+                buf_hi, buf_lo, buf_exp,
+            )  # fmt: skip
+            first, last, log_cut, log_total, log_rescale, best = td.trim_dd(
+                buf_hi, buf_lo, buf_exp, n_walk, tail, True
+            )
+            if remainder > -np.inf:  # the unwalked tail: twice its geometric bound
+                log_cut = np.logaddexp(log_cut, (remainder + best + 1.0) * log2)
+            pmfs_hi.append(buf_hi[first : last + 1].copy())
+            pmfs_lo.append(buf_lo[first : last + 1].copy())
+            offsets.append(int(lo_w[k]) + first)
+            # stored * exp(log_scale) = g_k, the tilted cell pmf (its mass outside the walk
+            # is below 2^-439 of the walked mass: inside the bookkeeping slack)
+            log_scale.append(log_rescale - log_total)
+            log_cuts.append(log_cut - log_total)
+            ops += td.LEAF_OPS_PER_STEP * (n_walk - 1) + 1
+
+        level = list(range(n_cells))
+        levels: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        n_splits = 0
+        log_event = 0.0
+        while len(level) > 1:
+            n_pairs = len(level) // 2
+            lefts, rights = level[0 : 2 * n_pairs : 2], level[1::2]
+            parents = list(range(len(pmfs_hi), len(pmfs_hi) + n_pairs))
+            for left, right in zip(lefts, rights, strict=True):
+                offset = offsets[left] + offsets[right]
+                scale = log_scale[left] + log_scale[right]
+                a_hi, a_lo, b_hi, b_lo = (
+                    pmfs_hi[left], pmfs_lo[left], pmfs_hi[right], pmfs_lo[right]
+                )  # fmt: skip
+                if len(level) == 2:  # the root: only its value at y. is ever needed
+                    value_hi, value_lo = td.dot_dd(a_hi, a_lo, b_hi, b_lo, total - offset)
+                    if not value_hi > 0.0:
+                        raise RuntimeError(
+                            "the conditioning event sum z = y. has no mass inside the kept "
+                            "windows; the tilt failed (please report this calibration)"
+                        )
+                    shift = int(np.frexp(value_hi)[1])
+                    pmfs_hi.append(np.array([np.ldexp(value_hi, -shift)]))
+                    pmfs_lo.append(np.array([np.ldexp(value_lo, -shift)]))
+                    offsets.append(total)
+                    log_scale.append(scale + shift * log2)
+                    log_event = scale + float(np.log(value_hi))
+                    continue
+                length = min(a_hi.size + b_hi.size - 1, total - offset + 1)
+                if length <= 0:
+                    raise RuntimeError("a subtree cannot reach y. within its windows")
+                conv_hi, conv_lo = np.empty(length), np.empty(length)
+                td.convolve_dd(a_hi, a_lo, b_hi, b_lo, length, conv_hi, conv_lo)
+                first, last, log_cut, _, log_rescale, _ = td.trim_dd(
+                    conv_hi, conv_lo, np.zeros(length, np.int64), length, tail, True
+                )
+                pmfs_hi.append(conv_hi[first : last + 1].copy())
+                pmfs_lo.append(conv_lo[first : last + 1].copy())
+                offsets.append(offset + first)
+                log_scale.append(scale + log_rescale)
+                log_cuts.append(scale + log_cut)
+                ops += min(a_hi.size, b_hi.size) + 2
+            n_splits += n_pairs
+            if len(level) % 2:  # odd node out: carried up as its own parent
+                parents.append(level[-1])
+                lefts.append(level[-1])
+                rights.append(-1)
+            levels.append((np.array(parents), np.array(lefts), np.array(rights)))
+            level = parents
+        self.log_event_probability = float(log_event)
+        # q(not A) <= (sum of cut masses) / P(sum = y., A); the slack covers the double
+        # bookkeeping of the masses (module docstring, step 5)
+        cut = math.fsum(np.exp(c - log_event) for c in log_cuts if c > -np.inf)
+        self.cut_bound = float(cut * (1.0 + _BOOKKEEPING_SLACK))
+        log_ratio = -np.log1p(-td.DD_OP_ERROR) * (ops + 2 * n_splits)
+        self.rounding_bound = float(np.expm1(2.0 * log_ratio) * (1.0 + _BOOKKEEPING_SLACK))
+        self.tv_bound = self.cut_bound + self.rounding_bound
+        self._store_release(pmfs_hi, pmfs_lo, offsets, levels, level[0])
+
+    def _store_release(self, pmfs_hi, pmfs_lo, offsets, levels, root) -> None:
+        """The tree in the flat layout the compiled draws read (as :meth:`_build_tree`)."""
+        self._levels = levels
+        self._offsets = np.array(offsets, dtype=np.int64)
+        self._lengths = np.array([p.size for p in pmfs_hi], dtype=np.int64)
+        self._starts = np.concatenate([[0], np.cumsum(self._lengths)[:-1]]).astype(np.int64)
+        self._values = np.concatenate(pmfs_hi)
+        self._values_lo = np.concatenate(pmfs_lo)
+        top_down = levels[::-1]
+        empty = np.empty(0, np.int64)
+        self._parents, self._lefts, self._rights = (
+            np.concatenate([empty] + [level[part] for level in top_down]).astype(np.int64)
+            for part in range(3)
+        )
+        self._pmfs = pmfs_hi  # approximate (hi parts): for marginal_pmfs only
+        self._root = root
+
     # --- drawing -----------------------------------------------------------------------
     def draw(self, size: int, rng: np.random.Generator) -> np.ndarray:
         """``size`` exact draws of z: int64 array (size, I), every row summing to y."""
@@ -376,9 +621,9 @@ class ConditionedSampler:
         if self.total == 0:
             return np.zeros((size, self.n_cells), dtype=np.int64)
         # imported here: numba takes a third of a second to import, and only draws need it
-        from dpsynth.sampling.tree_draw import draw_tree
+        from dpsynth.sampling.tree_draw import draw_tree, draw_tree_exact
 
-        return draw_tree(
+        tree = (
             size,
             self.total,
             self._root,
@@ -389,9 +634,10 @@ class ConditionedSampler:
             self._starts,
             self._lengths,
             self._values,
-            self.n_cells,
-            rng,
         )
+        if self.release:
+            return draw_tree_exact(*tree, self._values_lo, self.n_cells, rng)
+        return draw_tree(*tree, self.n_cells, rng)
 
     # --- exact summaries ---------------------------------------------------------------
     def marginal_pmfs(self) -> list[tuple[int, np.ndarray]]:
@@ -444,3 +690,29 @@ class ConditionedSampler:
         return np.array(
             [np.dot(off + np.arange(pmf.size), pmf) for off, pmf in self.marginal_pmfs()]
         )
+
+
+def release_sampler(y, cal: Calibration, tv_target: float) -> ConditionedSampler:
+    """A release-mode sampler whose :attr:`~ConditionedSampler.tv_bound` is at most ``tv_target``.
+
+    Builds ``ConditionedSampler(y, cal, tail=t, release=True)`` for t in
+    :data:`RELEASE_TAILS` (1e-16, then ever smaller, down to 0: only the 2^-400 floor) and
+    returns the first whose rigorous total-variation bound meets the target. Raises
+    ValueError when none does (the bound's floor is set by the 2^-400 cuts and by the
+    conditioning event's probability; see the module docstring).
+    """
+    target = float(tv_target)
+    if not (np.isfinite(target) and target > 0.0):
+        raise ValueError(f"tv_target must be a finite number > 0, got {tv_target!r}")
+    reached = []
+    for tail in RELEASE_TAILS:
+        sampler = ConditionedSampler(y, cal, tail=tail, release=True)
+        if sampler.tv_bound <= target:
+            return sampler
+        reached.append(sampler.tv_bound)
+    raise ValueError(
+        f"release_sampler: no tail in {RELEASE_TAILS} brings the total-variation bound to "
+        f"tv_target={target:.3g}; the smallest bound reached is {min(reached):.3g} "
+        f"(rounding term {sampler.rounding_bound:.3g}, cut term {sampler.cut_bound:.3g}, "
+        f"log P(sum = y.) = {sampler.log_event_probability:.3g}). Ask for a larger target."
+    )
