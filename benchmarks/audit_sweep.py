@@ -5,13 +5,19 @@ checks them; this script audits the papers' nominal calibrations and the exact-b
 one on the same kind of sweep and prints, per mechanism and method, the largest realised
 epsilon relative to the nominal one, with the instance where it occurs.
 
-    .venv/bin/python benchmarks/audit_sweep.py [--instances 300] [--seed 2024]
+    .venv/bin/python benchmarks/audit_sweep.py [--instances 300] [--seed 2024] [--write]
+
+``--write`` stores the worst ratio per nominal method, with the instance that gives it,
+in ``src/dpsynth/privacy/audited_ratios.json``: release manifests quote these ratios, and
+tests/test_manifest.py re-audits each stored instance to check the number.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -38,7 +44,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--instances", type=int, default=300)
     parser.add_argument("--seed", type=int, default=2024)
+    parser.add_argument("--write", action="store_true", help="store the worst ratios")
     args = parser.parse_args()
+    instances = {}
     rng = np.random.default_rng(args.seed)
     worst: dict[tuple[str, str], tuple[float, str]] = {}
     counts: dict[tuple[str, str], list[int]] = {}
@@ -78,6 +86,13 @@ def main() -> None:
                         + f" worst y={case.y.tolist()} x={case.x.tolist()} z={case.z.tolist()}"
                     )
                     worst[key] = (ratio, where)
+                    instances[key] = dict(
+                        epsilon=epsilon,
+                        total=total,
+                        population=population.tolist(),
+                        prior_rate=rate.tolist(),
+                        **extra,
+                    )
     print(f"{args.instances} instances, seed {args.seed}, {time.perf_counter() - start:.1f} s")
     print(
         f"{'mechanism':<10} {'method':<10} {'audited':>7} {'refused':>7} {'over eps':>8} "
@@ -90,6 +105,17 @@ def main() -> None:
             f"{key[0]:<10} {key[1]:<10} {audited:>7} {refused:>7} {over:>8} {ratio:>21.4f}  "
             f"{by_cells[2]}/{by_cells[3]}/{by_cells[4]}"
         )
+    if args.write:
+        nominal = sorted(k for k in worst if k[1] != "certified")
+        out = {
+            "command": f"benchmarks/audit_sweep.py --instances {args.instances} "
+            f"--seed {args.seed} --write",
+            "ratios": {f"{m}/{k}": worst[(m, k)][0] for m, k in nominal},
+            "instances": {f"{m}/{k}": instances[(m, k)] for m, k in nominal},
+        }
+        path = Path(__file__).resolve().parents[1] / "src/dpsynth/privacy/audited_ratios.json"
+        path.write_text(json.dumps(out, indent=2, sort_keys=True) + "\n")
+        print(f"wrote {path}")
     for key in sorted(worst):
         print(
             f"\n{key[0]} / {key[1]}: max realised/nominal {worst[key][0]:.4f} at\n  {worst[key][1]}"

@@ -1,152 +1,331 @@
-"""dpsynth.release in-process: seeding of sets, group totals, atomic folders, prior joins."""
+"""dpsynth.release in-process: budget, prior, columns, randomness, order, folders, inputs.
+
+Each test names the item of issue #12 it guards; every one of them failed on the code
+before that issue (a per-set epsilon in the manifest, unnoised data-derived priors,
+unnamed columns published, seeds in argv, nominal defaults, no delta, no ledger, a private
+folder inside the release, row-order dependence, unsafe folders, inputs that slipped).
+"""
 
 from __future__ import annotations
+
+import json
+import math
+import os
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth import release
+from dpsynth.ledger import Ledger
 from dpsynth.privacy.calibrate import calibrate
 from dpsynth.release import (
+    NEIGHBOURS,
     ReleaseError,
     ReleaseRequest,
     build_release,
-    draw_sets,
-    group_totals,
     load_strata,
-    redacted_command,
 )
+from dpsynth.release import folder as release_folder
+from dpsynth.release.manifest import SCHEMA, validate
+from dpsynth.release.randomness import RootKey
 
 STRATA = pd.DataFrame(
     {
-        "code": [1, 2, 3, 4],
-        "count": [4, 0, 9, 7],
-        "population": [1000, 800, 1500, 900],
-        "prior_rate": [0.004, 0.004, 0.006, 0.006],
+        "code": [1, 2, 3, 4, 5, 6],
+        "region": ["n", "n", "n", "s", "s", "s"],
+        "count": [4, 0, 9, 7, 3, 5],
+        "population": [1000, 800, 1500, 900, 700, 1200],
+        "prior_rate": [0.004, 0.004, 0.006, 0.006, 0.005, 0.005],
     }
 )
+KEYS = ("code", "region")
 
 
 def request_for(path, out, **changes) -> ReleaseRequest:
-    fields = dict(input=path, out=out, epsilon=1.0, mechanism="pg", seed=1, progress=False)
+    fields = dict(
+        input=path, out=out, epsilon=1.0, mechanism="pg", keys=KEYS, test_seed=1, progress=False
+    )
     fields.update(changes)
     return ReleaseRequest(**fields)
 
 
-def test_redacted_command_blanks_the_seed_only():
-    command = ["dpsynth", "synthesize", "--seed", "99", "--sets", "3", "--seed=7"]
-    assert redacted_command(command) == [
-        "dpsynth", "synthesize", "--seed", "<private>", "--sets", "3", "--seed=<private>",
-    ]  # fmt: skip
+@pytest.fixture
+def csv(tmp_path):
+    path = tmp_path / "s.csv"
+    STRATA.to_csv(path, index=False)
+    return path
 
 
-def test_group_totals_match_pandas():
-    rng = np.random.default_rng(0)
-    keys = pd.DataFrame({"g": rng.choice(["a", "b", "c"], size=30)})
-    original = rng.integers(0, 10, size=30)
-    synthetic = rng.integers(0, 10, size=(4, 30))
-    totals = group_totals(keys, "g", original, synthetic).set_index("g")
-    per_set = pd.DataFrame(synthetic.T).groupby(keys["g"].to_numpy()).sum()
-    expected_original = pd.Series(original).groupby(keys["g"].to_numpy()).sum()
-    assert totals["original"].tolist() == expected_original.loc[totals.index].tolist()
-    np.testing.assert_allclose(totals["synthetic_mean"], per_set.mean(axis=1).loc[totals.index])
-    assert totals["synthetic_min"].tolist() == per_set.min(axis=1).loc[totals.index].tolist()
-    assert totals["synthetic_max"].tolist() == per_set.max(axis=1).loc[totals.index].tolist()
+def listing(folder):
+    return sorted(p.name for p in folder.iterdir())
 
 
-def test_draw_sets_streams_are_per_set():
+# --- 1. composition ------------------------------------------------------------------
+def test_epsilon_is_the_total_shared_by_the_sets(csv, tmp_path):
+    info = build_release(request_for(csv, tmp_path / "out", epsilon=1.5, sets=3))
+    budget = info["budget"]
+    assert budget["epsilon_total"] == 1.5
+    assert budget["epsilon_per_set"] == pytest.approx(0.5)
+    assert budget["delta_total"] == pytest.approx(3 * budget["delta_per_set"])
+    hyper = pd.read_parquet(tmp_path / "out" / "hyperparameters.parquet")
     y = STRATA["count"].to_numpy()
-    cal = calibrate("pg", 1.0, int(y.sum()), STRATA["population"], STRATA["prior_rate"])
-    three = draw_sets(y, cal, 3, seed=123, progress=False)
-    five = draw_sets(y, cal, 5, seed=123, progress=False)
-    np.testing.assert_array_equal(three, five[:3])
-    assert np.all(five.sum(axis=1) == y.sum())
-    assert not np.array_equal(draw_sets(y, cal, 5, seed=124, progress=False), five)
-
-
-def test_parquet_integer_keys_join_a_csv_prior(tmp_path):
-    STRATA.drop(columns="prior_rate").to_parquet(tmp_path / "s.parquet", index=False)
-    STRATA[["code", "prior_rate"]].iloc[::-1].to_csv(tmp_path / "prior.csv", index=False)
-    strata = load_strata(
-        request_for(tmp_path / "s.parquet", tmp_path / "out", prior_file=tmp_path / "prior.csv")
+    per_set = calibrate(
+        "pg", 0.5, int(y.sum()), STRATA["population"], STRATA["prior_rate"], method="certified"
     )
-    np.testing.assert_array_equal(strata.prior_rate, STRATA["prior_rate"].to_numpy())
-    assert strata.keys["code"].tolist() == [1, 2, 3, 4]
+    np.testing.assert_allclose(hyper["a"].to_numpy(), per_set.a, rtol=1e-12)
+    assert "epsilon" not in info  # no bare per-set epsilon next to "sets"
 
 
-def test_md_needs_no_prior(tmp_path):
+# --- 2. the prior --------------------------------------------------------------------
+def test_sanitised_prior_spends_its_share_and_adds_noise(tmp_path):
     STRATA.drop(columns="prior_rate").to_csv(tmp_path / "s.csv", index=False)
-    strata = load_strata(request_for(tmp_path / "s.csv", tmp_path / "o", mechanism="md"))
-    assert strata.prior_rate is None
-
-
-def test_pg_without_a_prior_says_how_to_give_one(tmp_path):
-    STRATA.drop(columns="prior_rate").to_csv(tmp_path / "s.csv", index=False)
-    with pytest.raises(ReleaseError, match=r"s\.csv: missing column 'prior_rate'.*--prior"):
-        load_strata(request_for(tmp_path / "s.csv", tmp_path / "o"))
-
-
-def test_tail_with_pg_is_refused(tmp_path):
-    STRATA.to_csv(tmp_path / "s.csv", index=False)
-    with pytest.raises(ReleaseError, match="--tail and --inflation apply to --mechanism truncated"):
-        build_release(request_for(tmp_path / "s.csv", tmp_path / "o", tail=0.01))
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.csv"]
-
-
-def test_a_failure_while_writing_leaves_nothing(tmp_path, monkeypatch):
-    """The folder is built beside --out and renamed only when complete."""
-    STRATA.to_csv(tmp_path / "s.csv", index=False)
-    real_write = release._write_release
-
-    def write_then_fail(tmp, *args):
-        real_write(tmp, *args)  # every file written into the temporary folder ...
-        raise RuntimeError("disk full")  # ... and then the run dies before the rename
-
-    monkeypatch.setattr(release, "_write_release", write_then_fail)
-    with pytest.raises(RuntimeError, match="disk full"):
-        build_release(request_for(tmp_path / "s.csv", tmp_path / "out"))
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.csv"]
-
-
-def test_force_replaces_an_old_release_whole(tmp_path):
-    STRATA.to_csv(tmp_path / "s.csv", index=False)
     out = tmp_path / "out"
-    build_release(request_for(tmp_path / "s.csv", out, sets=2))
-    (out / "stale.txt").write_text("from before")
+    info = build_release(
+        request_for(
+            tmp_path / "s.csv",
+            out,
+            epsilon=2.0,
+            sanitised_prior_by=("code", "region"),  # one group per stratum: the worst case
+            prior_epsilon=0.2,
+            test_seed=None,
+        )
+    )
+    assert info["budget"]["epsilon_prior"] == 0.2
+    assert info["budget"]["epsilon_per_set"] == pytest.approx(1.8)
+    assert info["prior"]["kind"] == "sanitised" and info["prior"]["epsilon"] == 0.2
+    prior = pd.read_parquet(out / info["files"]["prior"]["path"])
+    hyper = pd.read_parquet(out / "hyperparameters.parquet")
+    exact = STRATA["count"] / STRATA["population"]
+    # Scale 2 / 0.2 = 10: six groups all without noise has probability below 1e-6.
+    assert not np.allclose(hyper["prior_rate"].to_numpy(), exact.to_numpy())
+    assert not np.array_equal(prior["noisy_total"].to_numpy(), STRATA["count"].to_numpy())
+    np.testing.assert_allclose(
+        prior["prior_rate"], np.maximum(prior["noisy_total"], 0.5) / prior["population"]
+    )
+
+
+def test_sanitised_prior_without_columns_is_the_public_overall_rate(tmp_path):
+    STRATA.drop(columns="prior_rate").to_csv(tmp_path / "s.csv", index=False)
+    info = build_release(request_for(tmp_path / "s.csv", tmp_path / "o", sanitised_prior_by=()))
+    hyper = pd.read_parquet(tmp_path / "o" / "hyperparameters.parquet")
+    rate = STRATA["count"].sum() / STRATA["population"].sum()
+    np.testing.assert_allclose(hyper["prior_rate"], rate)
+    assert info["budget"]["epsilon_prior"] == 0 and info["prior"]["kind"] == "total"
+
+
+def test_prior_epsilon_must_leave_budget_for_the_sets(tmp_path):
+    STRATA.drop(columns="prior_rate").to_csv(tmp_path / "s.csv", index=False)
+    with pytest.raises(ReleaseError, match="--prior-epsilon must lie strictly between 0"):
+        build_release(
+            request_for(
+                tmp_path / "s.csv", tmp_path / "o", sanitised_prior_by=("region",), prior_epsilon=1
+            )
+        )
+
+
+# --- 3. columns ----------------------------------------------------------------------
+def test_unnamed_columns_are_refused_by_name(tmp_path):
+    STRATA.assign(crude_rate=STRATA["count"] / STRATA["population"]).to_csv(
+        tmp_path / "s.csv", index=False
+    )
+    with pytest.raises(ReleaseError, match=r"s\.csv: column\(s\) \['crude_rate'\] are not named"):
+        build_release(request_for(tmp_path / "s.csv", tmp_path / "o"))
+    assert listing(tmp_path) == ["s.csv"]
+
+
+@pytest.mark.parametrize("reserved", ["cell", "set", "a"])
+def test_keys_that_clash_with_the_release_columns_are_refused(tmp_path, reserved):
+    STRATA.rename(columns={"code": reserved}).to_csv(tmp_path / "s.csv", index=False)
+    with pytest.raises(ReleaseError, match=rf"\['{reserved}'\] clash with the release"):
+        build_release(request_for(tmp_path / "s.csv", tmp_path / "o", keys=(reserved, "region")))
+
+
+def test_only_named_columns_reach_the_release(csv, tmp_path):
+    build_release(request_for(csv, tmp_path / "o"))
+    synthetic = pd.read_parquet(tmp_path / "o" / "synthetic.parquet")
+    assert list(synthetic.columns) == ["set", "code", "region", "count", "population"]
+
+
+# --- 4. randomness -------------------------------------------------------------------
+def test_releases_draw_from_chacha_keyed_by_the_operating_system(csv, tmp_path):
+    info = build_release(request_for(csv, tmp_path / "o", test_seed=None))
+    assert info["purpose"] == "publication"
+    assert "ChaCha20" in info["randomness"] and "operating system" in info["randomness"]
+    generator = RootKey.fresh().generator("set:0")
+    assert type(generator.bit_generator).__name__ == "ChaCha"
+    provenance = json.loads((tmp_path / "o.private" / "provenance.json").read_text())
+    assert provenance["from_test_seed"] is False
+    assert int(provenance["root_key"]).bit_length() > 200  # 256 random bits, not a small seed
+
+
+def test_a_test_seed_is_reproducible_and_marked_not_for_publication(csv, tmp_path):
+    one = build_release(request_for(csv, tmp_path / "one", test_seed=42))
+    build_release(request_for(csv, tmp_path / "two", test_seed=42))
+    assert one["purpose"] == "reproducible test, not for publication"
+    assert (tmp_path / "one" / "synthetic.parquet").read_bytes() == (
+        tmp_path / "two" / "synthetic.parquet"
+    ).read_bytes()
+    assert set(one) == set(SCHEMA["required"])  # whitelisted fields only: no seed, no argv
+
+
+def test_set_k_does_not_depend_on_the_number_of_sets(csv, tmp_path):
+    # Same budget per set (epsilon scales with the sets), so the same calibration.
+    build_release(request_for(csv, tmp_path / "two", sets=2, epsilon=2.0))
+    build_release(request_for(csv, tmp_path / "four", sets=4, epsilon=4.0))
+    two = pd.read_parquet(tmp_path / "two" / "synthetic.parquet")
+    four = pd.read_parquet(tmp_path / "four" / "synthetic.parquet")
+    pd.testing.assert_frame_equal(two, four[four["set"] < 2].reset_index(drop=True))
+
+
+# --- 5. certified by default -----------------------------------------------------------
+def test_nominal_methods_need_an_explicit_opt_in(csv, tmp_path):
+    with pytest.raises(ReleaseError, match="nominal calibration, not a guarantee.*--allow-nominal"):
+        build_release(request_for(csv, tmp_path / "o", method="paper"))
+    info = build_release(request_for(csv, tmp_path / "o", method="paper", allow_nominal=True))
+    assert info["guarantee"]["status"] == "nominal"
+    assert info["guarantee"]["audited_worst_ratio"] > 1
+    assert "nominal, not a guarantee" in info["guarantee"]["statement"]
+
+
+def test_default_is_certified(csv, tmp_path):
+    info = build_release(request_for(csv, tmp_path / "o"))
+    assert info["method"] == "certified" and info["guarantee"]["status"] == "certified"
+
+
+# --- 6, 7. delta and the unit of privacy ------------------------------------------------
+def test_manifest_states_delta_and_the_neighbouring_relation(csv, tmp_path):
+    info = build_release(request_for(csv, tmp_path / "o", sets=2, delta=1e-12))
+    assert info["neighbouring_relation"] == NEIGHBOURS
+    assert "moved from one stratum to another" in NEIGHBOURS
+    assert info["budget"]["delta_total"] == 1e-12
+    per_set = info["budget"]["epsilon_per_set"]
+    assert info["delta"]["sampler_tv_target"] == pytest.approx(5e-13 / (1 + math.exp(per_set)))
+    validate(info)
+
+
+# --- 8. ledger -----------------------------------------------------------------------
+def test_ledger_adds_up_releases_and_enforces_a_budget(csv, tmp_path, private_ledger):
+    build_release(request_for(csv, tmp_path / "a", epsilon=1.0))
+    shuffled = tmp_path / "shuffled.parquet"  # same strata, other row order and format
+    STRATA.sample(frac=1.0, random_state=3).to_parquet(shuffled, index=False)
+    build_release(request_for(shuffled, tmp_path / "b", epsilon=0.5))
+    entries = Ledger(private_ledger).entries()
+    assert len(entries) == 2 and len({e.dataset for e in entries}) == 1
+    assert sum(e.epsilon for e in entries) == pytest.approx(1.5)
+    with pytest.raises(ReleaseError, match="budget"):
+        build_release(request_for(csv, tmp_path / "c", epsilon=1.0, budget=2.0))
+    assert not (tmp_path / "c").exists()
+    assert len(Ledger(private_ledger).entries()) == 2
+
+
+# --- 9. private files beside the release -------------------------------------------------
+def test_release_folder_holds_only_what_the_manifest_lists(csv, tmp_path):
+    info = build_release(request_for(csv, tmp_path / "out", sets=2))
+    listed = {entry["path"] for entry in info["files"].values()}
+    assert set(listing(tmp_path / "out")) == listed | {"manifest.json"}
+    private = tmp_path / "out.private"
+    assert {"provenance.json", "summary.md"} <= set(listing(private))
+    assert listing(tmp_path) == ["out", "out.private", "s.csv"]
+    assert oct(private.stat().st_mode & 0o777) == "0o700"
+
+
+# --- 10. row order ---------------------------------------------------------------------
+def test_release_ignores_and_hides_the_input_row_order(csv, tmp_path):
+    build_release(request_for(csv, tmp_path / "a"))
+    STRATA.iloc[::-1].to_csv(tmp_path / "r.csv", index=False)
+    build_release(request_for(tmp_path / "r.csv", tmp_path / "b"))
+    for name in ("synthetic.parquet", "hyperparameters.parquet"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    keys = pd.read_parquet(tmp_path / "b" / "hyperparameters.parquet")[list(KEYS)]
+    pd.testing.assert_frame_equal(keys, keys.sort_values(list(KEYS)).reset_index(drop=True))
+
+
+# --- 11. the output folder ---------------------------------------------------------------
+def test_force_replaces_only_a_dpsynth_release(csv, tmp_path):
+    out = tmp_path / "out"
+    build_release(request_for(csv, out, sets=2))
     with pytest.raises(ReleaseError, match="not empty"):
-        build_release(request_for(tmp_path / "s.csv", out))
-    build_release(request_for(tmp_path / "s.csv", out, force=True, sets=1))
-    assert not (out / "stale.txt").exists()
+        build_release(request_for(csv, out))
+    build_release(request_for(csv, out, force=True))
     assert pd.read_parquet(out / "synthetic.parquet")["set"].max() == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "s.csv"]
+    other = tmp_path / "photos"
+    other.mkdir()
+    (other / "holiday.jpg").write_text("precious")
+    with pytest.raises(ReleaseError, match="holds no dpsynth release"):
+        build_release(request_for(csv, other, force=True))
+    assert (other / "holiday.jpg").read_text() == "precious"
 
 
-def test_empty_out_folder_is_used(tmp_path):
-    STRATA.to_csv(tmp_path / "s.csv", index=False)
+def test_working_directory_and_its_ancestors_are_refused(csv, tmp_path, monkeypatch):
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    for out in (work, tmp_path, tmp_path.parent):
+        with pytest.raises(ReleaseError, match="working directory or one of its ancestors"):
+            build_release(request_for(csv, out, force=True))
+    assert listing(work) == []
+
+
+def test_a_failure_while_writing_leaves_nothing(csv, tmp_path, monkeypatch):
+    def fail(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(release_folder, "install", fail)
+    with pytest.raises(RuntimeError, match="disk full"):
+        build_release(request_for(csv, tmp_path / "out"))
+    assert listing(tmp_path) == ["s.csv"]
+
+
+def test_stale_partials_of_dead_processes_are_removed(csv, tmp_path):
+    dead = tmp_path / ".out.999999999.abc123.partial"
+    dead.mkdir()
+    (dead / "provenance.json").write_text("{}")  # a killed run's private files
+    alive = tmp_path / f".out.{os.getpid()}.abc123.partial"
+    alive.mkdir()
+    removed = release_folder.remove_stale_partials(tmp_path)
+    assert removed == [dead] and not dead.exists() and alive.exists()
+    alive.rmdir()
+    dead.mkdir()
+    build_release(request_for(csv, tmp_path / "out"))  # the next release cleans up
+    assert listing(tmp_path) == ["out", "out.private", "s.csv"]
+
+
+def test_empty_out_folder_is_taken_over(csv, tmp_path):
     (tmp_path / "out").mkdir()
-    build_release(request_for(tmp_path / "s.csv", tmp_path / "out"))
+    build_release(request_for(csv, tmp_path / "out"))
     assert (tmp_path / "out" / "manifest.json").exists()
 
 
-def test_out_that_is_a_file_is_refused(tmp_path):
-    STRATA.to_csv(tmp_path / "s.csv", index=False)
-    (tmp_path / "out").write_text("x")
-    with pytest.raises(ReleaseError, match="not a folder"):
-        build_release(request_for(tmp_path / "s.csv", tmp_path / "out", force=True))
+# --- 12. inputs that slipped through ------------------------------------------------------
+BAD_VALUES = {
+    "count above population": ("count", 0, "5000", "'count' above 'population'"),
+    "infinite count": ("count", 1, "inf", "infinite 'count'"),
+    "count beyond 2^53": ("count", 2, "1e20", r"beyond 2\^53"),
+    "fractional count": ("count", 3, "2.5", "fractional counts"),
+    "infinite population": ("population", 4, "inf", "infinite 'population'"),
+}
 
 
-def test_no_map_without_fips(tmp_path):
-    STRATA.to_csv(tmp_path / "s.csv", index=False)
-    build_release(request_for(tmp_path / "s.csv", tmp_path / "out"))
-    summary = (tmp_path / "out" / "private" / "summary.md").read_text()
-    assert "No map: no key column of 5-digit county FIPS codes" in summary
-
-
-def test_fips_outside_the_county_frame_gives_no_map(tmp_path):
-    frame = STRATA.assign(fips=["01001", "01003", "99999", "01005"]).drop(columns="code")
+@pytest.mark.parametrize("case", sorted(BAD_VALUES))
+def test_bad_values_are_refused_naming_the_stratum(tmp_path, case):
+    column, row, value, message = BAD_VALUES[case]
+    frame = STRATA.astype({column: object})
+    frame.loc[row, column] = value
     frame.to_csv(tmp_path / "s.csv", index=False)
-    build_release(request_for(tmp_path / "s.csv", tmp_path / "out"))
-    summary = (tmp_path / "out" / "private" / "summary.md").read_text()
-    assert "No map: 1 FIPS code(s) of `fips` are not counties" in summary
-    assert not list((tmp_path / "out" / "private").glob("map_*.png"))
+    with pytest.raises(ReleaseError, match=message) as err:
+        load_strata(request_for(tmp_path / "s.csv", tmp_path / "o"))
+    assert f"code='{row + 1}'" in str(err.value)
+
+
+def test_huge_epsilon_is_refused_clearly(csv, tmp_path):
+    with pytest.raises(ReleaseError, match="too large.*underflow"):
+        build_release(request_for(csv, tmp_path / "o", mechanism="md", epsilon=2000.0))
+
+
+def test_a_sampler_too_large_is_refused_before_it_is_built(tmp_path):
+    frame = STRATA.assign(count=10**12, population=10**13)
+    frame.to_csv(tmp_path / "s.csv", index=False)
+    with pytest.raises(ReleaseError, match=r"GiB.*widest stratum is \(code=") as err:
+        build_release(request_for(tmp_path / "s.csv", tmp_path / "o"))
+    assert "--max-memory" in str(err.value)
+    assert listing(tmp_path) == ["s.csv"]

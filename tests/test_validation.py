@@ -110,11 +110,30 @@ def test_require_all_lists_absent_counties():
     ).filter(lambda rows: sum(count for count, _ in rows) > 0)
 )
 def test_any_valid_strata_pass(rows):
+    """Valid: whole counts >= 0 with a positive total, populations >= max(count, 1)."""
     frame = pd.DataFrame(
         {
             "fips": [f"{i:05d}" for i in range(len(rows))],
             "count": [count for count, _ in rows],
-            "population": [population for _, population in rows],
+            "population": [count + extra for count, extra in rows],
         }
     )
     validate_strata(frame)
+
+
+@pytest.mark.parametrize(
+    ("count", "population", "message"),
+    [
+        (5, 4, r"'count' above 'population' at fips='00001'"),
+        (float("inf"), 10, r"infinite 'count' at fips='00001'"),
+        (1e20, 1e21, r"'count' beyond 2\^53 at fips='00001'"),
+        (2.5, 10, r"non-integer 'count' at fips='00001'.*rounded by the data steward"),
+        (1, float("inf"), r"infinite 'population' at fips='00001'"),
+    ],
+)
+def test_values_out_of_range_are_refused(count, population, message):
+    frame = pd.DataFrame(
+        {"fips": ["00000", "00001"], "count": [1, count], "population": [10, population]}
+    )
+    with pytest.raises(ValueError, match=message):
+        validate_strata(frame, source="x.csv")

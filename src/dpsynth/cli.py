@@ -1,7 +1,8 @@
 """The analyst's command line: ``dpsynth synthesize`` (also ``python -m dpsynth``).
 
 Exit codes: 0 success, 2 bad input or options (the message names the file, column and
-keys at fault; no release folder is left behind), 1 an unexpected internal error.
+keys at fault; no release folder is left behind), 130/143 interrupted by SIGINT/SIGTERM
+(partial folders removed, nothing published), 1 an unexpected internal error.
 The work itself is done by :mod:`dpsynth.release`.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import signal
 import sys
 from pathlib import Path
 
@@ -18,27 +20,42 @@ from dpsynth.calibration import MECHANISMS, METHODS
 DESCRIPTION = """\
 Release differentially private synthetic counts of a table of strata.
 
-The input has one row per stratum: key columns that identify it (e.g. county, sex, age),
-a count of events, a population and (for pg and truncated) a public prior rate. The total
-of the counts is released exactly; every synthetic set sums to it. The calibration (the
-public hyperparameters a, b, L, U) depends on epsilon, the total, the populations and
-the prior rates only, never on the counts, and is published beside the synthetic sets.
+The input has one row per stratum: key columns that identify it (--keys), a count of
+events, a population and, for pg and truncated, a prior rate (public, from an external
+file, or sanitised from the counts with part of the budget). The total of the counts is
+released exactly; every synthetic set sums to it.
+
+Unit of privacy: {neighbours}
+
+--epsilon is the TOTAL budget of the whole release: the sanitised prior (if any) takes
+--prior-epsilon, and the --sets synthetic sets share the rest equally. --delta (default
+1e-12) bounds the sampler's numerical error; the release is (epsilon, delta)-DP. The
+default calibration (certified) is proven; paper and exact are nominal and need
+--allow-nominal.
 """
 
 EPILOG = """\
-output folder (--out):
-  manifest.json            what the release is: mechanism, epsilon, method, keys, files,
-                           library version, a salted seed commitment, the command (seed blanked)
-  synthetic.parquet        all sets in one long table: set, keys..., count, population
-  hyperparameters.parquet  keys..., cell, a, b, population, prior_rate, lower, upper
-  private/                 for the data steward only, never publish: provenance.json (the
-                           seed, the input's path and SHA-256), summary.md and its plots
-                           of synthetic vs original totals (and a county map when a key
-                           holds 5-digit county FIPS codes covered by the county frame)
+output (--out release/):
+  release/manifest.json          PUBLIC: what the release is and promises (docs/manifest.md):
+                                 mechanism, method, total epsilon and its split, delta,
+                                 the neighbouring relation, files and their SHA-256
+  release/synthetic.parquet      PUBLIC: all sets, long: set, keys..., count, population
+  release/hyperparameters.parquet PUBLIC: keys..., a, b, population, prior_rate, lower, upper
+  release/prior.parquet          PUBLIC, with --sanitised-prior-by: noisy group totals
+  release.private/               PRIVATE, beside the release, never inside it: the root
+                                 key, the input's SHA-256, summary.md with the original
+                                 totals and plots; never publish it
+
+randomness: ChaCha20 keyed with 256 bits from the operating system; a user seed only with
+--insecure-test-seed, which marks the release "reproducible test, not for publication".
+
+ledger: every release adds its total epsilon and delta to a ledger outside the release
+(--ledger, default $DPSYNTH_LEDGER or ~/.local/share/dpsynth/ledger.jsonl), per table of
+strata; --budget refuses a release that would exceed it. `dpsynth ledger` shows it.
 
 example:
-  dpsynth synthesize --input counts.csv --epsilon 1 --mechanism truncated \\
-      --method certified --sets 10 --seed 42 --out release/
+  dpsynth synthesize --input counts.csv --keys county age --epsilon 1 --sets 10 \\
+      --mechanism truncated --prior rates.csv --out release/
 """
 
 
@@ -87,18 +104,22 @@ def _inflation(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from dpsynth.release.request import DEFAULT_DELTA, DEFAULT_MAX_MEMORY, NEIGHBOURS
+
     parser = argparse.ArgumentParser(
         prog="dpsynth",
         description="Differentially private synthetic count data.",
+        allow_abbrev=False,
     )
     parser.add_argument("--version", action="version", version=f"dpsynth {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     syn = commands.add_parser(
         "synthesize",
         help="release synthetic counts of a table of strata",
-        description=DESCRIPTION,
+        description=DESCRIPTION.format(neighbours=NEIGHBOURS),
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
     )
 
     io = syn.add_argument_group("input and output")
@@ -113,21 +134,22 @@ def build_parser() -> argparse.ArgumentParser:
     io.add_argument(
         "--wonder",
         action="store_true",
-        help="read --input with the CDC WONDER reader: count column 'deaths', keys the "
-        "'... Code' columns (snake_case, e.g. county_code); suppressed cells are an error",
+        help="read --input with the CDC WONDER reader: count column 'deaths', keys are "
+        "snake_case names such as county_code; WONDER's labels, rates and flags are dropped",
     )
     io.add_argument(
         "--out",
         required=True,
         type=Path,
         metavar="DIR",
-        help="release folder to create; built in a temporary folder beside it and renamed "
-        "into place only when complete",
+        help="release folder to create (public); the private folder DIR.private is made "
+        "beside it. Built in hidden partial folders and renamed into place when complete",
     )
     io.add_argument(
         "--force",
         action="store_true",
-        help="replace --out if it exists and is not empty (refused otherwise)",
+        help="replace --out (and DIR.private) if it holds an earlier dpsynth release; "
+        "folders that are not dpsynth releases are never replaced",
     )
     io.add_argument(
         "--format",
@@ -137,18 +159,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="file format of the synthetic sets and the hyperparameters (default: parquet)",
     )
 
-    cols = syn.add_argument_group("columns")
+    cols = syn.add_argument_group("columns (every input column must be named here)")
     cols.add_argument(
         "--keys",
         nargs="+",
+        required=True,
         metavar="COLUMN",
-        help="key columns identifying a stratum (default: every column that is not the "
-        "count, population or prior-rate column)",
+        help="key columns identifying a stratum (required); any input column that is not a "
+        "key, the count, the population or the prior rate is refused",
     )
     cols.add_argument(
         "--count-column",
         metavar="NAME",
-        help="column of event counts, whole numbers >= 0 (default: count; deaths with --wonder)",
+        help="column of event counts, whole numbers >= 0 and <= population (default: count; "
+        "deaths with --wonder)",
     )
     cols.add_argument(
         "--population-column",
@@ -160,8 +184,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--prior-rate-column",
         default="prior_rate",
         metavar="NAME",
-        help="column of public prior rates per person, > 0, in the input or in --prior "
-        "(default: prior_rate); not used by md",
+        help="column of prior rates per person, > 0, in the input (declared public by you) "
+        "or in --prior (default: prior_rate); not used by md",
     )
     prior = cols.add_mutually_exclusive_group()
     prior.add_argument(
@@ -169,21 +193,44 @@ def build_parser() -> argparse.ArgumentParser:
         dest="prior_file",
         type=Path,
         metavar="FILE",
-        help="CSV or Parquet file of prior rates joined on the key columns",
+        help="CSV or Parquet file of public prior rates joined on the key columns",
+    )
+    prior.add_argument(
+        "--sanitised-prior-by",
+        nargs="*",
+        metavar="COLUMN",
+        help="derive the prior from the counts themselves, privately: the totals by these "
+        "key columns get discrete Laplace noise (budget --prior-epsilon, part of --epsilon) "
+        "and become rates; with no column, the overall rate total/population, which is "
+        "public and costs nothing",
     )
     prior.add_argument(
         "--prior-rate-by",
         nargs="*",
         metavar="COLUMN",
-        help="derive the prior rates from the input: total count / total population within "
-        "each group of these columns (e.g. --prior-rate-by sex age: statewide rates by sex "
-        "and age); with no column, one overall rate. These rates are treated as public, "
-        "as the papers treat state rates; epsilon does not cover them",
+        help="REMOVED: it published the counts' own group totals without noise; use "
+        "--sanitised-prior-by",
+    )
+    cols.add_argument(
+        "--prior-epsilon",
+        type=_positive_float,
+        metavar="EPS",
+        help="the part of --epsilon spent on the sanitised prior (default: 10%% of --epsilon)",
     )
 
-    mech = syn.add_argument_group("mechanism")
+    mech = syn.add_argument_group("mechanism and privacy")
     mech.add_argument(
-        "--epsilon", required=True, type=_positive_float, help="privacy budget, a number > 0"
+        "--epsilon",
+        required=True,
+        type=_positive_float,
+        help="TOTAL privacy budget of the whole release (prior and every set), a number > 0",
+    )
+    mech.add_argument(
+        "--delta",
+        type=_positive_float,
+        default=DEFAULT_DELTA,
+        help="total delta: bound on the sampler's numerical error over all sets (default: "
+        "%(default)g)",
     )
     mech.add_argument(
         "--mechanism",
@@ -194,10 +241,16 @@ def build_parser() -> argparse.ArgumentParser:
     mech.add_argument(
         "--method",
         choices=METHODS,
-        default="paper",
-        help="calibration: paper (the papers' closed forms; nominal epsilon for pg and "
-        "truncated), certified (proven epsilon-DP), exact (smallest shapes whose exact "
-        "bivariate ratio stays within epsilon); md has paper only (default: paper)",
+        default="certified",
+        help="calibration: certified (proven; default), paper (the papers' closed forms) or "
+        "exact (smallest shapes whose exact bivariate ratio stays within epsilon); paper and "
+        "exact are nominal for pg and truncated and need --allow-nominal",
+    )
+    mech.add_argument(
+        "--allow-nominal",
+        action="store_true",
+        help="allow --method paper or exact for pg and truncated; the manifest then says "
+        "'nominal, not a guarantee' and quotes the worst audited ratio",
     )
     mech.add_argument(
         "--tail",
@@ -213,28 +266,49 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="XI",
         help="truncated only: widen the bounds, L from n*rate/XI and U from XI*n*rate (default: 1)",
     )
+    mech.add_argument(
+        "--max-memory",
+        type=_positive_float,
+        default=DEFAULT_MAX_MEMORY / 2**30,
+        metavar="GIB",
+        help="refuse (before drawing) a sampler estimated to need more memory, in GiB "
+        "(default: %(default)g)",
+    )
 
-    draw = syn.add_argument_group("drawing")
+    draw = syn.add_argument_group("drawing and accounting")
     draw.add_argument(
         "--sets",
         type=_positive_int,
         default=1,
         metavar="N",
-        help="number of synthetic sets (default: 1)",
+        help="number of synthetic sets; they share the budget (default: 1)",
     )
     draw.add_argument(
-        "--seed",
+        "--insecure-test-seed",
         type=_seed,
         metavar="INT",
-        help="root seed, a whole number >= 0 (default: 128 fresh bits from the operating "
-        "system's secure source); recorded in private/provenance.json, never in the "
-        "manifest: keep it secret",
+        help="draw from a seed you choose, for tests only: the manifest marks the release "
+        "'reproducible test, not for publication' (a chosen seed can be guessed, and with "
+        "it the data)",
+    )
+    draw.add_argument(
+        "--budget",
+        type=_positive_float,
+        metavar="EPS",
+        help="refuse the release if the ledger's total epsilon for this table would exceed EPS",
+    )
+    draw.add_argument(
+        "--ledger",
+        type=Path,
+        metavar="FILE",
+        help="the steward's ledger (default: $DPSYNTH_LEDGER or "
+        "~/.local/share/dpsynth/ledger.jsonl); keep it private",
     )
     draw.add_argument(
         "--quiet", action="store_true", help="no progress bar (shown only on a terminal anyway)"
     )
 
-    summary = syn.add_argument_group("summary (private/summary.md)")
+    summary = syn.add_argument_group("summary (DIR.private/summary.md)")
     summary.add_argument(
         "--group-by",
         metavar="COLUMN",
@@ -253,50 +327,113 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="county boundaries for the map (default: the repository's data/counties_1980.parquet)",
     )
+
+    led = commands.add_parser(
+        "ledger",
+        help="show the privacy budget spent per table of strata",
+        description="Show the steward's ledger: total epsilon and delta spent per table of "
+        "strata (identified by its keys and populations), and its releases.",
+        allow_abbrev=False,
+    )
+    led.add_argument("--ledger", type=Path, metavar="FILE", help="ledger file (default as above)")
+    led.add_argument(
+        "--dataset", metavar="ID", help="one table's id (or its first 12 hex digits): list releases"
+    )
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def _synthesize(args) -> int:
     from dpsynth.release import ReleaseError, ReleaseRequest, build_release
 
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)  # exits 2 with a usage message on bad options
+    if args.prior_rate_by is not None:
+        print(
+            "dpsynth synthesize: error: --prior-rate-by was removed: it published the counts' "
+            "own group totals without noise. Use --sanitised-prior-by COLUMN... (noisy totals, "
+            "budget --prior-epsilon) or --prior FILE of public rates",
+            file=sys.stderr,
+        )
+        return 2
     request = ReleaseRequest(
         input=args.input,
         out=args.out,
         epsilon=args.epsilon,
         mechanism=args.mechanism,
+        keys=tuple(args.keys),
         method=args.method,
+        allow_nominal=args.allow_nominal,
         tail=args.tail,
         inflation=args.inflation,
         sets=args.sets,
-        seed=args.seed,
+        delta=args.delta,
+        test_seed=args.insecure_test_seed,
         wonder=args.wonder,
         count_column=args.count_column,
         population_column=args.population_column,
         prior_rate_column=args.prior_rate_column,
         prior_file=args.prior_file,
-        prior_rate_by=None if args.prior_rate_by is None else tuple(args.prior_rate_by),
-        keys=None if args.keys is None else tuple(args.keys),
+        sanitised_prior_by=(
+            None if args.sanitised_prior_by is None else tuple(args.sanitised_prior_by)
+        ),
+        prior_epsilon=args.prior_epsilon,
+        budget=args.budget,
+        ledger=args.ledger,
+        max_memory=int(args.max_memory * 2**30),
         group_by=args.group_by,
         fips_column=args.fips_column,
         county_frame=args.county_frame,
         output_format=args.output_format,
         force=args.force,
         progress=False if args.quiet else None,
-        command=("dpsynth", *argv),
     )
     try:
-        manifest = build_release(request)
+        info = build_release(request)
     except ReleaseError as err:
         print(f"dpsynth synthesize: error: {err}", file=sys.stderr)
         return 2
+    budget = info["budget"]
     print(
-        f"wrote {args.out}: {manifest['sets']} synthetic set(s) of {manifest['strata']} strata "
-        f"(total {manifest['total']}), {manifest['mechanism']} / {manifest['method']}, "
-        f"epsilon {manifest['epsilon']:g}"
+        f"wrote {args.out}: {info['sets']} synthetic set(s) of {info['strata']} strata "
+        f"(total {info['total']}), {info['mechanism']} / {info['method']} "
+        f"({info['guarantee']['status']}), epsilon {budget['epsilon_total']:g} in total "
+        f"({budget['epsilon_per_set']:g} per set), delta {budget['delta_total']:g}; "
+        f"private files in {args.out}.private (never publish them)"
     )
     return 0
+
+
+def _ledger(args) -> int:
+    from dpsynth.ledger import Ledger, LedgerError, default_ledger_path, format_summary
+
+    try:
+        print(format_summary(Ledger(args.ledger or default_ledger_path()), args.dataset))
+    except (LedgerError, ValueError) as err:
+        print(f"dpsynth ledger: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+class _Terminated(Exception):
+    """SIGTERM, turned into an exception so that clean-up code runs."""
+
+
+def _on_sigterm(signum, frame):
+    raise _Terminated
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)  # exits 2 with a usage message on bad options
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        return _synthesize(args) if args.command == "synthesize" else _ledger(args)
+    except KeyboardInterrupt:
+        print(f"dpsynth {args.command}: interrupted; nothing was published", file=sys.stderr)
+        return 130
+    except _Terminated:
+        print(f"dpsynth {args.command}: terminated; nothing was published", file=sys.stderr)
+        return 143
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ import pandas as pd
 
 #: How many offending keys a message lists before it says "and N more".
 SHOWN = 5
+#: Largest count accepted: every integer up to 2^53 is exact in a float64.
+MAX_COUNT = 2**53
 
 
 def _describe(frame: pd.DataFrame, mask: pd.Series, keys: Sequence[str]) -> str:
@@ -62,7 +64,8 @@ def validate_strata(
     """Check strata and return ``frame`` unchanged when they are fit for a mechanism.
 
     Expected: the columns ``keys``, ``count`` and ``population`` exist; at least one row;
-    counts present, whole and non-negative; populations present and positive; each key
+    counts present, finite, whole, non-negative and at most 2^53; populations present,
+    finite and positive; no count above its population; each key
     combination appears once; counts sum to a positive total (the mechanisms condition
     on the total y., which must not be zero).
     """
@@ -85,11 +88,24 @@ def validate_strata(
             f"{source}: missing {count!r} at {_describe(frame, counts.isna(), keys)}; "
             "expected a count for every stratum (suppressed cells must be resolved first)"
         )
+    infinite = ~np.isfinite(counts)
+    if infinite.any():
+        raise ValueError(
+            f"{source}: infinite {count!r} at {_describe(frame, infinite, keys)}; "
+            "expected whole numbers of events"
+        )
+    huge = counts.abs() > MAX_COUNT
+    if huge.any():
+        raise ValueError(
+            f"{source}: {count!r} beyond 2^53 at {_describe(frame, huge, keys)}; "
+            "expected counts that a float64 holds exactly"
+        )
     fractional = counts != np.round(counts)
     if fractional.any():
         raise ValueError(
             f"{source}: non-integer {count!r} at {_describe(frame, fractional, keys)}; "
-            "expected whole numbers of events"
+            "expected whole numbers of events (fractional counts, as some public tables "
+            "allocate cases, must be rounded by the data steward first)"
         )
     negative = counts < 0
     if negative.any():
@@ -110,6 +126,18 @@ def validate_strata(
         raise ValueError(
             f"{source}: {population!r} <= 0 at {_describe(frame, not_positive, keys)}; "
             "expected populations > 0"
+        )
+    not_finite = ~np.isfinite(populations)
+    if not_finite.any():
+        raise ValueError(
+            f"{source}: infinite {population!r} at {_describe(frame, not_finite, keys)}; "
+            "expected finite populations"
+        )
+    above = counts > populations
+    if above.any():
+        raise ValueError(
+            f"{source}: {count!r} above {population!r} at {_describe(frame, above, keys)}; "
+            "expected at most one event per person (count <= population)"
         )
 
     duplicated = frame.duplicated(subset=keys, keep=False)

@@ -7,7 +7,7 @@ cached and published beside the synthetic data.
 ============  ==========  ===================================================  ============
 mechanism     method      shapes a                                             guarantee
 ============  ==========  ===================================================  ============
-md            paper       y. / (e^eps - 1) (seed 000 eq 5)                     exact eps-DP
+md            paper       y. / (e^eps - 1) (seed 000 eq 5; 'certified' alike)  exact eps-DP
 pg            paper       seed 000 eq (15), fixed point                        nominal
 pg            certified   docs/privacy.md (kappa_i + kappa_j <= eps)           proven
 pg            exact       exact bivariate, L = 0, U = y.                       bivariate
@@ -125,16 +125,32 @@ def calibrate(
         raise ValueError("tail and inflation apply to mechanism='truncated' only")
 
     if mechanism == "md":
-        if method != "paper":
-            raise ValueError("mechanism 'md' has only method='paper' (seed 000 eq 5 is exact)")
+        if method == "exact":
+            raise ValueError(
+                "mechanism 'md' has method='paper' (= 'certified': seed 000 eq 5 is exact)"
+            )
         a = md_alpha(epsilon, total, population.size)
         # The populations ride along (public) so posterior_rates can report per-person rates.
-        return Calibration("md", "paper", epsilon, total, a, population=population)
+        return _checked(Calibration("md", method, epsilon, total, a, population=population))
 
     prior_rate = _validate_prior_rate(prior_rate, total, population)
     if mechanism == "pg":
-        return _calibrate_pg(epsilon, total, population, prior_rate, method)
-    return _calibrate_truncated(epsilon, total, population, prior_rate, method, tail, inflation)
+        return _checked(_calibrate_pg(epsilon, total, population, prior_rate, method))
+    return _checked(
+        _calibrate_truncated(epsilon, total, population, prior_rate, method, tail, inflation)
+    )
+
+
+def _checked(cal: Calibration) -> Calibration:
+    """Refuse shapes a sampler cannot use (they underflow to 0 at very large epsilon)."""
+    bad = ~np.isfinite(cal.a) | (cal.a <= 0)
+    if bad.any():
+        raise ValueError(
+            f"epsilon {cal.epsilon:g} is too large for {cal.mechanism}/{cal.method}: the "
+            f"shapes a underflow to 0 (cell {int(np.flatnonzero(bad)[0])}); expected a smaller "
+            "epsilon (at such values the release would copy the data anyway)"
+        )
+    return cal
 
 
 def _calibrate_pg(epsilon, total, population, prior_rate, method) -> Calibration:

@@ -20,6 +20,9 @@ import numpy as np
 
 from dpsynth.mechanisms.poisson_gamma import truncated_shape_floor
 
+#: Relative margin by which certified shapes exceed the bound (absorbs rounding).
+MARGIN = 1e-12
+
 
 def effective_bounds(total: int, lower, upper) -> tuple[np.ndarray, np.ndarray]:
     """Range of z_k over the support {L <= z <= U, sum z = y.}: (L'_k, U'_k)."""
@@ -85,6 +88,8 @@ def certified_shapes(
 def _shapes_for_budgets(budgets, total, lower, upper, truncated) -> np.ndarray:
     eff_lower, eff_upper = effective_bounds(total, lower, upper)
     a = (eff_upper - eff_lower) / np.expm1(budgets) - lower - eff_lower
+    # Raised by a relative margin so that rounding never puts a below the real bound.
+    a = a * (1.0 + MARGIN)
     if truncated:
         return np.maximum(a, truncated_shape_floor(lower))
     # Untruncated: L = L' = 0 and U' = y., so a = y. / (e^budget - 1) > 0 already.

@@ -1,0 +1,349 @@
+"""Build a release: synthetic counts, their public hyperparameters and a manifest.
+
+This is the library side of ``dpsynth synthesize`` (``dpsynth.cli`` only parses options).
+The guarantee is about the whole release, under the neighbouring relation of
+:data:`~dpsynth.release.request.NEIGHBOURS`, proved in ``docs/privacy.md``.
+
+Layout. ``--out release/`` gives two sibling folders::
+
+    release/                 PUBLIC: publish it whole
+        manifest.json        what the release is and promises (docs/manifest.md)
+        synthetic.parquet    the sets, long: set, keys..., count, population (sorted by key)
+        hyperparameters.parquet  keys..., a, b, population, prior_rate, lower, upper
+        prior.parquet        with --sanitised-prior-by: the groups' noisy totals and rates
+    release.private/         PRIVATE: never publish; beside the release, never inside it
+        provenance.json      the root key, the commitment's salt, the input's path and SHA-256
+        summary.md, *.png    synthetic vs original totals (and a county map)
+
+Steps (each module has one idea): :mod:`.request` (options, budget split),
+:mod:`.inputs` (reading, checking, sorting), :mod:`.design` (prior, calibration,
+sampler), :mod:`.randomness` (ChaCha20 from the operating system), :mod:`.folder`
+(atomic, locked installation), :mod:`.manifest` (the public manifest and its schema),
+:mod:`.summary` (the steward's summary). The steward's ledger is :mod:`dpsynth.ledger`.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+import dpsynth
+from dpsynth.io import sha256_file, write_json
+from dpsynth.release import folder, manifest
+from dpsynth.release.design import Design, estimate_cost, group_codes
+from dpsynth.release.inputs import Strata, load_strata
+from dpsynth.release.manifest import RELEASE_FORMAT, SYNTHETIC_COUNT
+from dpsynth.release.randomness import RootKey, describe
+from dpsynth.release.request import (
+    NEIGHBOURS,
+    Budget,
+    ReleaseError,
+    ReleaseRequest,
+    plan_budget,
+)
+
+__all__ = [
+    "NEIGHBOURS",
+    "Budget",
+    "Design",
+    "ReleaseError",
+    "ReleaseRequest",
+    "Strata",
+    "build_release",
+    "load_strata",
+]
+
+#: Work (multiply-adds) above which a sampler is refused, about a few minutes.
+MAX_WORK = 2e11
+
+
+def _check_method(request: ReleaseRequest) -> None:
+    certified = (request.mechanism, request.method) in manifest.CERTIFIED
+    if not certified and not request.allow_nominal:
+        raise ReleaseError(
+            f"--method {request.method} for {request.mechanism} is a nominal calibration, not "
+            "a guarantee (the exact audit finds realised epsilon above the nominal one); use "
+            "the default --method certified, or add --allow-nominal to publish a release "
+            "whose manifest says 'nominal, not a guarantee'"
+        )
+    if request.mechanism != "truncated" and (request.tail is not None or request.inflation != 1):
+        raise ReleaseError(
+            f"--tail and --inflation apply to --mechanism truncated only, not {request.mechanism!r}"
+        )
+
+
+def _prior(request, strata: Strata, budget: Budget, root: RootKey):
+    """Prior rates per stratum, the public prior table (or None) and the manifest block."""
+    if not request.needs_prior:
+        return None, None, dict(kind="none", description="md uses no prior", epsilon=0.0)
+    if request.sanitised_prior_by is None:
+        kind = "external-file" if request.prior_file is not None else "input-column"
+        return strata.prior_rate, None, dict(kind=kind, description=strata.prior_source)
+    if len(request.sanitised_prior_by) == 0:
+        rate = strata.total / strata.population.sum()
+        text = "the overall rate total / sum of populations (public: both are released exactly)"
+        return np.full(strata.counts.size, rate), None, dict(kind="total", description=text)
+    from dpsynth.mechanisms.sanitised_prior import sanitised_group_prior
+
+    columns = list(request.sanitised_prior_by)
+    codes, groups = group_codes(strata.keys, columns)
+    prior = sanitised_group_prior(
+        strata.counts, codes, strata.population, budget.epsilon_prior, root.generator("prior")
+    )
+    table = groups.assign(
+        population=prior.group_population,
+        noisy_total=prior.noisy_totals,
+        prior_rate=prior.group_rates,
+    )
+    text = (
+        f"sanitised: the counts' totals by {columns} with discrete Laplace noise of scale "
+        f"2/epsilon_prior (sensitivity 2 under move-one-event), floored at "
+        f"{prior.floor:g} and divided by the group population (post-processing)"
+    )
+    block = dict(kind="sanitised", description=text, epsilon=budget.epsilon_prior, groups=columns)
+    return prior.rates, table, block
+
+
+def _draw(sampler, sets: int, root: RootKey, n_cells: int, progress) -> np.ndarray:
+    from tqdm import tqdm
+
+    out = np.empty((sets, n_cells), dtype=np.int64)
+    disable = None if progress is None else not progress
+    for k in tqdm(range(sets), desc="synthetic sets", unit="set", disable=disable):
+        out[k] = sampler.draw(1, root.generator(f"set:{k}"))[0]
+    return out
+
+
+def build_release(request: ReleaseRequest) -> dict:
+    """Check, calibrate, record the spending, draw and install; return the manifest."""
+    budget = plan_budget(request)
+    _check_method(request)
+    folder.check_destination(request.out, request.force)
+    folder.check_destination(request.private_dir, request.force)
+    strata = load_strata(request)
+    for option, name in (("--group-by", request.group_by), ("--fips-column", request.fips_column)):
+        if name is not None and name not in strata.keys.columns:
+            raise ReleaseError(
+                f"{request.input}: {option} {name!r} is not a key column; keys are "
+                f"{list(strata.keys.columns)}"
+            )
+    design = Design(request.mechanism, request.method, budget, request.tail, request.inflation)
+    root = RootKey.from_seed(request.test_seed) if request.test_seed is not None else None
+    root = root or RootKey.fresh()
+
+    # Spent before anything is drawn: a release that fails later still counts.
+    _spend(request, strata, budget)
+    rates, prior_table, prior_block = _prior(request, strata, budget, root)
+    try:
+        cal = design.calibrate(strata.total, strata.population, rates)
+        from dpsynth.sampling.conditioned import check_feasible
+
+        check_feasible(cal)
+    except ValueError as err:
+        raise ReleaseError(f"{request.input}: cannot calibrate: {err}") from err
+    size, work, widest = estimate_cost(cal)
+    if size > request.max_memory or work > MAX_WORK:
+        where = ", ".join(f"{k}={v!r}" for k, v in strata.keys.iloc[widest].items())
+        raise ReleaseError(
+            f"{request.input}: the sampler would need about {size / 2**30:.1f} GiB and "
+            f"{work:.2g} multiply-adds (limits: --max-memory {request.max_memory / 2**30:g} GiB, "
+            f"{MAX_WORK:.0e}); the widest stratum is ({where}); use --mechanism truncated, "
+            "fewer strata or a smaller total"
+        )
+
+    try:
+        sampler = design.sampler(strata.counts, cal)
+    except ValueError as err:
+        raise ReleaseError(f"{request.input}: {err}") from err
+    synthetic = _draw(sampler, budget.sets, root, cal.n_cells, request.progress)
+
+    parent = request.out.resolve().parent
+    parent.mkdir(parents=True, exist_ok=True)
+    with folder.parent_lock(parent):
+        folder.remove_stale_partials(parent)  # left by killed runs; they may hold a key
+    partials = {}
+    try:
+        partials[request.private_dir] = folder.new_partial(request.private_dir)
+        partials[request.out] = folder.new_partial(request.out)
+        info = write_release(partials[request.out], request, strata, cal, synthetic, budget, root)
+        info["sampler"] = {"tail": sampler.tail, "tv_bound": sampler.tv_bound}
+        write_private(partials[request.private_dir], request, strata, cal, synthetic, root, info)
+        _finish_manifest(partials[request.out], info, prior_table, prior_block, design)
+        folder.install(partials, request.force)
+    finally:
+        for partial in partials.values():
+            if partial.exists():
+                shutil.rmtree(partial, ignore_errors=True)
+    return info["manifest"]
+
+
+def _spend(request: ReleaseRequest, strata: Strata, budget: Budget) -> None:
+    from dpsynth.ledger import Ledger, LedgerError, default_ledger_path
+
+    ledger = Ledger(request.ledger or default_ledger_path())
+    try:
+        ledger.spend(
+            strata.dataset_id(),
+            budget.epsilon,
+            budget.delta,
+            budget=request.budget,
+            label=request.input.name,
+            release=str(request.out.resolve()),
+        )
+    except LedgerError as err:
+        raise ReleaseError(str(err)) from err
+
+
+def _write_table(frame: pd.DataFrame, path: Path) -> None:
+    if path.suffix == ".csv":
+        frame.to_csv(path, index=False)
+    else:
+        frame.to_parquet(path, index=False)
+
+
+def write_release(tmp: Path, request, strata, cal, synthetic, budget, root) -> dict:
+    """Write the public files; return what the manifest and provenance need."""
+    suffix = ".csv" if request.output_format == "csv" else ".parquet"
+    keys = list(strata.keys.columns)
+    sets, cells = synthetic.shape
+
+    long = strata.keys.iloc[np.tile(np.arange(cells), sets)].reset_index(drop=True)
+    long.insert(0, "set", np.repeat(np.arange(sets), cells))
+    long[SYNTHETIC_COUNT] = synthetic.reshape(-1)
+    population = strata.population
+    if np.all(population == np.round(population)):
+        population = population.astype(np.int64)  # whole people stay whole in the output
+    long[request.population_column] = np.tile(population, sets)
+    files = {}
+    synthetic_path = tmp / f"synthetic{suffix}"
+    _write_table(long, synthetic_path)
+    files["synthetic"] = (
+        synthetic_path,
+        f"long: one row per set and stratum, sorted by set then by the keys {keys}; 'set' "
+        f"numbers the sets 0..{sets - 1}, '{SYNTHETIC_COUNT}' is the synthetic count (each "
+        f"set sums to the total {cal.total}) and '{request.population_column}' the public "
+        "population",
+    )
+    hyper = pd.concat(
+        [strata.keys.reset_index(drop=True), cal.to_frame().drop(columns="cell")], axis=1
+    )
+    hyper_path = tmp / f"hyperparameters{suffix}"
+    _write_table(hyper, hyper_path)
+    files["hyperparameters"] = (
+        hyper_path,
+        "one row per stratum, in the order of the synthetic sets: the keys, 'a' (Dirichlet "
+        "alpha or gamma shape), 'b' (gamma rate = a / prior_rate), 'population', "
+        "'prior_rate', 'lower' and 'upper' (truncation bounds L, U); columns a mechanism "
+        "does not use are absent",
+    )
+    return dict(
+        files=files,
+        salt=secrets.token_hex(16),
+        suffix=suffix,
+        keys=keys,
+        budget=budget,
+        root=root,
+        total=cal.total,
+        tail=cal.tail,
+        strata=cells,
+        population_column=request.population_column,
+    )
+
+
+def write_private(tmp: Path, request, strata, cal, synthetic, root: RootKey, info) -> None:
+    """The steward's folder: provenance (the root key) and the summary of totals."""
+    from dpsynth.release.summary import write_summary
+
+    guarantee = manifest.guarantee(cal.mechanism, cal.method, info["budget"].as_dict())
+    files = write_summary(tmp, request, strata, cal, synthetic, guarantee["statement"])
+    provenance = {
+        folder.FORMAT_KEY: RELEASE_FORMAT,
+        "note": "PRIVATE: never publish. The root key reproduces the release from the data.",
+        "root_key": str(root.key),
+        "from_test_seed": root.from_test_seed,
+        "seed_commitment_salt": info["salt"],
+        "input": str(request.input.resolve()),
+        "input_sha256": sha256_file(request.input),
+        "prior_file": str(request.prior_file.resolve()) if request.prior_file else None,
+        "dataset_id": strata.dataset_id(),
+        "files": ["provenance.json", *files],
+        # depends on the counts: private (the manifest states only the public target)
+        "sampler": info["sampler"],
+        "release": str(request.out.resolve()),
+    }
+    write_json(provenance, tmp / folder.PROVENANCE)
+
+
+def _finish_manifest(tmp: Path, info, prior_table, prior_block, design: Design) -> None:
+    """Write prior.* (if any) and manifest.json last, so every listed file exists."""
+    request_suffix = info["suffix"]
+    files = dict(info["files"])
+    budget: Budget = info["budget"]
+    prior = {"epsilon": 0.0, "groups": None, "file": None} | prior_block
+    if prior_table is not None:
+        path = tmp / f"prior{request_suffix}"
+        _write_table(prior_table, path)
+        files["prior"] = (
+            path,
+            f"one row per group of {prior['groups']}: the group's population, its noisy "
+            "total (true total plus discrete Laplace noise) and the prior rate "
+            "max(noisy_total, floor) / population used for its strata",
+        )
+        prior["file"] = path.name
+    cal_total = info["total"]
+    entry = {
+        name: {"path": path.name, "sha256": sha256_file(path), "layout": layout}
+        for name, (path, layout) in files.items()
+    }
+    budget_dict = budget.as_dict()
+    public = [
+        "the strata: key columns and their values",
+        "the populations",
+        f"the total number of events ({cal_total})",
+        "the calibration (hyperparameters), computed from the above and the prior",
+    ]
+    if prior["kind"] in ("input-column", "external-file"):
+        public.append("the prior rates, declared public by the data steward")
+    data = {
+        folder.FORMAT_KEY: RELEASE_FORMAT,
+        "dpsynth_version": dpsynth.__version__,
+        "purpose": manifest.PURPOSE[info["root"].from_test_seed],
+        "mechanism": design.mechanism,
+        "method": design.method,
+        "guarantee": manifest.guarantee(design.mechanism, design.method, budget_dict),
+        "budget": budget_dict,
+        "delta": {
+            "per_set": budget.delta_per_set,
+            "sampler_tv_target": design.tv_target,
+            "how": (
+                "each set's sampler is within total variation tv_target of the exact "
+                "distribution of its calibration (floating-point and tail error, bounded "
+                "when the sampler is built, rebuilt more precisely until the bound holds), "
+                "so a set is (epsilon_per_set, (1 + e^epsilon_per_set) tv_target)-DP; "
+                "docs/privacy.md"
+            ),
+        },
+        "neighbouring_relation": NEIGHBOURS,
+        "public": public,
+        "prior": prior,
+        "truncation": (
+            {"tail": info["tail"], "inflation": design.inflation}
+            if design.mechanism == "truncated"
+            else None
+        ),
+        "strata": info["strata"],
+        "total": cal_total,
+        "sets": budget.sets,
+        "keys": info["keys"],
+        "population_column": info["population_column"],
+        "files": entry,
+        "randomness": describe(info["root"]),
+        "seed_commitment": info["root"].commitment(info["salt"]),
+    }
+    manifest.validate(data)
+    write_json(data, tmp / folder.MANIFEST)
+    info["manifest"] = data

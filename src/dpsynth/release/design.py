@@ -1,0 +1,122 @@
+"""The public design of a release and the three steps that touch the counts.
+
+A :class:`Design` holds what is public before any count is read: mechanism, calibration
+method, budget split, truncation settings. From it and the strata come, in order,
+
+1. the prior rates: an external (public) file or column, the public overall rate
+   total / population, or a *sanitised* prior (group totals with discrete Laplace noise,
+   ``epsilon_prior``; :func:`dpsynth.mechanisms.sanitised_prior.sanitised_group_prior`);
+2. the calibration at ``epsilon_per_set`` from the total, populations and prior rates,
+   never from the counts (:meth:`Design.calibrate`);
+3. one release-mode sampler for the counts (:meth:`Design.sampler`) whose total-variation
+   error is at most ``tv_target = delta_per_set / (1 + e^epsilon_per_set)``, which makes
+   each set (epsilon_per_set, delta_per_set)-DP (docs/privacy.md).
+
+``dpsynth synthesize`` and the exact whole-release audit
+(:mod:`dpsynth.privacy.release_audit`) both go through these functions, so the audit
+checks the code that releases.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from dpsynth.calibration import Calibration
+from dpsynth.release.request import Budget
+
+#: Widths estimated from this many standard deviations of a cell's count.
+_SPREAD_SDS = 40
+
+
+@dataclass(frozen=True)
+class Design:
+    """Mechanism, method, budget split and truncation settings of a release."""
+
+    mechanism: str
+    method: str
+    budget: Budget
+    tail: float | None = None
+    inflation: float = 1.0
+
+    @property
+    def tv_target(self) -> float:
+        """Largest total-variation error a set's sampler may have."""
+        return self.budget.delta_per_set / (1.0 + math.exp(self.budget.epsilon_per_set))
+
+    def calibrate(self, total: int, population, prior_rate) -> Calibration:
+        """The calibration of every set (ValueError when it cannot be made)."""
+        from dpsynth.privacy.calibrate import calibrate
+
+        kwargs = {"method": self.method}
+        if self.mechanism == "truncated":
+            kwargs.update(tail=self.tail, inflation=self.inflation)
+        return calibrate(
+            self.mechanism,
+            self.budget.epsilon_per_set,
+            total,
+            population,
+            None if self.mechanism == "md" else prior_rate,
+            **kwargs,
+        )
+
+    def sampler(self, counts, cal: Calibration):
+        """The release-mode sampler of the sets for these counts."""
+        from dpsynth.sampling.conditioned import release_sampler
+
+        return release_sampler(counts, cal, self.tv_target)
+
+
+def group_codes(keys: pd.DataFrame, columns) -> tuple[np.ndarray, pd.DataFrame]:
+    """Per stratum, the code of its group of ``columns`` (groups sorted by their labels)."""
+    labels = keys[list(columns)].astype(str)
+    groups = labels.drop_duplicates().sort_values(list(columns)).reset_index(drop=True)
+    index = pd.MultiIndex.from_frame(groups)
+    codes = index.get_indexer(pd.MultiIndex.from_frame(labels))
+    return codes.astype(np.int64), groups
+
+
+def estimate_cost(cal: Calibration) -> tuple[float, float, int]:
+    """Estimated (bytes, multiply-adds, widest cell) of building the release sampler.
+
+    From public quantities only (bounds, total, shapes and the prior's expected shares),
+    so a refusal reveals nothing about the counts. A cell's window is its truncation
+    range, or about 40 standard deviations of its count; a node's window is that of the
+    sum of its cells, capped at the total; direct convolution costs the product of the
+    children's widths.
+    """
+    total = cal.total
+    lower, upper = cal.bounds()
+    upper = np.minimum(upper, total)
+    if cal.truncated:
+        width = (upper - lower + 1).astype(float)
+        sd = width / 2.0
+    else:
+        if cal.mechanism == "md":
+            share = np.full(cal.n_cells, 1.0 / cal.n_cells)
+        else:
+            expected = cal.population * cal.prior_rate
+            share = expected / expected.sum()
+        mean = total * share
+        sd = np.sqrt(mean * (1.0 + mean / (cal.a + mean)) + 1.0)
+        width = np.minimum(_SPREAD_SDS * sd + 1.0, total + 1.0)
+    widest = int(np.argmax(width))
+    nodes = list(zip(width.tolist(), (sd**2).tolist(), strict=True))
+    entries = float(width.sum())
+    work = 0.0
+    while len(nodes) > 1:
+        merged = []
+        for i in range(0, len(nodes) - 1, 2):
+            (w1, v1), (w2, v2) = nodes[i], nodes[i + 1]
+            work += w1 * w2
+            var = v1 + v2
+            w = min(w1 + w2 - 1.0, _SPREAD_SDS * math.sqrt(var) + 1.0, total + 1.0)
+            merged.append((max(w, 1.0), var))
+            entries += w
+        if len(nodes) % 2:
+            merged.append(nodes[-1])
+        nodes = merged
+    return 8.0 * entries * 3.0, work, widest

@@ -1,0 +1,234 @@
+"""Reading and checking a release's input: strata, in key order, and nothing else.
+
+Only named columns go anywhere: every input column must be a key (``--keys``), the count,
+the population or the prior-rate column; any other column is refused by name (an unnamed
+``crude_rate`` column would otherwise be copied into the public release). WONDER exports
+(``--wonder``) carry descriptive columns of their own (the label beside each ``..._code``
+key, rates, notes, flags): they are dropped, never published.
+
+Strata are sorted by their keys before anything is drawn and in every output, so the
+release depends on the table's content, not its row order, and no file reveals the
+input's order (a file sorted by count would reveal a ranking).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dpsynth.data.validation import SHOWN, validate_strata
+from dpsynth.release.request import ReleaseError, ReleaseRequest
+
+#: Column names the release's own files use: a key may not take them.
+RESERVED = ("set", "count", "a", "b", "population", "prior_rate", "lower", "upper", "cell")
+#: Descriptive columns of a CDC WONDER export that are dropped (besides code labels).
+WONDER_DESCRIPTIVE = ("notes", "suppressed", "missing", "not_applicable", "rate_unreliable")
+
+
+@dataclass(frozen=True)
+class Strata:
+    """Checked strata sorted by key: key columns, counts, populations, prior rates."""
+
+    keys: pd.DataFrame
+    counts: np.ndarray
+    population: np.ndarray
+    prior_rate: np.ndarray | None
+    prior_source: str | None
+    count_column: str
+
+    @property
+    def total(self) -> int:
+        return int(self.counts.sum())
+
+    def dataset_id(self) -> str:
+        """SHA-256 of the public identity of the table: key names, keys and populations.
+
+        The ledger adds up releases by this id. It deliberately leaves the counts out: a
+        corrected count is a neighbouring dataset, exactly what the budget must cover.
+        """
+        digest = hashlib.sha256()
+        digest.update(repr(list(self.keys.columns)).encode())
+        rows = self.keys.astype(str).itertuples(index=False)
+        for row, pop in zip(rows, self.population, strict=True):
+            digest.update(repr((tuple(row), float(pop))).encode())
+        return digest.hexdigest()
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    """A CSV (``.csv``, ``.csv.gz``, ``.txt``) or Parquet (``.parquet``, ``.pq``) file.
+
+    CSV columns are read as text (so codes such as FIPS ``01001`` keep their leading
+    zeros); value columns are converted and checked later.
+    """
+    if not path.is_file():
+        raise ReleaseError(f"{path}: file not found; expected a CSV or Parquet file of strata")
+    name = path.name.lower()
+    try:
+        if name.endswith((".parquet", ".pq")):
+            return pd.read_parquet(path)
+        if name.endswith((".csv", ".csv.gz", ".txt")):
+            return pd.read_csv(path, dtype=str, skipinitialspace=True)
+    except (ValueError, OSError) as err:  # pyarrow and the CSV parser raise these
+        raise ReleaseError(f"{path}: could not be read ({err})") from err
+    raise ReleaseError(
+        f"{path}: unknown file type; expected .csv, .csv.gz, .txt, .parquet or .pq "
+        "(or a CDC WONDER export with --wonder)"
+    )
+
+
+def _read_input(request: ReleaseRequest) -> tuple[pd.DataFrame, str, list[str], list[str]]:
+    """The input frame, its count column, its key columns and the columns dropped."""
+    path = request.input
+    if request.wonder:
+        from dpsynth.data.wonder import read_wonder, snake_case
+
+        if not path.is_file():
+            raise ReleaseError(f"{path}: file not found; expected a CDC WONDER export")
+        try:
+            frame = read_wonder(path)
+        except ValueError as err:
+            raise ReleaseError(str(err)) from err
+        keys = [snake_case(k) for k in request.keys]
+        labels = [k[: -len("_code")] for k in keys if k.endswith("_code")]
+        descriptive = {*WONDER_DESCRIPTIVE, *labels}
+        dropped = [c for c in frame.columns if c in descriptive or "rate" in c]
+        return frame, request.count_column or "deaths", keys, dropped
+    return read_table(path), request.count_column or "count", list(request.keys), []
+
+
+def _describe_keys(keys: pd.DataFrame, mask: np.ndarray) -> str:
+    rows = keys.loc[mask]
+    shown = [
+        ", ".join(f"{name}={value!r}" for name, value in zip(keys.columns, row, strict=True))
+        for row in rows.head(SHOWN).itertuples(index=False)
+    ]
+    text = "; ".join(f"({item})" for item in shown)
+    if len(rows) > SHOWN:
+        text += f" and {len(rows) - SHOWN} more"
+    return text
+
+
+def _check_columns(request, frame, count, keys, dropped, prior_in_input) -> None:
+    source = request.input
+    if not keys:
+        raise ReleaseError(f"{source}: --keys names no column; expected the stratum keys")
+    reserved = [k for k in keys if k in RESERVED]
+    if reserved:
+        raise ReleaseError(
+            f"{source}: key column(s) {reserved} clash with the release's own columns "
+            f"{list(RESERVED)}; rename them in the input"
+        )
+    value_columns = [count, request.population_column]
+    if prior_in_input:
+        value_columns.append(request.prior_rate_column)
+    clash = [k for k in keys if k in value_columns]
+    if clash:
+        raise ReleaseError(f"{source}: {clash} named both as key and as a value column")
+    missing = [c for c in [*keys, *value_columns] if c not in frame.columns]
+    if missing:
+        raise ReleaseError(
+            f"{source}: missing column(s) {missing}; expected the keys {keys} and the value "
+            f"columns {value_columns}, found {list(frame.columns)}"
+        )
+    # md uses no prior: its prior-rate column may stay in the table (it is never read).
+    unused_prior = [request.prior_rate_column] if not request.needs_prior else []
+    allowed = {*keys, *value_columns, *dropped, *unused_prior}
+    unnamed = [c for c in frame.columns if c not in allowed]
+    if unnamed:
+        raise ReleaseError(
+            f"{source}: column(s) {unnamed} are not named as a key (--keys), the count "
+            f"({count!r}), the population ({request.population_column!r})"
+            + (f" or the prior rate ({request.prior_rate_column!r})" if prior_in_input else "")
+            + "; remove them from the input or name them: unnamed columns are refused so "
+            "that nothing reaches the release by accident"
+        )
+
+
+def _prior_from_file(request: ReleaseRequest, keys: pd.DataFrame) -> np.ndarray:
+    prior_path = request.prior_file
+    prior = read_table(prior_path)
+    column = request.prior_rate_column
+    names = list(keys.columns)
+    missing = [name for name in [*names, column] if name not in prior.columns]
+    if missing:
+        raise ReleaseError(
+            f"{prior_path}: missing column(s) {missing}; expected the input's key columns "
+            f"{names} and {column!r}, found {list(prior.columns)}"
+        )
+    prior = prior[[*names, column]]
+    duplicated = prior.duplicated(subset=names, keep=False).to_numpy()
+    if duplicated.any():
+        raise ReleaseError(
+            f"{prior_path}: duplicate key(s) {_describe_keys(prior[names], duplicated)}; "
+            "expected one prior rate per stratum"
+        )
+    # Join on the keys as text, so a Parquet input with integer codes matches a CSV prior.
+    left = keys.astype(str).reset_index(drop=True)
+    right = prior.astype({name: str for name in names})
+    joined = left.merge(right, on=names, how="left", validate="one_to_one")
+    absent = joined[column].isna().to_numpy()
+    if absent.any():
+        raise ReleaseError(
+            f"{prior_path}: no {column!r} for stratum/strata "
+            f"{_describe_keys(keys.reset_index(drop=True), absent)} of {request.input}; "
+            "expected a prior rate for every stratum of the input"
+        )
+    return pd.to_numeric(joined[column], errors="coerce").to_numpy(dtype=float)
+
+
+def load_strata(request: ReleaseRequest) -> Strata:
+    """Read, check and sort the input; raise :class:`ReleaseError` naming what is wrong."""
+    if request.prior_file is not None and request.sanitised_prior_by is not None:
+        raise ReleaseError("give either --prior FILE or --sanitised-prior-by, not both")
+    prior_in_input = (
+        request.needs_prior and request.prior_file is None and request.sanitised_prior_by is None
+    )
+    frame, count, keys, dropped = _read_input(request)
+    _check_columns(request, frame, count, keys, dropped, prior_in_input)
+    source = str(request.input)
+    try:
+        validate_strata(
+            frame, count=count, population=request.population_column, keys=keys, source=source
+        )
+    except ValueError as err:
+        raise ReleaseError(str(err)) from err
+    frame = frame.sort_values(keys, kind="stable").reset_index(drop=True)
+    counts = pd.to_numeric(frame[count]).to_numpy(dtype=float).astype(np.int64)
+    populations = pd.to_numeric(frame[request.population_column]).to_numpy(dtype=float)
+    key_frame = frame[keys].copy()
+
+    prior_rate = prior_source = None
+    if request.needs_prior and request.sanitised_prior_by is None:
+        if request.prior_file is not None:
+            prior_rate = _prior_from_file(request, key_frame)
+            prior_source = f"column {request.prior_rate_column!r} of an external file (public)"
+            where = str(request.prior_file)
+        else:
+            column = request.prior_rate_column
+            prior_rate = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
+            not_number = np.isnan(prior_rate) & frame[column].notna().to_numpy()
+            if not_number.any():
+                raise ReleaseError(
+                    f"{source}: column {column!r} is not numeric at "
+                    f"{_describe_keys(key_frame, not_number)}; expected rates such as 0.0012"
+                )
+            prior_source = f"column {column!r} of the input, declared public by the steward"
+            where = source
+        bad = ~np.isfinite(prior_rate) | (prior_rate <= 0)
+        if bad.any():
+            raise ReleaseError(
+                f"{where}: prior rate missing or <= 0 at {_describe_keys(key_frame, bad)}; "
+                "expected prior rates > 0 (the gamma prior's mean; a zero rate leaves no "
+                "room for any event)"
+            )
+    if request.sanitised_prior_by:
+        absent = [c for c in request.sanitised_prior_by if c not in keys]
+        if absent:
+            raise ReleaseError(
+                f"--sanitised-prior-by column(s) {absent} are not key columns; keys are {keys}"
+            )
+    return Strata(key_frame, counts, populations, prior_rate, prior_source, count)

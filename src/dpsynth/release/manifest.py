@@ -1,0 +1,206 @@
+"""The public manifest of a release: what it is, what it promises, and nothing else.
+
+The manifest is built from parsed, whitelisted options and public quantities only; it
+never copies the command line (an abbreviated ``--see 42`` once slipped a seed through
+that way), the input's file name, its checksum or anything computed from the counts
+except through a spent, recorded budget. Its schema is :data:`SCHEMA` (JSON Schema,
+draft 2020-12), documented field by field in ``docs/manifest.md``; a test keeps the two
+in step.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from importlib import resources
+
+#: Manifest format version; bump when a field changes meaning (1: before issue #12).
+RELEASE_FORMAT = 2
+#: The synthetic count column of the release (the input's count column is replaced).
+SYNTHETIC_COUNT = "count"
+#: Purpose of a release, by whether its randomness came from a user seed.
+PURPOSE = {False: "publication", True: "reproducible test, not for publication"}
+
+CERTIFIED = {
+    ("md", "paper"),
+    ("md", "certified"),
+    ("pg", "certified"),
+    ("truncated", "certified"),
+}
+PROOFS = {
+    "md": "seed 000 eq 5 (Machanavajjhala et al. 2008), confirmed by the exact audit",
+    "pg": "docs/privacy.md, certified calibration (kappa_i + kappa_j <= epsilon per set)",
+    "truncated": "docs/privacy.md, certified calibration (kappa_i + kappa_j <= epsilon per set)",
+}
+
+
+def audited_ratios() -> dict:
+    """Worst realised/nominal epsilon found by ``benchmarks/audit_sweep.py --write``."""
+    text = resources.files("dpsynth.privacy").joinpath("audited_ratios.json").read_text()
+    return json.loads(text)
+
+
+def guarantee(mechanism: str, method: str, budget_dict: dict) -> dict:
+    """The manifest's ``guarantee`` block for a calibration method."""
+    eps, delta = budget_dict["epsilon_total"], budget_dict["delta_total"]
+    if (mechanism, method) in CERTIFIED:
+        return {
+            "status": "certified",
+            "statement": (
+                f"the whole release (every set, the hyperparameters, the prior, this "
+                f"manifest) is ({eps:g}, {delta:g})-differentially private under the "
+                "neighbouring relation stated here"
+            ),
+            "proof": PROOFS[mechanism] + "; composition and delta: docs/privacy.md",
+            "audited_worst_ratio": None,
+        }
+    worst = audited_ratios()["ratios"][f"{mechanism}/{method}"]
+    return {
+        "status": "nominal",
+        "statement": (
+            f"nominal, not a guarantee: epsilon {eps:g} is what the {method} calibration "
+            f"targets, but the exact audit found realised epsilon up to {worst:.3g} times the "
+            "nominal value on small instances (benchmarks/audit_sweep.py)"
+        ),
+        "proof": None,
+        "audited_worst_ratio": worst,
+    }
+
+
+_NUMBER = {"type": "number"}
+_NULLABLE_NUMBER = {"type": ["number", "null"]}
+_STRING = {"type": "string"}
+_FILE = {
+    "type": "object",
+    "required": ["path", "sha256", "layout"],
+    "additionalProperties": False,
+    "properties": {
+        "path": _STRING,
+        "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+        "layout": _STRING,
+    },
+}
+
+#: JSON Schema of the manifest (format 2).
+SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "dpsynth release manifest",
+    "type": "object",
+    "additionalProperties": False,
+    "required": [
+        "dpsynth_release_format",
+        "dpsynth_version",
+        "purpose",
+        "mechanism",
+        "method",
+        "guarantee",
+        "budget",
+        "delta",
+        "neighbouring_relation",
+        "public",
+        "prior",
+        "truncation",
+        "strata",
+        "total",
+        "sets",
+        "keys",
+        "population_column",
+        "files",
+        "randomness",
+        "seed_commitment",
+    ],
+    "properties": {
+        "dpsynth_release_format": {"const": RELEASE_FORMAT},
+        "dpsynth_version": _STRING,
+        "purpose": {"enum": list(PURPOSE.values())},
+        "mechanism": {"enum": ["md", "pg", "truncated"]},
+        "method": {"enum": ["paper", "certified", "exact"]},
+        "guarantee": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["status", "statement", "proof", "audited_worst_ratio"],
+            "properties": {
+                "status": {"enum": ["certified", "nominal"]},
+                "statement": _STRING,
+                "proof": {"type": ["string", "null"]},
+                "audited_worst_ratio": _NULLABLE_NUMBER,
+            },
+        },
+        "budget": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": [
+                "epsilon_total",
+                "epsilon_prior",
+                "epsilon_synthesis",
+                "epsilon_per_set",
+                "delta_total",
+                "delta_per_set",
+                "sets",
+                "composition",
+            ],
+            "properties": {
+                "epsilon_total": _NUMBER,
+                "epsilon_prior": _NUMBER,
+                "epsilon_synthesis": _NUMBER,
+                "epsilon_per_set": _NUMBER,
+                "delta_total": _NUMBER,
+                "delta_per_set": _NUMBER,
+                "sets": {"type": "integer", "minimum": 1},
+                "composition": _STRING,
+            },
+        },
+        "delta": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["per_set", "sampler_tv_target", "how"],
+            "properties": {
+                "per_set": _NUMBER,
+                "sampler_tv_target": _NUMBER,
+                "how": _STRING,
+            },
+        },
+        "neighbouring_relation": _STRING,
+        "public": {"type": "array", "items": _STRING},
+        "prior": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["kind", "description", "epsilon", "groups", "file"],
+            "properties": {
+                "kind": {"enum": ["none", "input-column", "external-file", "sanitised", "total"]},
+                "description": _STRING,
+                "epsilon": _NUMBER,
+                "groups": {"type": ["array", "null"], "items": _STRING},
+                "file": {"type": ["string", "null"]},
+            },
+        },
+        "truncation": {
+            "type": ["object", "null"],
+            "additionalProperties": False,
+            "required": ["tail", "inflation"],
+            "properties": {"tail": _NUMBER, "inflation": _NUMBER},
+        },
+        "strata": {"type": "integer", "minimum": 1},
+        "total": {"type": "integer", "minimum": 1},
+        "sets": {"type": "integer", "minimum": 1},
+        "keys": {"type": "array", "items": _STRING, "minItems": 1},
+        "population_column": _STRING,
+        "files": {
+            "type": "object",
+            "additionalProperties": _FILE,
+            "required": ["synthetic", "hyperparameters"],
+        },
+        "randomness": _STRING,
+        "seed_commitment": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+    },
+}
+
+
+def validate(manifest: dict) -> None:
+    """Raise ``jsonschema.ValidationError`` if ``manifest`` does not follow :data:`SCHEMA`."""
+    import jsonschema
+
+    jsonschema.validate(manifest, SCHEMA)
+    numbers = [manifest["budget"][k] for k in ("epsilon_total", "delta_total")]
+    if not all(math.isfinite(x) for x in numbers):
+        raise ValueError("manifest budget must be finite")

@@ -1,0 +1,147 @@
+"""What a release was asked to do, and how its privacy budget is split.
+
+``epsilon`` is the *total* budget of the whole release. It is spent in two places:
+
+* the sanitised prior (``prior_epsilon``, only with ``sanitised_prior_by``): group totals
+  of the counts released with discrete Laplace noise;
+* the synthetic sets: ``sets`` independent draws share ``epsilon - prior_epsilon``
+  equally, each set calibrated to ``epsilon_per_set = (epsilon - prior_epsilon) / sets``.
+
+``delta`` is the total delta of the release (the sampler's floating-point and tail
+error, docs/privacy.md); the sets share it equally. By basic composition the whole release
+is (epsilon, delta)-DP under the neighbouring relation of :data:`NEIGHBOURS`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+#: The unit of privacy, stated once and copied into the manifest and ``--help``.
+NEIGHBOURS = (
+    "Two tables of counts are neighbours when they differ by one event moved from one "
+    "stratum to another (one count down by 1, another up by 1). The total number of "
+    "events, the strata (their keys) and their populations are released exactly and are "
+    "public; so is any external prior file. Epsilon bounds how much the release can tell "
+    "about which stratum an event is in, not whether the event exists."
+)
+#: Default total delta of a release.
+DEFAULT_DELTA = 1e-12
+#: Default share of epsilon spent on a sanitised prior when none is given.
+DEFAULT_PRIOR_SHARE = 0.1
+#: Default ceiling on the sampler's estimated memory, in bytes.
+DEFAULT_MAX_MEMORY = 4 * 2**30
+
+
+class ReleaseError(ValueError):
+    """Bad input or options: the message names the file, column, key or option at fault."""
+
+
+@dataclass(frozen=True)
+class ReleaseRequest:
+    """Everything ``dpsynth synthesize`` was asked to do (the parsed command line)."""
+
+    input: Path
+    out: Path
+    epsilon: float
+    mechanism: str
+    keys: tuple[str, ...]
+    method: str = "certified"
+    allow_nominal: bool = False
+    tail: float | None = None
+    inflation: float = 1.0
+    sets: int = 1
+    delta: float = DEFAULT_DELTA
+    test_seed: int | None = None
+    wonder: bool = False
+    count_column: str | None = None  # None: "count" ("deaths" for --wonder)
+    population_column: str = "population"
+    prior_rate_column: str = "prior_rate"
+    prior_file: Path | None = None
+    sanitised_prior_by: tuple[str, ...] | None = None
+    prior_epsilon: float | None = None
+    budget: float | None = None
+    ledger: Path | None = None
+    max_memory: int = DEFAULT_MAX_MEMORY
+    group_by: str | None = None
+    fips_column: str | None = None
+    county_frame: Path | None = None
+    output_format: str = "parquet"
+    force: bool = False
+    progress: bool | None = None  # None: only on a terminal
+
+    @property
+    def needs_prior(self) -> bool:
+        return self.mechanism != "md"
+
+    @property
+    def private_dir(self) -> Path:
+        """The steward's folder, beside the release and never inside it."""
+        return self.out.parent / f"{self.out.name}.private"
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The split of a release's total (epsilon, delta)."""
+
+    epsilon: float
+    delta: float
+    epsilon_prior: float
+    sets: int
+
+    @property
+    def epsilon_synthesis(self) -> float:
+        return self.epsilon - self.epsilon_prior
+
+    @property
+    def epsilon_per_set(self) -> float:
+        return self.epsilon_synthesis / self.sets
+
+    @property
+    def delta_per_set(self) -> float:
+        return self.delta / self.sets
+
+    def as_dict(self) -> dict:
+        return {
+            "epsilon_total": self.epsilon,
+            "epsilon_prior": self.epsilon_prior,
+            "epsilon_synthesis": self.epsilon_synthesis,
+            "epsilon_per_set": self.epsilon_per_set,
+            "delta_total": self.delta,
+            "delta_per_set": self.delta_per_set,
+            "sets": self.sets,
+            "composition": (
+                "basic sequential composition: epsilon_total = epsilon_prior + sets x "
+                "epsilon_per_set and delta_total = sets x delta_per_set (the prior's noise "
+                "is pure epsilon_prior-DP)"
+            ),
+        }
+
+
+def plan_budget(request: ReleaseRequest) -> Budget:
+    """Split the request's total budget; :class:`ReleaseError` names a bad option."""
+    eps = request.epsilon
+    if not (isinstance(eps, int | float) and math.isfinite(eps) and eps > 0):
+        raise ReleaseError(f"--epsilon must be a finite number > 0, got {eps!r}")
+    if not (isinstance(request.sets, int) and request.sets >= 1):
+        raise ReleaseError(f"--sets must be a whole number >= 1, got {request.sets!r}")
+    delta = request.delta
+    if not (math.isfinite(delta) and 0 < delta < 1e-3):
+        raise ReleaseError(f"--delta must be a number in (0, 0.001), got {delta!r}")
+    sanitised = request.sanitised_prior_by is not None and len(request.sanitised_prior_by) > 0
+    if request.prior_epsilon is not None and not sanitised:
+        raise ReleaseError("--prior-epsilon applies only with --sanitised-prior-by COLUMN...")
+    eps_prior = 0.0
+    if sanitised:
+        eps_prior = (
+            DEFAULT_PRIOR_SHARE * eps if request.prior_epsilon is None else request.prior_epsilon
+        )
+        if not (math.isfinite(eps_prior) and 0 < eps_prior < eps):
+            raise ReleaseError(
+                f"--prior-epsilon must lie strictly between 0 and --epsilon {eps:g} (the "
+                f"total), got {eps_prior!r}"
+            )
+    if request.budget is not None and not (math.isfinite(request.budget) and request.budget > 0):
+        raise ReleaseError(f"--budget must be a finite number > 0, got {request.budget!r}")
+    return Budget(float(eps), float(delta), float(eps_prior), int(request.sets))

@@ -1,0 +1,189 @@
+"""The data steward's private summary: synthetic vs original totals, and a county map.
+
+Written into the private folder beside the release (never inside it): it shows the
+original, confidential totals.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dpsynth.release.request import ReleaseError
+
+#: Key columns tried, in order, as the county FIPS column when none is named.
+FIPS_CANDIDATES = ("fips", "county_fips", "county_code")
+#: The county frame shipped with the repository (present in a source checkout).
+DEFAULT_COUNTY_FRAME = Path(__file__).resolve().parents[3] / "data" / "counties_1980.parquet"
+
+#: Groups listed in summary.md's table before it says "and N more" (the plot shows all).
+TABLE_ROWS = 30
+
+
+def _fips_column(request, keys: pd.DataFrame) -> str | None:
+    """The key column holding 5-digit county FIPS codes, if any."""
+    if request.fips_column is not None:
+        if request.fips_column not in keys.columns:
+            raise ReleaseError(
+                f"{request.input}: --fips-column {request.fips_column!r} is not a key column; "
+                f"keys are {list(keys.columns)}"
+            )
+        return request.fips_column
+    for name in FIPS_CANDIDATES:
+        if name in keys.columns:
+            codes = keys[name].astype(str)
+            if codes.str.fullmatch(r"\d{5}").all():
+                return name
+    return None
+
+
+def group_totals(keys: pd.DataFrame, column: str, original, synthetic) -> pd.DataFrame:
+    """Per value of ``column``: the original total and the synthetic totals' mean, min, max."""
+    labels = keys[column].astype(str).to_numpy()
+    codes, uniques = pd.factorize(labels, sort=True)
+    original_totals = np.bincount(codes, weights=original, minlength=len(uniques))
+    per_set = np.stack(
+        [np.bincount(codes, weights=row, minlength=len(uniques)) for row in synthetic]
+    )
+    return pd.DataFrame(
+        {
+            column: uniques,
+            "original": original_totals.astype(np.int64),
+            "synthetic_mean": per_set.mean(axis=0),
+            "synthetic_min": per_set.min(axis=0).astype(np.int64),
+            "synthetic_max": per_set.max(axis=0).astype(np.int64),
+        }
+    )
+
+
+def _totals_figure(totals: pd.DataFrame, column: str, sets: int):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.5, 5), layout="constrained")
+    x = totals["original"].to_numpy(dtype=float)
+    y = totals["synthetic_mean"].to_numpy()
+    spread = np.vstack([y - totals["synthetic_min"], totals["synthetic_max"] - y])
+    ax.errorbar(x, y, yerr=spread, fmt="o", ms=4, capsize=2, alpha=0.8, label="synthetic")
+    top = max(x.max(), totals["synthetic_max"].max()) * 1.05 + 1
+    ax.plot([0, top], [0, top], color="grey", lw=1, ls="--", label="synthetic = original")
+    ax.set(xlim=(0, top), ylim=(0, top), xlabel=f"original total by {column}")
+    ylabel = "synthetic total (mean; bars: min to max" if sets > 1 else "synthetic total ("
+    ax.set_ylabel(f"{ylabel} over {sets} set{'s' if sets > 1 else ''})")
+    ax.set_title(f"Totals by {column}: {len(totals)} groups")
+    ax.legend(loc="upper left")
+    return fig
+
+
+def _map_figure(counties, by_fips: pd.DataFrame):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from dpsynth.plots.maps import county_choropleth
+
+    frame = counties.merge(by_fips, on="fips", how="inner")
+    top = float(max(frame["original"].max(), frame["synthetic_mean"].max(), 1))
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), layout="constrained")
+    for ax, column, title in (
+        (axes[0], "original", "original total"),
+        (axes[1], "synthetic_mean", "synthetic total (mean over sets)"),
+    ):
+        county_choropleth(frame, column, ax, title=title, vmin=0, vmax=top, legend_label="events")
+    return fig
+
+
+def write_summary(folder: Path, request, strata, cal, synthetic, guarantee: str) -> list:
+    """Write summary.md and its figures into ``folder``; return the file names written."""
+    import matplotlib.pyplot as plt
+
+    from dpsynth.io import save_figure
+
+    keys = strata.keys
+    group = request.group_by or keys.columns[0]
+    if group not in keys.columns:
+        raise ReleaseError(
+            f"{request.input}: --group-by {group!r} is not a key column; keys are "
+            f"{list(keys.columns)}"
+        )
+    sets = synthetic.shape[0]
+    totals = group_totals(keys, group, strata.counts, synthetic)
+    written = []
+    plot_name = f"totals_by_{group}.png"
+    fig = _totals_figure(totals, group, sets)
+    save_figure(fig, folder / plot_name)
+    plt.close(fig)
+    written.append(plot_name)
+
+    lines = [
+        "# Synthetic release: summary for the data steward",
+        "",
+        "**Private: this file shows the original (confidential) totals. Do not publish "
+        "the `private/` folder.**",
+        "",
+        f"- input: `{request.input.name}`, {cal.n_cells} strata, total {cal.total} events",
+        f"- mechanism `{cal.mechanism}`, calibration `{cal.method}`: {guarantee}",
+        f"- {sets} synthetic set{'s' if sets > 1 else ''}; root key in `provenance.json`",
+        f"- prior rates: {strata.prior_source or 'not used by md'}",
+        "",
+        f"## Totals by `{group}`",
+        "",
+        f"![synthetic vs original totals by {group}]({plot_name})",
+        "",
+        f"| {group} | original | synthetic mean | synthetic min | synthetic max |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for row in totals.head(TABLE_ROWS).itertuples(index=False):
+        lines.append(
+            f"| {row[0]} | {row.original} | {row.synthetic_mean:.1f} | {row.synthetic_min} "
+            f"| {row.synthetic_max} |"
+        )
+    if len(totals) > TABLE_ROWS:
+        lines.append(f"| ... {len(totals) - TABLE_ROWS} more groups (see the plot) | | | | |")
+
+    fips = _fips_column(request, keys)
+    lines += ["", "## Map", ""]
+    if fips is None:
+        lines.append(
+            "No map: no key column of 5-digit county FIPS codes (name one with `--fips-column`)."
+        )
+    else:
+        frame_path = request.county_frame or DEFAULT_COUNTY_FRAME
+        note = _county_map(folder, frame_path, keys, fips, strata.counts, synthetic)
+        if note.endswith(".png"):
+            written.append(note)
+            lines.append(f"![original and synthetic totals by county]({note})")
+        else:
+            lines.append(f"No map: {note}")
+    (folder / "summary.md").write_text("\n".join(lines) + "\n")
+    written.append("summary.md")
+    return written
+
+
+def _county_map(folder: Path, frame_path: Path, keys, fips: str, counts, synthetic) -> str:
+    """Write the county map and return its file name, or return why there is none."""
+    import matplotlib.pyplot as plt
+
+    from dpsynth.data.counties import load_counties
+    from dpsynth.io import save_figure
+
+    if not Path(frame_path).is_file():
+        return f"county frame `{frame_path}` not found (give one with `--county-frame`)."
+    counties = load_counties(frame_path)
+    by_fips = group_totals(keys, fips, counts, synthetic).rename(columns={fips: "fips"})
+    unknown = sorted(set(by_fips["fips"]) - set(counties["fips"]))
+    if unknown:
+        return (
+            f"{len(unknown)} FIPS code(s) of `{fips}` are not counties of "
+            f"`{Path(frame_path).name}` (e.g. {unknown[:3]})."
+        )
+    name = f"map_{fips}.png"
+    fig = _map_figure(counties, by_fips)
+    save_figure(fig, folder / name)
+    plt.close(fig)
+    return name
