@@ -113,6 +113,14 @@ def test_sanitised_prior_without_columns_is_the_public_overall_rate(tmp_path):
     assert info["budget"]["epsilon_prior"] == 0 and info["prior"]["kind"] == "total"
 
 
+def test_a_single_sanitised_group_spends_nothing(tmp_path):
+    STRATA.drop(columns="prior_rate").assign(region="all").to_csv(tmp_path / "s.csv", index=False)
+    with pytest.raises(ReleaseError, match="makes a single group, whose total is public"):
+        build_release(
+            request_for(tmp_path / "s.csv", tmp_path / "o", sanitised_prior_by=("region",))
+        )
+
+
 def test_prior_epsilon_must_leave_budget_for_the_sets(tmp_path):
     STRATA.drop(columns="prior_rate").to_csv(tmp_path / "s.csv", index=False)
     with pytest.raises(ReleaseError, match="--prior-epsilon must lie strictly between 0"):

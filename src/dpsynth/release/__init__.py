@@ -131,6 +131,15 @@ def build_release(request: ReleaseRequest) -> dict:
                 f"{request.input}: {option} {name!r} is not a key column; keys are "
                 f"{list(strata.keys.columns)}"
             )
+    if (
+        request.sanitised_prior_by
+        and len(group_codes(strata.keys, request.sanitised_prior_by)[1]) < 2
+    ):
+        raise ReleaseError(
+            f"--sanitised-prior-by {list(request.sanitised_prior_by)} makes a single group, "
+            "whose total is public: give --sanitised-prior-by with no column (the overall "
+            "rate, no budget) instead of spending --prior-epsilon on it"
+        )
     design = Design(request.mechanism, request.method, budget, request.tail, request.inflation)
     root = RootKey.from_seed(request.test_seed) if request.test_seed is not None else None
     root = root or RootKey.fresh()
