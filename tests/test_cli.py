@@ -334,3 +334,23 @@ def test_two_concurrent_runs_into_one_folder_cannot_both_succeed(strata_csv, tmp
     codes = sorted(p.wait(timeout=300) for p in runs)
     assert codes == [0, 2, 2]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["counts.csv", "r", "r.private"]
+
+
+def test_calibrate_prints_the_promise_and_spends_nothing(strata_csv, tmp_path, private_ledger):
+    text = ok(
+        "calibrate", "--input", "counts.csv", *KEYS, "--epsilon", "3", "--sets", "3",
+        "--mechanism", "truncated", "--hyperparameters", "h.csv", cwd=tmp_path,
+    ).stdout  # fmt: skip
+    assert "certified" in text and "3 set(s) x 1" in text and "moved from one stratum" in text
+    hyper = pd.read_csv(tmp_path / "h.csv")
+    cal = calibrate(
+        "truncated", 1.0, int(STRATA["count"].sum()), hyper["population"], hyper["prior_rate"],
+        method="certified",
+    )  # fmt: skip
+    np.testing.assert_allclose(hyper["a"], cal.a, rtol=1e-12)
+    assert not private_ledger.exists()
+    nominal = run(
+        "calibrate", "--input", "counts.csv", *KEYS, "--epsilon", "1", "--mechanism", "pg",
+        "--method", "paper", cwd=tmp_path,
+    )  # fmt: skip
+    assert nominal.returncode == 2 and "--allow-nominal" in nominal.stderr

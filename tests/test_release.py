@@ -337,3 +337,28 @@ def test_a_sampler_too_large_is_refused_before_it_is_built(tmp_path):
         build_release(request_for(tmp_path / "s.csv", tmp_path / "o"))
     assert "--max-memory" in str(err.value)
     assert listing(tmp_path) == ["s.csv"]
+
+
+# --- dpsynth calibrate: the promise before the draw ----------------------------------------
+def test_preview_shows_the_calibration_a_release_publishes(csv, tmp_path, private_ledger):
+    from dpsynth.release.preview import format_preview, preview
+
+    request = request_for(csv, tmp_path / "out", mechanism="truncated", sets=4, epsilon=2.0)
+    info = preview(request, hyperparameters=tmp_path / "h.parquet")
+    assert not private_ledger.exists() or not private_ledger.read_text()  # nothing spent
+    build_release(request)
+    published = pd.read_parquet(tmp_path / "out" / "hyperparameters.parquet")
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "h.parquet"), published)
+    assert info["budget"]["epsilon_per_set"] == 0.5
+    assert info["calibration"]["a"]["max"] == pytest.approx(published["a"].max())
+    text = format_preview(info)
+    assert "certified" in text and "4 set(s) x 0.5" in text
+
+
+def test_preview_of_a_sanitised_prior_says_why_there_is_no_calibration(tmp_path):
+    from dpsynth.release.preview import preview
+
+    STRATA.drop(columns="prior_rate").to_csv(tmp_path / "s.csv", index=False)
+    info = preview(request_for(tmp_path / "s.csv", tmp_path / "o", sanitised_prior_by=("region",)))
+    assert info["calibration"] is None and "known only after" in info["calibration_note"]
+    assert info["budget"]["epsilon_prior"] == pytest.approx(0.1)

@@ -59,6 +59,19 @@ example:
 """
 
 
+CALIBRATE_DESCRIPTION = """\
+Show what a release of this table would promise, before anything is drawn or spent.
+
+Takes the same input, column, mechanism and budget options as `dpsynth synthesize` and
+prints the budget split, the guarantee (certified or nominal), delta and the sampler's
+total-variation target, and the calibration (a, b, L, U) summarised over the strata. The
+calibration depends on epsilon, the public total, the populations and the prior only,
+never on the counts; nothing is written to the ledger. With --sanitised-prior-by the
+prior is noisy and drawn only by a release, so the calibration cannot be shown: the
+budget and the guarantee are.
+"""
+
+
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -103,26 +116,11 @@ def _inflation(text: str) -> float:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from dpsynth.release.request import DEFAULT_DELTA, DEFAULT_MAX_MEMORY, NEIGHBOURS
+def _add_strata_options(syn: argparse.ArgumentParser) -> None:
+    """Input, columns, mechanism and budget: what ``synthesize`` and ``calibrate`` share."""
+    from dpsynth.release.request import DEFAULT_DELTA
 
-    parser = argparse.ArgumentParser(
-        prog="dpsynth",
-        description="Differentially private synthetic count data.",
-        allow_abbrev=False,
-    )
-    parser.add_argument("--version", action="version", version=f"dpsynth {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    syn = commands.add_parser(
-        "synthesize",
-        help="release synthetic counts of a table of strata",
-        description=DESCRIPTION.format(neighbours=NEIGHBOURS),
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        allow_abbrev=False,
-    )
-
-    io = syn.add_argument_group("input and output")
+    io = syn.add_argument_group("input")
     io.add_argument(
         "--input",
         required=True,
@@ -137,28 +135,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="read --input with the CDC WONDER reader: count column 'deaths', keys are "
         "snake_case names such as county_code; WONDER's labels, rates and flags are dropped",
     )
-    io.add_argument(
-        "--out",
-        required=True,
-        type=Path,
-        metavar="DIR",
-        help="release folder to create (public); the private folder DIR.private is made "
-        "beside it. Built in hidden partial folders and renamed into place when complete",
-    )
-    io.add_argument(
-        "--force",
-        action="store_true",
-        help="replace --out (and DIR.private) if it holds an earlier dpsynth release; "
-        "folders that are not dpsynth releases are never replaced",
-    )
-    io.add_argument(
-        "--format",
-        dest="output_format",
-        choices=("parquet", "csv"),
-        default="parquet",
-        help="file format of the synthetic sets and the hyperparameters (default: parquet)",
-    )
-
     cols = syn.add_argument_group("columns (every input column must be named here)")
     cols.add_argument(
         "--keys",
@@ -267,6 +243,58 @@ def build_parser() -> argparse.ArgumentParser:
         help="truncated only: widen the bounds, L from n*rate/XI and U from XI*n*rate (default: 1)",
     )
     mech.add_argument(
+        "--sets",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help="number of synthetic sets; they share the budget (default: 1)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from dpsynth.release.request import DEFAULT_MAX_MEMORY, NEIGHBOURS
+
+    parser = argparse.ArgumentParser(
+        prog="dpsynth",
+        description="Differentially private synthetic count data.",
+        allow_abbrev=False,
+    )
+    parser.add_argument("--version", action="version", version=f"dpsynth {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    syn = commands.add_parser(
+        "synthesize",
+        help="release synthetic counts of a table of strata",
+        description=DESCRIPTION.format(neighbours=NEIGHBOURS),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
+    )
+
+    _add_strata_options(syn)
+    io = syn.add_argument_group("output")
+    io.add_argument(
+        "--out",
+        required=True,
+        type=Path,
+        metavar="DIR",
+        help="release folder to create (public); the private folder DIR.private is made "
+        "beside it. Built in hidden partial folders and renamed into place when complete",
+    )
+    io.add_argument(
+        "--force",
+        action="store_true",
+        help="replace --out (and DIR.private) if it holds an earlier dpsynth release; "
+        "folders that are not dpsynth releases are never replaced",
+    )
+    io.add_argument(
+        "--format",
+        dest="output_format",
+        choices=("parquet", "csv"),
+        default="parquet",
+        help="file format of the synthetic sets and the hyperparameters (default: parquet)",
+    )
+
+    io.add_argument(
         "--max-memory",
         type=_positive_float,
         default=DEFAULT_MAX_MEMORY / 2**30,
@@ -276,13 +304,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     draw = syn.add_argument_group("drawing and accounting")
-    draw.add_argument(
-        "--sets",
-        type=_positive_int,
-        default=1,
-        metavar="N",
-        help="number of synthetic sets; they share the budget (default: 1)",
-    )
     draw.add_argument(
         "--insecure-test-seed",
         type=_seed,
@@ -328,6 +349,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="county boundaries for the map (default: the repository's data/counties_1980.parquet)",
     )
 
+    cal = commands.add_parser(
+        "calibrate",
+        help="show what a release would promise, before drawing anything",
+        description=CALIBRATE_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
+    )
+    _add_strata_options(cal)
+    cal.add_argument(
+        "--hyperparameters",
+        type=Path,
+        metavar="FILE",
+        help="also write the per-stratum calibration (keys, a, b, L, U) to FILE (.csv or "
+        ".parquet); it is public, like the release's own hyperparameters",
+    )
     led = commands.add_parser(
         "ledger",
         help="show the privacy budget spent per table of strata",
@@ -343,48 +379,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _synthesize(args) -> int:
-    from dpsynth.release import ReleaseError, ReleaseRequest, build_release
+    from dpsynth.release import ReleaseError, build_release
 
-    if args.prior_rate_by is not None:
-        print(
-            "dpsynth synthesize: error: --prior-rate-by was removed: it published the counts' "
-            "own group totals without noise. Use --sanitised-prior-by COLUMN... (noisy totals, "
-            "budget --prior-epsilon) or --prior FILE of public rates",
-            file=sys.stderr,
+    try:
+        request = _request(
+            args,
+            out=args.out,
+            test_seed=args.insecure_test_seed,
+            budget=args.budget,
+            ledger=args.ledger,
+            max_memory=int(args.max_memory * 2**30),
+            group_by=args.group_by,
+            fips_column=args.fips_column,
+            county_frame=args.county_frame,
+            output_format=args.output_format,
+            force=args.force,
+            progress=False if args.quiet else None,
         )
+    except _Usage as err:
+        print(f"dpsynth synthesize: error: {err}", file=sys.stderr)
         return 2
-    request = ReleaseRequest(
-        input=args.input,
-        out=args.out,
-        epsilon=args.epsilon,
-        mechanism=args.mechanism,
-        keys=tuple(args.keys),
-        method=args.method,
-        allow_nominal=args.allow_nominal,
-        tail=args.tail,
-        inflation=args.inflation,
-        sets=args.sets,
-        delta=args.delta,
-        test_seed=args.insecure_test_seed,
-        wonder=args.wonder,
-        count_column=args.count_column,
-        population_column=args.population_column,
-        prior_rate_column=args.prior_rate_column,
-        prior_file=args.prior_file,
-        sanitised_prior_by=(
-            None if args.sanitised_prior_by is None else tuple(args.sanitised_prior_by)
-        ),
-        prior_epsilon=args.prior_epsilon,
-        budget=args.budget,
-        ledger=args.ledger,
-        max_memory=int(args.max_memory * 2**30),
-        group_by=args.group_by,
-        fips_column=args.fips_column,
-        county_frame=args.county_frame,
-        output_format=args.output_format,
-        force=args.force,
-        progress=False if args.quiet else None,
-    )
     try:
         info = build_release(request)
     except ReleaseError as err:
@@ -398,6 +412,56 @@ def _synthesize(args) -> int:
         f"({budget['epsilon_per_set']:g} per set), delta {budget['delta_total']:g}; "
         f"private files in {args.out}.private (never publish them)"
     )
+    return 0
+
+
+def _request(args, **extra):
+    from dpsynth.release import ReleaseRequest
+
+    if args.prior_rate_by is not None:
+        raise _Usage(
+            "--prior-rate-by was removed: it published the counts' own group totals without "
+            "noise. Use --sanitised-prior-by COLUMN... (noisy totals, budget --prior-epsilon) "
+            "or --prior FILE of public rates"
+        )
+    return ReleaseRequest(
+        input=args.input,
+        epsilon=args.epsilon,
+        mechanism=args.mechanism,
+        keys=tuple(args.keys),
+        method=args.method,
+        allow_nominal=args.allow_nominal,
+        tail=args.tail,
+        inflation=args.inflation,
+        sets=args.sets,
+        delta=args.delta,
+        wonder=args.wonder,
+        count_column=args.count_column,
+        population_column=args.population_column,
+        prior_rate_column=args.prior_rate_column,
+        prior_file=args.prior_file,
+        sanitised_prior_by=(
+            None if args.sanitised_prior_by is None else tuple(args.sanitised_prior_by)
+        ),
+        prior_epsilon=args.prior_epsilon,
+        **extra,
+    )
+
+
+class _Usage(Exception):
+    """A removed or misused option: exit 2 with the message."""
+
+
+def _calibrate(args) -> int:
+    from dpsynth.release import ReleaseError
+    from dpsynth.release.preview import format_preview, preview
+
+    try:
+        request = _request(args, out=Path("unused"))
+        print(format_preview(preview(request, hyperparameters=args.hyperparameters)))
+    except (ReleaseError, _Usage) as err:
+        print(f"dpsynth calibrate: error: {err}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -425,7 +489,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)  # exits 2 with a usage message on bad options
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        return _synthesize(args) if args.command == "synthesize" else _ledger(args)
+        handler = {"synthesize": _synthesize, "calibrate": _calibrate, "ledger": _ledger}
+        return handler[args.command](args)
     except KeyboardInterrupt:
         print(f"dpsynth {args.command}: interrupted; nothing was published", file=sys.stderr)
         return 130

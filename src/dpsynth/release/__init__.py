@@ -61,32 +61,30 @@ __all__ = [
 MAX_WORK = 2e11
 
 
-def _check_method(request: ReleaseRequest) -> None:
-    certified = (request.mechanism, request.method) in manifest.CERTIFIED
-    if not certified and not request.allow_nominal:
-        raise ReleaseError(
-            f"--method {request.method} for {request.mechanism} is a nominal calibration, not "
-            "a guarantee (the exact audit finds realised epsilon above the nominal one); use "
-            "the default --method certified, or add --allow-nominal to publish a release "
-            "whose manifest says 'nominal, not a guarantee'"
-        )
-    if request.mechanism != "truncated" and (request.tail is not None or request.inflation != 1):
-        raise ReleaseError(
-            f"--tail and --inflation apply to --mechanism truncated only, not {request.mechanism!r}"
-        )
+def public_prior(request, strata: Strata):
+    """(prior rates per stratum, manifest block) when the prior needs no budget, else None.
+
+    md has no prior; an external file or an input column is declared public by the
+    steward; the overall rate total / population is public. A sanitised group prior
+    (``--sanitised-prior-by`` with columns) is drawn by the release: None.
+    """
+    if not request.needs_prior:
+        return None, dict(kind="none", description="md uses no prior", epsilon=0.0)
+    if request.sanitised_prior_by is None:
+        kind = "external-file" if request.prior_file is not None else "input-column"
+        return strata.prior_rate, dict(kind=kind, description=strata.prior_source)
+    if len(request.sanitised_prior_by) == 0:
+        rate = strata.total / strata.population.sum()
+        text = "the overall rate total / sum of populations (public: both are released exactly)"
+        return np.full(strata.counts.size, rate), dict(kind="total", description=text)
+    return None
 
 
 def _prior(request, strata: Strata, budget: Budget, root: RootKey):
     """Prior rates per stratum, the public prior table (or None) and the manifest block."""
-    if not request.needs_prior:
-        return None, None, dict(kind="none", description="md uses no prior", epsilon=0.0)
-    if request.sanitised_prior_by is None:
-        kind = "external-file" if request.prior_file is not None else "input-column"
-        return strata.prior_rate, None, dict(kind=kind, description=strata.prior_source)
-    if len(request.sanitised_prior_by) == 0:
-        rate = strata.total / strata.population.sum()
-        text = "the overall rate total / sum of populations (public: both are released exactly)"
-        return np.full(strata.counts.size, rate), None, dict(kind="total", description=text)
+    public = public_prior(request, strata)
+    if public is not None:
+        return public[0], None, public[1]
     from dpsynth.mechanisms.sanitised_prior import sanitised_group_prior
 
     columns = list(request.sanitised_prior_by)
@@ -121,7 +119,7 @@ def _draw(sampler, sets: int, root: RootKey, n_cells: int, progress) -> np.ndarr
 def build_release(request: ReleaseRequest) -> dict:
     """Check, calibrate, record the spending, draw and install; return the manifest."""
     budget = plan_budget(request)
-    _check_method(request)
+    manifest.check_method(request)
     folder.check_destination(request.out, request.force)
     folder.check_destination(request.private_dir, request.force)
     strata = load_strata(request)

@@ -34,6 +34,24 @@ PROOFS = {
 }
 
 
+def check_method(request) -> None:
+    """Refuse a nominal calibration without ``allow_nominal``; refuse misplaced options."""
+    from dpsynth.release.request import ReleaseError
+
+    certified = (request.mechanism, request.method) in CERTIFIED
+    if not certified and not request.allow_nominal:
+        raise ReleaseError(
+            f"--method {request.method} for {request.mechanism} is a nominal calibration, not "
+            "a guarantee (the exact audit finds realised epsilon above the nominal one); use "
+            "the default --method certified, or add --allow-nominal to publish a release "
+            "whose manifest says 'nominal, not a guarantee'"
+        )
+    if request.mechanism != "truncated" and (request.tail is not None or request.inflation != 1):
+        raise ReleaseError(
+            f"--tail and --inflation apply to --mechanism truncated only, not {request.mechanism!r}"
+        )
+
+
 def audited_ratios() -> dict:
     """Worst realised/nominal epsilon found by ``benchmarks/audit_sweep.py --write``."""
     text = resources.files("dpsynth.privacy").joinpath("audited_ratios.json").read_text()

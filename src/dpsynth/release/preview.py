@@ -1,0 +1,118 @@
+"""What a release would promise, computed before anything is drawn or spent.
+
+``dpsynth calibrate`` (OpenDP users get the same from a measurement's privacy map): the
+budget split, the guarantee, delta and the sampler's total-variation target, and the
+calibration summarised over the strata. The calibration depends on epsilon, the public
+total, the populations and the prior only; the counts are read for their total, which is
+public. Nothing is written to the ledger. A sanitised group prior exists only once a
+release draws it, so its calibration cannot be previewed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from dpsynth.release import manifest
+from dpsynth.release.design import Design, estimate_cost
+from dpsynth.release.inputs import load_strata
+from dpsynth.release.request import NEIGHBOURS, ReleaseError, ReleaseRequest, plan_budget
+
+
+def _spread(values: np.ndarray) -> dict:
+    return {
+        "min": float(np.min(values)),
+        "median": float(np.median(values)),
+        "max": float(np.max(values)),
+    }
+
+
+def preview(request: ReleaseRequest, hyperparameters: Path | None = None) -> dict:
+    """The promise and the calibration of a release of ``request``; optionally write the
+    per-stratum calibration to ``hyperparameters`` (CSV or Parquet)."""
+    from dpsynth.release import public_prior
+    from dpsynth.sampling.conditioned import check_feasible
+
+    budget = plan_budget(request)
+    manifest.check_method(request)
+    strata = load_strata(request)
+    design = Design(request.mechanism, request.method, budget, request.tail, request.inflation)
+    info = {
+        "strata": int(strata.counts.size),
+        "total": strata.total,
+        "mechanism": request.mechanism,
+        "method": request.method,
+        "budget": budget.as_dict(),
+        "guarantee": manifest.guarantee(request.mechanism, request.method, budget.as_dict()),
+        "sampler_tv_target": design.tv_target,
+        "neighbouring_relation": NEIGHBOURS,
+        "calibration": None,
+    }
+    public = public_prior(request, strata)
+    if public is None:
+        info["calibration_note"] = (
+            "the prior is sanitised (noisy group totals drawn by the release), so the "
+            "calibration is known only after the release draws it"
+        )
+        return info
+    try:
+        cal = design.calibrate(strata.total, strata.population, public[0])
+        check_feasible(cal)
+    except ValueError as err:
+        raise ReleaseError(f"{request.input}: cannot calibrate: {err}") from err
+    size, work, _ = estimate_cost(cal)
+    calibration = {"a": _spread(cal.a), "prior": public[1]["kind"]}
+    if cal.truncated:
+        calibration["lower"] = _spread(cal.lower)
+        calibration["upper"] = _spread(cal.upper)
+        calibration["tail"] = cal.tail
+    info["calibration"] = calibration
+    info["sampler_estimate"] = {"bytes": size, "multiply_adds": work}
+    if hyperparameters is not None:
+        table = strata.keys.reset_index(drop=True).join(cal.to_frame().drop(columns="cell"))
+        hyperparameters = Path(hyperparameters)
+        if hyperparameters.suffix == ".csv":
+            table.to_csv(hyperparameters, index=False)
+        else:
+            table.to_parquet(hyperparameters, index=False)
+        info["hyperparameters"] = str(hyperparameters)
+    return info
+
+
+def format_preview(info: dict) -> str:
+    """The preview as plain text."""
+    budget = info["budget"]
+    lines = [
+        f"{info['mechanism']} / {info['method']} on {info['strata']} strata, total "
+        f"{info['total']} (public)",
+        f"guarantee: {info['guarantee']['status']}: {info['guarantee']['statement']}",
+        f"budget: epsilon {budget['epsilon_total']:g} = prior {budget['epsilon_prior']:g} + "
+        f"{budget['sets']} set(s) x {budget['epsilon_per_set']:g}; delta "
+        f"{budget['delta_total']:g} = {budget['sets']} x {budget['delta_per_set']:g}",
+        f"sampler total-variation target per set: {info['sampler_tv_target']:.3g}",
+        f"unit of privacy: {info['neighbouring_relation']}",
+    ]
+    cal = info["calibration"]
+    if cal is None:
+        lines.append(f"calibration: {info['calibration_note']}")
+    else:
+        a = cal["a"]
+        lines.append(
+            f"calibration (prior: {cal['prior']}): a from {a['min']:.4g} (median "
+            f"{a['median']:.4g}) to {a['max']:.4g}"
+        )
+        if "lower" in cal:
+            lo, up = cal["lower"], cal["upper"]
+            lines.append(
+                f"  truncation (tail {cal['tail']:.3g}): L from {lo['min']:g} to {lo['max']:g}, "
+                f"U from {up['min']:g} to {up['max']:g}"
+            )
+        estimate = info["sampler_estimate"]
+        lines.append(
+            f"  sampler estimate: {estimate['bytes'] / 2**20:.1f} MiB, "
+            f"{estimate['multiply_adds']:.2g} multiply-adds"
+        )
+        if "hyperparameters" in info:
+            lines.append(f"  per-stratum calibration written to {info['hyperparameters']}")
+    return "\n".join(lines)
