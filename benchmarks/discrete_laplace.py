@@ -18,10 +18,10 @@ short). The counties are synthetic (random populations, 49 states); only the siz
 from __future__ import annotations
 
 import argparse
-import time
 from fractions import Fraction
 
 import numpy as np
+from mechanisms import best_time  # benchmarks/ is on the path when run as a script
 
 import dpsynth.mechanisms.geometric as geometric
 import dpsynth.mechanisms.sanitised_prior as sanitised_prior
@@ -45,15 +45,6 @@ def float_geometric_noise(epsilon, size, rng, sensitivity=geometric.SENSITIVITY)
 def former_release_each(datasets, epsilon, rng):
     """Study 1's former geometric step: one ``geometric_release`` call per dataset."""
     return np.stack([geometric.geometric_release(y, epsilon, 1, rng)[0] for y in datasets])
-
-
-def best_of(repeats: int, function) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def generators():
@@ -96,7 +87,7 @@ def main() -> None:
     }
     for name, rng in generators():
         for label, scale in scales.items():
-            seconds = best_of(args.repeats, lambda: sample_discrete_laplace(scale, 10**5, rng))  # noqa: B023
+            seconds = best_time(lambda: sample_discrete_laplace(scale, 10**5, rng), args.repeats)  # noqa: B023
             print(f"| {name} | {label} | {seconds / 1e5 * 1e6:.2f} |")
 
     rng = np.random.default_rng(1)
@@ -122,17 +113,16 @@ def main() -> None:
                 def draw_noise():
                     return [noise(e, (N_DATASETS, N_COUNTIES), rng) for e in epsilons]  # noqa: B023
 
-            results[label, "noise"] = best_of(args.repeats, draw_noise)
-            results[label, "job"] = best_of(
-                args.repeats,
+            results[label, "noise"] = best_time(draw_noise, args.repeats)
+            results[label, "job"] = best_time(
                 lambda: score_datasets(scenario, geo, datasets, ids, "geometric", epsilons, rng),
-            )
-            results[label, "prior"] = best_of(
                 args.repeats,
+            )
+            results[label, "prior"] = best_time(
                 lambda: [noise(0.1 * e, 49, rng) for e in epsilons for _ in ids],  # noqa: B023
-            )
-            results[label, "sanitised job"] = best_of(
                 args.repeats,
+            )
+            results[label, "sanitised job"] = best_time(
                 lambda: score_datasets(
                     scenario,
                     geo,
@@ -142,6 +132,7 @@ def main() -> None:
                     epsilons,
                     rng,
                 ),
+                args.repeats,
             )
     finally:
         geometric.geometric_noise = sanitised_prior.geometric_noise = exact[0]

@@ -25,11 +25,11 @@ import argparse
 import math
 import os
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from mechanisms import best_time  # benchmarks/ is on the path when run as a script
 
 from dpsynth.privacy.calibrate import calibrate
 from dpsynth.release import ReleaseRequest, build_release
@@ -37,15 +37,6 @@ from dpsynth.release.randomness import RootKey
 from dpsynth.sampling.conditioned import ConditionedSampler, release_sampler
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def best(function, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main() -> None:
@@ -110,8 +101,8 @@ def main() -> None:
                     )
                 )
 
-            t_floor, t_release = best(floor, args.repeats), best(release, args.repeats)
-            t_whole = best(whole, args.repeats)
+            t_floor, t_release = best_time(floor, args.repeats), best_time(release, args.repeats)
+            t_whole = best_time(whole, args.repeats)
             print(
                 f"| {mechanism} certified | {t_floor:.2f} s | {t_release:.2f} s | "
                 f"{t_release / t_floor:.1f}x | {t_whole:.2f} s | {t_whole / t_floor:.1f}x |"

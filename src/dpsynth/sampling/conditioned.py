@@ -259,6 +259,17 @@ def _rows_to_list(prob: np.ndarray, first: np.ndarray, last: np.ndarray) -> list
     return np.split(kept[keep], np.cumsum(last - first + 1)[:-1])
 
 
+def _close_level(level, parents, lefts, rights, levels) -> list:
+    """Record one level of the tree (an odd node out is carried up as its own parent, with
+    right child -1) and return the next level's node ids."""
+    if len(level) % 2:
+        parents.append(level[-1])
+        lefts.append(level[-1])
+        rights.append(-1)
+    levels.append((np.array(parents), np.array(lefts), np.array(rights)))
+    return parents
+
+
 class ConditionedSampler:
     """Exact draws of z ~ prod_k w_k(z_k) | sum z = y. for one calibration and dataset.
 
@@ -411,13 +422,7 @@ class ConditionedSampler:
             pmfs.extend(new_pmfs)
             offsets.extend(new_offsets.tolist())
             log_scale.extend(new_scales.tolist())
-            parents, lefts, rights = parents.tolist(), lefts.tolist(), rights.tolist()
-            if len(level) % 2:  # odd node out: carried up as its own parent
-                parents.append(level[-1])
-                lefts.append(level[-1])
-                rights.append(-1)
-            levels.append((np.array(parents), np.array(lefts), np.array(rights)))
-            level = parents
+            level = _close_level(level, list(parents), list(lefts), list(rights), levels)
         root = level[0]
         where = total - offsets[root]
         if not 0 <= where < pmfs[root].size or not pmfs[root][where] > 0:
@@ -577,12 +582,7 @@ class ConditionedSampler:
                 log_cuts.append(scale + log_cut)
                 ops += min(a_hi.size, b_hi.size) + 2
             n_splits += n_pairs
-            if len(level) % 2:  # odd node out: carried up as its own parent
-                parents.append(level[-1])
-                lefts.append(level[-1])
-                rights.append(-1)
-            levels.append((np.array(parents), np.array(lefts), np.array(rights)))
-            level = parents
+            level = _close_level(level, list(parents), list(lefts), list(rights), levels)
         self.log_event_probability = float(log_event)
         # q(not A) <= (sum of cut masses) / P(sum = y., A); the slack covers the double
         # bookkeeping of the masses (module docstring, step 5)

@@ -194,8 +194,14 @@ def dd_div(ah, al, bh, bl):
 
 
 def next_u53(source):
-    """One uniform integer in [0, 2^53) from ``source`` (compiled code only, see overload)."""
-    raise NotImplementedError("next_u53 runs in compiled code only")
+    """One uniform integer in [0, 2^53) from ``source``.
+
+    This Python body is numba's overload stub, not missing work: the implementations for a
+    ``numpy.random.Generator`` and for a test stream are in the ``@overload`` below, and
+    numba uses them in compiled callers (``uniform_below``, ``exact_choice``). Called from
+    plain Python it refuses.
+    """
+    raise TypeError("next_u53 is callable from numba-compiled code only (see its overload)")
 
 
 @numba.extending.overload(next_u53, jit_options={"cache": True})
