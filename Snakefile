@@ -1,6 +1,10 @@
 # dpsynth: differentially private synthetic count data, end to end.
 # Thin on purpose: config + validation, the rule files of each stage, and `all`.
-from snakemake.utils import min_version, validate
+import sys
+
+from snakemake.utils import min_version
+
+from dpsynth.config_check import ConfigError, check_config
 
 min_version("9.0")
 
@@ -8,7 +12,10 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
-validate(config, "workflow/schemas/config.schema.yaml")
+try:
+    check_config(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
+except ConfigError as error:
+    sys.exit(f"config error: {error}")
 
 
 report: "workflow/report/workflow.rst"
@@ -20,6 +27,7 @@ include: "workflow/rules/truth.smk"
 include: "workflow/rules/study1.smk"
 include: "workflow/rules/study2.smk"
 include: "workflow/rules/pseudo_posterior.smk"
+include: "workflow/rules/studies.smk"
 
 
 rule all:

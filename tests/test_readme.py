@@ -20,3 +20,22 @@ def test_readme_python_example_runs():
     lower, upper = cal.bounds()
     assert np.all(z >= lower) and np.all(z <= upper)
     assert namespace["eps_real"] <= 1.0 + 1e-9
+
+
+def test_readme_study_walkthrough_passes_every_check_before_any_job(tmp_path):
+    """The README's study config is valid and its names exist in the shipped table: a
+    dry run of the walk-through's command checks both (the real run is the same stage
+    that tests/test_study_workflow.py runs)."""
+    import subprocess
+    import sys
+
+    block = re.findall(r"```yaml\n(.*?)```", README.read_text(), flags=re.S)[0]
+    config = tmp_path / "my_study.yaml"
+    config.write_text(block)
+    snakemake = Path(sys.executable).parent / "snakemake"
+    result = subprocess.run(
+        [str(snakemake), "-n", "--cores", "2", "--configfile", str(config), "--", "studies"],
+        cwd=README.parent, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "study_simulate" in result.stdout and "study_maps" in result.stdout

@@ -240,6 +240,50 @@ def build_standard_population(out_dir: Path) -> list[Path]:
     return [path]
 
 
+#: NCOVR's census decades: HC<yy> is the homicide count averaged over the three years
+#: centred on 19<yy> (e.g. 1979-81), PO<yy> the county population of the census year.
+HOMICIDE_DECADES = (60, 70, 80, 90)
+
+
+def homicide_table(nat: pd.DataFrame) -> pd.DataFrame:
+    """County x decade homicides of NCOVR NAT as whole counts over person-years.
+
+    NAT's ``HC<yy>`` is a three-year average (in thirds), so ``3 x HC<yy>`` is the whole
+    number of homicides of the three years; the matching exposure is ``3 x PO<yy>``
+    person-years, and ``homicides / person_years x 100,000`` is NAT's ``HR<yy>``.
+    Raises when a tripled average is not a whole number.
+    """
+    rows = []
+    fips = nat["FIPS"].astype(str)
+    for yy in HOMICIDE_DECADES:
+        tripled = 3 * nat[f"HC{yy}"].to_numpy(dtype=float)
+        counts = np.round(tripled)
+        if np.abs(tripled - counts).max() > 1e-6:
+            raise ValueError(f"NAT: 3 x HC{yy} is not a whole number for some counties")
+        rows.append(
+            pd.DataFrame(
+                {
+                    "fips": fips,
+                    "state": nat["STATE_FIPS"].map(STATE_POSTAL),
+                    "south": nat["SOUTH"].astype("int64"),
+                    "decade": 1900 + yy,
+                    "homicides": counts.astype("int64"),
+                    "person_years": 3 * nat[f"PO{yy}"].astype("int64"),
+                }
+            )
+        )
+    frame = pd.concat(rows, ignore_index=True)
+    return frame.sort_values(["fips", "decade"], kind="stable").reset_index(drop=True)
+
+
+def build_homicides(nat_shp: Path, out_dir: Path) -> list[Path]:
+    """``ncovr_homicides.csv``: the real county homicide counts of NCOVR NAT (a CSV, as
+    an analyst's own table would arrive)."""
+    path = out_dir / "ncovr_homicides.csv"
+    write_csv_deterministic(homicide_table(gpd.read_file(nat_shp)), path)
+    return [path]
+
+
 def build_all(raw, out_dir: Path) -> list[Path]:
     """Every derived file, in the order they are listed in data/README.md."""
     written = []
@@ -247,4 +291,5 @@ def build_all(raw, out_dir: Path) -> list[Path]:
     written += build_age_groups(raw.population_json, out_dir / "counties_1980.parquet", out_dir)
     written += build_pennsylvania(raw.pennlc_rda, out_dir / "counties_1980.parquet", out_dir)
     written += build_standard_population(out_dir)
+    written += build_homicides(raw.nat_shp, out_dir)
     return written

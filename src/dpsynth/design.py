@@ -36,3 +36,17 @@ def chunk_members(label: str, epsilons, epsilons_per_job: int, n_datasets: int, 
     if not eps or ids.size == 0:
         raise ValueError(f"chunk {label!r} is outside the design")
     return eps, ids
+
+
+def epsilon_chunks(n_epsilons: int, epsilons_per_job: int) -> list[str]:
+    """Labels ``e{i}`` of the jobs that cover the epsilon grid (calibration jobs)."""
+    return [f"e{i}" for i in range(-(-n_epsilons // epsilons_per_job))]
+
+
+def epsilon_chunk(label: str, epsilons, epsilons_per_job: int) -> list[float]:
+    """The epsilons of calibration job ``label`` (inverse of :func:`epsilon_chunks`)."""
+    i = int(label[1:])
+    eps = list(epsilons)[i * epsilons_per_job : (i + 1) * epsilons_per_job]
+    if not label.startswith("e") or not eps:
+        raise ValueError(f"epsilon chunk {label!r} is outside the design")
+    return eps

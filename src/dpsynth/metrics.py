@@ -7,6 +7,8 @@ many datasets at once.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
@@ -53,3 +55,16 @@ def summarise_frame(frame: pd.DataFrame, by: list[str], value: str = "value") ->
         keys = keys if isinstance(keys, tuple) else (keys,)
         rows.append({**dict(zip(by, keys, strict=True)), **summarise(group[value])})
     return pd.DataFrame(rows, columns=[*by, "median", "lower", "upper"])
+
+
+def summarise_draws(frame: pd.DataFrame, by: Sequence[str], value_columns: Sequence[str]):
+    """Median and 95% band (2.5%, 97.5% quantiles) of each value column within ``by``.
+
+    Returns a long frame ``[*by, metric, median, lower, upper]``. Non-finite values (a ratio
+    with an empty denominator) are kept: quantiles then follow numpy's handling of inf.
+    """
+    long = frame.melt(id_vars=list(by), value_vars=list(value_columns), var_name="metric")
+    grouped = long.groupby([*by, "metric"], sort=True)["value"]
+    out = grouped.quantile([0.5, 0.025, 0.975]).unstack()
+    out.columns = ["median", "lower", "upper"]
+    return out.reset_index()

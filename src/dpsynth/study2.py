@@ -32,15 +32,16 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import scipy.sparse
 
 from dpsynth.calibration import Calibration
 from dpsynth.data.pennsylvania import PENNLC_AGE_BANDS
 from dpsynth.data.pennsylvania_standin import STANDIN_AGE_GROUPS
 from dpsynth.mechanisms.geometric import SENSITIVITY
 from dpsynth.mechanisms.sanitised_prior import noisy_state_rates
+from dpsynth.metrics import summarise_draws
 from dpsynth.privacy.calibrate import calibrate
 from dpsynth.sampling.conditioned import ConditionedSampler
+from dpsynth.study.rates import GroupRates
 
 SCENARIOS = ("pennlc", "standin")
 #: Study label -> (mechanism, method) of :func:`dpsynth.calibrate`.
@@ -57,7 +58,6 @@ PRIOR_KEYS = {"pennlc": ("race", "sex", "age"), "standin": ("cancer", "age", "ra
 PRIOR_MODES = ("noisy", "public", "national")
 #: L1 sensitivity of the vector of group totals under move-one-event (module docstring).
 PRIOR_SENSITIVITY = SENSITIVITY
-PER_100K = 1e5
 
 
 # ---- strata and geography ------------------------------------------------------------
@@ -167,63 +167,18 @@ def age_bands(strata: pd.DataFrame) -> dict[str, tuple[int, int | None]]:
 
 
 # ---- age adjustment ---------------------------------------------------------------------
-class AgeAdjuster:
-    """Directly age-adjusted rates of many groups of strata, for many count vectors at once.
-
-    For group g, rate_g = sum_b w_b * cases_gb / pop_gb * 100,000 where b runs over the age
-    bands, ``w`` are the standard weights (summing to one), cases_gb sums the counts of the
-    group's strata in band b and pop_gb the populations of its distinct population units
-    in band b (so the stand-in's cancer types do not multiply the population).
-
-    ``groups`` maps a name to a boolean mask over the strata. Counts may be floats (e.g.
-    expected counts n * lambda0) and may hold many rows (draws x strata).
-    """
-
-    def __init__(self, strata: pd.DataFrame, weights: pd.Series, groups: Mapping[str, np.ndarray]):
-        band = strata["age"].astype(str).to_numpy()
-        unknown = sorted(set(band) - set(weights.index))
-        if unknown:
-            raise ValueError(f"strata age bands {unknown} have no standard weight")
-        self.names = list(groups)
-        self.bands = list(weights.index)
-        self.weights = weights.to_numpy(dtype=float)
-        band_index = pd.Index(self.bands).get_indexer(band)
-        n_bands = len(self.bands)
-        unit_keys = [k for k in POPULATION_KEYS if k in strata.columns]
-        unit_id = strata[unit_keys].astype(str).agg("|".join, axis=1).to_numpy()
-        population = strata["population"].to_numpy(dtype=float)
-        rows, cols = [], []
-        pop = np.zeros((len(self.names), n_bands))
-        for g, name in enumerate(self.names):
-            mask = np.asarray(groups[name], dtype=bool)
-            if mask.shape != (len(strata),):
-                raise ValueError(
-                    f"group {name!r}: mask has shape {mask.shape}, not ({len(strata)},)"
-                )
-            members = np.flatnonzero(mask)
-            rows.append(members)
-            cols.append(g * n_bands + band_index[members])
-            # the population of a unit counts once, whichever of its strata are in the group
-            units = pd.DataFrame({"unit": unit_id[members], "band": band_index[members],
-                                  "pop": population[members]}).drop_duplicates("unit")  # fmt: skip
-            np.add.at(pop[g], units["band"].to_numpy(), units["pop"].to_numpy())
-            empty = [self.bands[b] for b in range(n_bands) if pop[g, b] <= 0]
-            if empty:
-                raise ValueError(f"group {name!r} has no population in age band(s) {empty}")
-        rows, cols = np.concatenate(rows), np.concatenate(cols)
-        self._indicator = scipy.sparse.csr_matrix(
-            (np.ones(rows.size), (rows, cols)), shape=(len(strata), len(self.names) * n_bands)
-        )
-        self.population = pop
-
-    def rates(self, counts) -> np.ndarray:
-        """Age-adjusted rates per 100,000: shape (rows, groups) (or (groups,) for 1-D)."""
-        counts = np.asarray(counts, dtype=float)
-        flat = counts[None, :] if counts.ndim == 1 else counts
-        by_band = np.asarray(self._indicator.T @ flat.T).T  # (rows, groups * bands)
-        by_band = by_band.reshape(flat.shape[0], len(self.names), len(self.bands))
-        out = (by_band / self.population[None]) @ self.weights * PER_100K
-        return out[0] if counts.ndim == 1 else out
+def AgeAdjuster(strata: pd.DataFrame, weights: pd.Series, groups: Mapping[str, np.ndarray]):
+    """Age-adjusted rates (US 2000 standard) of groups of Study 2's strata: a
+    :class:`~dpsynth.study.rates.GroupRates` whose population units are county x age x
+    race x sex (so the stand-in's cancer types do not multiply the population)."""
+    unit_keys = [k for k in POPULATION_KEYS if k in strata.columns]
+    return GroupRates(
+        strata["population"].to_numpy(dtype=float),
+        groups,
+        band=strata["age"].astype(str).to_numpy(),
+        weights=weights,
+        unit=strata[unit_keys].astype(str).agg("|".join, axis=1).to_numpy(),
+    )
 
 
 # ---- groups and metrics -----------------------------------------------------------------
@@ -448,19 +403,6 @@ def simulate(
 
 # ---- summaries --------------------------------------------------------------------------
 SUMMARY_COLUMNS = ["scenario", "mechanism", "epsilon", "metric", "median", "lower", "upper"]
-
-
-def summarise_draws(frame: pd.DataFrame, by: Sequence[str], value_columns: Sequence[str]):
-    """Median and 95% band (2.5%, 97.5% quantiles) of each value column within ``by``.
-
-    Returns a long frame ``[*by, metric, median, lower, upper]``. Non-finite values (a ratio
-    with an empty denominator) are kept: quantiles then follow numpy's handling of inf.
-    """
-    long = frame.melt(id_vars=list(by), value_vars=list(value_columns), var_name="metric")
-    grouped = long.groupby([*by, "metric"], sort=True)["value"]
-    out = grouped.quantile([0.5, 0.025, 0.975]).unstack()
-    out.columns = ["median", "lower", "upper"]
-    return out.reset_index()
 
 
 def reference_rows(values: pd.DataFrame, label: str) -> pd.DataFrame:

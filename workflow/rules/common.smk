@@ -4,7 +4,7 @@ import os
 from snakemake.io import report as captioned
 
 from dpsynth.data.age_groups import AGE_GROUPS
-from dpsynth.design import chunk_labels, epsilon_grid
+from dpsynth.design import chunk_labels, epsilon_chunks, epsilon_grid
 
 
 def figure_paths(stem):
@@ -36,6 +36,7 @@ def all_targets():
     targets += study1_figures()
     targets += study2_figures()
     targets += pseudo_posterior_figures()
+    targets += studies_figures()
     return targets
 
 
@@ -125,3 +126,31 @@ def appendix_c_rate(wildcards):
     """The assumed national rate per 100,000 of a truth_{age} wildcard's group."""
     rates = config["study1"]["appendix_c"]["national_rate_per_100k"]
     return rates[appendix_c_age_group(wildcards)]
+
+
+# ---- studies on the analyst's own strata (config `studies`) -------------------------------
+def checked_studies():
+    """The enabled studies' definitions, each checked against its data before any job
+    runs: a wrong key, column, level or count stops the run here with a short message.
+    """
+    import sys
+
+    from dpsynth.study.definition import StudyConfigError, study_definition
+    from dpsynth.study.table import StudyDataError, load_study_table
+
+    studies = {}
+    for name, entry in config.get("studies", {}).items():
+        if not entry.get("enabled", True):
+            continue
+        try:
+            definition = study_definition(name, entry)
+            load_study_table(definition)
+        except (StudyConfigError, StudyDataError, ValueError) as error:
+            sys.exit(f"Error in study {name!r}: {error}")
+        studies[name] = definition
+    return studies
+
+
+def study_entry(wildcards):
+    """The config entry of a study (a params function)."""
+    return config["studies"][wildcards.study]

@@ -1,0 +1,164 @@
+"""Figures of a study on the analyst's own strata: its measures against epsilon, the
+epsilon guide, and maps of the area rates."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.colors as mcolors  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+METHOD_LABELS = {"paper": "paper calibration, nominal eps", "exact": "exact bivariate",
+                 "certified": "certified"}  # fmt: skip
+MECHANISM_NAMES = {"md": "MD", "pg": "PG", "truncated": "Truncated PG"}
+
+
+def arm_name(arm: str) -> str:
+    """``truncated_certified`` -> ``Truncated PG (certified)``."""
+    mechanism, method = arm.split("_", 1)
+    if mechanism == "md":
+        return "MD (exact alpha)"  # seed 000 eq 5: paper and certified are one calibration
+    return f"{MECHANISM_NAMES[mechanism]} ({METHOD_LABELS[method]})"
+
+
+def measure_title(measure: str) -> str:
+    if measure == "rmse":
+        return "rMSE of the strata rates (per 100,000)"
+    if measure == "rank_correlation":
+        return "rank correlation of the area rates"
+    return f"disparity {measure.split(':', 1)[1]} (rate ratio)"
+
+
+def _colours(arms):
+    return {arm: plt.cm.tab10(k % 10) for k, arm in enumerate(arms)}
+
+
+def figure_measures(summary: pd.DataFrame, study: str, adjusted: bool):
+    """Each measure against epsilon: median and 95% band over the datasets per arm, the
+    truth dashed (rMSE: none, its truth is 0)."""
+    draws = summary[~summary["metric"].isin(["outside_bounds_share", "calibration_skipped"])]
+    measures = list(dict.fromkeys(["rmse", "rank_correlation", *sorted(draws["metric"])]))
+    measures = [m for m in measures if m in set(draws["metric"])]
+    arms = sorted(draws["arm"].unique())
+    colours = _colours(arms)
+    ncols = 2 if len(measures) == 4 else min(3, len(measures))
+    nrows = -(-len(measures) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols, 3.6 * nrows + 0.9),
+                             squeeze=False, layout="constrained")  # fmt: skip
+    for ax, measure in zip(axes.flat, measures, strict=False):
+        rows = draws[draws["metric"] == measure]
+        for arm in arms:
+            sel = rows[rows["arm"] == arm].sort_values("epsilon")
+            ax.plot(sel["epsilon"], sel["median"], color=colours[arm], label=arm_name(arm))
+            ax.fill_between(sel["epsilon"], sel["lower"], sel["upper"], color=colours[arm],
+                            alpha=0.15, lw=0)  # fmt: skip
+        if measure != "rmse":
+            ax.axhline(rows["truth"].iloc[0], color="black", ls="--", lw=1, label="truth")
+        else:
+            ax.set_yscale("log")
+        ax.set_xscale("log")
+        ax.set_xlabel("epsilon")
+        ax.set_title(measure_title(measure), fontsize=10)
+    for ax in list(axes.flat)[len(measures) :]:
+        ax.set_visible(False)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    if "truth" not in labels and len(measures) > 1:
+        extra = axes.flat[1].get_legend_handles_labels()
+        handles, labels = handles + extra[0][-1:], labels + extra[1][-1:]
+    fig.legend(handles, labels, loc="outside lower center", ncols=min(4, len(labels)),
+               fontsize=9, frameon=False)  # fmt: skip
+    kind = "age-adjusted" if adjusted else "crude"
+    fig.suptitle(f"Study {study}: what the synthetic tables keep, against epsilon\n"
+                 f"(median and 95% band over the datasets; area and group rates {kind})",
+                 fontsize=11)  # fmt: skip
+    return fig
+
+
+def figure_guide(guide: pd.DataFrame, epsilons, study: str):
+    """For each measure and arm, the smallest epsilon from which the median (filled) and
+    the 95% band (open) stay within tolerance; arrows at the right: not in the grid."""
+    measures = list(dict.fromkeys(guide["measure"]))
+    arms = sorted(guide["arm"].unique())
+    colours = _colours(arms)
+    top = max(epsilons) * 2.2
+    fig, ax = plt.subplots(figsize=(8.5, 1.0 + 0.55 * len(measures) * len(arms) ** 0.5 + 1.2),
+                           layout="constrained")  # fmt: skip
+    offsets = np.linspace(-0.25, 0.25, len(arms)) if len(arms) > 1 else [0.0]
+    for k, measure in enumerate(measures):
+        for arm, dy in zip(arms, offsets, strict=True):
+            for criterion, fill in (("median", True), ("95% band", False)):
+                row = guide[(guide["measure"] == measure) & (guide["arm"] == arm)
+                            & (guide["criterion"] == criterion)]  # fmt: skip
+                eps = float(row["epsilon"].iloc[0]) if len(row) else np.nan
+                x, marker = (eps, "o") if np.isfinite(eps) else (top, ">")
+                ax.plot(x, k + dy, marker=marker, ms=8, color=colours[arm],
+                        mfc=colours[arm] if fill else "white", ls="none")  # fmt: skip
+    for arm in arms:
+        ax.plot([], [], "o", color=colours[arm], label=arm_name(arm))
+    ax.plot([], [], "o", color="grey", label="median within tolerance")
+    ax.plot([], [], "o", color="grey", mfc="white", label="95% band within wider tolerance")
+    ax.plot([], [], ">", color="grey", label="not within the grid")
+    tol = guide.groupby("criterion")["tolerance"].first()
+    ax.set_yticks(range(len(measures)), [measure_title(m) for m in measures], fontsize=9)
+    ax.set_ylim(len(measures) - 0.5, -0.5)
+    ax.set_xscale("log")
+    ax.set_xlim(min(epsilons) / 1.5, top * 1.5)
+    ax.axvline(max(epsilons), color="grey", lw=0.5, ls=":")
+    ax.set_xlabel("smallest epsilon of the grid from which the measure stays within tolerance")
+    ax.grid(axis="x", which="major", lw=0.3)
+    fig.legend(loc="outside lower center", ncols=2, fontsize=8, frameon=False)
+    ax.set_title(f"Epsilon guide, study {study}: tolerance {tol.get('median', np.nan):g} "
+                 f"(median), {tol.get('95% band', np.nan):g} (band)", fontsize=11)  # fmt: skip
+    return fig
+
+
+def figure_maps(geometry, key: str, area_rates: pd.DataFrame, arms, epsilons, study: str,
+                outline: str | None = None):  # fmt: skip
+    """Mean synthetic area rates per arm (rows) at each map epsilon (columns) beside the
+    true rates, on one colour scale (the truth's 1-99% range) with one colour bar."""
+    from dpsynth.plots.maps import CONUS_ALBERS
+
+    frame = geometry[[key, *([outline] if outline else []), "geometry"]].copy()
+    frame[key] = frame[key].astype(str)
+    frame = frame.to_crs(CONUS_ALBERS) if frame.crs is not None else frame
+    lookup = lambda sel: frame[key].map(sel.set_index("area")["rate"])  # noqa: E731
+    truth = area_rates[area_rates["arm"] == "truth"]
+    frame["truth"] = lookup(truth)
+    lo, hi = np.nanquantile(frame["truth"], [0.01, 0.99])
+    norm = mcolors.Normalize(vmin=lo, vmax=hi, clip=True)
+    outlines = frame[[outline, "geometry"]].dissolve(outline).boundary if outline else None
+    ncols = 1 + len(epsilons)
+    fig, axes = plt.subplots(len(arms), ncols, figsize=(4.2 * ncols, 2.9 * len(arms) + 0.8),
+                             squeeze=False, layout="constrained")  # fmt: skip
+    for r, arm in enumerate(arms):
+        for c in range(ncols):
+            ax = axes[r, c]
+            ax.set_axis_off()
+            if c == 0:
+                column, title = "truth", "true rates" if r == 0 else ""
+                ax.text(-0.02, 0.5, arm_name(arm), rotation=90, va="center", ha="right",
+                        transform=ax.transAxes, fontsize=9)  # fmt: skip
+                if r > 0:
+                    continue
+            else:
+                eps = epsilons[c - 1]
+                sel = area_rates[(area_rates["arm"] == arm) & (area_rates["epsilon"] == eps)]
+                column, title = f"{arm}_{eps:g}", f"epsilon = {eps:g}"
+                frame[column] = lookup(sel)
+            frame.plot(column=column, ax=ax, cmap="viridis", norm=norm, lw=0,
+                       missing_kwds={"color": "lightgrey"})  # fmt: skip
+            if outlines is not None:
+                outlines.plot(ax=ax, color="white", lw=0.3)
+            ax.set_title(title, fontsize=10)
+    fig.colorbar(
+        plt.cm.ScalarMappable(norm=norm, cmap="viridis"),
+        ax=axes,
+        shrink=0.6,
+        label="rate per 100,000 (colours saturate outside the truth's 1-99% range)",
+    )
+    fig.suptitle(f"Study {study}: true area rates and mean synthetic rates over the datasets",
+                 fontsize=11)  # fmt: skip
+    return fig

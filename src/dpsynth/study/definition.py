@@ -1,0 +1,302 @@
+"""A study on the analyst's own strata, as the config states it (``studies.<name>``).
+
+:func:`study_definition` turns one config entry into a frozen :class:`StudyDefinition`;
+every problem raises :class:`StudyConfigError` naming the config key (``studies.<name>.
+<key>``), the value and what was expected, in one line. The schema
+(``workflow/schemas/config.schema.yaml``) holds the defaults; this module checks what the
+schema cannot (arms that exist, a prior that is well formed, disparity names that are
+unique) and nothing that needs the data (:mod:`dpsynth.study.table` does that).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: Mechanism -> the calibration methods a study may run it with.
+METHODS = {
+    "md": ("paper", "certified"),  # the same alpha: seed 000 eq 5 is exact
+    "pg": ("paper", "exact", "certified"),
+    "truncated": ("paper", "exact", "certified"),
+}
+PRIOR_SOURCES = ("overall", "sanitised", "file", "column")
+ROUNDING = ("refuse", "nearest")
+ON_FAILURE = ("fail", "skip")
+
+
+class StudyConfigError(ValueError):
+    """A study's config entry is wrong; the message names the key and what is expected."""
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One line of a study's figures: a mechanism and a calibration method."""
+
+    mechanism: str
+    method: str
+
+    @property
+    def label(self) -> str:
+        """File-safe label, e.g. ``truncated_certified``."""
+        return f"{self.mechanism}_{self.method}"
+
+
+@dataclass(frozen=True)
+class Disparity:
+    """The rate of the strata matching ``numerator`` over that of ``denominator`` (both
+    restricted to ``where``); filters map a column to one value or a list of values."""
+
+    name: str
+    numerator: Mapping[str, tuple[str, ...]]
+    denominator: Mapping[str, tuple[str, ...]]
+    where: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Prior:
+    """Where the prior rates come from (module :mod:`dpsynth.study.prior`)."""
+
+    source: str
+    by: tuple[str, ...] = ()
+    epsilon: float = 0.0
+    path: Path | None = None
+    column: str | None = None
+
+
+@dataclass(frozen=True)
+class StudyDefinition:
+    name: str
+    table: Path
+    keys: tuple[str, ...]
+    count: str
+    population: str
+    rows: Mapping[str, tuple[str, ...]]
+    attributes: tuple[str, ...]
+    area: str | None
+    geometry: Path | None
+    geometry_key: str | None
+    geometry_outline: str | None
+    age: str | None
+    standard_population: Path | None
+    age_bands: Mapping[str, tuple[int, int | None]] | None
+    prior: Prior
+    arms: tuple[Arm, ...]
+    epsilons: tuple[float, ...]
+    map_epsilons: tuple[float, ...]
+    datasets: int
+    datasets_per_job: int
+    epsilons_per_job: int
+    tail: float | None
+    inflation: float
+    disparities: tuple[Disparity, ...]
+    tolerance: float
+    band_tolerance: float
+    rounding: str
+    on_calibration_failure: str
+    wonder: bool
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """Every input column the study reads."""
+        extra = [self.prior.column] if self.prior.source == "column" else []
+        return (*self.keys, self.count, self.population, *self.attributes, *extra)
+
+
+def _fail(name: str, key: str, message: str):
+    raise StudyConfigError(f"config key studies.{name}.{key}: {message}")
+
+
+def _filter(name: str, key: str, value) -> dict[str, tuple[str, ...]]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not value:
+        _fail(name, key, f"got {value!r}; expected a mapping column: value (or [values])")
+    out = {}
+    for column, wanted in value.items():
+        values = wanted if isinstance(wanted, list) else [wanted]
+        if not values:
+            _fail(name, f"{key}.{column}", "an empty list; expected at least one value")
+        out[str(column)] = tuple(str(v) for v in values)
+    return out
+
+
+def _finite_positive(name: str, key: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        _fail(name, key, f"got {value!r}; expected a number")
+    if not (math.isfinite(value) and value > 0):
+        _fail(name, key, f"got {value!r}; expected a finite number > 0")
+    return float(value)
+
+
+def _age_bands(name: str, bands) -> dict[str, tuple[int, int | None]] | None:
+    if bands is None:
+        return None
+    out = {}
+    for label, edges in bands.items():
+        if not (isinstance(edges, list) and len(edges) == 2 and isinstance(edges[0], int)):
+            _fail(name, f"age.bands.{label}", f"got {edges!r}; expected [first age, first age "
+                  "past the band] such as [40, 60], or [85, null] for an open band")  # fmt: skip
+        out[str(label)] = (int(edges[0]), None if edges[1] is None else int(edges[1]))
+    return out
+
+
+def epsilon_values(name: str, spec, map_epsilons: Sequence[float]) -> tuple[float, ...]:
+    """The study's epsilon grid: ``{start, stop, num}`` (log-spaced) or a list, plus the
+    map epsilons, rounded to 6 significant digits, sorted."""
+    from dpsynth.design import epsilon_grid
+
+    if isinstance(spec, Mapping):
+        start = _finite_positive(name, "epsilons.start", spec.get("start"))
+        stop = _finite_positive(name, "epsilons.stop", spec.get("stop"))
+        num = spec.get("num")
+        if isinstance(num, bool) or not isinstance(num, int) or num < 1:
+            _fail(name, "epsilons.num", f"got {num!r}; expected an integer >= 1")
+        if stop < start:
+            _fail(name, "epsilons.stop", f"got {stop!r} < start = {start!r}")
+        return tuple(epsilon_grid(start, stop, num, map_epsilons))
+    if isinstance(spec, list) and spec:
+        values = [_finite_positive(name, f"epsilons[{k}]", v) for k, v in enumerate(spec)]
+        return tuple(epsilon_grid(values[0], values[0], 1, [*values, *map_epsilons]))
+    return _fail(name, "epsilons", f"got {spec!r}; expected {{start, stop, num}} or a list")
+
+
+def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDefinition:
+    """Check one ``studies.<name>`` entry (defaults already filled by the schema)."""
+    get = entry.get
+    keys = tuple(get("keys") or ())
+    if not keys:
+        _fail(name, "keys", "no key column; expected the columns that identify a stratum")
+    for key in ("count", "population"):
+        if not isinstance(get(key), str) or not get(key):
+            _fail(name, key, f"got {get(key)!r}; expected a column name")
+    attributes = tuple(get("attributes") or ())
+    named = [*keys, get("count"), get("population"), *attributes]
+    repeated = sorted({c for c in named if named.count(c) > 1})
+    if repeated:
+        _fail(name, "keys", f"column(s) {repeated} named twice among keys, count, population "
+              "and attributes")  # fmt: skip
+    area = get("area")
+    if area is not None and area not in keys:
+        _fail(name, "area", f"{area!r} is not one of the keys {list(keys)}")
+    geometry = get("geometry") or {}
+    if geometry and area is None:
+        _fail(name, "geometry", "maps need an area key: set studies.{name}.area")
+    age = get("age") or {}
+    age_column = age.get("column")
+    if age and age_column not in keys:
+        _fail(name, "age.column", f"{age_column!r} is not one of the keys {list(keys)}")
+    if age and not age.get("standard_population"):
+        _fail(name, "age.standard_population", "missing; expected the standard population CSV")
+
+    prior_entry = get("prior") or {"source": "overall"}
+    source = prior_entry.get("source", "overall")
+    if source not in PRIOR_SOURCES:
+        _fail(name, "prior.source", f"got {source!r}; expected one of {list(PRIOR_SOURCES)}")
+    prior = Prior(source=source)
+    if source == "sanitised":
+        by = tuple(prior_entry.get("by") or ())
+        unknown = [c for c in by if c not in (*keys, *attributes)]
+        if not by or unknown:
+            _fail(name, "prior.by", f"got {list(by)!r}; expected key or attribute columns "
+                  f"from {[*keys, *attributes]}")  # fmt: skip
+        eps = _finite_positive(name, "prior.epsilon", prior_entry.get("epsilon"))
+        prior = Prior(source, by=by, epsilon=eps)
+    elif source == "file":
+        if not prior_entry.get("path") or not prior_entry.get("column"):
+            _fail(name, "prior", "source 'file' needs path and column (the prior-rate column)")
+        prior = Prior(source, path=base / prior_entry["path"], column=prior_entry["column"])
+    elif source == "column":
+        if not prior_entry.get("column"):
+            _fail(name, "prior.column", "missing; expected the input's public prior-rate column")
+        prior = Prior(source, column=prior_entry["column"])
+
+    arms_entry = get("arms")
+    if not isinstance(arms_entry, Mapping) or not arms_entry:
+        _fail(name, "arms", f"got {arms_entry!r}; expected mechanism: [methods], e.g. "
+              "{pg: [certified], truncated: [certified, exact]}")  # fmt: skip
+    arms = []
+    for mechanism, methods in arms_entry.items():
+        if mechanism not in METHODS:
+            _fail(name, "arms", f"unknown mechanism {mechanism!r}; expected {list(METHODS)}")
+        for method in methods if isinstance(methods, list) else [methods]:
+            if method not in METHODS[mechanism]:
+                _fail(name, f"arms.{mechanism}", f"got method {method!r}; {mechanism} has "
+                      f"{list(METHODS[mechanism])}")  # fmt: skip
+            arms.append(Arm(mechanism, method))
+
+    map_epsilons = tuple(
+        _finite_positive(name, f"map_epsilons[{k}]", v)
+        for k, v in enumerate(get("map_epsilons") or [])
+    )
+    if map_epsilons and area is None:
+        _fail(name, "map_epsilons", "maps need an area key: set studies.{name}.area")
+    epsilons = epsilon_values(name, get("epsilons"), map_epsilons)
+
+    disparities, seen = [], set()
+    for k, spec in enumerate(get("disparities") or []):
+        label = spec.get("name")
+        if not label or label in seen:
+            _fail(name, f"disparities[{k}].name", f"got {label!r}; expected a unique name")
+        seen.add(label)
+        disparities.append(
+            Disparity(
+                label,
+                _filter(name, f"disparities[{k}].numerator", spec.get("numerator")),
+                _filter(name, f"disparities[{k}].denominator", spec.get("denominator")),
+                _filter(name, f"disparities[{k}].where", spec.get("where")) or {},
+            )
+        )
+    guide = get("guide") or {}
+    tolerance = _finite_positive(name, "guide.tolerance", guide.get("tolerance", 0.1))
+    band = _finite_positive(name, "guide.band_tolerance", guide.get("band_tolerance", 0.25))
+    if band < tolerance:
+        _fail(name, "guide.band_tolerance", f"got {band}; expected >= guide.tolerance = "
+              f"{tolerance} (the band's tolerance is the wider one)")  # fmt: skip
+    rounding = get("rounding", "refuse")
+    if rounding not in ROUNDING:
+        _fail(name, "rounding", f"got {rounding!r}; expected one of {list(ROUNDING)}")
+    failure = get("on_calibration_failure", "fail")
+    if failure not in ON_FAILURE:
+        _fail(name, "on_calibration_failure", f"got {failure!r}; expected {list(ON_FAILURE)}")
+    truncation = get("truncation") or {}
+    tail = truncation.get("tail")
+    if tail is not None and not (isinstance(tail, (int, float)) and 0 < tail < 1):
+        _fail(name, "truncation.tail", f"got {tail!r}; expected a number in (0, 1) or null")
+    inflation = _finite_positive(name, "truncation.inflation", truncation.get("inflation", 1.0))
+    for key in ("datasets", "datasets_per_job", "epsilons_per_job"):
+        value = get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            _fail(name, key, f"got {value!r}; expected an integer >= 1")
+    return StudyDefinition(
+        name=name,
+        table=base / get("table"),
+        keys=keys,
+        count=get("count"),
+        population=get("population"),
+        rows=_filter(name, "rows", get("rows")),
+        attributes=attributes,
+        area=area,
+        geometry=base / geometry["path"] if geometry else None,
+        geometry_key=geometry.get("key", area) if geometry else None,
+        geometry_outline=geometry.get("outline"),
+        age=age_column,
+        standard_population=base / age["standard_population"] if age else None,
+        age_bands=_age_bands(name, age.get("bands")) if age else None,
+        prior=prior,
+        arms=tuple(arms),
+        epsilons=epsilons,
+        map_epsilons=map_epsilons,
+        datasets=get("datasets"),
+        datasets_per_job=get("datasets_per_job"),
+        epsilons_per_job=get("epsilons_per_job"),
+        tail=None if tail is None else float(tail),
+        inflation=inflation,
+        disparities=tuple(disparities),
+        tolerance=tolerance,
+        band_tolerance=band,
+        rounding=rounding,
+        on_calibration_failure=failure,
+        wonder=get("format", "auto") == "wonder",
+    )

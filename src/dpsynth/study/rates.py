@@ -1,0 +1,80 @@
+"""Rates of many groups of strata for many count vectors at once, age-adjusted or crude.
+
+For group g, rate_g = sum_b w_b * cases_gb / pop_gb * 100,000 where b runs over the age
+bands, ``w`` are standard-population weights (summing to one; direct adjustment), cases_gb
+sums the counts of the group's strata in band b and pop_gb the populations of its distinct
+population units in band b (strata that share a population, such as the cancer types of
+Study 2's stand-in, count it once). Without age bands there is one band of weight one and
+the rate is the crude rate: the group's events over its population.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+import scipy.sparse
+
+from dpsynth.metrics import PER_100K
+
+#: The single band of crude rates.
+CRUDE = "all ages"
+
+
+class GroupRates:
+    """Rates per 100,000 of named groups of strata (boolean masks), by one sparse product.
+
+    ``band`` (a label per stratum) and ``weights`` (label -> standard weight) give direct
+    age adjustment; ``band=None`` gives crude rates. ``unit`` (an id per stratum) names
+    the population unit of each stratum; ``None`` means every stratum is its own. Counts
+    passed to :meth:`rates` may be floats (expected counts) and hold many rows.
+    """
+
+    def __init__(self, population, groups: Mapping[str, np.ndarray], *, band=None,
+                 weights: pd.Series | None = None, unit=None):  # fmt: skip
+        population = np.asarray(population, dtype=float)
+        n = population.size
+        if band is None:
+            band = np.full(n, CRUDE, dtype=object)
+            weights = pd.Series({CRUDE: 1.0})
+        band = np.asarray(band).astype(str)
+        unknown = sorted(set(band) - set(weights.index))
+        if unknown:
+            raise ValueError(f"strata age bands {unknown} have no standard weight")
+        unit = np.arange(n).astype(str) if unit is None else np.asarray(unit)
+        self.names = list(groups)
+        self.bands = list(weights.index)
+        self.weights = weights.to_numpy(dtype=float)
+        band_index = pd.Index(self.bands).get_indexer(band)
+        n_bands = len(self.bands)
+        rows, cols = [], []
+        pop = np.zeros((len(self.names), n_bands))
+        for g, name in enumerate(self.names):
+            mask = np.asarray(groups[name], dtype=bool)
+            if mask.shape != (n,):
+                raise ValueError(f"group {name!r}: mask has shape {mask.shape}, not ({n},)")
+            members = np.flatnonzero(mask)
+            rows.append(members)
+            cols.append(g * n_bands + band_index[members])
+            # the population of a unit counts once, whichever of its strata are in the group
+            units = pd.DataFrame({"unit": unit[members], "band": band_index[members],
+                                  "pop": population[members]}).drop_duplicates("unit")  # fmt: skip
+            np.add.at(pop[g], units["band"].to_numpy(), units["pop"].to_numpy())
+            empty = [self.bands[b] for b in range(n_bands) if pop[g, b] <= 0]
+            if empty:
+                raise ValueError(f"group {name!r} has no population in age band(s) {empty}")
+        rows, cols = np.concatenate(rows), np.concatenate(cols)
+        self._indicator = scipy.sparse.csr_matrix(
+            (np.ones(rows.size), (rows, cols)), shape=(n, len(self.names) * n_bands)
+        )
+        self.population = pop
+
+    def rates(self, counts) -> np.ndarray:
+        """Rates per 100,000: shape (rows, groups) (or (groups,) for 1-D counts)."""
+        counts = np.asarray(counts, dtype=float)
+        flat = counts[None, :] if counts.ndim == 1 else counts
+        by_band = np.asarray(self._indicator.T @ flat.T).T  # (rows, groups * bands)
+        by_band = by_band.reshape(flat.shape[0], len(self.names), len(self.bands))
+        out = (by_band / self.population[None]) @ self.weights * PER_100K
+        return out[0] if counts.ndim == 1 else out

@@ -1,0 +1,104 @@
+"""A study's calibrations and draws: one arm, a chunk of its epsilons (and datasets).
+
+Calibrations see only public inputs (the total, the populations, the prior rates); they
+are stored as a table, one row per stratum and epsilon, and come back exactly (the
+epsilon column holds the grid's own float64, matched by equality).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from dpsynth.calibration import Calibration
+from dpsynth.study.definition import Arm, StudyDefinition
+from dpsynth.study.measures import Measures
+
+CALIBRATION_COLUMNS = ["epsilon", "cell", "a", "b", "lower", "upper", "total", "tail",
+                       "inflation"]  # fmt: skip
+STATUS_COLUMNS = ["arm", "epsilon", "ok", "error"]
+
+
+def calibrate_arm(
+    definition: StudyDefinition, arm: Arm, epsilon: float, strata: pd.DataFrame
+) -> Calibration:
+    """The calibration of ``arm`` at ``epsilon`` from the strata's public columns."""
+    from dpsynth.privacy.calibrate import calibrate
+
+    total = int(strata[definition.count].sum())  # y. is public; the counts are not used
+    population = strata[definition.population].to_numpy(dtype=float)
+    prior = strata["prior_rate"].to_numpy(dtype=float)
+    options = {}
+    if arm.mechanism == "truncated":
+        tail = definition.tail if definition.tail is not None else 1.0 / len(strata)
+        options = {"tail": tail, "inflation": definition.inflation}
+    return calibrate(arm.mechanism, epsilon, total, population, prior, method=arm.method,
+                     **options)  # fmt: skip
+
+
+def calibration_frame(cal: Calibration) -> pd.DataFrame:
+    """One row per stratum: epsilon, a, b, bounds, total, tail, inflation."""
+    lower, upper = cal.bounds()
+    return pd.DataFrame(
+        {
+            "epsilon": cal.epsilon,
+            "cell": np.arange(cal.n_cells),
+            "a": cal.a,
+            "b": np.full(cal.n_cells, np.nan) if cal.b is None else cal.b,
+            "lower": lower,
+            "upper": upper,
+            "total": cal.total,
+            "tail": np.nan if cal.tail is None else cal.tail,
+            "inflation": cal.inflation,
+        }
+    )[CALIBRATION_COLUMNS]
+
+
+def calibration_from_frame(
+    frame: pd.DataFrame, arm: Arm, epsilon: float, strata: pd.DataFrame, population: str
+) -> Calibration:
+    """Inverse of :func:`calibration_frame` (epsilon matched exactly)."""
+    rows = frame[frame["epsilon"].to_numpy() == epsilon].sort_values("cell")
+    if rows.empty:
+        raise KeyError(f"no calibration of {arm.label} at epsilon={epsilon!r}")
+    truncated = arm.mechanism == "truncated"
+    return Calibration(
+        arm.mechanism,
+        arm.method,
+        float(epsilon),
+        int(rows["total"].iloc[0]),
+        rows["a"].to_numpy(),
+        None if arm.mechanism == "md" else rows["b"].to_numpy(),
+        strata[population].to_numpy(dtype=float),
+        None if arm.mechanism == "md" else strata["prior_rate"].to_numpy(dtype=float),
+        rows["lower"].to_numpy() if truncated else None,
+        rows["upper"].to_numpy() if truncated else None,
+        tail=float(rows["tail"].iloc[0]) if truncated else None,
+        inflation=float(rows["inflation"].iloc[0]),
+    )
+
+
+def draw_and_measure(
+    y,
+    cal: Calibration,
+    measures: Measures,
+    n_datasets: int,
+    rng: np.random.Generator,
+    *,
+    batch: int = 100,
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """``n_datasets`` synthetic tables under ``cal``, each measured; and the sum over them
+    of every area's rate (for maps: sums of chunks add up to a mean over all datasets).
+
+    The exact sampler is built once; draws come ``batch`` at a time.
+    """
+    from dpsynth.sampling.conditioned import ConditionedSampler
+
+    sampler = ConditionedSampler(y, cal)
+    frames, area_sum = [], np.zeros(len(measures.areas))
+    for start in range(0, n_datasets, batch):
+        z = sampler.draw(min(batch, n_datasets - start), rng)
+        frames.append(measures.values(z, y))
+        if measures.areas:
+            area_sum += measures.area_rates(z).sum(axis=0)
+    return pd.concat(frames, ignore_index=True), area_sum

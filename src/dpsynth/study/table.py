@@ -1,0 +1,203 @@
+"""The strata of a study: read, selected, checked against the study's definition, sorted.
+
+:func:`load_study_table` is what runs before any job (the workflow calls it when it reads
+the config): every column, row selection, filter value and age band the definition names
+must exist in the data, or :class:`StudyDataError` names the config key, the value and
+what the data holds. The counts and populations then pass the one strata validator,
+:func:`dpsynth.data.validation.validate_strata`, which ``dpsynth synthesize`` uses too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from dpsynth.data.validation import validate_strata
+from dpsynth.study.definition import StudyDefinition
+
+SHOWN = 8
+
+
+class StudyDataError(ValueError):
+    """The data do not hold what a study's definition names."""
+
+
+def _levels(values: pd.Series) -> str:
+    levels = sorted(values.astype(str).unique())
+    text = ", ".join(repr(v) for v in levels[:SHOWN])
+    return text + (f" and {len(levels) - SHOWN} more" if len(levels) > SHOWN else "")
+
+
+def read_input(definition: StudyDefinition) -> pd.DataFrame:
+    """The study's table as read from disk: CSV (text columns), Parquet or a WONDER export."""
+    from dpsynth.release.inputs import read_table
+
+    path = definition.table
+    where = f"config key studies.{definition.name}.table"
+    if not path.is_file():
+        raise StudyDataError(f"{where}: {path} not found; expected a CSV, Parquet or WONDER file")
+    if definition.wonder:
+        from dpsynth.data.wonder import read_wonder
+
+        return read_wonder(path)
+    try:
+        return read_table(path)
+    except ValueError as err:
+        raise StudyDataError(f"{where}: {err}") from err
+
+
+def _select_rows(definition: StudyDefinition, frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows matching ``rows`` (the selection columns are dropped)."""
+    mask = np.ones(len(frame), dtype=bool)
+    for column, wanted in definition.rows.items():
+        key = f"studies.{definition.name}.rows.{column}"
+        if column not in frame.columns:
+            raise StudyDataError(
+                f"config key {key}: {definition.table} has no column {column!r}; "
+                f"columns are {list(frame.columns)}"
+            )
+        values = frame[column].astype(str)
+        absent = [v for v in wanted if not (values == v).any()]
+        if absent:
+            raise StudyDataError(
+                f"config key {key}: value(s) {absent} not in column {column!r} of "
+                f"{definition.table}; it holds {_levels(frame[column])}"
+            )
+        mask &= values.isin(wanted).to_numpy()
+    selected = frame.loc[mask]
+    return selected.drop(columns=[c for c in definition.rows if c not in definition.columns])
+
+
+def filter_mask(
+    strata: pd.DataFrame, filters: Mapping[str, tuple[str, ...]], key: str
+) -> np.ndarray:
+    """Strata whose columns take one of the given values; ``key`` names the config entry
+    in errors (unknown column, value not in the data, or no stratum left)."""
+    mask = np.ones(len(strata), dtype=bool)
+    for column, wanted in filters.items():
+        if column not in strata.columns:
+            raise StudyDataError(
+                f"config key {key}.{column}: not a key or attribute column of the study; "
+                f"the strata have {list(strata.columns)}"
+            )
+        values = strata[column].astype(str)
+        absent = [v for v in wanted if not (values == v).any()]
+        if absent:
+            raise StudyDataError(
+                f"config key {key}.{column}: value(s) {absent} not in the data; "
+                f"{column!r} holds {_levels(strata[column])}"
+            )
+        mask &= values.isin(wanted).to_numpy()
+    if not mask.any():
+        raise StudyDataError(f"config key {key}: no stratum matches {dict(filters)}")
+    return mask
+
+
+def parse_age_band(label: str) -> tuple[int, int | None]:
+    """Ages of a band label: ``"45-54"`` and ``"40.59"`` -> (45, 55) and (40, 60),
+    ``"85+"`` -> (85, None), ``"Under.40"`` or ``"< 1 year"`` -> (0, 40) and (0, 1)."""
+    numbers = [int(n) for n in re.findall(r"\d+", label)]
+    lowered = label.strip().lower()
+    if len(numbers) == 1 and (lowered.startswith(("under", "<")) or "under" in lowered):
+        return 0, numbers[0]
+    if len(numbers) == 1 and "+" in label:
+        return numbers[0], None
+    if len(numbers) == 2 and numbers[0] <= numbers[1]:
+        return numbers[0], numbers[1] + 1
+    raise ValueError(f"cannot read age band {label!r}")
+
+
+def age_bands(definition: StudyDefinition, strata: pd.DataFrame) -> dict[str, tuple]:
+    """Band label -> (first age, first age past), from the config or parsed from labels."""
+    labels = sorted(strata[definition.age].astype(str).unique())
+    given = definition.age_bands or {}
+    bands = {}
+    for label in labels:
+        if label in given:
+            bands[label] = given[label]
+            continue
+        try:
+            bands[label] = parse_age_band(label)
+        except ValueError:
+            raise StudyDataError(
+                f"config key studies.{definition.name}.age.bands: age band {label!r} of "
+                f"column {definition.age!r} cannot be read; expected labels such as '45-54', "
+                f"'85+' or 'Under 40', or give it as age.bands.{label}: [first, past]"
+            ) from None
+    return bands
+
+
+def _round_counts(definition: StudyDefinition, frame: pd.DataFrame) -> pd.DataFrame:
+    counts = pd.to_numeric(frame[definition.count], errors="coerce")
+    fractional = counts.notna() & np.isfinite(counts) & (counts != np.round(counts))
+    if not fractional.any():
+        return frame
+    if definition.rounding == "refuse":
+        first = frame.loc[fractional, list(definition.keys)].iloc[0].to_dict()
+        raise StudyDataError(
+            f"{definition.table}: {int(fractional.sum())} fractional count(s) in "
+            f"{definition.count!r} (first at {first}: {counts[fractional].iloc[0]!r}); "
+            "expected whole numbers of events. Some tables allocate cases fractionally: "
+            f"set studies.{definition.name}.rounding: nearest to round them, or fix the table"
+        )
+    frame = frame.copy()
+    frame[definition.count] = np.round(counts)  # half to even: no drift up or down
+    return frame
+
+
+def load_study_table(definition: StudyDefinition) -> pd.DataFrame:
+    """The study's strata: its keys, attributes, count and population (and the prior-rate
+    column with ``prior.source: column``), sorted by the keys.
+
+    Strata with zero population and zero count are left out (their emptiness is public:
+    the populations are); every other stratum passes :func:`validate_strata`.
+    """
+    name = definition.name
+    frame = read_input(definition)
+    frame = _select_rows(definition, frame)
+    labels = {
+        **{c: "keys" for c in definition.keys},
+        definition.count: "count",
+        definition.population: "population",
+        **{c: "attributes" for c in definition.attributes},
+    }
+    if definition.prior.source == "column":
+        labels[definition.prior.column] = "prior.column"
+    for column, key in labels.items():
+        if column not in frame.columns:
+            raise StudyDataError(
+                f"config key studies.{name}.{key}: {definition.table} has no column "
+                f"{column!r}; columns are {list(frame.columns)}"
+            )
+    frame = frame[list(labels)].reset_index(drop=True)
+    frame = _round_counts(definition, frame)
+    population = pd.to_numeric(frame[definition.population], errors="coerce")
+    counts = pd.to_numeric(frame[definition.count], errors="coerce")
+    empty = (population == 0) & (counts == 0)
+    frame = frame.loc[~empty.to_numpy()].reset_index(drop=True)
+    validate_strata(
+        frame,
+        count=definition.count,
+        population=definition.population,
+        keys=list(definition.keys),
+        source=f"{definition.table} (studies.{name})",
+    )
+    frame[definition.count] = pd.to_numeric(frame[definition.count]).astype("int64")
+    frame[definition.population] = pd.to_numeric(frame[definition.population]).astype(float)
+    for column in definition.keys:
+        frame[column] = frame[column].astype(str)
+    frame = frame.sort_values(list(definition.keys), kind="stable").reset_index(drop=True)
+    for k, disparity in enumerate(definition.disparities):
+        key = f"studies.{name}.disparities[{k}]"
+        where = filter_mask(frame, disparity.where, f"{key}.where")
+        for side in ("numerator", "denominator"):
+            mask = filter_mask(frame, getattr(disparity, side), f"{key}.{side}") & where
+            if not mask.any():
+                raise StudyDataError(f"config key {key}.{side}: no stratum matches it together "
+                                     f"with where = {dict(disparity.where)}")  # fmt: skip
+    if definition.age is not None:
+        age_bands(definition, frame)
+    return frame

@@ -1,0 +1,271 @@
+"""The study stage's library on small tables of its own: definitions, the data checks,
+the measures, the calibration round trip and the epsilon guide."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import spearmanr
+
+from dpsynth.study.definition import Arm, StudyConfigError, study_definition
+from dpsynth.study.guide import epsilon_guide, smallest_epsilon
+from dpsynth.study.measures import study_measures
+from dpsynth.study.simulate import calibrate_arm, calibration_frame, calibration_from_frame
+from dpsynth.study.table import StudyDataError, load_study_table, parse_age_band
+
+
+def table(tmp_path, frame=None, name="strata.csv"):
+    rng = np.random.default_rng(3)
+    if frame is None:
+        tracts = [f"t{k:02d}" for k in range(12)]
+        frame = pd.DataFrame(
+            [(t, p, int(rng.integers(500, 5000))) for t in tracts for p in ("early", "late")],
+            columns=["tract", "period", "pop"],
+        )
+        frame["deaths"] = rng.poisson(frame["pop"] * 0.004)
+        frame["region"] = np.where(frame["tract"] < "t06", "north", "south")
+    path = tmp_path / name
+    frame.sample(frac=1, random_state=1).to_csv(path, index=False)  # rows in no order
+    return path
+
+
+def entry(path, **changes):
+    base = {
+        "table": str(path),
+        "keys": ["tract", "period"],
+        "count": "deaths",
+        "population": "pop",
+        "attributes": ["region"],
+        "area": "tract",
+        "arms": {"pg": ["certified"], "truncated": ["certified"], "md": ["paper"]},
+        "epsilons": [0.5, 2.0, 8.0],
+        "datasets": 6,
+        "datasets_per_job": 6,
+        "epsilons_per_job": 3,
+        "disparities": [
+            {
+                "name": "late_vs_early",
+                "numerator": {"period": "late"},
+                "denominator": {"period": "early"},
+            },  # fmt: skip
+        ],
+    }
+    base.update(changes)
+    return base
+
+
+# ---- the definition ----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("changes", "key", "expected"),
+    [
+        ({"arms": {"pg": ["exactly"]}}, "studies.s.arms.pg", "got method 'exactly'"),
+        ({"arms": {"laplace": ["paper"]}}, "studies.s.arms", "unknown mechanism 'laplace'"),
+        ({"epsilons": [0.5, math.inf]}, "studies.s.epsilons[1]", "finite number > 0"),
+        (
+            {"epsilons": {"start": 1, "stop": math.nan, "num": 3}},
+            "studies.s.epsilons.stop",
+            "finite number > 0",
+        ),  # fmt: skip
+        ({"area": "county"}, "studies.s.area", "not one of the keys"),
+        (
+            {"guide": {"tolerance": 0.3, "band_tolerance": 0.1}},
+            "studies.s.guide.band_tolerance",
+            "expected >= guide.tolerance",
+        ),  # fmt: skip
+        (
+            {"prior": {"source": "sanitised", "by": ["county"], "epsilon": 0.1}},
+            "studies.s.prior.by",
+            "expected key or attribute columns",
+        ),  # fmt: skip
+        ({"attributes": ["tract"]}, "studies.s.keys", "named twice"),
+    ],
+)
+def test_a_bad_definition_names_its_key_in_one_line(tmp_path, changes, key, expected):
+    with pytest.raises(StudyConfigError) as error:
+        study_definition("s", entry(tmp_path / "x.csv", **changes))
+    message = str(error.value)
+    assert message.startswith(f"config key {key}:") and expected in message
+    assert "\n" not in message
+
+
+# ---- the data ----------------------------------------------------------------------------
+def test_the_table_is_checked_and_sorted_by_its_keys(tmp_path):
+    strata = load_study_table(study_definition("s", entry(table(tmp_path))))
+    assert list(strata.columns) == ["tract", "period", "deaths", "pop", "region"]
+    assert strata[["tract", "period"]].equals(
+        strata[["tract", "period"]].sort_values(["tract", "period"]).reset_index(drop=True)
+    )
+    assert strata["deaths"].dtype == np.int64
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({"count": "cases"}, "config key studies.s.count: "),
+        ({"rows": {"period": "middle"}}, "studies.s.rows.period: value(s) ['middle'] not in"),
+        (
+            {
+                "disparities": [
+                    {"name": "d", "numerator": {"period": "late"}, "denominator": {"period": "mid"}}
+                ]
+            },
+            "studies.s.disparities[0].denominator.period: value(s) ['mid'] not in the data; "
+            "'period' holds 'early', 'late'",
+        ),  # fmt: skip
+        (
+            {
+                "disparities": [
+                    {"name": "d", "numerator": {"county": "x"}, "denominator": {"period": "late"}}
+                ]
+            },
+            "studies.s.disparities[0].numerator.county: not a key or attribute column",
+        ),  # fmt: skip
+    ],
+)
+def test_what_the_study_names_must_exist_in_the_data(tmp_path, changes, expected):
+    definition = study_definition("s", entry(table(tmp_path), **changes))
+    with pytest.raises(StudyDataError, match=None) as error:
+        load_study_table(definition)
+    assert expected in str(error.value)
+
+
+def test_fractional_counts_are_refused_unless_rounding_is_asked_for(tmp_path):
+    frame = pd.read_csv(table(tmp_path))
+    frame["deaths"] = frame["deaths"] + np.where(frame.index == 3, 1 / 3, 0.0)
+    path = table(tmp_path, frame, "fractional.csv")
+    with pytest.raises(StudyDataError, match=r"fractional count.*rounding: nearest"):
+        load_study_table(study_definition("s", entry(path)))
+    strata = load_study_table(study_definition("s", entry(path, rounding="nearest")))
+    assert (strata["deaths"].to_numpy() == np.round(strata["deaths"])).all()
+
+
+def test_counts_above_the_population_fail_the_shared_validator(tmp_path):
+    frame = pd.read_csv(table(tmp_path))
+    frame.loc[0, "deaths"] = frame.loc[0, "pop"] + 1
+    with pytest.raises(ValueError, match="above 'pop'.*count <= population"):
+        load_study_table(study_definition("s", entry(table(tmp_path, frame, "above.csv"))))
+
+
+def test_empty_strata_are_left_out_and_the_rest_kept(tmp_path):
+    frame = pd.read_csv(table(tmp_path))
+    frame.loc[0, ["deaths", "pop"]] = 0
+    strata = load_study_table(study_definition("s", entry(table(tmp_path, frame, "e.csv"))))
+    assert len(strata) == len(frame) - 1
+
+
+@pytest.mark.parametrize(
+    ("label", "band"),
+    [
+        ("45-54", (45, 55)),
+        ("40.59", (40, 60)),
+        ("85+", (85, None)),
+        ("Under.40", (0, 40)),
+        ("< 1 year", (0, 1)),
+    ],  # fmt: skip
+)
+def test_age_band_labels(label, band):
+    assert parse_age_band(label) == band
+
+
+# ---- the measures ------------------------------------------------------------------------
+def test_measures_on_the_truth_and_against_scipy(tmp_path):
+    definition = study_definition("s", entry(table(tmp_path)))
+    strata = load_study_table(definition)
+    measures = study_measures(definition, strata)
+    y = strata["deaths"].to_numpy()
+    truth = measures.values(y, y).iloc[0]
+    assert truth["rmse"] == 0 and truth["rank_correlation"] == pytest.approx(1)
+    late = strata["period"] == "late"
+    expected = (y[late].sum() / strata.loc[late, "pop"].sum()) / (
+        y[~late].sum() / strata.loc[~late, "pop"].sum()
+    )
+    assert truth["disparity:late_vs_early"] == pytest.approx(expected, rel=1e-12)
+    z = np.random.default_rng(0).multinomial(y.sum(), np.full(y.size, 1 / y.size), size=3)
+    values = measures.values(z, y)
+    area_true = measures.area_rates(y)[0]
+    for k in range(3):
+        rho = spearmanr(measures.area_rates(z[k])[0], area_true).statistic
+        assert values["rank_correlation"][k] == pytest.approx(rho, abs=1e-12)
+        rmse = np.sqrt(np.mean(((z[k] - y) / strata["pop"]) ** 2)) * 1e5
+        assert values["rmse"][k] == pytest.approx(rmse, rel=1e-12)
+
+
+def test_age_adjusted_disparity_equals_study2_on_pennlc():
+    """The generic stage, pointed at pennLC, adjusts exactly as Study 2 does."""
+    from dpsynth.data.standard_population import load_standard_population
+    from dpsynth.study2 import AgeAdjuster, age_bands, study_groups
+
+    standard = load_standard_population("data/us_standard_population_2000.csv")
+    spec = {
+        "table": "data/pennlc_strata.parquet",
+        "keys": ["county", "race", "sex", "age"],
+        "count": "cases",
+        "population": "population",
+        "area": "county",
+        "age": {"column": "age", "standard_population": "data/us_standard_population_2000.csv"},
+        "arms": {"pg": ["certified"]},
+        "epsilons": [1.0],
+        "datasets": 1, "datasets_per_job": 1, "epsilons_per_job": 1,
+        "disparities": [{"name": "race_female", "numerator": {"race": "o"},
+                         "denominator": {"race": "w"}, "where": {"sex": "f"}}],
+    }  # fmt: skip
+    definition = study_definition("pennlc", spec)
+    strata = load_study_table(definition)
+    truth = study_measures(definition, strata, standard).values(strata["cases"],
+                                                                 strata["cases"])  # fmt: skip
+    from dpsynth.data.standard_population import standard_weights
+
+    urban = {county: county < "m" for county in strata["county"]}
+    groups, _ = study_groups(strata, urban, {"numerator": "o", "denominator": "w"})
+    adjuster = AgeAdjuster(strata, standard_weights(standard, age_bands(strata)), groups)
+    rates = adjuster.rates(strata["cases"].to_numpy())
+    expected = rates[adjuster.names.index("race_o_f")] / rates[adjuster.names.index("race_w_f")]
+    assert truth["disparity:race_female"].iloc[0] == pytest.approx(expected, rel=1e-12)
+
+
+# ---- calibrations and the guide -----------------------------------------------------------
+@pytest.mark.parametrize("arm", [Arm("pg", "certified"), Arm("truncated", "certified"),
+                                 Arm("md", "paper")])  # fmt: skip
+def test_a_calibration_comes_back_from_its_table(tmp_path, arm):
+    definition = study_definition("s", entry(table(tmp_path)))
+    strata = load_study_table(definition)
+    strata["prior_rate"] = strata["deaths"].sum() / strata["pop"].sum()
+    cal = calibrate_arm(definition, arm, 2.0, strata)
+    frame = pd.concat([calibration_frame(calibrate_arm(definition, arm, 0.5, strata)),
+                       calibration_frame(cal)])  # fmt: skip
+    back = calibration_from_frame(frame, arm, 2.0, strata, "pop")
+    assert back == cal
+    with pytest.raises(KeyError):
+        calibration_from_frame(frame, arm, 2.0000001, strata, "pop")
+
+
+def test_smallest_epsilon_needs_every_larger_epsilon_to_hold():
+    eps = np.array([0.1, 1.0, 10.0, 100.0])
+    assert smallest_epsilon(eps, np.array([True, False, True, True])) == 10.0
+    assert smallest_epsilon(eps, np.array([True, True, True, True])) == 0.1
+    assert math.isnan(smallest_epsilon(eps, np.array([True, True, True, False])))
+
+
+def test_the_guide_reads_each_measure_by_its_own_criterion():
+    rows = []
+    for eps, med, lo, hi in [(0.1, 1.5, 1.0, 2.0), (1.0, 1.05, 0.9, 1.3), (10, 1.01, 0.95, 1.1)]:
+        rows.append(("a", eps, "disparity:d", med, lo, hi, 1.0))
+    for eps, med, lo in [(0.1, 0.5, 0.2), (1.0, 0.95, 0.7), (10, 0.99, 0.9)]:
+        rows.append(("a", eps, "rank_correlation", med, lo, 1.0, 1.0))
+    for eps, med, hi in [(0.1, 9.0, 12.0), (1.0, 0.9, 3.0), (10, 0.5, 2.0)]:
+        rows.append(("a", eps, "rmse", med, 0.0, hi, 0.0))
+    rows.append(("a", 0.1, "outside_bounds_share", 0.2, 0.2, 0.2, 0.0))
+    summary = pd.DataFrame(rows, columns=["arm", "epsilon", "metric", "median", "lower",
+                                          "upper", "truth"])  # fmt: skip
+    guide = epsilon_guide(summary, overall_rate=10.0, tolerance=0.1, band_tolerance=0.25)
+    found = guide.set_index(["measure", "criterion"])["epsilon"]
+    assert found[("disparity:d", "median")] == 1.0
+    assert found[("disparity:d", "95% band")] == 10.0  # 0.9-1.3 leaves 1 +- 0.25 at eps 1
+    assert found[("rank_correlation", "median")] == 1.0
+    assert found[("rank_correlation", "95% band")] == 10.0  # 1 - 0.7 > 0.25 at eps 1
+    assert found[("rmse", "median")] == 1.0  # 0.9 / 10 <= 0.1
+    assert found[("rmse", "95% band")] == 10.0  # 3 / 10 > 0.25 at eps 1
+    assert "outside_bounds_share" not in set(guide["measure"])

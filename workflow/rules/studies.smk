@@ -1,0 +1,180 @@
+# Studies on the analyst's own strata (config `studies`; README "Run the studies on your
+# own data"). Jobs per study: strata (+ prior) -> calibrations per arm x epsilon chunk ->
+# draws per arm x (epsilon, dataset) chunk -> summary and epsilon guide -> figures.
+
+STUDIES = checked_studies()
+STUDY_FIGURES = ["measures", "guide"]
+
+# Lambdas, not defs: `snakemake --lint` wants named functions in common.smk only.
+study_maps = lambda name: bool(STUDIES[name].geometry and STUDIES[name].map_epsilons)
+study_figure_stems = lambda name: STUDY_FIGURES + (["maps"] if study_maps(name) else [])
+studies_figures = lambda: [
+    path
+    for name in STUDIES
+    for stem in study_figure_stems(name)
+    for path in figure_paths(f"studies/{name}/{stem}")
+] + [f"results/studies/{name}/guide.csv" for name in STUDIES]
+study_echunks = lambda w: epsilon_chunks(
+    len(STUDIES[w.study].epsilons), STUDIES[w.study].epsilons_per_job
+)
+study_chunks = lambda w: chunk_labels(
+    len(STUDIES[w.study].epsilons),
+    STUDIES[w.study].epsilons_per_job,
+    STUDIES[w.study].datasets,
+    STUDIES[w.study].datasets_per_job,
+)
+study_arm_inputs = lambda w, kind, chunks: expand(
+    f"results/studies/{w.study}/{kind}/{{arm}}/{{chunk}}.parquet",
+    arm=[arm.label for arm in STUDIES[w.study].arms],
+    chunk=chunks(w),
+)
+study_inputs = lambda w: {
+    "table": str(STUDIES[w.study].table),
+    **(
+        {"standard_population": str(STUDIES[w.study].standard_population)}
+        if STUDIES[w.study].age
+        else {}
+    ),
+    **(
+        {"prior": str(STUDIES[w.study].prior.path)}
+        if STUDIES[w.study].prior.path
+        else {}
+    ),
+}
+
+
+rule study_strata:
+    input:
+        unpack(study_inputs),
+    output:
+        strata="results/studies/{study}/strata.parquet",
+        prior="results/studies/{study}/prior.json",
+    log:
+        "logs/studies/{study}/strata.log",
+    conda:
+        "../../environment.yml"
+    params:
+        seed=config["seed"],
+        entry=study_entry,
+    script:
+        "../scripts/study_strata.py"
+
+
+rule study_calibrate:
+    input:
+        strata="results/studies/{study}/strata.parquet",
+    output:
+        calibrations="results/studies/{study}/calibrations/{arm}/{echunk}.parquet",
+        status="results/studies/{study}/calibration_status/{arm}/{echunk}.parquet",
+    log:
+        "logs/studies/{study}/calibrate_{arm}_{echunk}.log",
+    benchmark:
+        "logs/benchmarks/studies/{study}/calibrate_{arm}_{echunk}.tsv"
+    wildcard_constraints:
+        echunk=r"e\d+",
+    conda:
+        "../../environment.yml"
+    resources:
+        runtime=60,
+        mem_mb=2000,
+    params:
+        entry=study_entry,
+    script:
+        "../scripts/study_calibrate.py"
+
+
+rule study_simulate:
+    input:
+        unpack(study_inputs),
+        strata="results/studies/{study}/strata.parquet",
+        calibrations=lambda w: (
+            f"results/studies/{w.study}/calibrations/{w.arm}/{w.chunk.split('_')[0]}.parquet"
+        ),
+    output:
+        metrics="results/studies/{study}/metrics/{arm}/{chunk}.parquet",
+        area_sums="results/studies/{study}/area_sums/{arm}/{chunk}.parquet",
+    log:
+        "logs/studies/{study}/simulate_{arm}_{chunk}.log",
+    benchmark:
+        "logs/benchmarks/studies/{study}/simulate_{arm}_{chunk}.tsv"
+    wildcard_constraints:
+        chunk=r"e\d+_d\d+",
+    conda:
+        "../../environment.yml"
+    resources:
+        runtime=60,
+        mem_mb=2000,
+    params:
+        seed=config["seed"],
+        entry=study_entry,
+    script:
+        "../scripts/study_simulate.py"
+
+
+rule study_summary:
+    input:
+        unpack(study_inputs),
+        strata="results/studies/{study}/strata.parquet",
+        calibrations=lambda w: study_arm_inputs(w, "calibrations", study_echunks),
+        status=lambda w: study_arm_inputs(w, "calibration_status", study_echunks),
+        metrics=lambda w: study_arm_inputs(w, "metrics", study_chunks),
+        area_sums=lambda w: study_arm_inputs(w, "area_sums", study_chunks),
+    output:
+        summary="results/studies/{study}/summary.parquet",
+        area_rates="results/studies/{study}/area_rates.parquet",
+        guide="results/studies/{study}/guide.csv",
+    log:
+        "logs/studies/{study}/summary.log",
+    conda:
+        "../../environment.yml"
+    params:
+        entry=study_entry,
+    script:
+        "../scripts/study_summary.py"
+
+
+rule study_figures:
+    input:
+        summary="results/studies/{study}/summary.parquet",
+        area_rates="results/studies/{study}/area_rates.parquet",
+        guide="results/studies/{study}/guide.csv",
+        geometry=lambda w: (
+            [str(STUDIES[w.study].geometry)] if study_maps(w.study) else []
+        ),
+    output:
+        measures=report_figures(
+            "studies/{study}/measures", "study_measures.rst", "Studies", "{study}"
+        ),
+        guide=report_figures(
+            "studies/{study}/guide", "study_guide.rst", "Studies", "{study}"
+        ),
+    log:
+        "logs/studies/{study}/figures.log",
+    conda:
+        "../../environment.yml"
+    params:
+        entry=study_entry,
+    script:
+        "../scripts/study_figures.py"
+
+
+rule study_maps:
+    input:
+        area_rates="results/studies/{study}/area_rates.parquet",
+        geometry=lambda w: str(STUDIES[w.study].geometry),
+    output:
+        report_figures("studies/{study}/maps", "study_maps.rst", "Studies", "{study}"),
+    log:
+        "logs/studies/{study}/maps.log",
+    conda:
+        "../../environment.yml"
+    params:
+        entry=study_entry,
+    script:
+        "../scripts/study_maps.py"
+
+
+rule studies:
+    # Every enabled study's figures and guide: `snakemake --cores 2 studies`.
+    input:
+        studies_figures(),

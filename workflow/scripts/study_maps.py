@@ -1,0 +1,23 @@
+"""Maps of a study's true and mean synthetic area rates at its map epsilons."""
+
+import geopandas as gpd
+import pandas as pd
+
+from dpsynth.io import save_figure
+from dpsynth.plots.study import figure_maps
+from dpsynth.study.definition import study_definition
+
+d = study_definition(snakemake.wildcards.study, snakemake.params.entry)
+path = snakemake.input.geometry
+geometry = gpd.read_parquet(path) if path.endswith((".parquet", ".pq")) else gpd.read_file(path)
+area_rates = pd.read_parquet(snakemake.input.area_rates)
+figure = figure_maps(
+    geometry,
+    d.geometry_key,
+    area_rates,
+    [arm.label for arm in d.arms],
+    list(d.map_epsilons),
+    d.name,
+    d.geometry_outline,
+)
+save_figure(figure, *snakemake.output)
