@@ -269,3 +269,23 @@ def test_the_guide_reads_each_measure_by_its_own_criterion():
     assert found[("rmse", "median")] == 1.0  # 0.9 / 10 <= 0.1
     assert found[("rmse", "95% band")] == 10.0  # 3 / 10 > 0.25 at eps 1
     assert "outside_bounds_share" not in set(guide["measure"])
+
+
+def test_a_wonder_export_is_a_study_table():
+    """CDC WONDER's layout (quoted tab-separated, Notes column, totals, footer) reads as
+    strata keyed by its code columns; its descriptive columns are not taken."""
+    spec = {
+        "table": "tests/fixtures/wonder/good.txt",
+        "format": "wonder",
+        "keys": ["county_code", "age_group_code"],
+        "count": "deaths",
+        "population": "population",
+        "area": "county_code",
+        "arms": {"pg": ["certified"]},
+        "epsilons": [1.0],
+        "datasets": 1, "datasets_per_job": 1, "epsilons_per_job": 1,
+    }  # fmt: skip
+    strata = load_study_table(study_definition("w", spec))
+    assert list(strata.columns) == ["county_code", "age_group_code", "deaths", "population"]
+    assert strata["county_code"].str.fullmatch(r"\d{5}").all()
+    assert (strata["deaths"] <= strata["population"]).all() and len(strata) > 0

@@ -89,17 +89,27 @@ def figure_guide(guide: pd.DataFrame, epsilons, study: str):
     offsets = np.linspace(-0.25, 0.25, len(arms)) if len(arms) > 1 else [0.0]
     for k, measure in enumerate(measures):
         for arm, dy in zip(arms, offsets, strict=True):
-            for criterion, fill in (("median", True), ("95% band", False)):
+            # the band's ring first, the median's dot on top: both at one epsilon read as
+            # a dot in a ring
+            for criterion, fill, size in (("95% band", False, 11), ("median", True, 5)):
                 row = guide[(guide["measure"] == measure) & (guide["arm"] == arm)
                             & (guide["criterion"] == criterion)]  # fmt: skip
                 eps = float(row["epsilon"].iloc[0]) if len(row) else np.nan
                 x, marker = (eps, "o") if np.isfinite(eps) else (top, ">")
-                ax.plot(x, k + dy, marker=marker, ms=8, color=colours[arm],
-                        mfc=colours[arm] if fill else "white", ls="none")  # fmt: skip
+                ax.plot(x, k + dy, marker=marker, ms=size, color=colours[arm],
+                        mfc=colours[arm] if fill else "none", ls="none")  # fmt: skip
     for arm in arms:
         ax.plot([], [], "o", color=colours[arm], label=arm_name(arm))
-    ax.plot([], [], "o", color="grey", label="median within tolerance")
-    ax.plot([], [], "o", color="grey", mfc="white", label="95% band within wider tolerance")
+    ax.plot([], [], "o", ms=5, color="grey", label="median within tolerance (dot)")
+    ax.plot(
+        [],
+        [],
+        "o",
+        ms=11,
+        color="grey",
+        mfc="none",
+        label="95% band within the wider tolerance (ring)",
+    )
     ax.plot([], [], ">", color="grey", label="not within the grid")
     tol = guide.groupby("criterion")["tolerance"].first()
     ax.set_yticks(range(len(measures)), [measure_title(m) for m in measures], fontsize=9)
