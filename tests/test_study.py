@@ -112,7 +112,8 @@ def test_the_table_is_checked_and_sorted_by_its_keys(tmp_path):
                     {"name": "d", "numerator": {"period": "late"}, "denominator": {"period": "mid"}}
                 ]
             },
-            "studies.s.disparities[0].denominator.period: value(s) ['mid'] not in the data; "
+            "studies.s.disparities[0].denominator.period: value(s) ['mid'] not in the "
+            "study's strata; "
             "'period' holds 'early', 'late'",
         ),  # fmt: skip
         (
@@ -121,7 +122,7 @@ def test_the_table_is_checked_and_sorted_by_its_keys(tmp_path):
                     {"name": "d", "numerator": {"county": "x"}, "denominator": {"period": "late"}}
                 ]
             },
-            "studies.s.disparities[0].numerator.county: not a key or attribute column",
+            "studies.s.disparities[0].numerator.county: no column 'county' in the study's strata",
         ),  # fmt: skip
     ],
 )

@@ -109,7 +109,8 @@ def test_the_figures_are_images(study_run):
                     }
                 ]
             },
-            "studies.mine.disparities[0].numerator.region: value(s) ['east'] not in the data",
+            "studies.mine.disparities[0].numerator.region: value(s) ['east'] not in the "
+            "study's strata",
         ),
         (
             {"count": "homicides"},

@@ -49,24 +49,31 @@ def read_input(definition: StudyDefinition) -> pd.DataFrame:
         raise StudyDataError(f"{where}: {err}") from err
 
 
+def _matching(frame: pd.DataFrame, column: str, wanted, key: str, holder: str) -> np.ndarray:
+    """Rows whose ``column`` takes one of ``wanted``; ``key`` (the config entry) and
+    ``holder`` (what holds the column) name the problem when the column or a value is
+    absent."""
+    if column not in frame.columns:
+        raise StudyDataError(
+            f"config key {key}.{column}: no column {column!r} in {holder}; "
+            f"columns are {list(frame.columns)}"
+        )
+    values = frame[column].astype(str)
+    absent = [v for v in wanted if not (values == v).any()]
+    if absent:
+        raise StudyDataError(
+            f"config key {key}.{column}: value(s) {absent} not in {holder}; "
+            f"{column!r} holds {_levels(frame[column])}"
+        )
+    return values.isin(wanted).to_numpy()
+
+
 def _select_rows(definition: StudyDefinition, frame: pd.DataFrame) -> pd.DataFrame:
     """Rows matching ``rows`` (the selection columns are dropped)."""
     mask = np.ones(len(frame), dtype=bool)
     for column, wanted in definition.rows.items():
-        key = f"studies.{definition.name}.rows.{column}"
-        if column not in frame.columns:
-            raise StudyDataError(
-                f"config key {key}: {definition.table} has no column {column!r}; "
-                f"columns are {list(frame.columns)}"
-            )
-        values = frame[column].astype(str)
-        absent = [v for v in wanted if not (values == v).any()]
-        if absent:
-            raise StudyDataError(
-                f"config key {key}: value(s) {absent} not in column {column!r} of "
-                f"{definition.table}; it holds {_levels(frame[column])}"
-            )
-        mask &= values.isin(wanted).to_numpy()
+        key = f"studies.{definition.name}.rows"
+        mask &= _matching(frame, column, wanted, key, str(definition.table))
     selected = frame.loc[mask]
     return selected.drop(columns=[c for c in definition.rows if c not in definition.columns])
 
@@ -75,22 +82,11 @@ def filter_mask(
     strata: pd.DataFrame, filters: Mapping[str, tuple[str, ...]], key: str
 ) -> np.ndarray:
     """Strata whose columns take one of the given values; ``key`` names the config entry
-    in errors (unknown column, value not in the data, or no stratum left)."""
+    in errors (a column that is not a key or attribute, a value not in the data, or no
+    stratum left)."""
     mask = np.ones(len(strata), dtype=bool)
     for column, wanted in filters.items():
-        if column not in strata.columns:
-            raise StudyDataError(
-                f"config key {key}.{column}: not a key or attribute column of the study; "
-                f"the strata have {list(strata.columns)}"
-            )
-        values = strata[column].astype(str)
-        absent = [v for v in wanted if not (values == v).any()]
-        if absent:
-            raise StudyDataError(
-                f"config key {key}.{column}: value(s) {absent} not in the data; "
-                f"{column!r} holds {_levels(strata[column])}"
-            )
-        mask &= values.isin(wanted).to_numpy()
+        mask &= _matching(strata, column, wanted, key, "the study's strata")
     if not mask.any():
         raise StudyDataError(f"config key {key}: no stratum matches {dict(filters)}")
     return mask
