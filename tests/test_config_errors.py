@@ -120,7 +120,7 @@ def test_the_key_description_follows_when_the_schema_has_one():
         (
             ("sed",),
             "sed: unknown key; did you mean seed? (allowed: seed, figure_formats, data, truth, "
-            "study1, study2, pseudo_posterior)",
+            "study1, study2, pseudo_posterior, studies)",
         ),
         (
             ("study1", "epsilons", "stpo"),
@@ -251,11 +251,20 @@ def test_the_yaml_spellings_of_non_finite_numbers_are_refused(spelling):
 # ---- defaults -----------------------------------------------------------------------------
 
 
+def merged(base: dict, overlay: dict) -> dict:
+    """``overlay`` over ``base`` key by key, as ``snakemake --configfile`` merges them."""
+    out = copy.deepcopy(base)
+    for key, value in overlay.items():
+        both_maps = isinstance(value, dict) and isinstance(out.get(key), dict)
+        out[key] = merged(out[key], value) if both_maps else copy.deepcopy(value)
+    return out
+
+
 @pytest.mark.parametrize(
     "config",
     [
         pytest.param(shipped(), id="config.yaml"),
-        pytest.param(shipped(TEST_CONFIG), id="test-config.yaml"),
+        pytest.param(merged(shipped(), shipped(TEST_CONFIG)), id="test-config.yaml"),
         pytest.param({}, id="empty"),
         pytest.param({"seed": 3, "figure_formats": ["png"]}, id="minimal"),
         pytest.param({"truth": {"source": "wonder", "wonder": {"path": "w.txt"}}}, id="wonder"),
