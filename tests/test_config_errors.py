@@ -8,7 +8,7 @@ from functools import reduce
 
 import pytest
 import yaml
-from workflow_helpers import REPO, TEST_CONFIG, copy_project, snakemake
+from workflow_helpers import REPO, TEST_CONFIG, copy_project, merged, snakemake
 
 from dpsynth.config_check import ConfigError, check_config, load_schema
 
@@ -249,15 +249,6 @@ def test_the_yaml_spellings_of_non_finite_numbers_are_refused(spelling):
 
 
 # ---- defaults -----------------------------------------------------------------------------
-
-
-def merged(base: dict, overlay: dict) -> dict:
-    """``overlay`` over ``base`` key by key, as ``snakemake --configfile`` merges them."""
-    out = copy.deepcopy(base)
-    for key, value in overlay.items():
-        both_maps = isinstance(value, dict) and isinstance(out.get(key), dict)
-        out[key] = merged(out[key], value) if both_maps else copy.deepcopy(value)
-    return out
 
 
 @pytest.mark.parametrize(

@@ -50,3 +50,12 @@ def generated_files(workdir: Path) -> dict[str, bytes]:
             if path.is_file() and not path.name.startswith("."):
                 out[str(path.relative_to(workdir))] = path.read_bytes()
     return out
+
+
+def merged(base: dict, overlay: dict) -> dict:
+    """``overlay`` over ``base`` key by key, as ``snakemake --configfile`` merges them."""
+    out = dict(base)
+    for key, value in overlay.items():
+        both_maps = isinstance(value, dict) and isinstance(out.get(key), dict)
+        out[key] = merged(out[key], value) if both_maps else value
+    return out
