@@ -81,6 +81,7 @@ def entry(path, **changes):
             "expected key or attribute columns",
         ),  # fmt: skip
         ({"attributes": ["tract"]}, "studies.s.keys", "named twice"),
+        ({"area": None, "map_epsilons": [1.0]}, "studies.s.map_epsilons", "set studies.s.area"),
     ],
 )
 def test_a_bad_definition_names_its_key_in_one_line(tmp_path, changes, key, expected):
@@ -215,7 +216,7 @@ def test_age_adjusted_disparity_equals_study2_on_pennlc():
     }  # fmt: skip
     definition = study_definition("pennlc", spec)
     strata = load_study_table(definition)
-    truth = study_measures(definition, strata, standard).values(strata["cases"],
+    truth = study_measures(definition, strata).values(strata["cases"],
                                                                  strata["cases"])  # fmt: skip
     from dpsynth.data.standard_population import standard_weights
 

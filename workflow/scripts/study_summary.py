@@ -6,19 +6,14 @@ import pandas as pd
 
 from dpsynth.io import atomic_path, write_parquet
 from dpsynth.study.definition import study_definition
-from dpsynth.study.guide import epsilon_guide
+from dpsynth.study.guide import study_guide
 from dpsynth.study.measures import study_measures
 from dpsynth.study.summary import area_rates, summarise_study
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 d = study_definition(snakemake.wildcards.study, snakemake.params.entry)
 strata = pd.read_parquet(snakemake.input.strata)
-standard = None
-if d.age is not None:
-    from dpsynth.data.standard_population import load_standard_population
-
-    standard = load_standard_population(snakemake.input.standard_population)
-measures = study_measures(d, strata, standard)
+measures = study_measures(d, strata)
 
 
 def read_all(paths):
@@ -34,14 +29,10 @@ summary = summarise_study(
     calibrations=read_all(snakemake.input.calibrations),
     status=read_all(snakemake.input.status),
 )
-overall = strata[d.count].sum() / strata[d.population].sum() * 1e5
-guide = epsilon_guide(summary, overall, d.tolerance, d.band_tolerance)
-guide.insert(0, "study", d.name)
-logging.info("guide:\n%s", guide.to_string())
+logging.info("%s: %d summary rows", d.name, len(summary))
 write_parquet(summary, snakemake.output.summary)
-write_parquet(
-    area_rates(d, strata, measures, read_all(snakemake.input.area_sums)),
-    snakemake.output.area_rates,
-)
+sums = read_all(snakemake.input.area_sums)
+write_parquet(area_rates(d, strata, measures, sums), snakemake.output.area_rates)
 with atomic_path(snakemake.output.guide) as tmp:
-    guide.to_csv(tmp, index=False, lineterminator="\n", float_format="%.6g")
+    study_guide(d, strata, summary).to_csv(tmp, index=False, lineterminator="\n",
+                                           float_format="%.6g")  # fmt: skip

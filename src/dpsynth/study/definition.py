@@ -182,7 +182,7 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
         _fail(name, "area", f"{area!r} is not one of the keys {list(keys)}")
     geometry = get("geometry") or {}
     if geometry and area is None:
-        _fail(name, "geometry", "maps need an area key: set studies.{name}.area")
+        _fail(name, "geometry", f"maps need an area key: set studies.{name}.area")
     age = get("age") or {}
     age_column = age.get("column")
     if age and age_column not in keys:
@@ -231,7 +231,7 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
         for k, v in enumerate(get("map_epsilons") or [])
     )
     if map_epsilons and area is None:
-        _fail(name, "map_epsilons", "maps need an area key: set studies.{name}.area")
+        _fail(name, "map_epsilons", f"maps need an area key: set studies.{name}.area")
     epsilons = epsilon_values(name, get("epsilons"), map_epsilons)
 
     disparities, seen = [], set()

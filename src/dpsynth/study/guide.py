@@ -61,3 +61,11 @@ def epsilon_guide(summary: pd.DataFrame, overall_rate: float, tolerance: float,
         rows.append((arm, measure, "median", tolerance, smallest_epsilon(eps, med)))
         rows.append((arm, measure, "95% band", band_tolerance, smallest_epsilon(eps, band)))
     return pd.DataFrame(rows, columns=GUIDE_COLUMNS)
+
+
+def study_guide(definition, strata: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
+    """:func:`epsilon_guide` of a study, its rMSE scaled by the table's true overall rate."""
+    overall = strata[definition.count].sum() / strata[definition.population].sum() * 1e5
+    guide = epsilon_guide(summary, overall, definition.tolerance, definition.band_tolerance)
+    guide.insert(0, "study", definition.name)
+    return guide

@@ -58,11 +58,9 @@ class Measures:
         return pd.DataFrame(out)
 
 
-def study_measures(
-    definition: StudyDefinition, strata: pd.DataFrame, standard: pd.DataFrame | None = None
-) -> Measures:
-    """The measures of a study on its strata (``standard``: the standard population
-    table, needed when the study has an age key)."""
+def study_measures(definition: StudyDefinition, strata: pd.DataFrame) -> Measures:
+    """The measures of a study on its strata (with an age key, the standard population
+    is read from ``definition.standard_population``)."""
     groups: dict[str, np.ndarray] = {}
     areas: tuple[str, ...] = ()
     if definition.area is not None:
@@ -84,8 +82,9 @@ def study_measures(
     if definition.age is None:
         rates = GroupRates(population, groups)
     else:
-        from dpsynth.data.standard_population import standard_weights
+        from dpsynth.data.standard_population import load_standard_population, standard_weights
 
+        standard = load_standard_population(definition.standard_population)
         weights = standard_weights(standard, age_bands(definition, strata))
         unit = strata[list(definition.keys)].astype(str).agg("|".join, axis=1).to_numpy()
         rates = GroupRates(population, groups, band=strata[definition.age].astype(str),

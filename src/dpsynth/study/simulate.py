@@ -102,3 +102,42 @@ def draw_and_measure(
         if measures.areas:
             area_sum += measures.area_rates(z).sum(axis=0)
     return pd.concat(frames, ignore_index=True), area_sum
+
+
+def simulate_chunk(
+    definition: StudyDefinition,
+    arm: Arm,
+    strata: pd.DataFrame,
+    calibrations: pd.DataFrame,
+    chunk: str,
+    rng: np.random.Generator,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The draws of job ``chunk`` (``e{i}_d{j}``) of one arm, measured: one row per
+    (epsilon, dataset), and per map epsilon the sum and number of each area's rates.
+    Epsilons whose calibration was skipped get no datasets."""
+    from dpsynth.design import chunk_members
+    from dpsynth.study.measures import study_measures
+
+    d = definition
+    epsilons, ids = chunk_members(chunk, d.epsilons, d.epsilons_per_job, d.datasets,
+                                  d.datasets_per_job)  # fmt: skip
+    measures = study_measures(d, strata)
+    y = strata[d.count].to_numpy()
+    metrics = []
+    sums = [pd.DataFrame({"arm": [], "epsilon": [], "area": [], "sum": [],
+                          "n": np.array([], dtype=int)})]  # fmt: skip
+    for epsilon in epsilons:
+        if not (calibrations["epsilon"].to_numpy() == epsilon).any():
+            continue  # skipped calibration (on_calibration_failure: skip)
+        cal = calibration_from_frame(calibrations, arm, epsilon, strata, d.population)
+        values, area_sum = draw_and_measure(y, cal, measures, ids.size, rng)
+        metrics.append(values.assign(arm=arm.label, epsilon=epsilon, dataset=ids))
+        if epsilon in d.map_epsilons:
+            sums.append(pd.DataFrame({"arm": arm.label, "epsilon": epsilon,
+                                      "area": list(measures.areas), "sum": area_sum,
+                                      "n": ids.size}))  # fmt: skip
+    columns = ["arm", "epsilon", "dataset"]
+    metrics = pd.concat(metrics, ignore_index=True) if metrics else pd.DataFrame()
+    if len(metrics):
+        metrics = metrics[columns + [c for c in metrics.columns if c not in columns]]
+    return metrics, pd.concat(sums, ignore_index=True)
