@@ -25,9 +25,9 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/truth.smk"
 include: "workflow/rules/study1.smk"
+include: "workflow/rules/studies.smk"
 include: "workflow/rules/study2.smk"
 include: "workflow/rules/pseudo_posterior.smk"
-include: "workflow/rules/studies.smk"
 
 
 rule all:

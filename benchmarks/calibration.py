@@ -11,7 +11,8 @@ Calibrates ``truncated`` with method paper, certified and exact (exact bivariate
 (``epsilon_grid(0.01, 4.0, 20, [1.0, 4.0])``), on the 47,034 stand-in strata with the
 modelled national prior (built as ``benchmarks/study2.py`` builds them, or read from
 ``--strata``, a parquet with columns cases, population and prior_rate), tail 1/I, exactly
-as ``dpsynth.study2.study_calibration`` does. One process, one calibration at a time.
+as the study stage's calibration jobs do (``dpsynth.study.simulate.calibrate_arm``). One
+process, one calibration at a time.
 
 Prints a markdown table: seconds (wall) per method, the median shape a per method, and
 the largest exact bivariate loss of the exact calibration over eps (<= 1 is the
@@ -37,8 +38,8 @@ import numpy as np
 import pandas as pd
 
 from dpsynth.design import epsilon_grid
+from dpsynth.privacy.calibrate import calibrate
 from dpsynth.privacy.exact_bivariate import bivariate_epsilon
-from dpsynth.study2 import study_calibration
 
 METHODS = ["paper", "certified", "exact"]
 FIRST_CALL = """
@@ -58,7 +59,7 @@ def load_strata(path: Path | None) -> pd.DataFrame:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from study2 import build_standin  # noqa: PLC0415 (benchmarks/study2.py, heavy)
 
-    strata, _, _ = build_standin()
+    _, strata, _ = build_standin()
     return strata
 
 
@@ -92,7 +93,15 @@ def timed(label: str, epsilon: float, strata: pd.DataFrame):
     """(calibration or error message, wall seconds, CPU seconds)."""
     wall, cpu = time.perf_counter(), time.process_time()
     try:
-        cal = study_calibration(label, epsilon, strata)
+        cal = calibrate(
+            "truncated",
+            epsilon,
+            int(strata["cases"].sum()),
+            strata["population"].to_numpy(dtype=float),
+            strata["prior_rate"].to_numpy(dtype=float),
+            method=label.removeprefix("truncated_"),
+            tail=1.0 / len(strata),
+        )
     except (ValueError, RuntimeError) as error:
         cal = f"{type(error).__name__}: {error}"
     return cal, time.perf_counter() - wall, time.process_time() - cpu

@@ -11,7 +11,7 @@ untruncated and the three truncated mechanisms. Every (mechanism, epsilon) cell 
 task run in a pool of ``--workers`` processes (2 = the laptop profile): calibrate, build
 the exact sampler once, draw and measure the datasets in batches of 100 (exactly what the
 workflow's jobs do, without Snakemake's per-job start-up). The stand-in itself is built
-once, as the workflow's ``study2_strata`` job builds it.
+once, as the workflow's ``study2_table`` job builds it.
 
 Prints one line per task (calibration, sampler build, draws+metrics seconds, peak RSS of
 the worker) and the totals: wall time, summed CPU seconds by stage, and the largest
@@ -32,57 +32,44 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import yaml
 
 from dpsynth.data.pennsylvania import load_pennlc, load_pennsylvania_counties
-from dpsynth.data.pennsylvania_standin import standin_strata
-from dpsynth.data.standard_population import load_standard_population, standard_weights
+from dpsynth.data.standard_population import load_standard_population
 from dpsynth.design import epsilon_grid
 from dpsynth.seeding import job_rng
-from dpsynth.study2 import (
-    MECHANISMS,
-    AgeAdjuster,
-    age_bands,
-    county_urban,
-    prior_rates,
-    release_strata,
-    simulate,
-    study_calibration,
-    study_groups,
-)
+from dpsynth.study.definition import study_definition
+from dpsynth.study.measures import study_measures
+from dpsynth.study.prior import prior_rates
+from dpsynth.study.simulate import calibrate_arm, draw_and_measure
+from dpsynth.study.table import load_study_table
+from dpsynth.study2 import scenario_table
 
 REPO = Path(__file__).resolve().parents[1]
 SEED = 20190601
-SUBGROUPS = [
-    {
-        "name": "digestive_female",
-        "where": {"cancer": "digestive", "sex": "f"},
-        "numerator": {"race": "b"},
-        "denominator": {"race": "w"},
-    },
-    {
-        "name": "lymphatic_male",
-        "where": {"cancer": "lymphatic", "sex": "m"},
-        "numerator": {"race": "b"},
-        "denominator": {"race": "w"},
-    },
-]
 _STATE: dict = {}
 
 
-def build_standin():
-    """The stand-in strata with the modelled national prior, the adjuster and the ratios."""
-    pennlc = load_pennlc(REPO / "data/pennlc_strata.parquet")
-    counties = load_pennsylvania_counties(REPO / "data/pennsylvania_counties.parquet")
-    standard = load_standard_population(REPO / "data/us_standard_population_2000.csv")
-    urban = county_urban(pennlc, counties).set_index("county")["urban"]
-    strata = standin_strata(pennlc, standard, urban, job_rng(SEED, "study2", "standin", "standin"))
-    strata, _ = release_strata(strata)
-    strata["prior_rate"] = prior_rates(strata, (), "national")
-    urban = county_urban(strata, counties)
-    flags = dict(zip(urban["county"], urban["urban"], strict=True))
-    groups, ratios = study_groups(strata, flags, {"numerator": "b", "denominator": "w"}, SUBGROUPS)
-    weights = standard_weights(standard, age_bands(strata))
-    return strata, AgeAdjuster(strata, weights, groups), ratios
+def build_standin(work: Path | None = None):
+    """The study `standin` of config/config.yaml (its table built as the workflow's
+    ``study2_table`` job builds it), its strata with the national prior, and its measures."""
+    import tempfile  # noqa: PLC0415
+
+    entry = yaml.safe_load((REPO / "config/config.yaml").read_text())["studies"]["standin"]
+    table = scenario_table(
+        "standin",
+        load_pennlc(REPO / "data/pennlc_strata.parquet"),
+        load_pennsylvania_counties(REPO / "data/pennsylvania_counties.parquet"),
+        load_standard_population(REPO / "data/us_standard_population_2000.csv"),
+        job_rng(SEED, "study2", "standin", "standin"),
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(work or tmp) / "table.parquet"
+        table.to_parquet(path)
+        definition = study_definition("standin", entry | {"table": str(path)}, base=REPO)
+        strata = load_study_table(definition)
+    strata["prior_rate"], _ = prior_rates(definition, strata, job_rng(SEED, "prior"))
+    return definition, strata, study_measures(definition, strata)
 
 
 def _init_worker():
@@ -92,11 +79,12 @@ def _init_worker():
 def run_task(task):
     """One (mechanism, epsilon) cell: calibrate, build the sampler, draw and measure."""
     label, epsilon, n_datasets, batch = task
-    strata, adjuster, ratios = _STATE["study"]
+    definition, strata, measures = _STATE["study"]
+    arm = next(arm for arm in definition.arms if arm.label == label)
     out = {"mechanism": label, "epsilon": epsilon}
     start = time.perf_counter()
     try:
-        cal = study_calibration(label, epsilon, strata)
+        cal = calibrate_arm(definition, arm, epsilon, strata)
     except (ValueError, RuntimeError) as error:
         out.update(calibration_s=time.perf_counter() - start, error=str(error)[:200])
         return out
@@ -104,11 +92,8 @@ def run_task(task):
     out["a_median"], out["a_max"] = float(np.median(cal.a)), float(cal.a.max())
     rng = job_rng(SEED, "benchmark", "study2", label, epsilon)
     start = time.perf_counter()
-    metrics, _ = simulate(
-        strata["cases"].to_numpy(), cal, adjuster, ratios, n_datasets, rng, batch=batch
-    )
+    draw_and_measure(strata["cases"].to_numpy(), cal, measures, n_datasets, rng, batch=batch)
     out["draw_measure_s"] = time.perf_counter() - start
-    out["n_outside_bounds"] = int(metrics["n_outside_bounds"].sum())
     out["worker_peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return out
 
@@ -126,7 +111,8 @@ def main(argv=None):
     parser.add_argument("--datasets", type=int, default=1000, help="L per cell")
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--mechanisms", nargs="+", default=list(MECHANISMS))
+    arms = ["untruncated", "truncated_paper", "truncated_exact", "truncated_certified"]
+    parser.add_argument("--mechanisms", nargs="+", default=arms, help="arms of the study")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
     args = parser.parse_args(argv)
 
@@ -159,7 +145,6 @@ def main(argv=None):
         "largest_worker_peak_rss_mib": float(frame.get("worker_peak_rss_mib").max()),
         "parent_peak_rss_mib": parent_rss,
         "failed_calibrations": int(frame.get("error", pd.Series(dtype=object)).notna().sum()),
-        "synthetic_counts_outside_bounds": int(frame.get("n_outside_bounds").fillna(0).sum()),
     }
     by_mech = frame.groupby("mechanism")[["calibration_s", "draw_measure_s"]].sum()
     print("# CPU seconds by mechanism\n" + by_mech.round(1).to_string())

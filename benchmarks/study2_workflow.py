@@ -7,7 +7,7 @@ Run from the repository root::
     .venv/bin/python benchmarks/study2_workflow.py --configfile config/test/config.yaml
 
 Runs Snakemake in a throw-away copy of the project up to
-``results/study2/<scenario>/summary.parquet`` (figures excluded) at the default config
+``results/studies/<scenario>/summary.parquet`` (figures excluded) at the default config
 (20 epsilons x L = 1,000 x 4 calibrations; the stand-in is switched on for this run),
 after building the scenario's strata, which are the study's input. Reports the wall time,
 the peak resident memory of the largest single process (Snakemake or one of its jobs),
@@ -38,20 +38,20 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = copy_project(Path(tmp))
         override = work / "config" / "benchmark.yaml"
-        override.write_text(f"study2:\n  {args.scenario}:\n    enabled: true\n")
+        override.write_text(f"studies:\n  {args.scenario}:\n    enabled: true\n")
         extra = [str(Path(args.configfile).resolve())] if args.configfile else []
         configs = ["--configfile", *extra, str(override)]
         common = ["--cores", str(args.cores), *configs]
-        strata = f"results/study2/{args.scenario}/strata.parquet"
-        target = f"results/study2/{args.scenario}/summary.parquet"
+        strata = f"results/studies/{args.scenario}/strata.parquet"
+        target = f"results/studies/{args.scenario}/summary.parquet"
         timed_snakemake(work, strata, *common)
         startup, _ = timed_snakemake(work, target, "-n", *common)
         wall, peak_kib = timed_snakemake(work, target, *common)
-        results = work / "results" / "study2"
-        n_calibrate = len(list((results / "calibrations" / args.scenario).rglob("*.parquet")))
-        n_simulate = len(list((results / "metrics" / args.scenario).rglob("*.parquet")))
-        calibration_seconds = _logged_calibration_seconds(work / "logs" / "study2", args.scenario)
-        jobs = _job_benchmarks(work / "logs" / "benchmarks" / "study2", args.scenario)
+        results = work / "results" / "studies" / args.scenario
+        n_calibrate = len(list((results / "calibrations").rglob("*.parquet")))
+        n_simulate = len(list((results / "metrics").rglob("*.parquet")))
+        calibration_seconds = _logged_calibration_seconds(work / "logs" / "studies" / args.scenario)
+        jobs = _job_benchmarks(work / "logs" / "benchmarks" / "studies" / args.scenario)
 
     print(f"# Study 2, {args.scenario}, {args.cores} cores (real Snakemake run)", file=sys.stderr)
     print("| quantity | value |")
@@ -69,10 +69,10 @@ def main() -> None:
         print(f"| calibration CPU, {label} (sum over epsilons, from job logs) | {seconds:.1f} s |")
 
 
-def _job_benchmarks(folder: Path, scenario: str) -> pd.DataFrame:
+def _job_benchmarks(folder: Path) -> pd.DataFrame:
     """Median and largest wall seconds and largest RSS per job kind (calibrate, simulate)."""
     rows = []
-    for path in folder.glob(f"*_{scenario}_*.tsv"):
+    for path in folder.glob("*.tsv"):
         row = pd.read_csv(path, sep="\t").iloc[0]
         rows.append({"kind": path.name.split("_")[0], "s": row["s"], "max_rss": row["max_rss"]})
     frame = pd.DataFrame(rows)
@@ -81,11 +81,11 @@ def _job_benchmarks(folder: Path, scenario: str) -> pd.DataFrame:
     )
 
 
-def _logged_calibration_seconds(logs: Path, scenario: str) -> dict[str, float]:
-    """Seconds per mechanism from the calibration jobs' logs ('...: 12.34 s, median a')."""
+def _logged_calibration_seconds(logs: Path) -> dict[str, float]:
+    """Seconds per arm from the calibration jobs' logs ('...: 12.34 s, median a')."""
     totals: dict[str, float] = {}
-    for log in logs.glob(f"calibrate_{scenario}_*.log"):
-        mechanism = log.name[len(f"calibrate_{scenario}_") :].rsplit("_", 1)[0]
+    for log in logs.glob("calibrate_*.log"):
+        mechanism = log.name[len("calibrate_") :].rsplit("_", 1)[0]
         seconds = [float(m) for m in re.findall(r": ([0-9.]+) s, median a", log.read_text())]
         totals[mechanism] = totals.get(mechanism, 0.0) + sum(seconds)
     return totals

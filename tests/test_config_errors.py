@@ -59,8 +59,16 @@ def refused(config: dict) -> ConfigError:
             1.5,
             "study1.appendix_c.correlation: got 1.5, expected a number <= 1",
         ),
-        (("study2", "tail"), 0.5, "study2.tail: got 0.5, expected a number < 0.5"),
-        (("study2", "tail"), "x", 'study2.tail: got "x", expected a number or null'),
+        (
+            ("studies", "pennlc", "truncation", "tail"),
+            0.5,
+            "studies.pennlc.truncation.tail: got 0.5, expected a number < 0.5",
+        ),
+        (
+            ("studies", "pennlc", "truncation", "tail"),
+            "x",
+            'studies.pennlc.truncation.tail: got "x", expected a number or null',
+        ),
         (
             ("study2", "primary"),
             "untruncated",
@@ -80,10 +88,10 @@ def refused(config: dict) -> ConfigError:
         ),
         # items of nested lists: the index is in the path
         (
-            ("study2", "pennlc", "subgroups", 0, "name"),
+            ("studies", "pennlc", "disparities", 0, "name"),
             "Race Female",
-            'study2.pennlc.subgroups[0].name: got "Race Female", '
-            "expected a string matching ^[a-z0-9_]+$",
+            'studies.pennlc.disparities[0].name: got "Race Female", '
+            "expected a string matching ^[A-Za-z0-9_]+$",
         ),
         (
             ("pseudo_posterior", "datasets", "negbin_mixture", "components", 1, "weight"),
@@ -143,13 +151,12 @@ def test_an_unknown_key_is_named_with_the_allowed_ones(keys, first_line):
     ("keys", "first_line"),
     [
         (
-            ("study2", "pennlc", "prior", "mode"),
-            "study2.pennlc.prior.mode: missing, a required key; "
-            "expected one of noisy, public, national",
+            ("studies", "pennlc", "count"),
+            "studies.pennlc.count: missing, a required key; expected a string",
         ),
         (
-            ("study2", "standin", "subgroups", 1, "numerator"),
-            "study2.standin.subgroups[1].numerator: missing, a required key; expected a mapping",
+            ("studies", "standin", "disparities", 1, "numerator"),
+            "studies.standin.disparities[1].numerator: missing, a required key; expected a mapping",
         ),
         (
             ("pseudo_posterior", "datasets", "poisson", "size"),
@@ -202,7 +209,11 @@ def test_a_config_that_is_not_a_mapping_is_refused():
     ("keys", "value", "message"),
     [
         # the schema alone accepts these two: exclusiveMinimum 0 and no bound at all
-        (("study2", "epsilons", "stop"), INF, "study2.epsilons.stop: .inf is not a finite number"),
+        (
+            ("studies", "pennlc", "epsilons", "stop"),
+            INF,
+            "studies.pennlc.epsilons.stop: .inf is not a finite number",
+        ),
         (
             ("pseudo_posterior", "lw", "g"),
             -INF,
@@ -241,10 +252,10 @@ def test_a_non_finite_number_is_refused_by_key(keys, value, message):
 
 @pytest.mark.parametrize("spelling", [".inf", "-.Inf", ".NaN", ".nan"])
 def test_the_yaml_spellings_of_non_finite_numbers_are_refused(spelling):
-    override = yaml.safe_load(f"study2: {{epsilons: {{stop: {spelling}}}}}")
+    override = yaml.safe_load(f"epsilons: {{stop: {spelling}}}")
     config = copy.deepcopy(shipped())
-    config["study2"]["epsilons"].update(override["study2"]["epsilons"])
-    assert str(refused(config)).startswith("study2.epsilons.stop: ")
+    config["studies"]["pennlc"]["epsilons"].update(override["epsilons"])
+    assert str(refused(config)).startswith("studies.pennlc.epsilons.stop: ")
     assert str(refused(config)).endswith(" is not a finite number")
 
 
@@ -275,10 +286,10 @@ def test_defaults_are_copies_not_the_schema_s_objects():
     first, second = {}, {}
     check_config(first, schema)
     first["study1"]["scenarios"].append(5)
-    first["study2"]["pennlc"]["subgroups"].clear()
+    first["study2"]["pennlc"]["figure6"].clear()
     check_config(second, schema)
     assert second["study1"]["scenarios"] == [1, 2, 3, 4]
-    assert len(second["study2"]["pennlc"]["subgroups"]) == 2
+    assert len(second["study2"]["pennlc"]["figure6"]) == 2
     assert schema == load_schema(SCHEMA)
 
 
@@ -287,10 +298,12 @@ def test_defaults_are_copies_not_the_schema_s_objects():
 
 def test_snakemake_stops_on_an_infinite_epsilon_with_a_short_message(tmp_path):
     work = copy_project(tmp_path / "proj")
-    (work / "inf.yaml").write_text("study2:\n  epsilons: {stop: .inf}\n")
+    (work / "inf.yaml").write_text("studies:\n  pennlc:\n    epsilons: {stop: .inf}\n")
     result = snakemake(work, "-n", "--cores", "1", "--configfile", "inf.yaml")
     assert result.returncode != 0
     assert len(result.stderr.splitlines()) <= 15, result.stderr
-    assert "config error: study2.epsilons.stop: .inf is not a finite number" in result.stderr
+    assert "config error: studies.pennlc.epsilons.stop: .inf is not a finite number" in (
+        result.stderr
+    )
     assert "Traceback" not in result.stdout + result.stderr
     assert not (work / "results").exists()

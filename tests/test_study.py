@@ -10,10 +10,9 @@ import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 
-from dpsynth.study.definition import Arm, StudyConfigError, study_definition
+from dpsynth.study.definition import StudyConfigError, study_definition
 from dpsynth.study.guide import epsilon_guide, smallest_epsilon
 from dpsynth.study.measures import study_measures
-from dpsynth.study.simulate import calibrate_arm, calibration_frame, calibration_from_frame
 from dpsynth.study.table import StudyDataError, load_study_table, parse_age_band
 
 
@@ -62,7 +61,19 @@ def entry(path, **changes):
     ("changes", "key", "expected"),
     [
         ({"arms": {"pg": ["exactly"]}}, "studies.s.arms.pg", "got method 'exactly'"),
-        ({"arms": {"laplace": ["paper"]}}, "studies.s.arms", "unknown mechanism 'laplace'"),
+        ({"arms": {"laplace": ["paper"]}}, "studies.s.arms.laplace", "unknown mechanism"),
+        (
+            {
+                "arms": [
+                    {"mechanism": "pg", "method": "paper", "name": "x"},
+                    {"mechanism": "pg", "method": "exact", "name": "x"},
+                ]
+            },
+            "studies.s.arms",
+            "arm(s) ['x'] given twice",
+        ),  # fmt: skip
+        ({"arms": [{"mechanism": "md", "method": "exact"}]}, "studies.s.arms[0]", "md has"),
+        ({"population_keys": ["county"]}, "studies.s.population_keys", "not among the keys"),
         ({"epsilons": [0.5, math.inf]}, "studies.s.epsilons[1]", "finite number > 0"),
         (
             {"epsilons": {"start": 1, "stop": math.nan, "num": 3}},
@@ -193,55 +204,6 @@ def test_measures_on_the_truth_and_against_scipy(tmp_path):
         assert values["rank_correlation"][k] == pytest.approx(rho, abs=1e-12)
         rmse = np.sqrt(np.mean(((z[k] - y) / strata["pop"]) ** 2)) * 1e5
         assert values["rmse"][k] == pytest.approx(rmse, rel=1e-12)
-
-
-def test_age_adjusted_disparity_equals_study2_on_pennlc():
-    """The generic stage, pointed at pennLC, adjusts exactly as Study 2 does."""
-    from dpsynth.data.standard_population import load_standard_population
-    from dpsynth.study2 import AgeAdjuster, age_bands, study_groups
-
-    standard = load_standard_population("data/us_standard_population_2000.csv")
-    spec = {
-        "table": "data/pennlc_strata.parquet",
-        "keys": ["county", "race", "sex", "age"],
-        "count": "cases",
-        "population": "population",
-        "area": "county",
-        "age": {"column": "age", "standard_population": "data/us_standard_population_2000.csv"},
-        "arms": {"pg": ["certified"]},
-        "epsilons": [1.0],
-        "datasets": 1, "datasets_per_job": 1, "epsilons_per_job": 1,
-        "disparities": [{"name": "race_female", "numerator": {"race": "o"},
-                         "denominator": {"race": "w"}, "where": {"sex": "f"}}],
-    }  # fmt: skip
-    definition = study_definition("pennlc", spec)
-    strata = load_study_table(definition)
-    truth = study_measures(definition, strata).values(strata["cases"],
-                                                                 strata["cases"])  # fmt: skip
-    from dpsynth.data.standard_population import standard_weights
-
-    urban = {county: county < "m" for county in strata["county"]}
-    groups, _ = study_groups(strata, urban, {"numerator": "o", "denominator": "w"})
-    adjuster = AgeAdjuster(strata, standard_weights(standard, age_bands(strata)), groups)
-    rates = adjuster.rates(strata["cases"].to_numpy())
-    expected = rates[adjuster.names.index("race_o_f")] / rates[adjuster.names.index("race_w_f")]
-    assert truth["disparity:race_female"].iloc[0] == pytest.approx(expected, rel=1e-12)
-
-
-# ---- calibrations and the guide -----------------------------------------------------------
-@pytest.mark.parametrize("arm", [Arm("pg", "certified"), Arm("truncated", "certified"),
-                                 Arm("md", "paper")])  # fmt: skip
-def test_a_calibration_comes_back_from_its_table(tmp_path, arm):
-    definition = study_definition("s", entry(table(tmp_path)))
-    strata = load_study_table(definition)
-    strata["prior_rate"] = strata["deaths"].sum() / strata["pop"].sum()
-    cal = calibrate_arm(definition, arm, 2.0, strata)
-    frame = pd.concat([calibration_frame(calibrate_arm(definition, arm, 0.5, strata)),
-                       calibration_frame(cal)])  # fmt: skip
-    back = calibration_from_frame(frame, arm, 2.0, strata, "pop")
-    assert back == cal
-    with pytest.raises(KeyError):
-        calibration_from_frame(frame, arm, 2.0000001, strata, "pop")
 
 
 def test_smallest_epsilon_needs_every_larger_epsilon_to_hold():

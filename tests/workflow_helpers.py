@@ -26,9 +26,12 @@ def copy_project(dest: Path) -> Path:
     return dest
 
 
-def snakemake(workdir: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    """Run snakemake in ``workdir``; return the completed process (never raises on failure)."""
-    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+def snakemake(
+    workdir: Path, *args: str, timeout: float = 600, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    """Run snakemake in ``workdir`` (``env``: extra environment variables); return the
+    completed process (never raises on failure)."""
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", **(env or {}))
     return subprocess.run(
         [SNAKEMAKE, *args],
         cwd=workdir,

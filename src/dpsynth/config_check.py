@@ -278,6 +278,17 @@ def _describe(schema: Any) -> str:
     return f"{noun} {' and '.join(bounds)}" if bounds else noun
 
 
+def _resolved(schema: Any, root: Mapping) -> Any:
+    """``schema``, or the definition its local ``$ref`` (``#/definitions/x``) names."""
+    ref = schema.get("$ref") if isinstance(schema, Mapping) else None
+    if isinstance(ref, str) and ref.startswith("#/"):
+        node: Any = root
+        for part in ref[2:].split("/"):
+            node = node.get(part, {}) if isinstance(node, Mapping) else {}
+        return node
+    return schema
+
+
 def _as_list(value: Any) -> list:
     if value is None:
         return []
@@ -303,7 +314,7 @@ def _explain(error: ValidationError, root: Mapping) -> tuple[str | None, str]:
         missing = [k for k in error.validator_value if k not in error.instance]
         name = missing[0] if missing else "?"
         key_path = _dotted([*path, name])
-        sub = schema.get("properties", {}).get(name)
+        sub = _resolved(schema.get("properties", {}).get(name), root)
         return key_path, f"{key_path}: missing, a required key{where}; expected {_describe(sub)}"
 
     if keyword == "additionalProperties" and isinstance(error.instance, Mapping):

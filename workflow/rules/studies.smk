@@ -8,12 +8,17 @@ STUDY_FIGURES = ["measures", "guide"]
 # Lambdas, not defs: `snakemake --lint` wants named functions in common.smk only.
 study_maps = lambda name: bool(STUDIES[name].geometry and STUDIES[name].map_epsilons)
 study_figure_stems = lambda name: STUDY_FIGURES + (["maps"] if study_maps(name) else [])
+STUDIES_ENABLED = [
+    name
+    for name, entry in config.get("studies", {}).items()
+    if entry.get("enabled", True)
+]
 studies_figures = lambda: [
     path
-    for name in STUDIES
+    for name in STUDIES_ENABLED
     for stem in study_figure_stems(name)
     for path in figure_paths(f"studies/{name}/{stem}")
-] + [f"results/studies/{name}/guide.csv" for name in STUDIES]
+] + [f"results/studies/{name}/guide.csv" for name in STUDIES_ENABLED]
 study_echunks = lambda w: epsilon_chunks(
     len(STUDIES[w.study].epsilons), STUDIES[w.study].epsilons_per_job
 )

@@ -19,7 +19,7 @@ metrics, area_sums = simulate_chunk(
     pd.read_parquet(snakemake.input.strata),
     pd.read_parquet(snakemake.input.calibrations),
     w.chunk,
-    job_rng(snakemake.params.seed, "studies", w.study, w.arm, w.chunk),
+    job_rng(snakemake.params.seed, *definition.stream, w.arm, w.chunk),
 )
 logging.info("%s %s: %d rows of measures", w.arm, w.chunk, len(metrics))
 write_parquet(metrics, snakemake.output.metrics)

@@ -13,7 +13,7 @@ name = snakemake.wildcards.study
 definition = study_definition(name, snakemake.params.entry)
 strata = load_study_table(definition)
 rates, spent = prior_rates(
-    definition, strata, job_rng(snakemake.params.seed, "studies", name, "prior")
+    definition, strata, job_rng(snakemake.params.seed, *definition.stream, "prior")
 )
 strata["prior_rate"] = rates
 logging.info("%d strata, y. = %d, prior %s (spent %g)", len(strata),

@@ -11,6 +11,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from dpsynth.study.guide import CALIBRATION_METRICS  # noqa: E402
+
 METHOD_LABELS = {"paper": "paper calibration, nominal eps", "exact": "exact bivariate",
                  "certified": "certified"}  # fmt: skip
 MECHANISM_NAMES = {"md": "MD", "pg": "PG", "truncated": "Truncated PG"}
@@ -39,7 +41,7 @@ def _colours(arms):
 def figure_measures(summary: pd.DataFrame, study: str, adjusted: bool):
     """Each measure against epsilon: median and 95% band over the datasets per arm, the
     truth dashed (rMSE: none, its truth is 0)."""
-    draws = summary[~summary["metric"].isin(["outside_bounds_share", "calibration_skipped"])]
+    draws = summary[~summary["metric"].isin(CALIBRATION_METRICS)]
     measures = list(dict.fromkeys(["rmse", "rank_correlation", *sorted(draws["metric"])]))
     measures = [m for m in measures if m in set(draws["metric"])]
     arms = sorted(draws["arm"].unique())

@@ -1,7 +1,10 @@
-"""Study 2's figures (seed 001 Figures 1-6 and the distribution of the gamma shapes a).
+"""Study 2's figures (Quick 2021 Figures 1-6 and the distribution of the gamma shapes a).
 
-Every function takes aggregated frames (the summary, the county rates, the strata) and
-returns a matplotlib Figure; titles say which data are real and which are synthetic.
+Figures 2-6 read the outputs of the study stage (:mod:`dpsynth.study`) for the studies
+``pennlc`` and ``standin``: the strata with their prior rates, the summary and the area
+rates. Every function returns a matplotlib Figure; titles say which data are real and
+which are synthetic. Arms are named as in ``config/config.yaml`` (``untruncated``,
+``truncated_paper``, ``truncated_exact``, ``truncated_certified``).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from dpsynth.calibration import Calibration  # noqa: E402
+from dpsynth.metrics import PER_100K  # noqa: E402
 from dpsynth.privacy.calibrate import calibrate  # noqa: E402
 from dpsynth.sampling.enumeration import compositions, log_pmf_table  # noqa: E402
 
@@ -126,15 +130,18 @@ def figure_toy(total: int, expected, epsilon: float, true_y1: int, tail: float):
 
 # ---- Figure 2: the prior information -------------------------------------------------------
 def figure_prior(strata: pd.DataFrame, keys, scenario: str, prior_label: str):
-    """Figure 2: (a) statewide group rates vs the prior rates, (b) observed vs expected."""
+    """Figure 2: (a) statewide group rates vs the prior rates, (b) observed vs expected.
+
+    ``strata``: a study's strata (``cases``, ``population``, ``prior_rate``)."""
     keys = list(keys)
-    groups = strata.groupby(keys, observed=True).agg(
+    strata = strata.assign(expected=strata["population"] * strata["prior_rate"])
+    groups = strata.groupby(keys, observed=True, sort=False).agg(
         cases=("cases", "sum"),
         population=("population", "sum"),
         expected=("expected", "sum"),
     )
-    state_rate = groups["cases"] / groups["population"] * 1e5
-    prior_rate = groups["expected"] / groups["population"] * 1e5
+    state_rate = groups["cases"] / groups["population"] * PER_100K
+    prior_rate = groups["expected"] / groups["population"] * PER_100K
     fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(11, 4.8))
     positive = (state_rate > 0) & (prior_rate > 0)
     ax_a.scatter(prior_rate[positive], state_rate[positive], s=12, alpha=0.7)
@@ -163,21 +170,22 @@ def figure_prior(strata: pd.DataFrame, keys, scenario: str, prior_label: str):
 
 
 # ---- Figure 3 and 4: county age-adjusted rates --------------------------------------------
-def _county_table(county_rates: pd.DataFrame, mechanism: str, epsilon=None) -> pd.Series:
-    rows = county_rates[county_rates["mechanism"] == mechanism]
+def _county_table(area_rates: pd.DataFrame, arm: str, epsilon=None) -> pd.Series:
+    """Rate per county of ``arm`` (``truth``, ``prior`` or an arm at ``epsilon``)."""
+    rows = area_rates[area_rates["arm"] == arm]
     if epsilon is not None:
-        rows = rows[np.isclose(rows["epsilon"], epsilon)]
-    return rows.set_index("county")["mean"]
+        rows = rows[rows["epsilon"] == epsilon]
+    return rows.set_index("area")["rate"]
 
 
-def figure_county_rates(county_rates: pd.DataFrame, epsilons, primary: str, scenario: str):
+def figure_county_rates(area_rates: pd.DataFrame, epsilons, primary: str, scenario: str):
     """Figure 3: county age-adjusted rates (mean over datasets) against the true ones."""
-    truth = _county_table(county_rates, "truth")
-    prior = _county_table(county_rates, "prior")
+    truth = _county_table(area_rates, "truth")
+    prior = _county_table(area_rates, "prior")
     fig, axes = plt.subplots(1, len(epsilons), figsize=(5.2 * len(epsilons), 4.8), squeeze=False)
     for ax, eps in zip(axes[0], epsilons, strict=True):
-        for mech in ("untruncated", primary):
-            synth = _county_table(county_rates, mech, eps)
+        for arm in ("untruncated", primary):
+            synth = _county_table(area_rates, arm, eps)
             if synth.empty:
                 continue
             ax.scatter(
@@ -185,8 +193,8 @@ def figure_county_rates(county_rates: pd.DataFrame, epsilons, primary: str, scen
                 synth,
                 s=14,
                 alpha=0.8,
-                color=MECHANISM_COLORS[mech],
-                label=MECHANISM_LABELS[mech],
+                color=MECHANISM_COLORS[arm],
+                label=MECHANISM_LABELS[arm],
             )
         lim = [truth.min() * 0.8, truth.max() * 1.1]
         ax.plot(lim, lim, color="black", linewidth=0.8)
@@ -206,13 +214,13 @@ def figure_county_rates(county_rates: pd.DataFrame, epsilons, primary: str, scen
     return fig
 
 
-def figure_maps(counties, county_rates: pd.DataFrame, epsilon: float, primary: str, scenario: str):
-    """Figure 4: maps of the true and the synthetic (primary mechanism, mean) county rates
-    on one colour scale."""
+def figure_maps(counties, area_rates: pd.DataFrame, epsilon: float, primary: str, scenario: str):
+    """Figure 4: maps of the true and the synthetic (primary arm, mean) county rates on one
+    colour scale."""
     from dpsynth.plots.maps import county_choropleth
 
-    truth = _county_table(county_rates, "truth")
-    synth = _county_table(county_rates, primary, epsilon)
+    truth = _county_table(area_rates, "truth")
+    synth = _county_table(area_rates, primary, epsilon)
     frame = counties.copy()
     frame["truth"] = frame["county"].map(truth)
     frame["synthetic"] = frame["county"].map(synth)
@@ -242,36 +250,30 @@ def figure_maps(counties, county_rates: pd.DataFrame, epsilon: float, primary: s
 
 
 # ---- Figures 5, 6 and the shapes: metrics against epsilon ---------------------------------
-def _reference(summary: pd.DataFrame, label: str, metric: str) -> float | None:
-    rows = summary[(summary["mechanism"] == label) & (summary["metric"] == metric)]
-    return float(rows["median"].iloc[0]) if len(rows) else None
-
-
 def _metric_panel(ax, summary, metric, primary, title, prior_label):
-    for mech in MECHANISM_LABELS:
-        rows = summary[(summary["mechanism"] == mech) & (summary["metric"] == metric)]
-        rows = rows.sort_values("epsilon")
-        if rows.empty or mech == "untruncated":
+    rows = summary[summary["metric"] == metric]
+    for arm in MECHANISM_LABELS:
+        line = rows[rows["arm"] == arm].sort_values("epsilon")
+        if line.empty or arm == "untruncated":
             continue
-        color = MECHANISM_COLORS[mech]
-        if mech == primary:
-            ax.plot(rows["epsilon"], rows["median"], color=color, label=MECHANISM_LABELS[mech])
-            ax.fill_between(rows["epsilon"], rows["lower"], rows["upper"], color=color, alpha=0.2)
+        color = MECHANISM_COLORS[arm]
+        if arm == primary:
+            ax.plot(line["epsilon"], line["median"], color=color, label=MECHANISM_LABELS[arm])
+            ax.fill_between(line["epsilon"], line["lower"], line["upper"], color=color, alpha=0.2)
         else:
             ax.plot(
-                rows["epsilon"],
-                rows["median"],
+                line["epsilon"],
+                line["median"],
                 color=color,
                 linewidth=0.8,
                 alpha=0.8,
-                label=f"{MECHANISM_LABELS[mech]} (median)",
+                label=f"{MECHANISM_LABELS[arm]} (median)",
             )
-    truth = _reference(summary, "truth", metric)
-    prior = _reference(summary, "prior", metric)
-    if truth is not None:
-        ax.axhline(truth, color="black", linestyle="--", linewidth=1, label="true data")
-    if prior is not None:
-        ax.axhline(prior, color="black", linestyle=":", linewidth=1.2, label=prior_label)
+    if len(rows):
+        ax.axhline(rows["truth"].iloc[0], color="black", linestyle="--", linewidth=1,
+                   label="true data")  # fmt: skip
+        ax.axhline(rows["prior"].iloc[0], color="black", linestyle=":", linewidth=1.2,
+                   label=prior_label)  # fmt: skip
     ax.set_xscale("log")
     ax.set_xlabel("epsilon (synthesis budget)")
     ax.set_ylabel("ratio of age-adjusted rates")
@@ -293,13 +295,13 @@ def figure_shapes(summary: pd.DataFrame, total: int, scenario: str):
     """The distribution of the gamma shapes a across strata against epsilon: median (line),
     2.5-97.5% range (band) and maximum (dashed) per calibration; y./(e^eps - 1) dotted."""
     fig, ax = plt.subplots(figsize=(7.5, 5))
-    for mech, label in MECHANISM_LABELS.items():
-        med = summary[(summary["mechanism"] == mech) & (summary["metric"] == "a_median")]
-        top = summary[(summary["mechanism"] == mech) & (summary["metric"] == "a_max")]
+    for arm, label in MECHANISM_LABELS.items():
+        med = summary[(summary["arm"] == arm) & (summary["metric"] == "gamma_shape")]
+        top = summary[(summary["arm"] == arm) & (summary["metric"] == "gamma_shape_max")]
         if med.empty:
             continue
         med, top = med.sort_values("epsilon"), top.sort_values("epsilon")
-        color = MECHANISM_COLORS[mech]
+        color = MECHANISM_COLORS[arm]
         ax.plot(med["epsilon"], med["median"], color=color, label=f"{label}: median")
         ax.fill_between(med["epsilon"], med["lower"], med["upper"], color=color, alpha=0.15)
         ax.plot(
@@ -320,3 +322,24 @@ def figure_shapes(summary: pd.DataFrame, total: int, scenario: str):
     ax.set_title(f"Prior informativeness a across strata: {_scenario_title(scenario)}")
     fig.tight_layout()
     return fig
+
+
+def prior_label(prior) -> str:
+    """How a figure names a study's prior (:class:`dpsynth.study.definition.Prior`)."""
+    if prior.source == "sanitised":
+        return f"prior: noisy statewide rates (eps_prior = {prior.epsilon:g})"
+    if prior.source == "column" and prior.column == "national_rate":
+        return "prior: modelled national rates"
+    if prior.source == "overall":
+        return "prior: the overall rate"
+    return f"prior: public rates ({prior.column})"
+
+
+def disparity_title(spec) -> str:
+    """``numerator / denominator; where`` of a :class:`dpsynth.study.definition.Disparity`."""
+
+    def text(filters):
+        return ", ".join(f"{k} = {'/'.join(v)}" for k, v in filters.items())
+
+    title = f"{text(spec.numerator)} / {text(spec.denominator)}"
+    return f"{title}; {text(spec.where)}" if spec.where else title

@@ -32,15 +32,17 @@ class StudyConfigError(ValueError):
 
 @dataclass(frozen=True)
 class Arm:
-    """One line of a study's figures: a mechanism and a calibration method."""
+    """One line of a study's figures: a mechanism and a calibration method, and its name
+    (file-safe; by default ``<mechanism>_<method>``, e.g. ``truncated_certified``)."""
 
     mechanism: str
     method: str
+    name: str = ""
 
     @property
     def label(self) -> str:
-        """File-safe label, e.g. ``truncated_certified``."""
-        return f"{self.mechanism}_{self.method}"
+        """The arm's name: in file names, random streams, tables and legends."""
+        return self.name or f"{self.mechanism}_{self.method}"
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,7 @@ class StudyDefinition:
     age: str | None
     standard_population: Path | None
     age_bands: Mapping[str, tuple[int, int | None]] | None
+    population_keys: tuple[str, ...]
     prior: Prior
     arms: tuple[Arm, ...]
     epsilons: tuple[float, ...]
@@ -88,6 +91,8 @@ class StudyDefinition:
     datasets: int
     datasets_per_job: int
     epsilons_per_job: int
+    batch: int
+    stream: tuple[str, ...]
     tail: float | None
     inflation: float
     disparities: tuple[Disparity, ...]
@@ -140,6 +145,36 @@ def _age_bands(name: str, bands) -> dict[str, tuple[int, int | None]] | None:
                   "past the band] such as [40, 60], or [85, null] for an open band")  # fmt: skip
         out[str(label)] = (int(edges[0]), None if edges[1] is None else int(edges[1]))
     return out
+
+
+def _arm(name: str, key: str, mechanism, method, label: str = "") -> Arm:
+    if mechanism not in METHODS:
+        _fail(name, key, f"unknown mechanism {mechanism!r}; expected {list(METHODS)}")
+    if method not in METHODS[mechanism]:
+        _fail(name, key, f"got method {method!r}; {mechanism} has {list(METHODS[mechanism])}")
+    return Arm(mechanism, method, label)
+
+
+def _arms(name: str, entry) -> tuple[Arm, ...]:
+    """``{mechanism: [methods]}`` (arms named ``<mechanism>_<method>``) or a list of
+    ``{mechanism, method, name}``."""
+    if isinstance(entry, Mapping) and entry:
+        arms = [_arm(name, f"arms.{mechanism}", mechanism, method)
+                for mechanism, methods in entry.items()
+                for method in (methods if isinstance(methods, list) else [methods])]  # fmt: skip
+    elif isinstance(entry, list) and entry:
+        arms = [_arm(name, f"arms[{k}]", spec.get("mechanism"), spec.get("method"),
+                     str(spec.get("name") or ""))
+                for k, spec in enumerate(entry)]  # fmt: skip
+    else:
+        return _fail(name, "arms", f"got {entry!r}; expected mechanism: [methods], e.g. "
+                     "{pg: [certified], truncated: [certified, exact]}, or a list of "
+                     "{name, mechanism, method}")  # fmt: skip
+    labels = [arm.label for arm in arms]
+    repeated = sorted({label for label in labels if labels.count(label) > 1})
+    if repeated:
+        _fail(name, "arms", f"arm(s) {repeated} given twice; expected distinct arms")
+    return tuple(arms)
 
 
 def epsilon_values(name: str, spec, map_epsilons: Sequence[float]) -> tuple[float, ...]:
@@ -212,20 +247,7 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
             _fail(name, "prior.column", "missing; expected the input's public prior-rate column")
         prior = Prior(source, column=prior_entry["column"])
 
-    arms_entry = get("arms")
-    if not isinstance(arms_entry, Mapping) or not arms_entry:
-        _fail(name, "arms", f"got {arms_entry!r}; expected mechanism: [methods], e.g. "
-              "{pg: [certified], truncated: [certified, exact]}")  # fmt: skip
-    arms = []
-    for mechanism, methods in arms_entry.items():
-        if mechanism not in METHODS:
-            _fail(name, "arms", f"unknown mechanism {mechanism!r}; expected {list(METHODS)}")
-        for method in methods if isinstance(methods, list) else [methods]:
-            if method not in METHODS[mechanism]:
-                _fail(name, f"arms.{mechanism}", f"got method {method!r}; {mechanism} has "
-                      f"{list(METHODS[mechanism])}")  # fmt: skip
-            arms.append(Arm(mechanism, method))
-
+    arms = _arms(name, get("arms"))
     map_epsilons = tuple(
         _finite_positive(name, f"map_epsilons[{k}]", v)
         for k, v in enumerate(get("map_epsilons") or [])
@@ -265,8 +287,13 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
     if tail is not None and not (isinstance(tail, (int, float)) and 0 < tail < 1):
         _fail(name, "truncation.tail", f"got {tail!r}; expected a number in (0, 1) or null")
     inflation = _finite_positive(name, "truncation.inflation", truncation.get("inflation", 1.0))
-    for key in ("datasets", "datasets_per_job", "epsilons_per_job"):
-        value = get(key)
+    population_keys = tuple(get("population_keys") or keys)
+    unknown = [c for c in population_keys if c not in keys]
+    if unknown:
+        _fail(name, "population_keys", f"{unknown} not among the keys {list(keys)}")
+    stream = tuple(str(part) for part in (get("stream") or ["studies", name]))
+    for key in ("datasets", "datasets_per_job", "epsilons_per_job", "batch"):
+        value = get(key, 100) if key == "batch" else get(key)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             _fail(name, key, f"got {value!r}; expected an integer >= 1")
     return StudyDefinition(
@@ -281,6 +308,7 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
         geometry=base / geometry["path"] if geometry else None,
         geometry_key=geometry.get("key", area) if geometry else None,
         geometry_outline=geometry.get("outline"),
+        population_keys=population_keys,
         age=age_column,
         standard_population=base / age["standard_population"] if age else None,
         age_bands=_age_bands(name, age.get("bands")) if age else None,
@@ -291,6 +319,8 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
         datasets=get("datasets"),
         datasets_per_job=get("datasets_per_job"),
         epsilons_per_job=get("epsilons_per_job"),
+        batch=get("batch", 100),
+        stream=stream,
         tail=None if tail is None else float(tail),
         inflation=inflation,
         disparities=tuple(disparities),

@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 #: Summary rows about calibrations, not measured on draws: no guide criterion.
-CALIBRATION_METRICS = ("outside_bounds_share", "calibration_skipped")
+CALIBRATION_METRICS = ("gamma_shape", "gamma_shape_max", "outside_bounds_share",
+                       "calibration_skipped")  # fmt: skip
 GUIDE_COLUMNS = ["arm", "measure", "criterion", "tolerance", "epsilon"]
 
 

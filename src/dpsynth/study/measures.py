@@ -79,14 +79,15 @@ def study_measures(definition: StudyDefinition, strata: pd.DataFrame) -> Measure
         disparities.append((spec.name, f"{spec.name}:numerator", f"{spec.name}:denominator"))
     groups["all"] = np.ones(len(strata), dtype=bool)
     population = strata[definition.population].to_numpy(dtype=float)
-    if definition.age is None:
-        rates = GroupRates(population, groups)
-    else:
+    options = {}
+    if definition.population_keys != definition.keys:  # strata share their unit's population
+        units = strata[list(definition.population_keys)].astype(str)
+        options["unit"] = units.agg("|".join, axis=1).to_numpy()
+    if definition.age is not None:
         from dpsynth.data.standard_population import load_standard_population, standard_weights
 
         standard = load_standard_population(definition.standard_population)
-        weights = standard_weights(standard, age_bands(definition, strata))
-        unit = strata[list(definition.keys)].astype(str).agg("|".join, axis=1).to_numpy()
-        rates = GroupRates(population, groups, band=strata[definition.age].astype(str),
-                           weights=weights, unit=unit)  # fmt: skip
+        options["weights"] = standard_weights(standard, age_bands(definition, strata))
+        options["band"] = strata[definition.age].astype(str)
+    rates = GroupRates(population, groups, **options)
     return Measures(rates, population, areas, tuple(disparities))

@@ -130,7 +130,7 @@ def simulate_chunk(
         if not (calibrations["epsilon"].to_numpy() == epsilon).any():
             continue  # skipped calibration (on_calibration_failure: skip)
         cal = calibration_from_frame(calibrations, arm, epsilon, strata, d.population)
-        values, area_sum = draw_and_measure(y, cal, measures, ids.size, rng)
+        values, area_sum = draw_and_measure(y, cal, measures, ids.size, rng, batch=d.batch)
         metrics.append(values.assign(arm=arm.label, epsilon=epsilon, dataset=ids))
         if epsilon in d.map_epsilons:
             sums.append(pd.DataFrame({"arm": arm.label, "epsilon": epsilon,

@@ -1,6 +1,8 @@
 """A study's summary from its cached chunks: median and 95% band of every measure per arm
-and epsilon beside the truth, what the calibrations say (true counts outside the
-truncation bounds, skipped calibrations), the area rates behind the maps, and the guide.
+and epsilon beside the truth and the prior (the measure of the expected counts n x
+lambda0, where the synthetic tables drift as epsilon shrinks), what the calibrations say
+(the gamma shapes a across strata, true counts outside the truncation bounds, skipped
+calibrations), and the area rates behind the maps.
 """
 
 from __future__ import annotations
@@ -13,8 +15,34 @@ from dpsynth.study.definition import StudyDefinition
 from dpsynth.study.measures import Measures
 
 SUMMARY_COLUMNS = ["study", "arm", "mechanism", "method", "epsilon", "metric", "median",
-                   "lower", "upper", "truth"]  # fmt: skip
+                   "lower", "upper", "truth", "prior"]  # fmt: skip
 AREA_COLUMNS = ["study", "arm", "epsilon", "area", "rate"]
+
+
+def expected_counts(definition: StudyDefinition, strata: pd.DataFrame) -> np.ndarray:
+    """n x lambda0 per stratum: the table the prior alone predicts."""
+    return strata[definition.population].to_numpy(dtype=float) * strata["prior_rate"].to_numpy()
+
+
+def _calibration_rows(calibrations: pd.DataFrame, y: np.ndarray) -> list[pd.DataFrame]:
+    """Per (arm, epsilon): ``gamma_shape`` (median of a over strata, 2.5-97.5% range),
+    ``gamma_shape_max`` and ``outside_bounds_share`` (true counts outside [L, U])."""
+    cells = calibrations.sort_values(["arm", "epsilon", "cell"])
+    true = y[cells["cell"].to_numpy()]
+    cells = cells.assign(outside=(true < cells["lower"]) | (true > cells["upper"]))
+    grouped = cells.groupby(["arm", "epsilon"], sort=True)
+    shape = grouped["a"].quantile([0.5, 0.025, 0.975]).unstack()
+    shape.columns = ["median", "lower", "upper"]
+    top = grouped["a"].max()
+    share = grouped["outside"].mean()
+    frames = [
+        shape.reset_index().assign(metric="gamma_shape"),
+        pd.DataFrame({"median": top, "lower": top, "upper": top}).reset_index()
+        .assign(metric="gamma_shape_max"),
+        pd.DataFrame({"median": share, "lower": share, "upper": share, "truth": 0.0})
+        .reset_index().assign(metric="outside_bounds_share"),
+    ]  # fmt: skip
+    return frames
 
 
 def summarise_study(
@@ -34,20 +62,16 @@ def summarise_study(
     """
     y = strata[definition.count].to_numpy()
     truth = measures.values(y, y).iloc[0]
+    prior = measures.values(expected_counts(definition, strata), y).iloc[0]
     parts = []
     if len(metrics):
         columns = [c for c in metrics.columns if c not in ("arm", "epsilon", "dataset")]
         draws = summarise_draws(metrics, ["arm", "epsilon"], columns)
         draws["truth"] = draws["metric"].map(truth)
+        draws["prior"] = draws["metric"].map(prior)
         parts.append(draws)
     if len(calibrations):
-        cells = calibrations.sort_values(["arm", "epsilon", "cell"])
-        true = y[cells["cell"].to_numpy()]
-        cells = cells.assign(outside=(true < cells["lower"]) | (true > cells["upper"]))
-        share = cells.groupby(["arm", "epsilon"], sort=True)["outside"].mean().reset_index()
-        parts.append(share.assign(metric="outside_bounds_share", median=share["outside"],
-                                  lower=share["outside"], upper=share["outside"],
-                                  truth=0.0).drop(columns="outside"))  # fmt: skip
+        parts.extend(_calibration_rows(calibrations, y))
     skipped = status[~status["ok"].astype(bool)]
     if len(skipped):
         parts.append(pd.DataFrame({"arm": skipped["arm"], "epsilon": skipped["epsilon"],
@@ -65,11 +89,14 @@ def area_rates(
     definition: StudyDefinition, strata: pd.DataFrame, measures: Measures, sums: pd.DataFrame
 ) -> pd.DataFrame:
     """Mean synthetic rate per area at the map epsilons (``sums``: arm, epsilon, area, sum,
-    n per chunk) and the true rates (arm ``truth``, epsilon NaN)."""
+    n per chunk), the true rates (arm ``truth``, epsilon NaN) and those of the expected
+    counts (arm ``prior``)."""
     y = strata[definition.count].to_numpy()
-    true = pd.DataFrame({"arm": "truth", "epsilon": np.nan, "area": list(measures.areas),
-                         "rate": measures.area_rates(y)[0]})  # fmt: skip
-    parts = [true]
+    parts = [
+        pd.DataFrame({"arm": label, "epsilon": np.nan, "area": list(measures.areas),
+                      "rate": measures.area_rates(counts)[0]})
+        for label, counts in (("truth", y), ("prior", expected_counts(definition, strata)))
+    ]  # fmt: skip
     if len(sums):
         totals = sums.groupby(["arm", "epsilon", "area"], sort=True)[["sum", "n"]].sum()
         parts.append((totals["sum"] / totals["n"]).rename("rate").reset_index())

@@ -144,9 +144,20 @@ def _round_counts(definition: StudyDefinition, frame: pd.DataFrame) -> pd.DataFr
     return frame
 
 
+def _sorted(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """The rows in the order of the keys' own values (numbers numerically, categories in
+    their declared order), or as text where a column's values do not compare."""
+    try:
+        return frame.sort_values(keys, kind="stable").reset_index(drop=True)
+    except TypeError:
+        text = frame[keys].astype(str)
+        order = text.sort_values(keys, kind="stable").index
+        return frame.loc[order].reset_index(drop=True)
+
+
 def load_study_table(definition: StudyDefinition) -> pd.DataFrame:
-    """The study's strata: its keys, attributes, count and population (and the prior-rate
-    column with ``prior.source: column``), sorted by the keys.
+    """The study's strata: its keys (as text), attributes, count and population (and the
+    prior-rate column with ``prior.source: column``), sorted by the keys (:func:`_sorted`).
 
     Strata with zero population and zero count are left out (their emptiness is public:
     the populations are); every other stratum passes :func:`validate_strata`.
@@ -183,9 +194,9 @@ def load_study_table(definition: StudyDefinition) -> pd.DataFrame:
     )
     frame[definition.count] = pd.to_numeric(frame[definition.count]).astype("int64")
     frame[definition.population] = pd.to_numeric(frame[definition.population]).astype(float)
+    frame = _sorted(frame, list(definition.keys))
     for column in definition.keys:
         frame[column] = frame[column].astype(str)
-    frame = frame.sort_values(list(definition.keys), kind="stable").reset_index(drop=True)
     for k, disparity in enumerate(definition.disparities):
         key = f"studies.{name}.disparities[{k}]"
         where = filter_mask(frame, disparity.where, f"{key}.where")
