@@ -44,6 +44,7 @@ def study2_run(tmp_path_factory):
     work = copy_project(tmp_path_factory.mktemp("study2"))
     targets = ["results/studies/pennlc/summary.parquet", "figures/study2/figure1_toy.png"]
     targets += [f"figures/study2/pennlc/{stem}.png" for stem in FIGURES]
+    targets += [f"figures/studies/pennlc/{stem}.png" for stem in ("measures", "guide", "maps")]
     result = snakemake(work, *targets, "--cores", "2", "--configfile", TEST_CONFIG)
     assert result.returncode == 0, result.stderr[-4000:]
     return work
@@ -81,6 +82,7 @@ def test_calibrations_are_published_per_stratum_and_epsilon(study2_run, pennlc):
 def test_every_figure_is_a_readable_image(study2_run):
     paths = [study2_run / "figures/study2/figure1_toy.png"]
     paths += [study2_run / f"figures/study2/pennlc/{stem}.png" for stem in FIGURES]
+    paths += [study2_run / f"figures/studies/pennlc/{stem}.png" for stem in ("measures", "guide")]
     for path in paths:
         assert mpimg.imread(path).shape[0] > 100, path
 

@@ -19,8 +19,11 @@ MECHANISM_NAMES = {"md": "MD", "pg": "PG", "truncated": "Truncated PG"}
 
 
 def arm_name(arm: str) -> str:
-    """``truncated_certified`` -> ``Truncated PG (certified)``."""
-    mechanism, method = arm.split("_", 1)
+    """``truncated_certified`` -> ``Truncated PG (certified)``; an arm the config names
+    otherwise (e.g. Study 2's ``untruncated``) keeps its name."""
+    mechanism, _, method = arm.partition("_")
+    if mechanism not in MECHANISM_NAMES or method not in METHOD_LABELS:
+        return arm
     if mechanism == "md":
         return "MD (exact alpha)"  # seed 000 eq 5: paper and certified are one calibration
     return f"{MECHANISM_NAMES[mechanism]} ({METHOD_LABELS[method]})"

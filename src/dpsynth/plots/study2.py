@@ -336,7 +336,10 @@ def prior_label(prior) -> str:
 
 
 def disparity_title(spec) -> str:
-    """``numerator / denominator; where`` of a :class:`dpsynth.study.definition.Disparity`."""
+    """A :class:`dpsynth.study.definition.Disparity`'s label, or ``numerator / denominator;
+    where`` from its filters."""
+    if spec.label:
+        return spec.label
 
     def text(filters):
         return ", ".join(f"{k} = {'/'.join(v)}" for k, v in filters.items())

@@ -54,6 +54,7 @@ class Disparity:
     numerator: Mapping[str, tuple[str, ...]]
     denominator: Mapping[str, tuple[str, ...]]
     where: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    label: str = ""  # how figures name it (default: the filters)
 
 
 @dataclass(frozen=True)
@@ -268,6 +269,7 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
                 _filter(name, f"disparities[{k}].numerator", spec.get("numerator")),
                 _filter(name, f"disparities[{k}].denominator", spec.get("denominator")),
                 _filter(name, f"disparities[{k}].where", spec.get("where")) or {},
+                str(spec.get("label") or ""),
             )
         )
     guide = get("guide") or {}
