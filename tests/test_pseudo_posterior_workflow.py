@@ -100,19 +100,29 @@ def test_every_figure_is_a_picture(run):
         assert mpimg.imread(work / name).size > 0
 
 
+def test_poisson_fits_are_exact_and_negbin_fits_are_mcmc(run):
+    work, datasets, _ = run
+    config = yaml.safe_load((REPO / TEST_CONFIG).read_text())["pseudo_posterior"]
+    for dataset in datasets:
+        fits = json.loads((work / f"results/pseudo_posterior/{dataset}/fits.json").read_text())
+        expected = "exact" if config["datasets"][dataset]["model"] == "poisson" else "nuts"
+        assert {meta["sampler"] for meta in fits.values()} == {expected}
+
+
 def test_failed_mcmc_check_fails_the_job_with_a_clear_message(tmp_path):
+    # the negative binomial is fitted by NUTS (a Poisson fit is exact and has nothing to mix)
     work = copy_project(tmp_path / "strict")
     (work / "strict.yaml").write_text(
         "pseudo_posterior:\n"
         "  datasets:\n"
-        "    poisson: {model: poisson, size: 50, components: "
-        "[{weight: 1.0, mean: 20, dispersion: null}]}\n"
+        "    negbin_mixture: {model: negbin, size: 50, components: "
+        "[{weight: 1.0, mean: 20, dispersion: 5}]}\n"
         "  mcmc: {chains: 2, warmup: 50, samples: 50}\n"
         "  mcmc_checks: {max_rhat: 1.05, min_ess: 100000}\n"
     )
     result = snakemake(
         work,
-        "results/pseudo_posterior/poisson/draws.parquet",
+        "results/pseudo_posterior/negbin_mixture/draws.parquet",
         "--cores",
         "1",
         "--configfile",
@@ -120,6 +130,6 @@ def test_failed_mcmc_check_fails_the_job_with_a_clear_message(tmp_path):
         "strict.yaml",
     )
     assert result.returncode != 0
-    log = (work / "logs/pseudo_posterior/fit_poisson.log").read_text()
+    log = (work / "logs/pseudo_posterior/fit_negbin_mixture.log").read_text()
     message = result.stderr + log
     assert "did not converge" in message and "min_ess" in message

@@ -1,4 +1,10 @@
-"""Fit the six synthesizers of one data set (seed 004), each after the fits it needs."""
+"""Fit the six synthesizers of one data set (seed 004), each after the fits it needs.
+
+Poisson fits are exact conjugate draws (no JAX); negative binomial fits run NUTS, whose
+sampler is compiled once per job, and JAX's persistent compilation cache in
+.snakemake/jax_cache lets later jobs and reruns load that compiled program instead
+(the environment variable JAX_COMPILATION_CACHE_DIR, if set, takes precedence).
+"""
 
 import logging
 import os
@@ -7,6 +13,10 @@ import os
 os.environ.setdefault(
     "XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 )
+# Compiled NUTS programs are kept across jobs. Entries are keyed by the program, the jaxlib
+# version and the XLA flags above; XLA:CPU checks an entry's CPU features when loading it
+# and recompiles if this machine lacks them (mixed cluster nodes).
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.abspath(".snakemake/jax_cache"))
 
 import pandas as pd  # noqa: E402
 

@@ -1,15 +1,19 @@
 """Vector-weighted pseudo-posterior synthesizers (seed 004: Hu, Savitsky and Williams).
 
 Each record's log-likelihood is multiplied by a weight alpha_i in [0, 1]; the weighted
-pseudo posterior is sampled by MCMC (NumPyro NUTS) and synthetic data are drawn from its
-posterior predictive. The overall Lipschitz bound Delta of the weighted log-likelihood gives
+pseudo posterior is drawn exactly where it is conjugate (Poisson with a gamma prior) and
+by MCMC (NumPyro NUTS) otherwise, and synthetic data are drawn from its posterior
+predictive. The overall Lipschitz bound Delta of the weighted log-likelihood gives
 an (eps = 2 Delta)-DP guarantee local to the data.
 
 Modules, one idea each:
 
 - ``models``: the weighted Poisson and negative binomial models and their record-level
   log-likelihoods.
-- ``fitting``: one MCMC fit (explicit seed) and its convergence check.
+- ``conjugate``: exact draws of the weighted Poisson pseudo posterior, Gamma(a + sum w y,
+  b + sum w), and the prior (a, b) the Poisson model shares with them.
+- ``nuts``: NUTS compiled once per model and settings, reused by every fit.
+- ``fitting``: one fit (exact or NUTS, explicit seed) and its convergence check.
 - ``lipschitz``: record-level and overall Lipschitz bounds of a fit.
 - ``weights``: the LW (Algorithm 1), CW (Algorithm 2) and SW weights.
 - ``equal_privacy``: scaling weights until a fit's Delta matches a target.

@@ -18,6 +18,7 @@ import numpy as np
 
 from dpsynth.pseudo_posterior.lipschitz import (
     LipschitzBounds,
+    check_quantile,
     lipschitz_bounds,
     record_bounds_on,
 )
@@ -72,13 +73,23 @@ def scale_for_delta(
         raise ValueError("base weights are all zero: no scale can reach a positive Delta")
     if not target > 0:
         raise ValueError(f"target Delta must be positive, got {target!r}")
+    # |w_i l_si| = w_i |l_si| exactly (w_i >= 0): take |loglik| once, not in every step
+    magnitude = np.abs(np.asarray(loglik, dtype=float))
+    if magnitude.ndim != 2 or 0 in magnitude.shape or not np.all(np.isfinite(magnitude)):
+        raise ValueError("loglik must be a finite (draws, records) matrix")
+    check_quantile(quantile)
+
+    def delta_at(scale: float) -> float:
+        weights = scale_weights(base_weights, scale)
+        return float(np.quantile((magnitude * weights[None, :]).max(axis=1), quantile))
+
     high = 1.0 / positive.min()
-    if predicted_delta(loglik, scale_weights(base_weights, high), quantile) <= target:
+    if delta_at(high) <= target:
         return float(high)
     low = 0.0
     for _ in range(60):
         mid = 0.5 * (low + high)
-        if predicted_delta(loglik, scale_weights(base_weights, mid), quantile) < target:
+        if delta_at(mid) < target:
             low = mid
         else:
             high = mid

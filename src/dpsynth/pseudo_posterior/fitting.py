@@ -1,28 +1,39 @@
-"""One MCMC fit of a weighted synthesizer, and the convergence check it must pass.
+"""One fit of a weighted synthesizer, and the convergence check it must pass.
 
-The fit keeps the unweighted record-level log-likelihood of every draw (``loglik``, shape
-(S, n)); ``weighted_loglik`` is ``weights * loglik``, the quantity whose bound is the
-privacy guarantee. NUTS runs its chains vectorised in one process, seeded by a key drawn
-from the caller's numpy Generator: nothing is seeded globally.
+A fit draws the weighted pseudo posterior in one of two ways (``method``):
+
+- ``"exact"``: the model is conjugate (Poisson with its gamma prior), so its pseudo
+  posterior Gamma(a + sum w y, b + sum w) is drawn directly (``conjugate``): independent
+  draws, no MCMC, no JAX.
+- ``"nuts"``: NumPyro's NUTS (``nuts``), the chains vectorised in one process and the
+  sampler compiled once per model and settings, seeded by a key drawn from the caller's
+  numpy Generator.
+
+``"auto"`` (the default) is exact where the model is conjugate and NUTS otherwise (negative
+binomial). Either way the fit keeps the unweighted record-level log-likelihood of every
+draw (``loglik``, shape (S, n)); ``weighted_loglik`` is ``weights * loglik``, the quantity
+whose bound is the privacy guarantee. Nothing is seeded globally.
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
-import jax
 import numpy as np
-from numpyro.diagnostics import effective_sample_size, split_gelman_rubin
-from numpyro.infer import MCMC, NUTS
 
+from dpsynth.pseudo_posterior.conjugate import exact_fit, is_conjugate
 from dpsynth.pseudo_posterior.likelihood import check_family, parameter_names
-from dpsynth.pseudo_posterior.models import MODELS
 from dpsynth.pseudo_posterior.posterior import PosteriorFit
+
+METHODS = ("auto", "exact", "nuts")
 
 
 class ConvergenceError(RuntimeError):
-    """The MCMC of a fit failed its R-hat or effective-sample-size check."""
+    """A fit failed its R-hat or effective-sample-size check.
+
+    For MCMC, the chains did not converge or mix well enough; for exact (independent) draws,
+    whose R-hat is 1 and ESS their number, there are fewer draws than ``min_ess``.
+    """
 
 
 @dataclass(frozen=True)
@@ -47,24 +58,6 @@ class ConvergenceThresholds:
     min_ess: float = 400.0
 
 
-@functools.lru_cache(maxsize=4)
-def _sampler(family: str, settings: MCMCSettings) -> MCMC:
-    """One NUTS sampler per family and settings, reused so that a process compiles it once.
-
-    ``jit_model_args`` makes the data and weights arguments of the compiled sampler, and
-    ``run`` starts every fit afresh from its key (no state carries over between fits).
-    """
-    return MCMC(
-        NUTS(MODELS[family], target_accept_prob=settings.target_accept),
-        num_warmup=settings.warmup,
-        num_samples=settings.samples,
-        num_chains=settings.chains,
-        chain_method="sequential",
-        progress_bar=False,
-        jit_model_args=True,
-    )
-
-
 def initial_values(y, weights, family, chains, rng, jitter=0.1) -> dict[str, np.ndarray]:
     """Chains start near the weighted moment estimates, spread by ``jitter`` on the log scale.
 
@@ -77,12 +70,19 @@ def initial_values(y, weights, family, chains, rng, jitter=0.1) -> dict[str, np.
     values = {"log_mu": np.log(mean)}
     if family == "negbin":
         values["log_phi"] = np.log(mean**2 / (variance - mean) if variance > 1.1 * mean else 100.0)
-    return {
-        name: value + jitter * rng.standard_normal(chains)
-        if chains > 1
-        else np.asarray(value + jitter * rng.standard_normal())
-        for name, value in values.items()
-    }
+    return {name: value + jitter * rng.standard_normal(chains) for name, value in values.items()}
+
+
+def fit_method(family: str, method: str = "auto") -> str:
+    """``"exact"`` or ``"nuts"``: how ``fit_weighted`` draws the pseudo posterior of ``family``."""
+    check_family(family)
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if method == "auto":
+        return "exact" if is_conjugate(family) else "nuts"
+    if method == "exact" and not is_conjugate(family):
+        raise ValueError(f"the {family} pseudo posterior is not conjugate: use method 'nuts'")
+    return method
 
 
 def fit_weighted(
@@ -91,21 +91,42 @@ def fit_weighted(
     family: str,
     settings: MCMCSettings,
     rng: np.random.Generator,
+    method: str = "auto",
 ) -> PosteriorFit:
-    """Sample the weighted pseudo posterior of ``y`` with NUTS."""
+    """Draw the weighted pseudo posterior of ``y``: exactly if conjugate, else with NUTS.
+
+    Both give ``settings.chains * settings.samples`` draws; exact draws ignore ``warmup``.
+    """
     y = np.asarray(y)
     weights = np.asarray(weights, dtype=float)
     if y.ndim != 1 or y.size == 0 or np.any(y < 0) or not np.all(y == np.round(y)):
         raise ValueError("y must be a non-empty vector of non-negative integer counts")
     if weights.shape != y.shape or np.any((weights < 0) | (weights > 1)):
         raise ValueError(f"weights must be {y.shape[0]} values in [0, 1]")
-    key = jax.random.PRNGKey(int(rng.integers(2**31)))
-    mcmc = _sampler(check_family(family), settings)
+    if fit_method(family, method) == "exact":
+        return exact_fit(y, weights, family, settings.chains, settings.samples, rng)
+
+    from numpyro.diagnostics import effective_sample_size, split_gelman_rubin
+
+    from dpsynth.pseudo_posterior.nuts import nuts_draws  # imports JAX
+
+    seed = int(rng.integers(2**31))
     init = initial_values(y, weights, family, settings.chains, rng)
-    mcmc.run(key, y=y.astype(np.int64), weights=weights, init_params=init)
-    by_chain = {
-        k: np.asarray(v, dtype=float) for k, v in mcmc.get_samples(group_by_chain=True).items()
-    }
+    # sum_i w_i log p(y_i | theta) = sum_k W_k log p(k | theta), W_k the weight total of the
+    # records with count k: NUTS evaluates each distinct count once (a few hundred, not n).
+    counts, index = np.unique(y, return_inverse=True)
+    totals = np.bincount(index.reshape(-1), weights=weights, minlength=counts.size)
+    by_chain = nuts_draws(
+        counts,
+        totals,
+        family,
+        settings.chains,
+        settings.warmup,
+        settings.samples,
+        settings.target_accept,
+        seed,
+        init,
+    )
     names = parameter_names(family)
     rhat, ess = {}, {}
     for name in names:
@@ -115,7 +136,9 @@ def fit_weighted(
             rhat[name] = float("nan")
         ess[name] = float(effective_sample_size(by_chain[name]))
     draws = {name: by_chain[name].reshape(-1) for name in names}
-    return PosteriorFit.from_draws(y, weights, draws, family, settings.chains, rhat, ess)
+    return PosteriorFit.from_draws(
+        y, weights, draws, family, settings.chains, rhat, ess, sampler="nuts"
+    )
 
 
 def check_convergence(fit: PosteriorFit, thresholds: ConvergenceThresholds, label: str) -> None:
@@ -132,6 +155,13 @@ def check_convergence(fit: PosteriorFit, thresholds: ConvergenceThresholds, labe
                 f"effective sample size of {name} is {value:.0f} < "
                 f"mcmc_checks.min_ess = {thresholds.min_ess}"
             )
+    if problems and fit.sampler == "exact":
+        raise ConvergenceError(
+            f"exact draws of {label} fail the checks: "
+            + "; ".join(problems)
+            + ". Independent draws have an effective sample size equal to their number, "
+            "pseudo_posterior.mcmc.chains x samples: raise samples."
+        )
     if problems:
         raise ConvergenceError(
             f"MCMC of {label} did not converge: "

@@ -25,12 +25,16 @@ def parameter_names(family: str) -> tuple[str, ...]:
 def record_loglik(y: np.ndarray, draws: dict[str, np.ndarray], family: str) -> np.ndarray:
     """Unweighted log p(y_i | theta_s) for every draw s and record i: shape (S, n)."""
     check_family(family)
-    y = np.asarray(y)[None, :]
+    # evaluated once per distinct count (a few hundred) and spread to the records
+    counts, index = np.unique(np.asarray(y), return_inverse=True)
+    counts = counts[None, :]
     mu = np.asarray(draws["mu"], dtype=float)[:, None]
     if family == "poisson":
-        return stats.poisson.logpmf(y, mu)
-    phi = np.asarray(draws["phi"], dtype=float)[:, None]
-    return stats.nbinom.logpmf(y, phi, phi / (phi + mu))
+        by_count = stats.poisson.logpmf(counts, mu)
+    else:
+        phi = np.asarray(draws["phi"], dtype=float)[:, None]
+        by_count = stats.nbinom.logpmf(counts, phi, phi / (phi + mu))
+    return by_count[:, index.reshape(-1)]
 
 
 def sample_records(

@@ -15,7 +15,12 @@ from dpsynth.pseudo_posterior.likelihood import parameter_names, record_loglik
 
 @dataclass
 class PosteriorFit:
-    """Draws of one weighted fit. ``draws[name]`` has shape (chains * samples,)."""
+    """Draws of one weighted fit. ``draws[name]`` has shape (chains * samples,).
+
+    ``sampler`` says how they were drawn: ``"nuts"`` (MCMC; ``rhat`` and ``ess`` are its
+    diagnostics) or ``"exact"`` (independent draws of a conjugate pseudo posterior; R-hat 1,
+    ESS the number of draws).
+    """
 
     family: str
     y: np.ndarray
@@ -25,13 +30,16 @@ class PosteriorFit:
     loglik: np.ndarray = field(repr=False)
     rhat: dict[str, float]
     ess: dict[str, float]
+    sampler: str = "nuts"
 
     @property
     def weighted_loglik(self) -> np.ndarray:
         return self.weights[None, :] * self.loglik
 
     @classmethod
-    def from_draws(cls, y, weights, draws, family, chains, rhat=None, ess=None) -> PosteriorFit:
+    def from_draws(
+        cls, y, weights, draws, family, chains, rhat=None, ess=None, sampler="nuts"
+    ) -> PosteriorFit:
         """Rebuild a fit from saved draws; the log-likelihoods are recomputed from them."""
         y = np.asarray(y)
         draws = {name: np.asarray(draws[name], dtype=float) for name in parameter_names(family)}
@@ -44,4 +52,5 @@ class PosteriorFit:
             loglik=record_loglik(y, draws, family),
             rhat=dict(rhat or {}),
             ess=dict(ess or {}),
+            sampler=sampler,
         )

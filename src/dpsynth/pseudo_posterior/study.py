@@ -18,6 +18,7 @@ from dpsynth.pseudo_posterior.equal_privacy import (
     reweighted_rule,
     scaled_weights_rule,
 )
+from dpsynth.pseudo_posterior.fitting import fit_method
 from dpsynth.pseudo_posterior.likelihood import check_family
 from dpsynth.pseudo_posterior.lipschitz import LipschitzBounds, check_quantile, lipschitz_bounds
 from dpsynth.pseudo_posterior.posterior import PosteriorFit
@@ -44,13 +45,15 @@ class StudySettings:
     cw: Mapping = field(
         default_factory=lambda: {"radius": 0.1, "relative_radius": True, "c": 1.0, "g": 0.0}
     )
-    mcmc: object = None  # fitting.MCMCSettings (imported lazily: it pulls in JAX)
+    mcmc: object = None  # fitting.MCMCSettings (draws per fit; NUTS settings)
     checks: object = None  # fitting.ConvergenceThresholds
     equal_delta: EqualDeltaSettings = field(default_factory=EqualDeltaSettings)
+    method: str = "auto"  # fitting.fit_weighted: exact if conjugate, else NUTS
 
     def __post_init__(self):
         check_family(self.family)
         check_quantile(self.lipschitz_quantile)
+        fit_method(self.family, self.method)
 
     @classmethod
     def from_config(cls, section: Mapping, dataset: str) -> StudySettings:
@@ -108,7 +111,7 @@ def run_synthesizer(
     q = settings.lipschitz_quantile
 
     def fit_with(weights):
-        return fit_weighted(y, weights, settings.family, settings.mcmc, rng)
+        return fit_weighted(y, weights, settings.family, settings.mcmc, rng, settings.method)
 
     if name in ("unweighted", "LW"):
         if name == "unweighted":

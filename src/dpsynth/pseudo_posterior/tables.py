@@ -3,7 +3,8 @@
 - draws: one row per synthesizer and posterior draw (``chain``, ``draw``, parameters).
 - records: one row per synthesizer and record (``y``, ``weight``, ``lipschitz``).
 - fit metadata: per synthesizer, Delta, eps = 2 Delta, the target Delta and the constant
-  it was tuned with, the tuning history and the MCMC diagnostics.
+  it was tuned with, the tuning history, how the draws were made (``sampler``: exact or
+  nuts) and their diagnostics.
 - summary: per synthesizer, privacy, weights, the posterior of the mean and utility.
 - checks: the seed's qualitative claims, each a measured value and whether it holds.
 """
@@ -63,6 +64,7 @@ def fit_metadata(fits: Mapping[str, SynthesizerFit]) -> dict:
     return {
         name: {
             "family": result.fit.family,
+            "sampler": result.fit.sampler,
             "chains": result.fit.chains,
             "delta": result.bounds.delta,
             "epsilon": result.bounds.epsilon,
@@ -95,6 +97,7 @@ def load_fits(
             meta["chains"],
             meta["rhat"],
             meta["ess"],
+            sampler=meta.get("sampler", "nuts"),
         )
     return fits
 
