@@ -103,10 +103,12 @@ def test_every_figure_is_a_picture(run):
 def test_poisson_fits_are_exact_and_negbin_fits_are_mcmc(run):
     work, datasets, _ = run
     config = yaml.safe_load((REPO / TEST_CONFIG).read_text())["pseudo_posterior"]
+    summary = pd.read_parquet(work / "results/pseudo_posterior/summary.parquet")
     for dataset in datasets:
         fits = json.loads((work / f"results/pseudo_posterior/{dataset}/fits.json").read_text())
         expected = "exact" if config["datasets"][dataset]["model"] == "poisson" else "nuts"
         assert {meta["sampler"] for meta in fits.values()} == {expected}
+        assert set(summary.loc[summary["dataset"] == dataset, "sampler"]) == {expected}
 
 
 def test_failed_mcmc_check_fails_the_job_with_a_clear_message(tmp_path):

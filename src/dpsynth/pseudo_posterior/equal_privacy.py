@@ -6,7 +6,8 @@ matching it takes a few rounds: choose the weights' free constant (a scale, or A
 3's k) so that Delta *predicted on the latest fit's draws* equals the target, refit, and
 stop once the refit's Delta is within ``tolerance`` (relative) of the target. The fit
 closest to the target is returned with the whole history, so the residual gap, which is
-MCMC noise plus the posterior's response to its own weights, is reported, never hidden.
+Monte Carlo noise (of NUTS or of exact draws) plus the posterior's response to its own
+weights, is reported, never hidden.
 """
 
 from __future__ import annotations

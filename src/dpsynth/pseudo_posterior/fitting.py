@@ -38,6 +38,9 @@ class ConvergenceError(RuntimeError):
 
 @dataclass(frozen=True)
 class MCMCSettings:
+    """Draws per fit, ``chains * samples``, for every model; ``warmup`` and
+    ``target_accept`` are NUTS's (exact conjugate draws ignore them)."""
+
     chains: int = 4
     warmup: int = 1000
     samples: int = 1000

@@ -129,6 +129,7 @@ def summary_table(
             "mu_mean": mu.mean(),
             "mu_q025": np.quantile(mu, 0.025),
             "mu_q975": np.quantile(mu, 0.975),
+            "sampler": meta.get("sampler", "nuts"),
             "rhat_max": max(meta["rhat"].values()),
             "ess_min": min(meta["ess"].values()),
         }
