@@ -1,6 +1,7 @@
 # Seed 004: vector-weighted pseudo-posterior synthesizers (LW, CW, SW) and re-weighting.
-# Jobs per data set: simulate -> fit all six synthesizers (one process, so NumPyro
-# compiles its sampler once) -> synthetic data; then one summary and the figures.
+# Jobs per data set: simulate -> fit all six synthesizers (one process: Poisson fits are
+# exact conjugate draws, and NUTS for the negative binomial is compiled once) -> synthetic
+# data; then one summary and the figures.
 # See config/README.md (pseudo_posterior).
 
 PP = config["pseudo_posterior"]
