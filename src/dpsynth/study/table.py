@@ -3,7 +3,8 @@
 :func:`load_study_table` is what runs before any job (the workflow calls it when it reads
 the config): every column, row selection, filter value and age band the definition names
 must exist in the data, or :class:`StudyDataError` names the config key, the value and
-what the data holds. The counts and populations then pass the one strata validator,
+what the data holds; so must the geometry's key column, with one shape per area. The
+counts and populations then pass the one strata validator,
 :func:`dpsynth.data.validation.validate_strata`, which ``dpsynth synthesize`` uses too.
 """
 
@@ -155,6 +156,65 @@ def _sorted(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
         return frame.loc[order].reset_index(drop=True)
 
 
+def _geometry_table(definition: StudyDefinition) -> pd.DataFrame:
+    """The geometry file's key (and outline) columns, read without the shapes."""
+    path, name = definition.geometry, definition.name
+    where = f"config key studies.{name}.geometry.path"
+    if not path.exists():
+        raise StudyDataError(f"{where}: {path} not found; expected the areas' boundaries "
+                             "(GeoParquet, GeoPackage, shapefile or GeoJSON)")  # fmt: skip
+    parquet = path.suffix.lower() in (".parquet", ".pq")
+    try:
+        if parquet:
+            import pyarrow.parquet as pq
+
+            columns = [c for c in pq.read_schema(path).names if c != "geometry"]
+        else:
+            import pyogrio
+
+            columns = list(pyogrio.read_info(path)["fields"])
+    except Exception as err:  # pyarrow and GDAL raise errors of their own
+        raise StudyDataError(f"{where}: {path} could not be read ({err}); expected "
+                             "GeoParquet, GeoPackage, shapefile or GeoJSON") from None  # fmt: skip
+    wanted = {"key": definition.geometry_key, "outline": definition.geometry_outline}
+    for key, column in wanted.items():
+        if column is not None and column not in columns:
+            raise StudyDataError(f"config key studies.{name}.geometry.{key}: no column "
+                                 f"{column!r} in {path}; columns are {columns}")  # fmt: skip
+    read = [c for c in wanted.values() if c is not None]
+    if parquet:
+        return pd.read_parquet(path, columns=read)
+    import pyogrio
+
+    return pyogrio.read_dataframe(path, columns=read, read_geometry=False)
+
+
+def check_geometry(definition: StudyDefinition, strata: pd.DataFrame) -> None:
+    """The geometry names a key column with one shape per value, and its values are the
+    areas of the strata (compared as text, as the maps join them)."""
+    name, key, path = definition.name, definition.geometry_key, definition.geometry
+    table = _geometry_table(definition)
+    values = table[key].astype(str)
+    repeated = values[values.duplicated()].unique()
+    if len(repeated):
+        shown = ", ".join(repr(v) for v in sorted(repeated)[:SHOWN])
+        more = f" and {len(repeated) - SHOWN} more" if len(repeated) > SHOWN else ""
+        raise StudyDataError(
+            f"config key studies.{name}.geometry.key: {key!r} takes the same value on more "
+            f"than one shape of {path}: {shown}{more}; expected one shape per area. A name "
+            "that two areas share (counties of one name in two states) cannot key a map "
+            "or a ranking: key the areas by a unique code such as FIPS (or dissolve the "
+            f"shapes by {key!r} first if they are parts of one area)"
+        )
+    areas = strata[definition.area].astype(str)
+    if not areas.isin(set(values)).any():
+        raise StudyDataError(
+            f"config key studies.{name}.geometry.key: none of the areas of "
+            f"{definition.area!r} ({_levels(areas)}) is a value of {key!r} in {path} (which "
+            f"holds {_levels(values)}); expected the same codes, compared as text"
+        )
+
+
 def load_study_table(definition: StudyDefinition) -> pd.DataFrame:
     """The study's strata: its keys (as text), attributes, count and population (and the
     prior-rate column with ``prior.source: column``), sorted by the keys (:func:`_sorted`).
@@ -207,4 +267,6 @@ def load_study_table(definition: StudyDefinition) -> pd.DataFrame:
                                      f"with where = {dict(disparity.where)}")  # fmt: skip
     if definition.age is not None:
         age_bands(definition, frame)
+    if definition.geometry is not None:
+        check_geometry(definition, frame)
     return frame

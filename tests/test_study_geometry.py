@@ -1,0 +1,81 @@
+"""A study's geometry is checked with its table, before any job: the key and outline
+columns exist, one shape per area, and the areas of the strata are found in it."""
+
+from __future__ import annotations
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import pytest
+from shapely.geometry import box
+
+from dpsynth.study.definition import study_definition
+from dpsynth.study.table import StudyDataError, load_study_table
+
+TRACTS = [f"{k:05d}" for k in range(1, 7)]
+
+
+@pytest.fixture
+def strata_csv(tmp_path):
+    rng = np.random.default_rng(7)
+    frame = pd.DataFrame([(t, p) for t in TRACTS for p in ("early", "late")],
+                         columns=["tract", "period"])  # fmt: skip
+    frame["pop"] = rng.integers(1000, 5000, len(frame))
+    frame["deaths"] = rng.poisson(frame["pop"] * 0.004)
+    frame.to_csv(tmp_path / "strata.csv", index=False)
+    return tmp_path / "strata.csv"
+
+
+def shapes(tracts=TRACTS, **columns) -> gpd.GeoDataFrame:
+    frame = gpd.GeoDataFrame(
+        {"code": list(tracts), "region": ["north"] * 3 + ["south"] * (len(tracts) - 3)},
+        geometry=[box(k, 0, k + 1, 1) for k in range(len(tracts))],
+        crs="EPSG:4326",
+    )
+    return frame.assign(**columns)
+
+
+def definition(tmp_path, geometry: dict):
+    spec = {"table": "strata.csv", "keys": ["tract", "period"], "count": "deaths",
+            "population": "pop", "area": "tract", "arms": {"pg": ["certified"]},
+            "epsilons": [1.0], "datasets": 2, "datasets_per_job": 2, "epsilons_per_job": 1,
+            "geometry": geometry}  # fmt: skip
+    return study_definition("s", spec, base=tmp_path)
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".geojson", ".gpkg"])
+def test_a_geometry_whose_key_holds_the_areas_passes(strata_csv, tmp_path, suffix):
+    path = tmp_path / f"areas{suffix}"
+    frame = shapes()
+    frame.to_parquet(path) if suffix == ".parquet" else frame.to_file(path)
+    strata = load_study_table(definition(tmp_path, {"path": path.name, "key": "code",
+                                                    "outline": "region"}))  # fmt: skip
+    assert len(strata) == 12
+
+
+@pytest.mark.parametrize(
+    ("geometry", "frame", "expected"),
+    [
+        ({"path": "none.gpkg", "key": "code"}, None,
+         "config key studies.s.geometry.path: none.gpkg not found"),
+        ({"path": "areas.gpkg", "key": "fips"}, shapes(),
+         "config key studies.s.geometry.key: no column 'fips' in areas.gpkg; columns are "
+         "['code', 'region']"),
+        ({"path": "areas.gpkg", "key": "code", "outline": "state"}, shapes(),
+         "config key studies.s.geometry.outline: no column 'state'"),
+        ({"path": "areas.gpkg", "key": "region"}, shapes(),
+         "'region' takes the same value on more than one shape of areas.gpkg: 'north', "
+         "'south'; expected one shape per area"),
+        # codes that lost their leading zeros (read as numbers somewhere): nothing matches
+        ({"path": "areas.gpkg", "key": "code"}, shapes([str(int(t)) for t in TRACTS]),
+         "none of the areas of 'tract' ('00001', '00002',"),
+    ],
+)  # fmt: skip
+def test_a_geometry_that_cannot_map_the_areas_stops_the_study(
+    strata_csv, tmp_path, geometry, frame, expected
+):
+    if frame is not None:
+        frame.to_file(tmp_path / "areas.gpkg")
+    with pytest.raises(StudyDataError) as error:
+        load_study_table(definition(tmp_path, geometry))
+    assert expected in str(error.value).replace(str(tmp_path) + "/", "")
