@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -354,3 +355,84 @@ def test_calibrate_prints_the_promise_and_spends_nothing(strata_csv, tmp_path, p
         "--method", "paper", cwd=tmp_path,
     )  # fmt: skip
     assert nominal.returncode == 2 and "--allow-nominal" in nominal.stderr
+
+
+# --- fractional counts: refused, or rounded with --rounding nearest ----------------------
+#: Three fractional counts (rows 1, 4, 5): 12.5 and 9.5 are ties, 31.4 is not.
+FRACTIONAL = STRATA.assign(count=[3, 12.5, 40, 5, 9.5, 31.4])
+
+
+def test_fractional_counts_are_refused_naming_the_rounding_option(tmp_path):
+    FRACTIONAL.to_csv(tmp_path / "counts.csv", index=False)
+    for command in ("synthesize", "calibrate"):
+        result = run(
+            command, "--input", "counts.csv", *KEYS, "--epsilon", "1", "--mechanism", "md",
+            *(["--out", "release"] if command == "synthesize" else []), cwd=tmp_path,
+        )  # fmt: skip
+        assert result.returncode == 2, result.stderr
+        for fragment in ("counts.csv", "fractional counts in 'count' at 3 strata",
+                         "(region='north', age='middle')", "(region='south', age='old')",
+                         "12.5", "--rounding nearest", "Traceback"):  # fmt: skip
+            assert (fragment in result.stderr) == (fragment != "Traceback"), (fragment, command)
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["counts.csv"]
+
+
+def test_rounding_nearest_releases_the_rounded_table(tmp_path):
+    """--rounding nearest is a preprocessing and nothing else: the release equals, byte for
+    byte, the release of the table rounded half to even beforehand (same test seed)."""
+    FRACTIONAL.to_csv(tmp_path / "counts.csv", index=False)
+    rounded = FRACTIONAL.assign(count=[round(c) for c in FRACTIONAL["count"]])  # half to even
+    assert rounded["count"].tolist() == [3, 12, 40, 5, 10, 31]
+    rounded.to_csv(tmp_path / "whole.csv", index=False)
+    args = [*KEYS, "--epsilon", "1", "--mechanism", "truncated", "--insecure-test-seed", "9",
+            "--quiet"]  # fmt: skip
+    ok("synthesize", "--input", "counts.csv", *args, "--rounding", "nearest", "--out", "a",
+       cwd=tmp_path)  # fmt: skip
+    ok("synthesize", "--input", "whole.csv", *args, "--out", "b", cwd=tmp_path)
+    for name in ("synthetic.parquet", "hyperparameters.parquet"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+    info, whole = manifest(tmp_path / "a"), manifest(tmp_path / "b")
+    validate(info)
+    assert info["total"] == rounded["count"].sum()
+    assert info["rounding"]["mode"] == "nearest" and whole["rounding"]["mode"] == "refuse"
+    assert "rounded table" in info["rounding"]["statement"]
+    assert "3" not in json.dumps(info["rounding"])  # how many were rounded stays private
+    provenance = json.loads((tmp_path / "a.private" / "provenance.json").read_text())
+    assert provenance["rounding"] == {"mode": "nearest", "strata_rounded": 3}
+    summary = (tmp_path / "a.private" / "summary.md").read_text()
+    assert "3 fractional count(s) rounded half to even" in summary
+
+    text = ok("calibrate", "--input", "counts.csv", *args[:-3], "--rounding", "nearest",
+              cwd=tmp_path).stdout  # fmt: skip
+    assert "3 fractional count(s) rounded" in text and f"total {rounded['count'].sum()}" in text
+
+
+def test_the_cli_and_the_study_stage_round_and_refuse_alike(tmp_path):
+    """One rule (dpsynth.data.rounding) for `dpsynth synthesize` and studies.<name>.rounding."""
+    from dpsynth.release import ReleaseError, ReleaseRequest, load_strata
+    from dpsynth.study.definition import study_definition
+    from dpsynth.study.table import StudyDataError, load_study_table
+
+    FRACTIONAL.to_csv(tmp_path / "counts.csv", index=False)
+    spec = {"table": "counts.csv", "keys": ["region", "age"], "count": "count",
+            "population": "population", "arms": {"md": ["paper"]}, "epsilons": [1.0],
+            "datasets": 1, "datasets_per_job": 1, "epsilons_per_job": 1}  # fmt: skip
+    request = ReleaseRequest(input=tmp_path / "counts.csv", out=tmp_path / "o", epsilon=1.0,
+                             mechanism="md", keys=("region", "age"))  # fmt: skip
+    with pytest.raises(ReleaseError) as cli_error:
+        load_strata(request)
+    with pytest.raises(StudyDataError) as study_error:
+        load_study_table(study_definition("s", spec, base=tmp_path))
+    strip = lambda e: str(e.value).split("; expected")[0].split(": ", 1)[1]  # noqa: E731
+    assert strip(cli_error) == strip(study_error)  # the same strata, values and wording
+    assert "--rounding nearest" in str(cli_error.value)
+    assert "studies.s.rounding: nearest" in str(study_error.value)
+
+    strata = load_strata(replace(request, rounding="nearest"))
+    study = load_study_table(study_definition("s", {**spec, "rounding": "nearest"}, tmp_path))
+    expected = {(r, a): round(c) for r, a, c in
+                FRACTIONAL[["region", "age", "count"]].itertuples(index=False)}  # fmt: skip
+    keys = list(strata.keys.itertuples(index=False, name=None))
+    assert strata.counts.tolist() == [expected[k] for k in keys] and strata.rounded == 3
+    assert study.set_index(["region", "age"])["count"].to_dict() == expected

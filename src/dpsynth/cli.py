@@ -16,6 +16,7 @@ from pathlib import Path
 
 from dpsynth import __version__
 from dpsynth.calibration import MECHANISMS, METHODS
+from dpsynth.data.rounding import ROUNDING
 
 DESCRIPTION = """\
 Release differentially private synthetic counts of a table of strata.
@@ -147,8 +148,17 @@ def _add_strata_options(syn: argparse.ArgumentParser) -> None:
     cols.add_argument(
         "--count-column",
         metavar="NAME",
-        help="column of event counts, whole numbers >= 0 and <= population (default: count; "
-        "deaths with --wonder)",
+        help="column of event counts, whole numbers (see --rounding) >= 0 and <= population "
+        "(default: count; deaths with --wonder)",
+    )
+    cols.add_argument(
+        "--rounding",
+        choices=ROUNDING,
+        default="refuse",
+        help="fractional counts (some tables allocate cases fractionally): refuse them with "
+        "an error (default) or round every count to the nearest whole number, half to even, "
+        "before anything else; the guarantee is then about the rounded table, and the "
+        "manifest says that this rule was applied (not which counts it changed)",
     )
     cols.add_argument(
         "--population-column",
@@ -444,6 +454,7 @@ def _request(args, **extra):
             None if args.sanitised_prior_by is None else tuple(args.sanitised_prior_by)
         ),
         prior_epsilon=args.prior_epsilon,
+        rounding=args.rounding,
         **extra,
     )
 

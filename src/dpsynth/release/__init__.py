@@ -258,6 +258,7 @@ def write_release(tmp: Path, request, strata, cal, synthetic, budget, root) -> d
         tail=cal.tail,
         strata=cells,
         population_column=request.population_column,
+        rounding=request.rounding,
     )
 
 
@@ -277,6 +278,8 @@ def write_private(tmp: Path, request, strata, cal, synthetic, root: RootKey, inf
         "input_sha256": sha256_file(request.input),
         "prior_file": str(request.prior_file.resolve()) if request.prior_file else None,
         "dataset_id": strata.dataset_id(),
+        # depends on the counts: private (the manifest states only the rule)
+        "rounding": {"mode": request.rounding, "strata_rounded": strata.rounded},
         "files": ["provenance.json", *files],
         # depends on the counts: private (the manifest states only the public target)
         "sampler": info["sampler"],
@@ -337,6 +340,10 @@ def _finish_manifest(tmp: Path, info, prior_table, prior_block, design: Design) 
         "neighbouring_relation": NEIGHBOURS,
         "public": public,
         "prior": prior,
+        "rounding": {
+            "mode": info["rounding"],
+            "statement": manifest.ROUNDING_STATEMENTS[info["rounding"]],
+        },
         "truncation": (
             {"tail": info["tail"], "inflation": design.inflation}
             if design.mechanism == "truncated"

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dpsynth.data.rounding import round_counts
 from dpsynth.data.validation import SHOWN, validate_strata
 from dpsynth.release.request import ReleaseError, ReleaseRequest
 
@@ -39,6 +40,9 @@ class Strata:
     prior_rate: np.ndarray | None
     prior_source: str | None
     count_column: str
+    #: strata whose fractional count ``--rounding nearest`` rounded (private: it depends
+    #: on the confidential counts, so only the steward's folder states it)
+    rounded: int = 0
 
     @property
     def total(self) -> int:
@@ -191,6 +195,11 @@ def load_strata(request: ReleaseRequest) -> Strata:
     _check_columns(request, frame, count, keys, dropped, prior_in_input)
     source = str(request.input)
     try:
+        # the rule the study stage applies too (studies.<name>.rounding)
+        frame, rounded = round_counts(
+            frame, count=count, keys=keys, rounding=request.rounding, source=source,
+            option="--rounding nearest",
+        )  # fmt: skip
         validate_strata(
             frame, count=count, population=request.population_column, keys=keys, source=source
         )
@@ -231,4 +240,4 @@ def load_strata(request: ReleaseRequest) -> Strata:
             raise ReleaseError(
                 f"--sanitised-prior-by column(s) {absent} are not key columns; keys are {keys}"
             )
-    return Strata(key_frame, counts, populations, prior_rate, prior_source, count)
+    return Strata(key_frame, counts, populations, prior_rate, prior_source, count, rounded)

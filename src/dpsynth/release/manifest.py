@@ -18,6 +18,17 @@ from importlib import resources
 RELEASE_FORMAT = 2
 #: The synthetic count column of the release (the input's count column is replaced).
 SYNTHETIC_COUNT = "count"
+#: What the manifest says of ``--rounding``, by mode. Whether any count was fractional
+#: depends on the confidential counts: only the steward's private folder states it.
+ROUNDING_STATEMENTS = {
+    "refuse": "none: the counts were used as given (fractional counts are refused)",
+    "nearest": (
+        "the input's counts were rounded to whole numbers (nearest, half to even) before "
+        "anything else: a fixed, public rule applied to the confidential counts, so the "
+        "guarantee is about the rounded table; whether any count was fractional is not "
+        "stated here"
+    ),
+}
 #: Purpose of a release, by whether its randomness came from a user seed.
 PURPOSE = {False: "publication", True: "reproducible test, not for publication"}
 
@@ -117,6 +128,7 @@ SCHEMA = {
         "neighbouring_relation",
         "public",
         "prior",
+        "rounding",
         "truncation",
         "strata",
         "total",
@@ -190,6 +202,15 @@ SCHEMA = {
                 "epsilon": _NUMBER,
                 "groups": {"type": ["array", "null"], "items": _STRING},
                 "file": {"type": ["string", "null"]},
+            },
+        },
+        "rounding": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["mode", "statement"],
+            "properties": {
+                "mode": {"enum": list(ROUNDING_STATEMENTS)},
+                "statement": _STRING,
             },
         },
         "truncation": {

@@ -18,6 +18,7 @@ from dpsynth.release import manifest
 from dpsynth.release.design import Design, estimate_cost
 from dpsynth.release.inputs import load_strata
 from dpsynth.release.request import NEIGHBOURS, ReleaseError, ReleaseRequest, plan_budget
+from dpsynth.release.summary import rounding_note
 
 
 def _spread(values: np.ndarray) -> dict:
@@ -48,6 +49,7 @@ def preview(request: ReleaseRequest, hyperparameters: Path | None = None) -> dic
         "sampler_tv_target": design.tv_target,
         "neighbouring_relation": NEIGHBOURS,
         "calibration": None,
+        "rounding": rounding_note(request.rounding, strata.rounded),
     }
     public = public_prior(request, strata)
     if public is None:
@@ -86,6 +88,7 @@ def format_preview(info: dict) -> str:
     lines = [
         f"{info['mechanism']} / {info['method']} on {info['strata']} strata, total "
         f"{info['total']} (public)",
+        f"counts: {info['rounding']}",
         f"guarantee: {info['guarantee']['status']}: {info['guarantee']['statement']}",
         f"budget: epsilon {budget['epsilon_total']:g} = prior {budget['epsilon_prior']:g} + "
         f"{budget['sets']} set(s) x {budget['epsilon_per_set']:g}; delta "

@@ -61,6 +61,7 @@ class ReleaseRequest:
     prior_file: Path | None = None
     sanitised_prior_by: tuple[str, ...] | None = None
     prior_epsilon: float | None = None
+    rounding: str = "refuse"  # fractional counts: refuse, or round to nearest (half to even)
     budget: float | None = None
     ledger: Path | None = None
     max_memory: int = DEFAULT_MAX_MEMORY

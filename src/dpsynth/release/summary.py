@@ -98,6 +98,16 @@ def _map_figure(counties, by_fips: pd.DataFrame):
     return fig
 
 
+def rounding_note(mode: str, rounded: int) -> str:
+    """What ``--rounding`` did to the counts, for the steward (it depends on them)."""
+    if mode == "refuse":
+        return "rounding `refuse`: every count was whole"
+    if rounded == 0:
+        return "rounding `nearest`: no count was fractional, none was changed"
+    return (f"rounding `nearest`: {rounded} fractional count(s) rounded half to even before "
+            "the mechanism (the release protects the rounded table)")  # fmt: skip
+
+
 def write_summary(folder: Path, request, strata, cal, synthetic, guarantee: str) -> list:
     """Write summary.md and its figures into ``folder``; return the file names written."""
     import matplotlib.pyplot as plt
@@ -130,6 +140,7 @@ def write_summary(folder: Path, request, strata, cal, synthetic, guarantee: str)
         f"- mechanism `{cal.mechanism}`, calibration `{cal.method}`: {guarantee}",
         f"- {sets} synthetic set{'s' if sets > 1 else ''}; root key in `provenance.json`",
         f"- prior rates: {strata.prior_source or 'not used by md'}",
+        f"- {rounding_note(request.rounding, strata.rounded)}",
         "",
         f"## Totals by `{group}`",
         "",

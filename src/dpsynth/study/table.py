@@ -4,7 +4,8 @@
 the config): every column, row selection, filter value and age band the definition names
 must exist in the data, or :class:`StudyDataError` names the config key, the value and
 what the data holds; so must the geometry's key column, with one shape per area. The
-counts and populations then pass the one strata validator,
+counts then pass the fractional-count rule and the one strata validator,
+:func:`dpsynth.data.rounding.round_counts` and
 :func:`dpsynth.data.validation.validate_strata`, which ``dpsynth synthesize`` uses too.
 """
 
@@ -16,6 +17,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from dpsynth.data.rounding import round_counts
 from dpsynth.data.validation import validate_strata
 from dpsynth.study.definition import StudyDefinition
 
@@ -128,20 +130,18 @@ def age_bands(definition: StudyDefinition, strata: pd.DataFrame) -> dict[str, tu
 
 
 def _round_counts(definition: StudyDefinition, frame: pd.DataFrame) -> pd.DataFrame:
-    counts = pd.to_numeric(frame[definition.count], errors="coerce")
-    fractional = counts.notna() & np.isfinite(counts) & (counts != np.round(counts))
-    if not fractional.any():
-        return frame
-    if definition.rounding == "refuse":
-        first = frame.loc[fractional, list(definition.keys)].iloc[0].to_dict()
-        raise StudyDataError(
-            f"{definition.table}: {int(fractional.sum())} fractional count(s) in "
-            f"{definition.count!r} (first at {first}: {counts[fractional].iloc[0]!r}); "
-            "expected whole numbers of events. Some tables allocate cases fractionally: "
-            f"set studies.{definition.name}.rounding: nearest to round them, or fix the table"
+    """Fractional counts refused or rounded by the helper ``dpsynth synthesize`` uses."""
+    try:
+        frame, _ = round_counts(
+            frame,
+            count=definition.count,
+            keys=list(definition.keys),
+            rounding=definition.rounding,
+            source=str(definition.table),
+            option=f"studies.{definition.name}.rounding: nearest",
         )
-    frame = frame.copy()
-    frame[definition.count] = np.round(counts)  # half to even: no drift up or down
+    except ValueError as err:
+        raise StudyDataError(str(err)) from None
     return frame
 
 

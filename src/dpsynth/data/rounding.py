@@ -1,0 +1,78 @@
+"""Fractional counts: refused, or rounded on request, before the strata validator.
+
+Some public tables allocate cases fractionally (a death split between two counties, a
+multiply-imputed count). The mechanisms need whole events, so such a table is refused
+unless the data steward asks for rounding, and then every count is rounded half to even
+(no drift up or down). The study stage (``studies.<name>.rounding``) and the release
+command (``dpsynth synthesize --rounding``) call :func:`round_counts` with their own
+name for the option, then :func:`dpsynth.data.validation.validate_strata`.
+
+Rounding is a preprocessing of the confidential counts before any mechanism sees them:
+the privacy guarantee is about the rounded table (docs/privacy.md, Part 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from dpsynth.data.validation import _describe
+
+#: The accepted values of the rounding option: refuse (the default) or nearest.
+ROUNDING = ("refuse", "nearest")
+
+
+def fractional_counts(frame: pd.DataFrame, count: str) -> pd.Series:
+    """Rows whose count is a finite number that is not whole (missing, non-numeric and
+    infinite counts are left to the validator, which names them)."""
+    counts = pd.to_numeric(frame[count], errors="coerce").astype(float)
+    return counts.notna() & np.isfinite(counts) & (counts != np.round(counts))
+
+
+def round_counts(
+    frame: pd.DataFrame,
+    *,
+    count: str,
+    keys: Sequence[str],
+    rounding: str,
+    source: str,
+    option: str,
+) -> tuple[pd.DataFrame, int]:
+    """``frame`` with whole counts, and how many were rounded.
+
+    ``rounding``: ``refuse`` raises ``ValueError`` when a count is fractional, naming
+    ``source``, the strata (their ``keys``) and ``option``, the setting that asks for
+    rounding (``"--rounding nearest"``, ``"studies.x.rounding: nearest"``); ``nearest``
+    rounds every fractional count half to even. A negative fractional count is refused
+    in both modes (rounded, -0.4 would pass as 0). Whole counts are never touched, and
+    the frame is returned as it is when none is fractional.
+    """
+    if rounding not in ROUNDING:
+        raise ValueError(f"{source}: rounding {rounding!r}; expected one of {list(ROUNDING)}")
+    fractional = fractional_counts(frame, count)
+    n = int(fractional.sum())
+    if n == 0:
+        return frame, 0
+    negative = fractional & (pd.to_numeric(frame[count], errors="coerce") < 0)
+    if negative.any():  # -0.4 would round to 0 and hide the error
+        raise ValueError(
+            f"{source}: negative {count!r} at {_describe(frame, negative, list(keys))}; "
+            "expected counts >= 0 (rounding does not mend negative counts)"
+        )
+    if rounding == "refuse":
+        first = frame.loc[fractional, count].iloc[0]
+        raise ValueError(
+            f"{source}: fractional counts in {count!r} at {n} strata: "
+            f"{_describe(frame, fractional, list(keys))} (first value {first!r}); expected "
+            "whole numbers of events. Some tables allocate cases fractionally: set "
+            f"{option} to round them half to even (the guarantee is then about the rounded "
+            "table), or fix the table"
+        )
+    frame = frame.copy()
+    rounded = np.round(pd.to_numeric(frame.loc[fractional, count]).astype(float))  # half to even
+    # object: a text column (CSV) keeps its other entries as they are, for the validator
+    frame[count] = frame[count].astype(object)
+    frame.loc[fractional, count] = rounded
+    return frame, n
