@@ -130,10 +130,27 @@ def figure_guide(guide: pd.DataFrame, epsilons, study: str):
     return fig
 
 
+#: Width of one map panel, inches; its height follows the areas' aspect ratio.
+MAP_WIDTH = 3.6
+
+
+def _hide_frame(ax) -> None:
+    """No ticks, spines or coordinate labels; a y label set afterwards (an arm's name)
+    shows and takes layout room, which set_axis_off would drop."""
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_xlabel("")
+    ax.set_ylabel("")
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+
+
 def figure_maps(geometry, key: str, area_rates: pd.DataFrame, arms, epsilons, study: str,
                 outline: str | None = None):  # fmt: skip
-    """Mean synthetic area rates per arm (rows) at each map epsilon (columns) beside the
-    true rates, on one colour scale (the truth's 1-99% range) with one colour bar."""
+    """The true area rates (left, once), then the mean synthetic rates of each arm (rows)
+    at each map epsilon (columns), on one colour scale (the truth's 1-99% range) with one
+    colour bar; every axes holds a map. Shapes without a rate are light grey, and areas of
+    the strata without a shape are counted in a note."""
     from dpsynth.plots.maps import CONUS_ALBERS
 
     frame = geometry[[key, *([outline] if outline else []), "geometry"]].copy()
@@ -145,35 +162,51 @@ def figure_maps(geometry, key: str, area_rates: pd.DataFrame, arms, epsilons, st
     lo, hi = np.nanquantile(frame["truth"], [0.01, 0.99])
     norm = mcolors.Normalize(vmin=lo, vmax=hi, clip=True)
     outlines = frame[[outline, "geometry"]].dissolve(outline).boundary if outline else None
+
+    # truth in the first column, spanning the arms' rows: no empty axes below it
+    names = [[f"{arm}|{eps:g}" for eps in epsilons] for arm in arms]
+    mosaic = [["truth", *row] for row in names]
+    x0, y0, x1, y1 = frame.total_bounds
+    aspect = (y1 - y0) / (x1 - x0) if x1 > x0 else 1.0
+    height = MAP_WIDTH * min(max(aspect, 0.25), 2.0) + 0.45  # a title per row
     ncols = 1 + len(epsilons)
-    fig, axes = plt.subplots(len(arms), ncols, figsize=(4.2 * ncols, 2.9 * len(arms) + 0.8),
-                             squeeze=False, layout="constrained")  # fmt: skip
+    fig, axes = plt.subplot_mosaic(
+        mosaic,
+        figsize=(MAP_WIDTH * ncols + 1.6, height * len(arms) + 1.1),
+        layout="constrained",
+    )
+
+    def draw(ax, column, title):
+        frame.plot(column=column, ax=ax, cmap="viridis", norm=norm, lw=0,
+                   missing_kwds={"color": "lightgrey"})  # fmt: skip
+        if outlines is not None:
+            outlines.plot(ax=ax, color="white", lw=0.3)
+        _hide_frame(ax)
+        ax.set_title(title, fontsize=10)
+
+    draw(axes["truth"], "truth", "true rates")
     for r, arm in enumerate(arms):
-        for c in range(ncols):
-            ax = axes[r, c]
-            ax.set_axis_off()
+        for c, eps in enumerate(epsilons):
+            sel = area_rates[(area_rates["arm"] == arm) & (area_rates["epsilon"] == eps)]
+            column = f"{arm}|{eps:g}"
+            frame[column] = lookup(sel)
+            ax = axes[column]
+            draw(ax, column, f"epsilon = {eps:g}" if r == 0 else "")
             if c == 0:
-                column, title = "truth", "true rates" if r == 0 else ""
-                ax.text(-0.02, 0.5, arm_name(arm), rotation=90, va="center", ha="right",
-                        transform=ax.transAxes, fontsize=9)  # fmt: skip
-                if r > 0:
-                    continue
-            else:
-                eps = epsilons[c - 1]
-                sel = area_rates[(area_rates["arm"] == arm) & (area_rates["epsilon"] == eps)]
-                column, title = f"{arm}_{eps:g}", f"epsilon = {eps:g}"
-                frame[column] = lookup(sel)
-            frame.plot(column=column, ax=ax, cmap="viridis", norm=norm, lw=0,
-                       missing_kwds={"color": "lightgrey"})  # fmt: skip
-            if outlines is not None:
-                outlines.plot(ax=ax, color="white", lw=0.3)
-            ax.set_title(title, fontsize=10)
+                ax.set_ylabel(arm_name(arm), fontsize=9)
     fig.colorbar(
         plt.cm.ScalarMappable(norm=norm, cmap="viridis"),
-        ax=axes,
-        shrink=0.6,
-        label="rate per 100,000 (colours saturate outside the truth's 1-99% range)",
+        ax=list(axes.values()),
+        shrink=0.8 if len(arms) > 1 else 1.0,
+        label="rate per 100,000",
     )
+    notes = ["rows: arms; columns: epsilon", "colours saturate outside the truth's 1-99% range",
+             "light grey: a shape without a rate"]  # fmt: skip
+    unmapped = sorted(set(truth["area"].astype(str)) - set(frame[key]))
+    if unmapped:
+        notes.append(f"{len(unmapped)} of {truth['area'].nunique()} areas have no shape and "
+                     f"are not drawn (e.g. {', '.join(unmapped[:3])})")  # fmt: skip
+    fig.supxlabel("; ".join(notes[:2]) + "\n" + "; ".join(notes[2:]), fontsize=8)
     fig.suptitle(f"Study {study}: true area rates and mean synthetic rates over the datasets",
                  fontsize=11)  # fmt: skip
     return fig

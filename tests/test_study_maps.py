@@ -1,0 +1,75 @@
+"""The study's maps figure: the truth once, then arms x map epsilons, every axes a map,
+one colour bar (issue #13 review: the old grid left empty axes below the truth)."""
+
+from __future__ import annotations
+
+import geopandas as gpd
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+from shapely.geometry import box
+
+from dpsynth.plots.study import arm_name, figure_maps
+
+AREAS = [f"{k:05d}" for k in range(1, 9)]
+
+
+def geometry(areas=AREAS, crs="EPSG:4326") -> gpd.GeoDataFrame:
+    return gpd.GeoDataFrame(
+        {"code": areas, "state": ["A"] * 4 + ["B"] * (len(areas) - 4)},
+        geometry=[box(-100 + k, 35, -99 + k, 36) for k in range(len(areas))],
+        crs=crs,
+    )
+
+
+def area_rates(arms, epsilons, rng, areas=AREAS) -> pd.DataFrame:
+    rows = [("truth", np.nan, a, r) for a, r in zip(areas, rng.uniform(5, 50, len(areas)),
+                                                    strict=True)]  # fmt: skip
+    rows += [(arm, eps, a, rng.uniform(5, 50)) for arm in arms for eps in epsilons for a in areas]
+    return pd.DataFrame(rows, columns=["arm", "epsilon", "area", "rate"]).assign(study="s")
+
+
+def maps(fig):
+    """The axes holding maps (every axes but the colour bar's)."""
+    return [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+
+
+@pytest.mark.parametrize(
+    ("arms", "epsilons"),
+    [(["md_paper", "pg_certified", "truncated_certified"], [1.0, 10.0]),
+     (["pg_certified"], [2.0]), (["pg_certified", "truncated_exact"], [0.5, 1.0, 4.0])],
+)  # fmt: skip
+def test_every_axes_is_a_map_and_the_truth_appears_once(arms, epsilons):
+    rng = np.random.default_rng(5)
+    fig = figure_maps(geometry(), "code", area_rates(arms, epsilons, rng), arms, epsilons, "s",
+                      outline="state")  # fmt: skip
+    panels = maps(fig)
+    assert len(panels) == 1 + len(arms) * len(epsilons)
+    assert len(fig.axes) - len(panels) == 1  # one shared colour bar
+    for ax in panels:
+        assert ax.collections, f"an axes without a map: {ax.get_title()!r}"
+        assert ax.get_xlabel() == "" and not ax.get_xticks().size
+    titles = [ax.get_title() for ax in panels]
+    assert titles.count("true rates") == 1
+    assert sorted(t for t in titles if t.startswith("epsilon")) == sorted(
+        f"epsilon = {e:g}" for e in epsilons
+    )
+    assert sorted(ax.get_ylabel() for ax in panels if ax.get_ylabel()) == sorted(
+        arm_name(a) for a in arms
+    )
+    # the truth's map is drawn with the true rates: its colours follow the rates' order
+    truth = next(ax for ax in panels if ax.get_title() == "true rates")
+    values = truth.collections[0].get_array()
+    expected = area_rates(arms, epsilons, np.random.default_rng(5)).query("arm == 'truth'")
+    assert np.argsort(values).tolist() == np.argsort(expected["rate"].to_numpy()).tolist()
+    plt.close(fig)
+
+
+def test_areas_without_a_shape_are_counted_in_a_note():
+    rng = np.random.default_rng(6)
+    rates = area_rates(["pg_certified"], [1.0], rng)
+    fig = figure_maps(geometry(AREAS[:6]), "code", rates, ["pg_certified"], [1.0], "s")
+    note = fig._supxlabel.get_text()
+    assert "2 of 8 areas have no shape" in note and "00007" in note
+    plt.close(fig)
