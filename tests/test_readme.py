@@ -24,18 +24,23 @@ def test_readme_python_example_runs():
 
 def test_readme_study_walkthrough_passes_every_check_before_any_job(tmp_path):
     """The README's study config is valid and its names exist in the shipped table: a
-    dry run of the walk-through's command checks both (the real run is the same stage
-    that tests/test_study_workflow.py runs)."""
+    dry run of the walk-through's command, as written, checks both and plans the study's
+    jobs and no other study's (the real run is the stage tests/test_study_workflow.py
+    runs)."""
+    import os
     import subprocess
     import sys
 
-    block = re.findall(r"```yaml\n(.*?)```", README.read_text(), flags=re.S)[0]
-    config = tmp_path / "my_study.yaml"
-    config.write_text(block)
-    snakemake = Path(sys.executable).parent / "snakemake"
-    result = subprocess.run(
-        [str(snakemake), "-n", "--cores", "2", "--configfile", str(config), "--", "studies"],
-        cwd=README.parent, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    text = README.read_text()
+    block = re.findall(r"```yaml\n(.*?)```", text, flags=re.S)[0]
+    (tmp_path / "my_study.yaml").write_text(block)
+    command = re.findall(r"```bash\n(\.venv/bin/snakemake .*?my_study\.yaml.*?)\n```", text)[0]
+    command = command.replace(".venv/bin/snakemake", "snakemake -n", 1).replace(
+        "my_study.yaml", str(tmp_path / "my_study.yaml"))  # fmt: skip
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    result = subprocess.run(["bash", "-c", command], cwd=README.parent, env=env,
+                            capture_output=True, text=True, timeout=300)  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert "study_simulate" in result.stdout and "study_maps" in result.stdout
+    planned = set(re.findall(r"results/studies/(\w+)/", result.stdout))
+    assert planned == {"homicides_by_decade"}, planned

@@ -52,6 +52,7 @@ def run(cmd: list[str], cwd: Path) -> None:
 
 
 def fetch_pysal(raw: Path) -> Path:
+    raw = Path(raw).resolve()  # pip runs in raw: a relative -d would land in raw/raw
     sdist = raw / f"PySAL-{PYSAL_VERSION}.tar.gz"
     if not sdist.exists():
         run(
@@ -96,6 +97,7 @@ def fetch_rgooglemaps(raw: Path) -> Path:
 
 def fetch_all(raw: Path) -> RawInputs:
     """Download what is missing from ``raw`` and return the paths of every input."""
+    raw = Path(raw).resolve()
     raw.mkdir(parents=True, exist_ok=True)
     pysal_sdist = fetch_pysal(raw)
     vega_tarball = fetch_vega(raw)
