@@ -50,7 +50,7 @@ SEED = 20190601
 _STATE: dict = {}
 
 
-def build_standin(work: Path | None = None):
+def build_standin():
     """The study `standin` of config/config.yaml (its table built as the workflow's
     ``study2_table`` job builds it), its strata with the national prior, and its measures."""
     import tempfile  # noqa: PLC0415
@@ -64,7 +64,7 @@ def build_standin(work: Path | None = None):
         job_rng(SEED, "study2", "standin", "standin"),
     )
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(work or tmp) / "table.parquet"
+        path = Path(tmp) / "table.parquet"
         table.to_parquet(path)
         definition = study_definition("standin", entry | {"table": str(path)}, base=REPO)
         strata = load_study_table(definition)

@@ -75,7 +75,6 @@ def scenario_table(
         strata = standin_strata(pennlc, standard, urban, rng, StandinModel(total=standin_total))
     else:
         strata = pennlc.copy()
-    populated = strata[strata["population"] > 0]
-    urban = county_urban(populated, counties).set_index("county")["urban"]
-    strata["urban"] = strata["county"].map(urban).fillna(False).astype(bool)
+    urban = county_urban(strata, counties).set_index("county")["urban"]
+    strata["urban"] = strata["county"].map(urban).astype(bool)
     return strata

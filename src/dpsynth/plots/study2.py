@@ -328,8 +328,6 @@ def prior_label(prior) -> str:
     """How a figure names a study's prior (:class:`dpsynth.study.definition.Prior`)."""
     if prior.source == "sanitised":
         return f"prior: noisy statewide rates (eps_prior = {prior.epsilon:g})"
-    if prior.source == "column" and prior.column == "national_rate":
-        return "prior: modelled national rates"
     if prior.source == "overall":
         return "prior: the overall rate"
     return f"prior: public rates ({prior.column})"
@@ -346,3 +344,28 @@ def disparity_title(spec) -> str:
 
     title = f"{text(spec.numerator)} / {text(spec.denominator)}"
     return f"{title}; {text(spec.where)}" if spec.where else title
+
+
+def scenario_figures(definition, strata, summary, area_rates, counties, *, primary: str,
+                     figure5, figure6) -> dict:  # fmt: skip
+    """Figures 2-6 and ``shapes`` of one Study 2 study (a
+    :class:`~dpsynth.study.definition.StudyDefinition`) from its stage's outputs, by stem.
+    ``figure5`` and ``figure6`` name the disparities of those figures."""
+    d = definition
+    label = prior_label(d.prior)
+    groups = d.prior.by or tuple(k for k in d.keys if k != d.area)
+    disparities = {spec.name: spec for spec in d.disparities}
+
+    def ratios(names, heading):
+        titles = [f"({chr(97 + k)}) {disparity_title(disparities[n])}" for k, n in enumerate(names)]
+        metrics = [f"disparity:{n}" for n in names]
+        return figure_disparities(summary, metrics, titles, primary, d.name, label, heading)
+
+    return {
+        "figure2_prior": figure_prior(strata, groups, d.name, label),
+        "figure3_county_rates": figure_county_rates(area_rates, d.map_epsilons, primary, d.name),
+        "figure4_maps": figure_maps(counties, area_rates, d.map_epsilons[0], primary, d.name),
+        "figure5_disparities": ratios(figure5, "Disparities in synthetic data"),
+        "figure6_subgroups": ratios(figure6, "Subgroup disparities in synthetic data"),
+        "shapes": figure_shapes(summary, int(strata[d.count].sum()), d.name),
+    }
