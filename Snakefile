@@ -1,5 +1,6 @@
 # dpsynth: differentially private synthetic count data, end to end.
 # Thin on purpose: config + validation, the rule files of each stage, and `all`.
+import os
 import sys
 
 from snakemake.utils import min_version
@@ -19,6 +20,13 @@ except ConfigError as error:
 
 
 report: "workflow/report/workflow.rst"
+
+
+# Jobs import dpsynth from this checkout's src/, also in the conda environment that
+# `--sdm conda` builds from environment.yml (it holds the pinned dependencies only).
+if os.path.isdir(f"{workflow.basedir}/src"):
+    paths = (f"{workflow.basedir}/src", os.environ.get("PYTHONPATH"))
+    os.environ.update(PYTHONPATH=os.pathsep.join(p for p in paths if p))
 
 
 include: "workflow/rules/common.smk"

@@ -6,6 +6,11 @@ from snakemake.io import report as captioned
 from dpsynth.data.age_groups import AGE_GROUPS
 from dpsynth.design import chunk_labels, epsilon_chunks, epsilon_grid
 
+#: The conda environment of every job (`--sdm conda`): Python and the pinned packages of
+#: requirements.txt, written from it by tools/write_environment.py (a test checks that they
+#: agree); dpsynth comes from src/ through PYTHONPATH (Snakefile). Relative to the rules.
+DPSYNTH_ENV = "../../environment.yml"
+
 
 def figure_paths(stem):
     """One path per configured figure format, e.g. figures/x.png and figures/x.pdf."""

@@ -15,8 +15,10 @@ rule data_map_population_35_44:
         report_figures("data/population_35_44", "data_population.rst", "Data"),
     log:
         "logs/data/population_35_44.log",
+    benchmark:
+        "logs/benchmarks/data/population_35_44.tsv"
     conda:
-        "../../environment.yml"
+        DPSYNTH_ENV
     script:
         "../scripts/data_map_population_35_44.py"
 
@@ -29,7 +31,9 @@ rule data_map_pennlc_crude_rates:
         report_figures("data/pennlc_crude_rates", "data_pennlc.rst", "Data"),
     log:
         "logs/data/pennlc_crude_rates.log",
+    benchmark:
+        "logs/benchmarks/data/pennlc_crude_rates.tsv"
     conda:
-        "../../environment.yml"
+        DPSYNTH_ENV
     script:
         "../scripts/data_map_pennlc_crude_rates.py"

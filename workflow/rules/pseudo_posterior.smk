@@ -41,8 +41,10 @@ rule pseudo_posterior_simulate:
         data="results/pseudo_posterior/{dataset}/data.parquet",
     log:
         "logs/pseudo_posterior/simulate_{dataset}.log",
+    benchmark:
+        "logs/benchmarks/pseudo_posterior/simulate_{dataset}.tsv"
     conda:
-        "../../environment.yml"
+        DPSYNTH_ENV
     params:
         seed=config["seed"],
         spec=lambda wildcards: PP["datasets"][wildcards.dataset],
@@ -59,8 +61,10 @@ rule pseudo_posterior_fit:
         fits="results/pseudo_posterior/{dataset}/fits.json",
     log:
         "logs/pseudo_posterior/fit_{dataset}.log",
+    benchmark:
+        "logs/benchmarks/pseudo_posterior/fit_{dataset}.tsv"
     conda:
-        "../../environment.yml"
+        DPSYNTH_ENV
     params:
         seed=config["seed"],
         section=PP,
@@ -78,8 +82,10 @@ rule pseudo_posterior_synthesize:
         synthetic="results/pseudo_posterior/{dataset}/synthetic.parquet",
     log:
         "logs/pseudo_posterior/synthesize_{dataset}.log",
+    benchmark:
+        "logs/benchmarks/pseudo_posterior/synthesize_{dataset}.tsv"
     conda:
-        "../../environment.yml"
+        DPSYNTH_ENV
     params:
         seed=config["seed"],
         datasets=PP["synthetic_datasets"],
@@ -103,8 +109,10 @@ rule pseudo_posterior_summarize:
         synthetic="results/pseudo_posterior/synthetic.parquet",
     log:
         "logs/pseudo_posterior/summarize.log",
+    benchmark:
+        "logs/benchmarks/pseudo_posterior/summarize.tsv"
     conda:
-        "../../environment.yml"
+        DPSYNTH_ENV
     params:
         datasets=PP_DATASETS,
         tolerance=PP["equal_delta"]["tolerance"],
@@ -128,9 +136,11 @@ rule pseudo_posterior_figure:
         ),
     log:
         "logs/pseudo_posterior/figure_{dataset}_{figure}.log",
+    benchmark:
+        "logs/benchmarks/pseudo_posterior/figure_{dataset}_{figure}.tsv"
     wildcard_constraints:
         figure="|".join(PP_FIGURES),
     conda:
-        "../../environment.yml"
+        DPSYNTH_ENV
     script:
         "../scripts/pseudo_posterior_figure.py"

@@ -56,8 +56,10 @@ rule study_strata:
         prior="results/studies/{study}/prior.json",
     log:
         "logs/studies/{study}/strata.log",
+    benchmark:
+        "logs/benchmarks/studies/{study}/strata.tsv"
     conda:
-        "../../environment.yml"
+        DPSYNTH_ENV
     params:
         seed=config["seed"],
         entry=study_entry,
@@ -78,7 +80,7 @@ rule study_calibrate:
     wildcard_constraints:
         echunk=r"e\d+",
     conda:
-        "../../environment.yml"
+        DPSYNTH_ENV
     resources:
         runtime=60,
         mem_mb=2000,
@@ -105,7 +107,7 @@ rule study_simulate:
     wildcard_constraints:
         chunk=r"e\d+_d\d+",
     conda:
-        "../../environment.yml"
+        DPSYNTH_ENV
     resources:
         runtime=60,
         mem_mb=2000,
@@ -130,8 +132,10 @@ rule study_summary:
         guide="results/studies/{study}/guide.csv",
     log:
         "logs/studies/{study}/summary.log",
+    benchmark:
+        "logs/benchmarks/studies/{study}/summary.tsv"
     conda:
-        "../../environment.yml"
+        DPSYNTH_ENV
     params:
         entry=study_entry,
     script:
@@ -155,8 +159,10 @@ rule study_figures:
         ),
     log:
         "logs/studies/{study}/figures.log",
+    benchmark:
+        "logs/benchmarks/studies/{study}/figures.tsv"
     conda:
-        "../../environment.yml"
+        DPSYNTH_ENV
     params:
         entry=study_entry,
     script:
@@ -171,8 +177,10 @@ rule study_maps:
         report_figures("studies/{study}/maps", "study_maps.rst", "Studies", "{study}"),
     log:
         "logs/studies/{study}/maps.log",
+    benchmark:
+        "logs/benchmarks/studies/{study}/maps.tsv"
     conda:
-        "../../environment.yml"
+        DPSYNTH_ENV
     params:
         entry=study_entry,
     script:

@@ -37,11 +37,13 @@ rule study1_scenario:
         "results/{study}/scenario_{scenario}.parquet",
     log:
         "logs/{study}/scenario_{scenario}.log",
+    benchmark:
+        "logs/benchmarks/{study}/scenario_{scenario}.tsv"
     wildcard_constraints:
         study=STUDY1_RUNS,
         scenario="[1-4]",
     conda:
-        "../../environment.yml"
+        DPSYNTH_ENV
     params:
         urban_threshold=S1["urban_threshold"],
     script:
@@ -55,11 +57,13 @@ rule study1_datasets:
         "results/{study}/datasets/scenario_{scenario}.parquet",
     log:
         "logs/{study}/datasets_{scenario}.log",
+    benchmark:
+        "logs/benchmarks/{study}/datasets_{scenario}.tsv"
     wildcard_constraints:
         study=STUDY1_RUNS,
         scenario="[1-4]",
     conda:
-        "../../environment.yml"
+        DPSYNTH_ENV
     params:
         seed=config["seed"],
         datasets=S1["datasets"],
@@ -77,12 +81,14 @@ rule study1_score:
         county_sums="results/{study}/county_sums/{scenario}/{mechanism}/{chunk}.parquet",
     log:
         "logs/{study}/score_{scenario}_{mechanism}_{chunk}.log",
+    benchmark:
+        "logs/benchmarks/{study}/score_{scenario}_{mechanism}_{chunk}.tsv"
     wildcard_constraints:
         study=STUDY1_RUNS,
         scenario="[1-4]",
         chunk=r"e\d+_d\d+",
     conda:
-        "../../environment.yml"
+        DPSYNTH_ENV
     resources:
         runtime=20,
         mem_mb=1500,
@@ -125,10 +131,12 @@ rule study1_summary:
         county_means="results/{study}/county_means.parquet",
     log:
         "logs/{study}/summary.log",
+    benchmark:
+        "logs/benchmarks/{study}/summary.tsv"
     wildcard_constraints:
         study=STUDY1_RUNS,
     conda:
-        "../../environment.yml"
+        DPSYNTH_ENV
     script:
         "../scripts/study1_summary.py"
 
@@ -140,10 +148,12 @@ rule study1_checks:
         "results/{study}/checks.json",
     log:
         "logs/{study}/checks.log",
+    benchmark:
+        "logs/benchmarks/{study}/checks.tsv"
     wildcard_constraints:
         study=STUDY1_RUNS,
     conda:
-        "../../environment.yml"
+        DPSYNTH_ENV
     script:
         "../scripts/study1_checks.py"
 
@@ -158,8 +168,10 @@ rule study1_figures:
         ),
     log:
         "logs/study1/figures.log",
+    benchmark:
+        "logs/benchmarks/study1/figures.tsv"
     conda:
-        "../../environment.yml"
+        DPSYNTH_ENV
     script:
         "../scripts/study1_figures.py"
 
@@ -173,8 +185,10 @@ rule study1_maps:
         report_figures("study1/maps", "study1_maps.rst", "Study 1"),
     log:
         "logs/study1/maps.log",
+    benchmark:
+        "logs/benchmarks/study1/maps.tsv"
     conda:
-        "../../environment.yml"
+        DPSYNTH_ENV
     params:
         map_epsilons=S1["map_epsilons"],
     script:
@@ -189,8 +203,10 @@ rule study1_appendix_c_summary:
         "results/study1/appendix_c/summary.parquet",
     log:
         "logs/study1/appendix_c/summary.log",
+    benchmark:
+        "logs/benchmarks/study1/appendix_c/summary.tsv"
     conda:
-        "../../environment.yml"
+        DPSYNTH_ENV
     params:
         age_groups=S1C["age_groups"],
     script:
@@ -215,8 +231,10 @@ rule study1_appendix_c_figures:
         ),
     log:
         "logs/study1/appendix_c/figures.log",
+    benchmark:
+        "logs/benchmarks/study1/appendix_c/figures.tsv"
     conda:
-        "../../environment.yml"
+        DPSYNTH_ENV
     params:
         correlation=S1C["correlation"],
     script:

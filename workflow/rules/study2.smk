@@ -48,10 +48,12 @@ rule study2_table:
         "results/study2/{scenario}/table.parquet",
     log:
         "logs/study2/table_{scenario}.log",
+    benchmark:
+        "logs/benchmarks/study2/table_{scenario}.tsv"
     wildcard_constraints:
         scenario="pennlc|standin",
     conda:
-        "../../environment.yml"
+        DPSYNTH_ENV
     params:
         seed=config["seed"],
         standin_total=S2["standin"]["total"],
@@ -64,8 +66,10 @@ rule study2_toy:
         report_figures("study2/figure1_toy", "study2_toy.rst", "Study 2"),
     log:
         "logs/study2/toy.log",
+    benchmark:
+        "logs/benchmarks/study2/toy.tsv"
     conda:
-        "../../environment.yml"
+        DPSYNTH_ENV
     params:
         toy=S2["toy"],
     script:
@@ -82,10 +86,12 @@ rule study2_figures:
         **S2_FIGURE_OUTPUTS,
     log:
         "logs/study2/figures_{scenario}.log",
+    benchmark:
+        "logs/benchmarks/study2/figures_{scenario}.tsv"
     wildcard_constraints:
         scenario="pennlc|standin",
     conda:
-        "../../environment.yml"
+        DPSYNTH_ENV
     params:
         entry=lambda wildcards: config["studies"][wildcards.scenario],
         primary=S2["primary"],

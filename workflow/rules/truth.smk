@@ -20,8 +20,10 @@ rule truth_rates_35_44:
         summary="results/data/truth_35_44_summary.json",
     log:
         "logs/truth/rates_35_44.log",
+    benchmark:
+        "logs/benchmarks/truth/rates_35_44.tsv"
     conda:
-        "../../environment.yml"
+        DPSYNTH_ENV
     params:
         truth=config["truth"],
         seed=config["seed"],
@@ -38,8 +40,10 @@ rule truth_map_35_44:
         report_figures("data/true_rates_35_44", "truth_map.rst", "Data"),
     log:
         "logs/truth/map_35_44.log",
+    benchmark:
+        "logs/benchmarks/truth/map_35_44.tsv"
     conda:
-        "../../environment.yml"
+        DPSYNTH_ENV
     params:
         source=config["truth"]["source"],
     script:
@@ -59,10 +63,12 @@ rule truth_rates_older:
         summary="results/data/truth_{age}_summary.json",
     log:
         "logs/truth/rates_{age}.log",
+    benchmark:
+        "logs/benchmarks/truth/rates_{age}.tsv"
     wildcard_constraints:
         age=APPENDIX_C_SLUGS,
     conda:
-        "../../environment.yml"
+        DPSYNTH_ENV
     params:
         truth=config["truth"],
         seed=config["seed"],
