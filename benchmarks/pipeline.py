@@ -204,15 +204,15 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|")
     for stage, row in by_stage.sort_values("job_s", ascending=False).iterrows():
         floor = floors.get(stage)
-        ratio = f"{row['job_s'] / floor:.1f}x" if floor else "-"
+        ratio = f"{row['job_s'] / floor:,.1f}x" if floor else "-"
         note = ""
         if stage == "pseudo-posterior" and nuts_fits:
             note = f" ({nuts_fits} NUTS fits)"
         elif stage in cells:
-            note = f" ({cells[stage] / 1e6:,.0f} M cells)"
-        shown = f"{floor:.1f} s{note}" if floor else "-"
+            note = f" ({cells[stage] / 1e6:,.1f} M cells)"
+        shown = f"{floor:.2f} s{note}" if floor else "-"
         print(
-            f"| {stage} | {row['jobs']} | {row['job_s']:.0f} | {row['cpu']:.0f} | "
+            f"| {stage} | {int(row['jobs'])} | {row['job_s']:.0f} | {row['cpu']:.0f} | "
             f"{row['rss']:.0f} MB | {shown} | {ratio} |"
         )
     floor_total = sum(floors.values())
@@ -220,7 +220,7 @@ def main() -> None:
     print(
         f"| **whole run** (wall: {wall_run:.0f} s + report {wall_report:.0f} s) | "
         f"{int(by_stage['jobs'].sum())} | {wall:.0f} (wall) | {cpu_total:.0f} | "
-        f"{peak:.0f} MB | {floor_total:.1f} s | {wall / floor_total:.1f}x (wall) |"
+        f"{peak:.0f} MB | {floor_total:.1f} s | {wall / floor_total:,.1f}x (wall) |"
     )
 
 

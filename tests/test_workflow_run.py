@@ -50,7 +50,7 @@ def test_lint_is_clean():
 
 
 def test_python_style_is_clean():
-    paths = ["src", "workflow", "tests", "benchmarks", "data"]
+    paths = ["src", "workflow", "tests", "benchmarks", "data", "tools"]
     paths = [p for p in paths if (REPO / p).exists()]
     for args in (["check", *paths], ["format", "--check", *paths]):
         result = subprocess.run(
@@ -116,11 +116,18 @@ def test_study1_summaries_and_appendix_c_labels(clean_run):
         assert (clean_run / f"figures/study1/{stem}.png").exists()
 
 
-def test_same_bytes_on_one_core(clean_run, tmp_path):
-    """Same config, same seed: identical artifacts whatever the core count."""
+def test_same_bytes_on_one_core_in_bundled_jobs(clean_run, tmp_path):
+    """Same config, same seed: identical artifacts whatever the core count and the job
+    structure. clean_run has one job per unit (job_structure: split, the schema's
+    default); this run goes through the laptop profile, whose bundled jobs do a whole
+    Study-1 scenario or study arm each."""
     work = copy_project(tmp_path / "one_core")
-    result = snakemake(work, "--cores", "1", "--configfile", TEST_CONFIG)
+    profile = ["--profile", "workflow/profiles/default"]
+    result = snakemake(work, *profile, "--cores", "1", "--configfile", TEST_CONFIG)
     assert result.returncode == 0, result.stderr[-4000:]
+    ran = {p.name.split("_bundle")[0] for p in (work / "logs/benchmarks").rglob("*_bundle_*")}
+    assert ran == {"scenario", "arm"}, ran
+    assert not list((work / "logs/benchmarks/study1").glob("score_*.tsv"))
     assert generated_files(work) == generated_files(clean_run)
 
 

@@ -21,16 +21,19 @@ Mechanism labels (the ``mechanism`` column of the summary):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
 
-from dpsynth.data.scenarios import Scenario
+from dpsynth.data.scenarios import Scenario, draw_datasets, make_scenario
+from dpsynth.design import chunk_members
 from dpsynth.mechanisms.geometric import geometric_release_each
 from dpsynth.mechanisms.sanitised_prior import sanitised_prior_calibration
 from dpsynth.metrics import group_rate_per_100k, rmse_per_100k
 from dpsynth.privacy.calibrate import calibrate
 from dpsynth.sampling.synthesize import posterior_rates, posterior_rates_per_dataset
+from dpsynth.seeding import job_rng
 
 MECHANISMS = (
     "md",
@@ -58,6 +61,11 @@ class Geography:
 
     state: np.ndarray  # postal abbreviation per county
     urban: np.ndarray  # bool: modelled 35+ population above the urban threshold
+
+    @cached_property
+    def state_codes(self) -> np.ndarray:
+        """Each county's state as an integer, in the sorted order of the postal codes."""
+        return np.unique(self.state, return_inverse=True)[1].reshape(-1)
 
     def state_rates(self, population, rate) -> np.ndarray:
         """Each county's state rate sum n lambda / sum n over its state (per person)."""
@@ -98,13 +106,14 @@ def truth_metrics(scenario: Scenario, geo: Geography) -> dict[str, float]:
     return {k: float(v[0]) for k, v in group_metrics(scenario.rate[None, :], scenario, geo).items()}
 
 
-def _calibration(mechanism: str, epsilon: float, scenario: Scenario, geo: Geography):
-    """The data-independent calibration of the mechanisms that have one."""
+def _calibration(mechanism: str, epsilon: float, scenario: Scenario, state_prior):
+    """The data-independent calibration of the mechanisms that have one (``state_prior``:
+    the state rates of the truth, used by the pg_state variants)."""
     n, total = scenario.population, scenario.total
     if mechanism == "md":
         return calibrate("md", epsilon, total, n)
     method = "certified" if mechanism.endswith("_certified") else "paper"
-    prior = None if mechanism.startswith("pg_national") else geo.state_rates(n, scenario.rate)
+    prior = None if mechanism.startswith("pg_national") else state_prior
     return calibrate("pg", epsilon, total, n, prior, method=method)
 
 
@@ -129,50 +138,148 @@ def score_datasets(
     if mechanism not in MECHANISMS:
         raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
     datasets = np.asarray(datasets)
+    dataset_ids = np.asarray(dataset_ids)
     n = scenario.population
-    scores, sums = [], []
+    state_prior = geo.state_rates(n, scenario.rate) if "state" in mechanism else None
+    epsilons = [float(epsilon) for epsilon in epsilons]
+    values, sums = [], []
     for epsilon in epsilons:
-        epsilon = float(epsilon)
         if mechanism == "geometric":
             rates = geometric_release_each(datasets, epsilon, rng) / n
         elif mechanism == "pg_state_sanitised":
-            # The noisy prior depends on the data: one calibration per dataset.
+            # The noisy prior depends on the data: one calibration per dataset, each
+            # drawing its prior noise and then its rates (the order of the draws).
             rates = np.empty(datasets.shape, dtype=float)
             for row, y in enumerate(datasets):
                 _, cal_y = sanitised_prior_calibration(
-                    y, geo.state, n, epsilon, prior_budget_fraction * epsilon, rng, method="paper"
+                    y,
+                    geo.state_codes,
+                    n,
+                    epsilon,
+                    prior_budget_fraction * epsilon,
+                    rng,
+                    method="paper",
                 )
                 rates[row] = posterior_rates(y, cal_y, 1, rng)[0]
         else:
             # Calibrations are data-independent: one per epsilon, shared by every dataset.
-            cal = _calibration(mechanism, epsilon, scenario, geo)
+            cal = _calibration(mechanism, epsilon, scenario, state_prior)
             rates = posterior_rates_per_dataset(datasets, cal, rng)
-        for metric, values in group_metrics(rates, scenario, geo).items():
-            scores.append(
-                pd.DataFrame(
-                    {"dataset": dataset_ids, "epsilon": epsilon, "metric": metric, "value": values}
-                )
-            )
+        metrics = group_metrics(rates, scenario, geo)
+        values.extend(metrics[metric] for metric in METRICS)
         if any(np.isclose(epsilon, m) for m in map_epsilons):
-            sums.append(
-                pd.DataFrame(
-                    {
-                        "epsilon": epsilon,
-                        "county": np.arange(n.size),
-                        "rate_sum": rates.sum(axis=0),
-                        "count": len(datasets),
-                    }
-                )
-            )
-    county_sums = (
-        pd.concat(sums, ignore_index=True)
-        if sums
-        else pd.DataFrame(columns=["epsilon", "county", "rate_sum", "count"])
+            sums.append((epsilon, rates.sum(axis=0)))
+    # long frame: epsilon, then metric, then dataset (the order of the loops above)
+    size = dataset_ids.size
+    scores = pd.DataFrame(
+        {
+            "dataset": np.tile(dataset_ids, len(values)),
+            "epsilon": np.repeat(epsilons, len(METRICS) * size),
+            "metric": np.tile(np.repeat(np.array(METRICS, dtype=object), size), len(epsilons)),
+            "value": np.concatenate(values) if values else np.array([], dtype=float),
+        }
     )
-    return pd.concat(scores, ignore_index=True), county_sums
+    if not sums:
+        return scores, pd.DataFrame(columns=["epsilon", "county", "rate_sum", "count"])
+    county_sums = pd.DataFrame(
+        {
+            "epsilon": np.repeat([e for e, _ in sums], n.size),
+            "county": np.tile(np.arange(n.size), len(sums)),
+            "rate_sum": np.concatenate([s for _, s in sums]),
+            "count": len(datasets),
+        }
+    )
+    return scores, county_sums
 
 
 # --- artifacts ----------------------------------------------------------------------------
+def scenario_frame(
+    number: int, counties: pd.DataFrame, truth: pd.DataFrame, over_35, urban_threshold
+) -> pd.DataFrame:
+    """Scenario ``number``'s artifact: ``scenario, fips, state, urban, population, rate,
+    total`` in the county frame's order.
+
+    ``truth`` has ``fips, population, rate, expected`` (the true rates of the run's age
+    group); ``over_35`` is each county's 35+ population, whose excess over
+    ``urban_threshold`` makes a county urban; y. is the rounded sum of ``expected``.
+    """
+    truth = truth.set_index("fips").loc[counties["fips"]]
+    total = int(round(truth["expected"].sum()))
+    scenario = make_scenario(int(number), truth["population"], truth["rate"], total)
+    return pd.DataFrame(
+        {
+            "scenario": scenario.number,
+            "fips": counties["fips"].to_numpy(),
+            "state": counties["state"].to_numpy(),
+            "urban": np.asarray(over_35) > urban_threshold,
+            "population": scenario.population,
+            "rate": scenario.rate,
+            "total": total,
+        }
+    )
+
+
+def run_rng(seed: int, run_labels, *labels) -> np.random.Generator:
+    """The generator of one unit of a Study-1 run: ``job_rng(seed, "study1", *run_labels,
+    *labels)``; ``run_labels`` is empty for 35-44 (its historical key) and ``("appendix_c",
+    <age group>)`` for an older group. Units: ``("datasets", scenario)`` and ``("score",
+    scenario, mechanism, chunk)``: each has its own stream however jobs group them."""
+    return job_rng(seed, "study1", *run_labels, *labels)
+
+
+def datasets_frame(scenario: Scenario, n_datasets: int, rng) -> pd.DataFrame:
+    """The L datasets y ~ Mult(y., n lambda / sum n lambda), long: ``dataset, county, count``."""
+    y = draw_datasets(scenario, n_datasets, rng)
+    n_sets, n_cells = y.shape
+    return pd.DataFrame(
+        {
+            "dataset": np.repeat(np.arange(n_sets), n_cells),
+            "county": np.tile(np.arange(n_cells), n_sets),
+            "count": y.ravel(),
+        }
+    )
+
+
+@dataclass(frozen=True)
+class Design:
+    """Study 1's design (config ``study1``): the epsilon grid, L, how scoring is chunked
+    (the units of random streams), the map epsilons and the sanitised prior's share."""
+
+    epsilons: tuple
+    epsilons_per_job: int
+    datasets: int
+    datasets_per_job: int
+    map_epsilons: tuple = ()
+    prior_budget_fraction: float = 0.1
+
+
+def score_chunk(
+    scenario_path, datasets_path, mechanism: str, chunk: str, design: Design, rng
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Scores and county sums of one unit (a mechanism and chunk ``e{i}_d{j}``) of a
+    scenario, from the scenario and datasets artifacts; both frames start with the
+    columns ``scenario, mechanism``."""
+    scenario, geo = load_scenario(scenario_path)
+    epsilons, ids = chunk_members(
+        chunk, design.epsilons, design.epsilons_per_job, design.datasets, design.datasets_per_job
+    )
+    scores, county_sums = score_datasets(
+        scenario,
+        geo,
+        load_datasets(datasets_path, ids),
+        ids,
+        mechanism,
+        epsilons,
+        rng,
+        prior_budget_fraction=design.prior_budget_fraction,
+        map_epsilons=design.map_epsilons,
+    )
+    for frame in (scores, county_sums):
+        frame.insert(0, "mechanism", mechanism)
+        frame.insert(0, "scenario", scenario.number)
+    return scores, county_sums
+
+
 def load_scenario(path) -> tuple[Scenario, Geography]:
     """A scenario artifact (``scenario, fips, state, urban, population, rate, total``)."""
     frame = pd.read_parquet(path)

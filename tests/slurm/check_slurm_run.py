@@ -9,7 +9,10 @@ Checks, each failing with a message that says what differed:
    project and every job it ran on the cluster was submitted with sbatch: snakemake's log
    names each SLURM job id, and slurmctld's job-completion log records each one COMPLETED;
 2. the same config run locally (default profile) in another copy gives the same files
-   under results/ and figures/, byte for byte (same seeds, so the same random streams).
+   under results/ and figures/, byte for byte (same seeds, so the same random streams),
+   although the two profiles group the work differently: the SLURM profile runs one job
+   per unit (job_structure: split), the laptop profile one per Study-1 scenario and per
+   study arm (bundled); both structures are checked to have been used.
 
 Both copies and a snapshot of ``src/`` (put first on PYTHONPATH, which sbatch passes on
 to the jobs) are taken before the first run, so both runs use the same code.
@@ -157,6 +160,13 @@ def compare(tmp: Path, args: argparse.Namespace) -> None:
         timeout=args.timeout,
     )
 
+    bundles = {work: list((work / "logs" / "benchmarks").rglob("*_bundle_*")) for work in
+               (on_slurm, local)}  # fmt: skip
+    if bundles[on_slurm] or not bundles[local]:
+        sys.exit(
+            "expected split jobs on SLURM and bundled jobs locally; bundled jobs found: "
+            f"SLURM {len(bundles[on_slurm])}, local {len(bundles[local])}"
+        )
     slurm_files, local_files = generated_files(on_slurm), generated_files(local)
     if not local_files:
         sys.exit("the local run generated no files under results/ or figures/")

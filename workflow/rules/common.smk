@@ -63,6 +63,20 @@ def study1_chunks():
     )
 
 
+def study1_units():
+    """(mechanism, chunk) of every scoring unit of one scenario: a job of its own
+    (job_structure: split) or one of a scenario's bundle (bundled)."""
+    return [(m, c) for m in config["study1"]["mechanisms"] for c in study1_chunks()]
+
+
+def study1_unit_paths(kind):
+    """The bundle's outputs of one kind (scores, county_sums), in study1_units() order."""
+    return [
+        f"results/{{study}}/{kind}/{{scenario}}/{m}/{c}.parquet"
+        for m, c in study1_units()
+    ]
+
+
 # ---- Study 1's age groups: 35-44 (the main study) and Appendix C's older groups ----------
 STUDY1_AGE_GROUP = "35-44"
 #: Appendix C's groups, oldest last (45-54 ... 85+; 35+ is the urban rule's, not a study).
@@ -156,6 +170,25 @@ def checked_studies():
             sys.exit(f"Error in study {name!r}: {error}")
         studies[name] = definition
     return studies
+
+
+def study_chunk_labels(name, kind):
+    """A study's epsilon chunks (kind "e": calibration units) or epsilon x dataset chunks
+    ("e_d": draw units), from its checked definition."""
+    d = STUDIES[name]
+    if kind == "e":
+        return epsilon_chunks(len(d.epsilons), d.epsilons_per_job)
+    return chunk_labels(
+        len(d.epsilons), d.epsilons_per_job, d.datasets, d.datasets_per_job
+    )
+
+
+def study_chunk_paths(name, folder, kind):
+    """A bundled arm's outputs in one folder, one per chunk (study_chunk_labels order)."""
+    return [
+        f"results/studies/{{study}}/{folder}/{{arm}}/{chunk}.parquet"
+        for chunk in study_chunk_labels(name, kind)
+    ]
 
 
 def study_entry(wildcards):

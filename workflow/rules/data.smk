@@ -7,6 +7,12 @@ data_figures = lambda: figure_paths("data/population_35_44") + figure_paths(
 )
 
 
+# Summaries and figures are light: on a cluster they run where Snakemake runs.
+localrules:
+    data_map_population_35_44,
+    data_map_pennlc_crude_rates,
+
+
 rule data_map_population_35_44:
     input:
         counties=config["data"]["counties"],

@@ -36,6 +36,12 @@ pp_per_dataset = lambda name: expand(
 )
 
 
+# Summaries and figures are light: on a cluster they run where Snakemake runs.
+localrules:
+    pseudo_posterior_summarize,
+    pseudo_posterior_figure,
+
+
 rule pseudo_posterior_simulate:
     output:
         data="results/pseudo_posterior/{dataset}/data.parquet",

@@ -48,6 +48,14 @@ study_inputs = lambda w: {
 }
 
 
+# Summaries and figures are light: on a cluster they run where Snakemake runs.
+localrules:
+    study_summary,
+    study_figures,
+    study_maps,
+    studies,
+
+
 rule study_strata:
     input:
         unpack(study_inputs),
@@ -67,55 +75,93 @@ rule study_strata:
         "../scripts/study_strata.py"
 
 
-rule study_calibrate:
-    input:
-        strata="results/studies/{study}/strata.parquet",
-    output:
-        calibrations="results/studies/{study}/calibrations/{arm}/{echunk}.parquet",
-        status="results/studies/{study}/calibration_status/{arm}/{echunk}.parquet",
-    log:
-        "logs/studies/{study}/calibrate_{arm}_{echunk}.log",
-    benchmark:
-        "logs/benchmarks/studies/{study}/calibrate_{arm}_{echunk}.tsv"
-    wildcard_constraints:
-        echunk=r"e\d+",
-    conda:
-        DPSYNTH_ENV
-    resources:
-        runtime=60,
-        mem_mb=2000,
-    params:
-        entry=study_entry,
-    script:
-        "../scripts/study_calibrate.py"
+# job_structure (config; the profile chooses): `split` runs each calibration chunk and
+# each draw chunk as its own job, `bundled` one job per study arm doing all of them in
+# order. The chunks and their random streams are the same, so are the outputs.
+if config["job_structure"] == "split":
 
+    rule study_calibrate:
+        input:
+            strata="results/studies/{study}/strata.parquet",
+        output:
+            calibrations="results/studies/{study}/calibrations/{arm}/{echunk}.parquet",
+            status="results/studies/{study}/calibration_status/{arm}/{echunk}.parquet",
+        log:
+            "logs/studies/{study}/calibrate_{arm}_{echunk}.log",
+        benchmark:
+            "logs/benchmarks/studies/{study}/calibrate_{arm}_{echunk}.tsv"
+        wildcard_constraints:
+            echunk=r"e\d+",
+        conda:
+            DPSYNTH_ENV
+        resources:
+            runtime=60,
+            mem_mb=2000,
+        params:
+            entry=study_entry,
+        script:
+            "../scripts/study_calibrate.py"
 
-rule study_simulate:
-    input:
-        unpack(study_inputs),
-        strata="results/studies/{study}/strata.parquet",
-        calibrations=lambda w: (
-            f"results/studies/{w.study}/calibrations/{w.arm}/{w.chunk.split('_')[0]}.parquet"
-        ),
-    output:
-        metrics="results/studies/{study}/metrics/{arm}/{chunk}.parquet",
-        area_sums="results/studies/{study}/area_sums/{arm}/{chunk}.parquet",
-    log:
-        "logs/studies/{study}/simulate_{arm}_{chunk}.log",
-    benchmark:
-        "logs/benchmarks/studies/{study}/simulate_{arm}_{chunk}.tsv"
-    wildcard_constraints:
-        chunk=r"e\d+_d\d+",
-    conda:
-        DPSYNTH_ENV
-    resources:
-        runtime=60,
-        mem_mb=2000,
-    params:
-        seed=config["seed"],
-        entry=study_entry,
-    script:
-        "../scripts/study_simulate.py"
+    rule study_simulate:
+        input:
+            unpack(study_inputs),
+            strata="results/studies/{study}/strata.parquet",
+            calibrations=lambda w: (
+                f"results/studies/{w.study}/calibrations/{w.arm}/{w.chunk.split('_')[0]}.parquet"
+            ),
+        output:
+            metrics="results/studies/{study}/metrics/{arm}/{chunk}.parquet",
+            area_sums="results/studies/{study}/area_sums/{arm}/{chunk}.parquet",
+        log:
+            "logs/studies/{study}/simulate_{arm}_{chunk}.log",
+        benchmark:
+            "logs/benchmarks/studies/{study}/simulate_{arm}_{chunk}.tsv"
+        wildcard_constraints:
+            chunk=r"e\d+_d\d+",
+        conda:
+            DPSYNTH_ENV
+        resources:
+            runtime=60,
+            mem_mb=2000,
+        params:
+            seed=config["seed"],
+            entry=study_entry,
+        script:
+            "../scripts/study_simulate.py"
+
+else:
+    for bundled_study in STUDIES:
+
+        rule:
+            name:
+                f"study_arm_bundle_{bundled_study}"
+            input:
+                unpack(study_inputs),
+                strata="results/studies/{study}/strata.parquet",
+            output:
+                calibrations=study_chunk_paths(bundled_study, "calibrations", "e"),
+                status=study_chunk_paths(bundled_study, "calibration_status", "e"),
+                metrics=study_chunk_paths(bundled_study, "metrics", "e_d"),
+                area_sums=study_chunk_paths(bundled_study, "area_sums", "e_d"),
+            log:
+                "logs/studies/{study}/arm_bundle_{arm}.log",
+            benchmark:
+                "logs/benchmarks/studies/{study}/arm_bundle_{arm}.tsv"
+            wildcard_constraints:
+                study=bundled_study,
+            conda:
+                DPSYNTH_ENV
+            resources:
+                runtime=120,
+                mem_mb=2000,
+            params:
+                seed=config["seed"],
+                study=bundled_study,
+                entry=config["studies"][bundled_study],
+                echunks=study_chunk_labels(bundled_study, "e"),
+                chunks=study_chunk_labels(bundled_study, "e_d"),
+            script:
+                "../scripts/study_arm_bundle.py"
 
 
 rule study_summary:

@@ -8,6 +8,14 @@ S1 = config["study1"]
 S1C = S1["appendix_c"]
 S1_EPSILONS = study1_epsilons()
 S1_CHUNKS = study1_chunks()
+S1_DESIGN = {
+    "epsilons": S1_EPSILONS,
+    "epsilons_per_job": S1["epsilons_per_job"],
+    "datasets": S1["datasets"],
+    "datasets_per_job": S1["datasets_per_job"],
+    "map_epsilons": S1["map_epsilons"],
+    "prior_budget_fraction": S1["prior_budget_fraction"],
+}
 
 # Lambdas, not defs: `snakemake --lint` wants named functions in common.smk only.
 appendix_c_figures = lambda: (
@@ -28,81 +36,124 @@ study1_figures = lambda: (
 )
 
 
-rule study1_scenario:
-    input:
-        truth=study1_truth,
-        counties=config["data"]["counties"],
-        age_groups=config["data"]["age_groups"],
-    output:
-        "results/{study}/scenario_{scenario}.parquet",
-    log:
-        "logs/{study}/scenario_{scenario}.log",
-    benchmark:
-        "logs/benchmarks/{study}/scenario_{scenario}.tsv"
-    wildcard_constraints:
-        study=STUDY1_RUNS,
-        scenario="[1-4]",
-    conda:
-        DPSYNTH_ENV
-    params:
-        urban_threshold=S1["urban_threshold"],
-    script:
-        "../scripts/study1_scenario.py"
+# job_structure (config; the profile chooses): `split` runs each unit as its own job (a
+# cluster's many small jobs), `bundled` one job per scenario (a laptop's few heavy ones).
+# The units and their random streams are the same, so are the outputs, byte for byte.
 
 
-rule study1_datasets:
-    input:
-        "results/{study}/scenario_{scenario}.parquet",
-    output:
-        "results/{study}/datasets/scenario_{scenario}.parquet",
-    log:
-        "logs/{study}/datasets_{scenario}.log",
-    benchmark:
-        "logs/benchmarks/{study}/datasets_{scenario}.tsv"
-    wildcard_constraints:
-        study=STUDY1_RUNS,
-        scenario="[1-4]",
-    conda:
-        DPSYNTH_ENV
-    params:
-        seed=config["seed"],
-        datasets=S1["datasets"],
-        rng_labels=lambda w: study1_rng_labels(w.study),
-    script:
-        "../scripts/study1_datasets.py"
+# Summaries and figures are light: on a cluster they run where Snakemake runs.
+localrules:
+    study1_summary,
+    study1_checks,
+    study1_figures,
+    study1_maps,
+    study1_appendix_c_summary,
+    study1_appendix_c_figures,
 
 
-rule study1_score:
-    input:
-        scenario="results/{study}/scenario_{scenario}.parquet",
-        datasets="results/{study}/datasets/scenario_{scenario}.parquet",
-    output:
-        scores="results/{study}/scores/{scenario}/{mechanism}/{chunk}.parquet",
-        county_sums="results/{study}/county_sums/{scenario}/{mechanism}/{chunk}.parquet",
-    log:
-        "logs/{study}/score_{scenario}_{mechanism}_{chunk}.log",
-    benchmark:
-        "logs/benchmarks/{study}/score_{scenario}_{mechanism}_{chunk}.tsv"
-    wildcard_constraints:
-        study=STUDY1_RUNS,
-        scenario="[1-4]",
-        chunk=r"e\d+_d\d+",
-    conda:
-        DPSYNTH_ENV
-    resources:
-        runtime=20,
-        mem_mb=1500,
-    params:
-        seed=config["seed"],
-        rng_labels=lambda w: study1_rng_labels(w.study),
-        epsilons=S1_EPSILONS,
-        epsilons_per_job=S1["epsilons_per_job"],
-        datasets=S1["datasets"],
-        datasets_per_job=S1["datasets_per_job"],
-        map_epsilons=S1["map_epsilons"],
-        prior_budget_fraction=S1["prior_budget_fraction"],
-    script:
-        "../scripts/study1_score.py"
+if config["job_structure"] == "split":
+
+    rule study1_scenario:
+        input:
+            truth=study1_truth,
+            counties=config["data"]["counties"],
+            age_groups=config["data"]["age_groups"],
+        output:
+            "results/{study}/scenario_{scenario}.parquet",
+        log:
+            "logs/{study}/scenario_{scenario}.log",
+        benchmark:
+            "logs/benchmarks/{study}/scenario_{scenario}.tsv"
+        wildcard_constraints:
+            study=STUDY1_RUNS,
+            scenario="[1-4]",
+        conda:
+            DPSYNTH_ENV
+        params:
+            urban_threshold=S1["urban_threshold"],
+        script:
+            "../scripts/study1_scenario.py"
+
+    rule study1_datasets:
+        input:
+            "results/{study}/scenario_{scenario}.parquet",
+        output:
+            "results/{study}/datasets/scenario_{scenario}.parquet",
+        log:
+            "logs/{study}/datasets_{scenario}.log",
+        benchmark:
+            "logs/benchmarks/{study}/datasets_{scenario}.tsv"
+        wildcard_constraints:
+            study=STUDY1_RUNS,
+            scenario="[1-4]",
+        conda:
+            DPSYNTH_ENV
+        params:
+            seed=config["seed"],
+            rng_labels=lambda w: study1_rng_labels(w.study),
+            design=S1_DESIGN,
+        script:
+            "../scripts/study1_datasets.py"
+
+    rule study1_score:
+        input:
+            scenario="results/{study}/scenario_{scenario}.parquet",
+            datasets="results/{study}/datasets/scenario_{scenario}.parquet",
+        output:
+            scores="results/{study}/scores/{scenario}/{mechanism}/{chunk}.parquet",
+            county_sums="results/{study}/county_sums/{scenario}/{mechanism}/{chunk}.parquet",
+        log:
+            "logs/{study}/score_{scenario}_{mechanism}_{chunk}.log",
+        benchmark:
+            "logs/benchmarks/{study}/score_{scenario}_{mechanism}_{chunk}.tsv"
+        wildcard_constraints:
+            study=STUDY1_RUNS,
+            scenario="[1-4]",
+            chunk=r"e\d+_d\d+",
+        conda:
+            DPSYNTH_ENV
+        resources:
+            runtime=20,
+            mem_mb=1500,
+        params:
+            seed=config["seed"],
+            rng_labels=lambda w: study1_rng_labels(w.study),
+            design=S1_DESIGN,
+        script:
+            "../scripts/study1_score.py"
+
+else:
+
+    rule study1_scenario_bundle:
+        input:
+            truth=study1_truth,
+            counties=config["data"]["counties"],
+            age_groups=config["data"]["age_groups"],
+        output:
+            scenario="results/{study}/scenario_{scenario}.parquet",
+            datasets="results/{study}/datasets/scenario_{scenario}.parquet",
+            scores=study1_unit_paths("scores"),
+            county_sums=study1_unit_paths("county_sums"),
+        log:
+            "logs/{study}/scenario_bundle_{scenario}.log",
+        benchmark:
+            "logs/benchmarks/{study}/scenario_bundle_{scenario}.tsv"
+        wildcard_constraints:
+            study=STUDY1_RUNS,
+            scenario="[1-4]",
+        conda:
+            DPSYNTH_ENV
+        resources:
+            runtime=60,
+            mem_mb=1500,
+        params:
+            urban_threshold=S1["urban_threshold"],
+            seed=config["seed"],
+            rng_labels=lambda w: study1_rng_labels(w.study),
+            design=S1_DESIGN,
+            units=study1_units(),
+        script:
+            "../scripts/study1_scenario_bundle.py"
 
 
 rule study1_summary:

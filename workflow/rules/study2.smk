@@ -39,6 +39,13 @@ study2_figures = lambda: (
 )
 
 
+# Summaries and figures are light: on a cluster they run where Snakemake runs.
+localrules:
+    study2_toy,
+    study2_figures,
+    study2_standin,
+
+
 rule study2_table:
     input:
         pennlc=config["data"]["pennlc_strata"],

@@ -5,6 +5,11 @@
 truth_figures = lambda: figure_paths("data/true_rates_35_44")
 
 
+# Summaries and figures are light: on a cluster they run where Snakemake runs.
+localrules:
+    truth_map_35_44,
+
+
 rule truth_rates_35_44:
     input:
         counties=config["data"]["counties"],

@@ -29,7 +29,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import brentq
 
 from dpsynth.data.counties import DataFileError, require_columns, require_counts, validate_fips
 
@@ -105,6 +104,7 @@ def solve_tilt(shares, lower, upper, median_age: float) -> float:
 
     Raises ``ValueError`` if the median is outside what :data:`TILT_BOUNDS` can reach.
     """
+    from scipy.optimize import brentq  # imported here: keeps a job's start-up short
 
     def gap(theta):
         return grouped_median(tilted_shares(shares, lower, upper, theta), lower, upper) - median_age

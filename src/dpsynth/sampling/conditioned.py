@@ -120,7 +120,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.optimize import brentq
 from scipy.special import gammaln, logsumexp
 
 from dpsynth.calibration import Calibration
@@ -189,6 +188,8 @@ class _PaddedRows:
 
 def _solve_tilt_untruncated(shape: np.ndarray, log_p: np.ndarray, total: int) -> float:
     """log c with sum_k E[NB_k] = total, E = s q / (1 - q), q = p c < 1."""
+    from scipy.optimize import brentq  # imported here: Study 1's jobs never need it
+
     top = -float(np.max(log_p))  # q_k < 1 for all k needs log c < top
 
     def excess(log_c: float) -> float:

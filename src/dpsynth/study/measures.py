@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.stats import rankdata
 
 from dpsynth.metrics import rmse_per_100k
 from dpsynth.study.definition import StudyDefinition
@@ -43,6 +42,8 @@ class Measures:
         out = {"rmse": rmse_per_100k(counts / self.population, truth / self.population)}
         rates = np.atleast_2d(self.rates.rates(counts))
         if self.areas:
+            from scipy.stats import rankdata  # imported here: scipy.stats costs ~1 s per job
+
             ranks = rankdata(rates[:, : len(self.areas)], axis=1)
             true_ranks = rankdata(self.area_rates(truth)[0])
             ranks = ranks - ranks.mean(axis=1, keepdims=True)

@@ -7,6 +7,9 @@ epsilon column holds the grid's own float64, matched by equality).
 
 from __future__ import annotations
 
+import logging
+import time
+
 import numpy as np
 import pandas as pd
 
@@ -17,6 +20,7 @@ from dpsynth.study.measures import Measures
 CALIBRATION_COLUMNS = ["epsilon", "cell", "a", "b", "lower", "upper", "total", "tail",
                        "inflation"]  # fmt: skip
 STATUS_COLUMNS = ["arm", "epsilon", "ok", "error"]
+log = logging.getLogger(__name__)
 
 
 def calibrate_arm(
@@ -52,6 +56,43 @@ def calibration_frame(cal: Calibration) -> pd.DataFrame:
             "inflation": cal.inflation,
         }
     )[CALIBRATION_COLUMNS]
+
+
+def calibrate_chunk(
+    definition: StudyDefinition, arm: Arm, strata: pd.DataFrame, echunk: str
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The calibrations of ``arm`` over the epsilon chunk ``echunk`` (``e{i}``), as a table
+    (:func:`calibration_frame` rows, an ``arm`` column first), and the status of each
+    epsilon (``STATUS_COLUMNS``). An epsilon that cannot be calibrated stops the study
+    (``on_calibration_failure: fail``) or is recorded as skipped (``skip``)."""
+    from dpsynth.design import epsilon_chunk
+
+    frames, status = [], []
+    for epsilon in epsilon_chunk(echunk, definition.epsilons, definition.epsilons_per_job):
+        start = time.perf_counter()
+        try:
+            cal = calibrate_arm(definition, arm, epsilon, strata)
+        except (ValueError, RuntimeError) as error:
+            if definition.on_calibration_failure == "fail":
+                raise RuntimeError(
+                    f"{arm.label} at epsilon={epsilon:g} cannot be calibrated: {error}. Set "
+                    f"studies.{definition.name}.on_calibration_failure: skip to leave it out"
+                ) from error
+            log.warning("%s at epsilon=%g skipped: %s", arm.label, epsilon, error)
+            status.append((arm.label, epsilon, False, str(error)))
+            continue
+        # timings go to the log only: artifacts are the same bytes on every run
+        log.info("%s at epsilon=%g: %.2f s, median a %.4g", arm.label, epsilon,
+                 time.perf_counter() - start, float(np.median(cal.a)))  # fmt: skip
+        frames.append(calibration_frame(cal))
+        status.append((arm.label, epsilon, True, ""))
+    frame = (
+        pd.concat(frames, ignore_index=True)
+        if frames
+        else pd.DataFrame(columns=CALIBRATION_COLUMNS)
+    )
+    frame.insert(0, "arm", arm.label)
+    return frame, pd.DataFrame(status, columns=STATUS_COLUMNS)
 
 
 def calibration_from_frame(

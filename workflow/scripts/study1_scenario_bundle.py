@@ -1,0 +1,37 @@
+"""One Study-1 scenario in one job (job_structure: bundled): the scenario, its datasets
+and every mechanism x chunk's scores, each unit with the stream it has as its own job."""
+
+import logging
+
+import pandas as pd
+
+from dpsynth.data.age_groups import group_population, load_age_groups
+from dpsynth.data.counties import load_counties
+from dpsynth.io import write_parquet
+from dpsynth.study1 import (
+    Design,
+    datasets_frame,
+    load_scenario,
+    run_rng,
+    scenario_frame,
+    score_chunk,
+)
+
+logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
+p, out = snakemake.params, snakemake.output
+number = int(snakemake.wildcards.scenario)
+counties = load_counties(snakemake.input.counties)
+over_35 = group_population(load_age_groups(snakemake.input.age_groups), "35+", counties["fips"])
+truth = pd.read_parquet(snakemake.input.truth)
+write_parquet(scenario_frame(number, counties, truth, over_35, p.urban_threshold), out.scenario)
+scenario, _ = load_scenario(out.scenario)
+rng = run_rng(p.seed, p.rng_labels, "datasets", number)
+write_parquet(datasets_frame(scenario, p.design["datasets"], rng), out.datasets)
+design = Design(**p.design)
+outputs = zip(p.units, out.scores, out.county_sums, strict=True)
+for (mechanism, chunk), scores_path, sums_path in outputs:
+    rng = run_rng(p.seed, p.rng_labels, "score", number, mechanism, chunk)
+    scores, county_sums = score_chunk(out.scenario, out.datasets, mechanism, chunk, design, rng)
+    logging.info("%s %s: %d score rows", mechanism, chunk, len(scores))
+    write_parquet(scores, scores_path)
+    write_parquet(county_sums, sums_path)

@@ -1,0 +1,34 @@
+"""One arm of a study in one job (job_structure: bundled): every epsilon chunk's
+calibrations, then every chunk's draws, each chunk with the stream it has as its own job."""
+
+import logging
+
+import pandas as pd
+
+from dpsynth.io import write_parquet
+from dpsynth.seeding import job_rng
+from dpsynth.study.definition import study_definition
+from dpsynth.study.simulate import calibrate_chunk, simulate_chunk
+
+logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
+p, out = snakemake.params, snakemake.output
+definition = study_definition(p.study, p.entry)
+arm = next(arm for arm in definition.arms if arm.label == snakemake.wildcards.arm)
+strata = pd.read_parquet(snakemake.input.strata)
+calibrations = dict(zip(p.echunks, out.calibrations, strict=True))
+for echunk, status_path in zip(p.echunks, out.status, strict=True):
+    frame, status = calibrate_chunk(definition, arm, strata, echunk)
+    write_parquet(frame, calibrations[echunk])
+    write_parquet(status, status_path)
+for chunk, metrics_path, sums_path in zip(p.chunks, out.metrics, out.area_sums, strict=True):
+    metrics, area_sums = simulate_chunk(
+        definition,
+        arm,
+        strata,
+        pd.read_parquet(calibrations[chunk.split("_")[0]]),
+        chunk,
+        job_rng(p.seed, *definition.stream, arm.label, chunk),
+    )
+    logging.info("%s %s: %d rows of measures", arm.label, chunk, len(metrics))
+    write_parquet(metrics, metrics_path)
+    write_parquet(area_sums, sums_path)
