@@ -3,15 +3,16 @@
 Run from the repository root::
 
     .venv/bin/python benchmarks/study1.py [--cores 2] [--configfile FILE]
+                                          [--job-structure bundled|split]
 
 Runs Snakemake in a throw-away copy of the project up to ``results/study1/summary.parquet``
 (figures and maps excluded), with the given config (default: the paper's settings in
-config/config.yaml). Reports the wall time, the peak resident memory of any single process
-(the largest single process of the timed run: Snakemake or one of its jobs; 2 jobs
-run at once on 2 cores) and the job count, and, measured in the
-same run, the *floor*: the time NumPy alone takes to draw as many gamma variates as the
-study draws (scenarios x mechanisms x epsilons x L x I), plus Snakemake's fixed start-up
-(a dry run of the same DAG).
+config/config.yaml) and job structure (default: bundled, as `make` runs it). Reports the
+wall time, the peak resident memory of any single process (the largest single process of
+the timed run: Snakemake or one of its jobs; 2 jobs run at once on 2 cores) and the job
+count, and, measured in the same run, the *floor*: the time NumPy alone takes to draw as
+many gamma variates as the study draws (scenarios x mechanisms x epsilons x L x I), plus
+Snakemake's fixed start-up (a dry run of the same DAG).
 """
 
 from __future__ import annotations
@@ -44,10 +45,12 @@ def main() -> None:
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--configfile", default=None, help="extra config (e.g. the test one)")
     parser.add_argument("--keep-summary", default=None, help="copy the summary Parquet here")
+    parser.add_argument("--job-structure", choices=["bundled", "split"], default="bundled")
     args = parser.parse_args()
 
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
     extra = ["--configfile", args.configfile] if args.configfile else []
+    extra += ["--config", f"job_structure={args.job_structure}"]
     if args.configfile:
         override = yaml.safe_load(Path(args.configfile).read_text())
         config["study1"].update(override.get("study1", {}))
@@ -69,14 +72,17 @@ def main() -> None:
         )
         startup, _ = timed_snakemake(work, target, "-n", "--cores", str(args.cores), *extra)
         wall, peak_kib = timed_snakemake(work, target, "--cores", str(args.cores), *extra)
-        n_jobs = len(list((work / "results/study1/scores").rglob("*.parquet")))
+        kinds = ("scenario_", "datasets_", "score_")  # every job of Study 1 but its summary
+        n_jobs = sum(
+            p.name.startswith(kinds) for p in (work / "logs/benchmarks/study1").glob("*.tsv")
+        )
         if args.keep_summary:
             shutil.copy2(work / target, args.keep_summary)
     floor = gamma_floor(n_gammas, np.random.default_rng(0))
 
     print("| quantity | value |")
     print("|---|---|")
-    print(f"| score jobs | {n_jobs} |")
+    print(f"| jobs ({args.job_structure}: scenarios, data sets and scores) | {n_jobs} |")
     print(f"| gamma variates drawn | {n_gammas:,} |")
     print(f"| wall time, {args.cores} cores | {wall:.1f} s |")
     print(f"| peak memory of the largest process | {peak_kib / 1024:.0f} MiB |")
