@@ -127,8 +127,8 @@ def test_the_key_description_follows_when_the_schema_has_one():
     [
         (
             ("sed",),
-            "sed: unknown key; did you mean seed? (allowed: seed, figure_formats, data, truth, "
-            "study1, study2, pseudo_posterior, studies)",
+            "sed: unknown key; did you mean seed? (allowed: seed, figure_formats, job_structure, "
+            "data, truth, study1, study2, pseudo_posterior, studies)",
         ),
         (
             ("study1", "epsilons", "stpo"),
