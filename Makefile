@@ -32,7 +32,10 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $(STAMP)
 
+# The report test drives a real headless Chromium: as root on Debian, installed when missing
+# (CHROMIUM_INSTALL=no to skip); elsewhere that test is skipped and says why.
 test: $(STAMP)
+	bash tools/ensure_chromium.sh
 	$(BIN)/python -m pytest -q
 
 # The SLURM profile against a real one-node SLURM on this machine (root: installs Debian's

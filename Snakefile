@@ -36,6 +36,7 @@ include: "workflow/rules/study1.smk"
 include: "workflow/rules/studies.smk"
 include: "workflow/rules/study2.smk"
 include: "workflow/rules/pseudo_posterior.smk"
+include: "workflow/rules/report.smk"
 
 
 rule all:

@@ -1,4 +1,4 @@
-"""Seed 001 sec 2.3 toy example: y. = 100, I = 2, E[y] = (15, 85), eps = 1, tail = 1e-4.
+"""Quick (2022), Section 2.3 toy example: y. = 100, I = 2, E[y] = (15, 85), eps = 1, tail = 1e-4.
 
 Prints every calibration of ours (paper / exact / certified, untruncated and truncated:
 a, L, U, the exact audited epsilon and where it occurs) next to the paper's numbers

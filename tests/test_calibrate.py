@@ -12,7 +12,7 @@ from dpsynth.privacy.paper import pg_nu
 
 
 def test_md_reproduces_the_ce_race_slides():
-    # Seed 003: counts 816, 109, 7, 39, 6, 17, eps = 5 -> alpha_min printed as 6.742953.
+    # Hu's tutorial: counts 816, 109, 7, 39, 6, 17, eps = 5 -> alpha_min printed as 6.742953.
     counts = [816, 109, 7, 39, 6, 17]
     cal = calibrate("md", 5, sum(counts), np.ones(len(counts)))
     assert cal.b is None and cal.population.tolist() == [1.0] * 6
@@ -20,13 +20,13 @@ def test_md_reproduces_the_ce_race_slides():
 
 
 def test_md_matches_seed_000_example():
-    # Seed 000 below eq 5: z. = 10,000, eps = 7 -> alpha_i >= 9.12.
+    # Quick (2021) below eq 5: z. = 10,000, eps = 7 -> alpha_i >= 9.12.
     cal = calibrate("md", 7, 10_000, np.ones(3000))
     assert np.floor(cal.a[0] * 100) / 100 == 9.12  # the paper truncates 9.127
 
 
 def test_pg_paper_reproduces_toy_untruncated():
-    # Seed 001 sec 2.3: y. = 100, E[y] = (15, 85), eps = 1 -> a_1 > 116, a_2 > 58.
+    # Quick (2022), Section 2.3: y. = 100, E[y] = (15, 85), eps = 1 -> a_1 > 116, a_2 > 58.
     cal = calibrate("pg", 1, 100, [15, 85])
     assert 116 <= cal.a[0] < 117
     assert 58 <= cal.a[1] < 59

@@ -1,4 +1,4 @@
-"""Seed 001 sec 2.3 toy example (y. = 100, E[y] = (15, 85), eps = 1, tail = 1e-4).
+"""Quick (2022), Section 2.3 toy example (y. = 100, E[y] = (15, 85), eps = 1, tail = 1e-4).
 
 The paper states bounds rounded down ("a_1 > 116"), so a reproduction means our value lies
 in [stated, stated + one unit of the last stated digit).

@@ -1,4 +1,4 @@
-"""Weight algorithms of seed 004 on hand-made log-likelihood matrices (no MCMC)."""
+"""Weight algorithms of Hu et al. (2020) on hand-made log-likelihood matrices (no MCMC)."""
 
 from __future__ import annotations
 

@@ -131,7 +131,7 @@ def test_tree_marginals_equal_enumerated_marginals():
 
 
 def lambda_route_pmf(y, cal: Calibration) -> np.ndarray:
-    """pmf of z_1 under seed 001 eq (7) for I = 2, by quadrature.
+    """pmf of z_1 under Quick (2022), eq (7) for I = 2, by quadrature.
 
     lambda_k ~ Gamma(s_k, rate n_k + b_k), so n_k lambda_k = beta_k G_k with G_k ~ Gamma(s_k)
     and beta_k = n_k / (n_k + b_k); pi_1 = rho B / (1 - B + rho B) with B ~ Beta(s_1, s_2)
@@ -154,7 +154,7 @@ def lambda_route_pmf(y, cal: Calibration) -> np.ndarray:
 
 
 def test_lambda_route_differs_from_the_release_when_b_over_n_differ():
-    # Why the tree exists: gamma rates + one multinomial (seed 001 eq 7) integrates the rates
+    # Why the tree exists: gamma rates + one multinomial (Quick (2022), eq 7) integrates the rates
     # out *after* conditioning on the total, the mechanism analysed for privacy does it before.
     y, total = [10, 10], 20
     unequal = pg([0.5, 0.5], [100.0, 0.01], [10.0, 10.0], total)  # b/n: 10 vs 0.001

@@ -1,4 +1,4 @@
-"""Utility measures of synthetic rates against the truth (seed 000 sec 3.2, seed 001 sec 3).
+"""Utility measures of synthetic rates against the truth (Quick 2021 and Quick 2022, Section 3).
 
 Rates are per person; the ``*_per_100k`` helpers scale by 100,000 as the papers report.
 Every function takes draws as an array whose last axis is the cells, so one call scores

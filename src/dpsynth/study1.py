@@ -1,4 +1,4 @@
-"""Study 1 (seed 000 sec 3): score each mechanism on the datasets of one scenario.
+"""Study 1 (Quick (2021), Section 3): score each mechanism on the datasets of one scenario.
 
 One call of :func:`score_datasets` is one workflow job: a scenario, a mechanism, a chunk of
 epsilons and a chunk of datasets. For every dataset and epsilon it draws one vector of
@@ -361,7 +361,7 @@ def county_means(county_sums: pd.DataFrame) -> pd.DataFrame:
 
 
 def behaviour_checks(summary: pd.DataFrame) -> dict:
-    """The behaviour seed 000 reports, measured on a Study-1 summary.
+    """The behaviour Quick (2021) reports, measured on a Study-1 summary.
 
     - scenario 1: MD and PG-national coincide (ratio of median rMSEs per epsilon);
     - real populations (scenarios 2, 4): the largest epsilon up to which each PG variant's

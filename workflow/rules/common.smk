@@ -17,14 +17,21 @@ def figure_paths(stem):
     return [f"figures/{stem}.{fmt}" for fmt in config["figure_formats"]]
 
 
+def caption_path(caption):
+    """Path of a report caption: an .rst under workflow/report/, Jinja-templated with the
+    run's config and the job's wildcards."""
+    return os.path.join(workflow.basedir, "workflow", "report", caption)
+
+
 def report_figures(stem, caption, category, subcategory=None):
-    """figure_paths(stem), the PNG flagged for the HTML report with its caption
-    (an .rst under workflow/report/, Jinja-templated with the run's config)."""
-    caption_path = os.path.join(workflow.basedir, "workflow", "report", caption)
+    """figure_paths(stem), the PNG flagged for the HTML report with its own caption."""
     return [
         (
             captioned(
-                path, caption=caption_path, category=category, subcategory=subcategory
+                path,
+                caption=caption_path(caption),
+                category=category,
+                subcategory=subcategory,
             )
             if path.endswith(".png")
             else path
@@ -35,7 +42,7 @@ def report_figures(stem, caption, category, subcategory=None):
 
 def all_targets():
     """Everything `make` builds: the figures of each enabled stage."""
-    targets = []
+    targets = ["results/run_config.yaml"]
     targets += data_figures()
     targets += truth_figures()
     targets += study1_figures()

@@ -1,4 +1,5 @@
-# Seed 004: vector-weighted pseudo-posterior synthesizers (LW, CW, SW) and re-weighting.
+# Hu, Savitsky and Williams (2020): vector-weighted pseudo-posterior synthesizers (LW,
+# CW, SW) and re-weighting.
 # Jobs per data set: simulate -> fit all six synthesizers (one process: Poisson fits are
 # exact conjugate draws, and NUTS for the negative binomial is compiled once) -> synthetic
 # data; then one summary and the figures.

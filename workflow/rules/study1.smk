@@ -1,4 +1,4 @@
-# Study 1 (seed 000 sec 3): four heterogeneity scenarios x mechanisms x epsilon grid.
+# Study 1 (Quick 2021, JRSS-A, Section 3): four heterogeneity scenarios x mechanisms x epsilon grid.
 # Jobs: one per scenario x mechanism x (epsilon chunk, dataset chunk); see config/README.md.
 # The wildcard `study` is the run's folder: study1 (ages 35-44, the paper's study) or
 # study1/appendix_c/<age> (Appendix C's older groups; truth, totals and populations
@@ -8,6 +8,8 @@ S1 = config["study1"]
 S1C = S1["appendix_c"]
 S1_EPSILONS = study1_epsilons()
 S1_CHUNKS = study1_chunks()
+#: The report's subcategory of the main study's figures (Appendix C has its own).
+S1_MAIN = "Figures 1-2 and maps (ages 35-44)"
 S1_DESIGN = {
     "epsilons": S1_EPSILONS,
     "epsilons_per_job": S1["epsilons_per_job"],
@@ -213,9 +215,11 @@ rule study1_figures:
     input:
         "results/study1/summary.parquet",
     output:
-        rmse=report_figures("study1/figure1_rmse", "study1_figure1.rst", "Study 1"),
+        rmse=report_figures(
+            "study1/figure1_rmse", "study1_figure1.rst", "Study 1", S1_MAIN
+        ),
         disparities=report_figures(
-            "study1/figure2_disparities", "study1_figure2.rst", "Study 1"
+            "study1/figure2_disparities", "study1_figure2.rst", "Study 1", S1_MAIN
         ),
     log:
         "logs/study1/figures.log",
@@ -233,7 +237,7 @@ rule study1_maps:
         county_means="results/study1/county_means.parquet",
         scenario="results/study1/scenario_4.parquet",
     output:
-        report_figures("study1/maps", "study1_maps.rst", "Study 1"),
+        report_figures("study1/maps", "study1_maps.rst", "Study 1", S1_MAIN),
     log:
         "logs/study1/maps.log",
     benchmark:

@@ -1,4 +1,4 @@
-# Study 2 (Quick 2021, prior predictive truncation, sec 3) on Pennsylvania strata: two
+# Study 2 (Quick 2022, prior predictive truncation, Section 3) on Pennsylvania strata: two
 # configured studies of the study stage (config `studies.pennlc` and `studies.standin`,
 # rules in studies.smk) whose input tables this file builds, plus the toy example and the
 # paper's figures. See config/README.md (Study 2).
@@ -17,7 +17,7 @@ S2_FIGURES = [
 # The figures of one scenario (wildcard), their PNGs captioned for the HTML report.
 S2_FIGURE_OUTPUTS = {
     stem: report_figures(
-        f"study2/{{scenario}}/{stem}", "study2_figures.rst", "Study 2", "{scenario}"
+        f"study2/{{scenario}}/{stem}", f"study2_{stem}.rst", "Study 2", "{scenario}"
     )
     for stem in S2_FIGURES
 }

@@ -1,4 +1,4 @@
-"""One figure of seed 004 for one data set (the figure kind is a wildcard)."""
+"""One figure of Hu et al. (2020) for one data set (the figure kind is a wildcard)."""
 
 import logging
 

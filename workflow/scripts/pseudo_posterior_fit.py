@@ -1,4 +1,4 @@
-"""Fit the six synthesizers of one data set (seed 004), each after the fits it needs.
+"""Fit the six synthesizers of one data set (Hu et al. (2020)), each after the fits it needs.
 
 Poisson fits are exact conjugate draws (no JAX); negative binomial fits run NUTS, whose
 sampler is compiled once per job, and JAX's persistent compilation cache in

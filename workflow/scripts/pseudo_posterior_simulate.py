@@ -1,4 +1,4 @@
-"""Simulate one data set of seed 004 sec 3 from its configured mixture."""
+"""Simulate one data set of Hu et al. (2020), Section 3 from its configured mixture."""
 
 import logging
 

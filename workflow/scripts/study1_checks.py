@@ -1,4 +1,4 @@
-"""The behaviour seed 000 reports, measured on Study 1's summary (results/study1/checks.json)."""
+"""The behaviour Quick (2021) reports, measured on Study 1's summary (checks.json)."""
 
 import pandas as pd
 

@@ -1,4 +1,4 @@
-"""Figure 1 of Study 2: seed 001's toy example (two groups, y. = 100, eps = 1)."""
+"""Figure 1 of Study 2: Quick (2022)'s toy example (two groups, y. = 100, eps = 1)."""
 
 import logging
 

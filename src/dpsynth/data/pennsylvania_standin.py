@@ -1,6 +1,6 @@
-"""A synthetic, paper-scale stand-in for seed 001's Pennsylvania cancer deaths (1980).
+"""A synthetic, paper-scale stand-in for Quick (2022)'s Pennsylvania cancer deaths (1980).
 
-Seed 001 (sec 3.1) analyses y. = 26,116 cancer deaths in 67 counties x 9 cancer types x
+Quick (2022) (sec 3.1) analyses y. = 26,116 cancer deaths in 67 counties x 9 cancer types x
 13 age groups x 3 races x 2 sexes = 47,034 strata, with national 1980 rates as the prior.
 Those data are not available here, so this module *models* a dataset of the same shape
 and total. Everything it returns is synthetic and must be labelled so.
@@ -27,7 +27,7 @@ statewide mean, k0 fixed so the national rates predict ``national_share`` x y. d
 and the counts y ~ Multinomial(y., n * lambda / sum(n * lambda)) so that sum y = y.
 exactly. ``state_race`` makes the state's race disparities differ from the nation's in
 two places (digestive cancer among women, other lymphatic cancer among men), which is
-what seed 001's Figure 6 illustrates.
+what Quick (2022)'s Figure 6 illustrates.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ STANDIN_AGE_GROUPS: dict[str, tuple[int, int | None]] = {
     "75-84": (75, 85),
     "85+": (85, None),
 }
-#: Seed 001 Table 1's nine cancer types (ICD-9 ranges in the comments).
+#: Quick (2022) Table 1's nine cancer types (ICD-9 ranges in the comments).
 CANCERS = (
     "lip_oral",  # 140-149
     "digestive",  # 150-159
@@ -139,7 +139,7 @@ class StandinModel:
         }
     )
     county_sd: float = 0.1
-    #: true urban/rural rate ratio (the national prior has none; seed 001 reports ~1.12).
+    #: true urban/rural rate ratio (the national prior has none; Quick (2022) reports ~1.12).
     urban_effect: float = 1.12
 
 

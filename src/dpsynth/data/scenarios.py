@@ -1,4 +1,4 @@
-"""Study 1's heterogeneity scenarios (seed 000 sec 3.2) and the datasets drawn from them.
+"""Study 1's heterogeneity scenarios (Quick (2021), Section 3.2) and the datasets drawn from them.
 
 Scenario numbers follow the paper:
 

@@ -1,4 +1,4 @@
-"""Study 1's true county death rates (seed 000, section 3.1).
+"""Study 1's true county death rates (Quick (2021), section 3.1).
 
 The paper's truth is the posterior median of a spatial Poisson model fitted to 1980
 heart-disease deaths from CDC WONDER; those counts cannot be had here. Two sources:

@@ -1,7 +1,7 @@
 """Output perturbation with the two-sided geometric (discrete Laplace) mechanism.
 
 Noise e_i with P(e_i = k) proportional to exp(-eps |k| / Delta) is added to every count
-(Ghosh, Roughgarden and Sundararajan 2012; the baseline of seed 000 sec 4 and seed 001
+(Ghosh, Roughgarden and Sundararajan 2012; the baseline of Quick (2021), Section 4 and Quick (2022)
 sec 4). Under the move-one-event neighbour relation two neighbouring count vectors differ
 by 1 in two cells, so the L1 sensitivity is Delta = 2 and the noisy vector is eps-DP:
 for every noisy v, p(v | y) / p(v | x) = exp(-eps/2 * sum_i (|v_i - y_i| - |v_i - x_i|))

@@ -1,6 +1,6 @@
-"""MODIPS for the Poisson-gamma model: sanitise the sufficient statistic (seed 000 eq 18).
+"""MODIPS for the Poisson-gamma model: sanitise the sufficient statistic (Quick (2021), eq 18).
 
-Liu (2016)'s model-based DP synthesis, extended to the PG model as seed 000 sec 4
+Liu (2016)'s model-based DP synthesis, extended to the PG model as Quick (2021), Section 4
 suggests: the posterior Gamma(a_i + y_i, b_i + n_i) is replaced by
 
     lambda*_i ~ Gamma(a_i + f(y_i), b_i + n_i),  f(y_i) = y_i + e_i,

@@ -1,7 +1,7 @@
 """Multinomial-Dirichlet (MD) mechanism of Machanavajjhala et al. (2008).
 
-theta | y ~ Dir(y + alpha), z ~ Mult(y., theta) (seed 000 eqs 2-5). The release is
-eps-DP if and only if ``min alpha_i >= y. / (e^eps - 1)`` (seed 000 eq 5): the worst case
+theta | y ~ Dir(y + alpha), z ~ Mult(y., theta) (Quick (2021), eqs 2-5). The release is
+eps-DP if and only if ``min alpha_i >= y. / (e^eps - 1)`` (Quick (2021), eq 5): the worst case
 moves the single event of a cell with y_i = 1 and puts all y. synthetic events there.
 """
 

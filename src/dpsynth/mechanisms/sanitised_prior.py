@@ -1,4 +1,4 @@
-"""Sanitised state prior (seed 000 eq 19) with an explicit budget split.
+"""Sanitised state prior (Quick (2021), eq 19) with an explicit budget split.
 
 State prior rates lambda0*_s = (sum_{j in s} y_j + e_s) / sum_{j in s} n_j, with e the
 two-sided geometric noise on the vector of state totals (Delta = 2: moving one event

@@ -1,6 +1,6 @@
 """Prior predictive truncation bounds of the truncated Poisson-gamma mechanism.
 
-Seed 001 eq (8): each synthetic count z_i is restricted to ``[L_i, U_i]``, the Poisson
+Quick (2022), eq (8): each synthetic count z_i is restricted to ``[L_i, U_i]``, the Poisson
 quantiles of the prior expected count ``n_i * lambda0_i`` at ``tail/2`` and
 ``1 - tail/2``. The inflation factor ``xi >= 1`` (DESIGN.md sec 3) widens them: L uses the
 mean ``n_i lambda0_i / xi`` and U the mean ``xi n_i lambda0_i``. The bounds use public
@@ -13,7 +13,7 @@ import numpy as np
 
 
 def default_tail(n_cells: int) -> float:
-    """The paper's rule of thumb ``min(0.001, 1/I)`` (seed 001 below eq 8)."""
+    """The paper's rule of thumb ``min(0.001, 1/I)`` (Quick (2022) below eq 8)."""
     if n_cells < 1:
         raise ValueError(f"n_cells must be a positive integer, got {n_cells!r}")
     return min(0.001, 1.0 / n_cells)
@@ -22,7 +22,7 @@ def default_tail(n_cells: int) -> float:
 def truncation_bounds(
     expected, total: int, tail: float | None = None, inflation: float = 1.0
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Integer bounds ``(L, U)`` of seed 001 eq (8) for prior expected counts ``n * lambda0``.
+    """Integer bounds ``(L, U)`` of Quick (2022), eq (8) for prior expected counts ``n * lambda0``.
 
     ``U`` is capped at ``total`` (no count can exceed the public total). Raises when the
     bounds cannot hold a vector with the given total (``sum L > total`` or ``sum U < total``):
@@ -61,11 +61,11 @@ def truncation_bounds(
 
 
 def check_no_dominant_cell(expected) -> None:
-    """Refuse inputs violating seed 001's assumption E[y_i] <= E[y_(i)] for every cell.
+    """Refuse inputs violating Quick (2022)'s assumption E[y_i] <= E[y_(i)] for every cell.
 
     The paper's appendix A.2 that handles a dominant cell is not available, so the paper
     calibration (eq 13) is only offered when no cell's prior expected count exceeds the
-    sum of all the others (Theorem 1 of seed 001 states the assumption with <=).
+    sum of all the others (Theorem 1 of Quick (2022) states the assumption with <=).
     """
     expected = np.asarray(expected, dtype=float)
     others = expected.sum() - expected

@@ -7,13 +7,13 @@ cached and published beside the synthetic data.
 ============  ==========  ===================================================  ============
 mechanism     method      shapes a                                             guarantee
 ============  ==========  ===================================================  ============
-md            paper       y. / (e^eps - 1) (seed 000 eq 5; 'certified' alike)  exact eps-DP
-pg            paper       seed 000 eq (15), fixed point                        nominal
+md            paper       y. / (e^eps - 1) (Quick (2021), eq 5; 'certified' alike)  exact eps-DP
+pg            paper       Quick (2021), eq (15), fixed point                        nominal
 pg            certified   docs/privacy.md (kappa_i + kappa_j <= eps)           proven
 pg            exact       exact bivariate, L = 0, U = y.                       bivariate
-truncated     paper       seed 001 eq (13), fixed point, Kerman floors         nominal
+truncated     paper       Quick (2022), eq (13), fixed point, Kerman floors         nominal
 truncated     certified   docs/privacy.md, Kerman floors                       proven
-truncated     exact       exact bivariate ratio of seed 001 eqs (9)-(10)       bivariate
+truncated     exact       exact bivariate ratio of Quick (2022), eqs (9)-(10)       bivariate
 ============  ==========  ===================================================  ============
 """
 
@@ -127,7 +127,7 @@ def calibrate(
     if mechanism == "md":
         if method == "exact":
             raise ValueError(
-                "mechanism 'md' has method='paper' (= 'certified': seed 000 eq 5 is exact)"
+                "mechanism 'md' has method='paper' (= 'certified': Quick (2021), eq 5 is exact)"
             )
         a = md_alpha(epsilon, total, population.size)
         # The populations ride along (public) so posterior_rates can report per-person rates.

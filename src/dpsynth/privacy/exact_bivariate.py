@@ -1,8 +1,8 @@
 """Exact-bivariate ("optimised") calibration of the truncated Poisson-gamma mechanism.
 
-Seed 001 derives eq (13) from a bound on the bivariate ratio of eqs (9)-(10): cell i
+Quick (2022) derives eq (13) from a bound on the bivariate ratio of eqs (9)-(10): cell i
 against the aggregate of the other cells, z_(i) = y. - z_i, with the aggregate's
-posterior Gamma(y_(i) + a_(i), n_(i) + b_(i)) (seed 001 eq 3). Its supplement B.2, which
+posterior Gamma(y_(i) + a_(i), n_(i) + b_(i)) (Quick (2022), eq 3). Its supplement B.2, which
 "optimises" the hyperparameters, is not available. This module plays that role: cell by
 cell, it finds the smallest a_i for which the *exact* bivariate ratio stays within eps.
 

@@ -1,7 +1,7 @@
 """The papers' closed-form calibrations of the gamma shapes (nominal epsilon).
 
-* Untruncated PG, seed 000 eq (15) with nu_i of eq (14) / seed 001 eq (6).
-* Truncated PG, seed 001 eq (13).
+* Untruncated PG, Quick (2021), eq (15) with nu_i of eq (14) / Quick (2022), eq (6).
+* Truncated PG, Quick (2022), eq (13).
 
 Both bounds on a_i depend on the other cells' shapes (through a_(i) and, for PG, through
 b_(i) in r_i), so they are solved by fixed-point iteration to a relative tolerance of
@@ -21,7 +21,7 @@ MAX_ITER = 10_000
 
 
 def pg_nu(a, total: int, population, prior_rate) -> np.ndarray:
-    """Penalty nu_i of seed 001 eq (6): (y.[1 - r_i]^+ + a_(i) + y. - 1) / (a_(i) + y. - 1).
+    """Penalty nu_i of Quick (2022), eq (6): (y.[1 - r_i]^+ + a_(i) + y. - 1) / (a_(i) + y. - 1).
 
     r_i = (b_(i)/n_(i) + 2) / (b_i/n_i + 2) with b = a / prior_rate and (i) the sum over
     the other cells.
@@ -37,7 +37,7 @@ def pg_nu(a, total: int, population, prior_rate) -> np.ndarray:
 
 
 def pg_paper_shapes(epsilon: float, total: int, population, prior_rate) -> np.ndarray:
-    """Gamma shapes a_i = y. / (e^eps / nu_i - 1) of seed 000 eq (15), solved to a fixed point.
+    """Gamma shapes a_i = y. / (e^eps / nu_i - 1) of Quick (2021), eq (15), solved to a fixed point.
 
     Starts from the MD value (nu = 1) and iterates a <- y. / (e^eps / nu(a) - 1) until the
     largest relative change is below 1e-10. Raises when e^eps <= nu_i (eq 15 has no
@@ -50,7 +50,7 @@ def pg_paper_shapes(epsilon: float, total: int, population, prior_rate) -> np.nd
         if np.any(nu >= exp_eps):
             worst = int(np.argmax(nu))
             raise ValueError(
-                f"PG paper calibration (seed 000 eq 15) has no solution at epsilon={epsilon}: "
+                f"PG paper calibration (Quick (2021), eq 15) has no solution at epsilon={epsilon}: "
                 f"nu_{worst} = {nu[worst]:.6g} >= e^epsilon = {exp_eps:.6g}; use a larger "
                 "epsilon or method='certified'"
             )
@@ -65,7 +65,7 @@ def pg_paper_shapes(epsilon: float, total: int, population, prior_rate) -> np.nd
 
 
 def truncated_v(a, total: int, lower, upper) -> np.ndarray:
-    """v_i of seed 001 eq (13): (2y. - 2L_i + a_(i) - 1) / (2y. - U_i - L_i + a_(i) - 1)."""
+    """v_i of Quick (2022), eq (13): (2y. - 2L_i + a_(i) - 1) / (2y. - U_i - L_i + a_(i) - 1)."""
     a = np.asarray(a, dtype=float)
     a_other = a.sum() - a
     lower = np.asarray(lower, dtype=float)
@@ -76,7 +76,7 @@ def truncated_v(a, total: int, lower, upper) -> np.ndarray:
 
 
 def truncated_paper_shapes(epsilon: float, total: int, lower, upper) -> np.ndarray:
-    """Gamma shapes of seed 001 eq (13), a_i >= (U_i - L_i)/(e^eps/v_i - 1) - 2 L_i, iterated.
+    """Gamma shapes of Quick (2022), eq (13), a_i >= (U_i - L_i)/(e^eps/v_i - 1) - 2 L_i, iterated.
 
     v_i depends on a_(i), so the bound is iterated to a fixed point (relative 1e-10),
     starting from v = 1. Each a_i is then at least 1/3 where L_i = 0 (Kerman 2011) and
@@ -93,7 +93,7 @@ def truncated_paper_shapes(epsilon: float, total: int, lower, upper) -> np.ndarr
         if np.any(v >= exp_eps) or np.any(v <= 0):
             worst = int(np.argmax(np.where(v > 0, v, np.inf)))
             raise ValueError(
-                f"truncated paper calibration (seed 001 eq 13) has no solution at "
+                f"truncated paper calibration (Quick (2022), eq 13) has no solution at "
                 f"epsilon={epsilon}: v_{worst} = {v[worst]:.6g} is not in (0, e^epsilon = "
                 f"{exp_eps:.6g}); use a larger epsilon or method='certified'"
             )

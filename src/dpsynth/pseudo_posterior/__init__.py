@@ -1,4 +1,4 @@
-"""Vector-weighted pseudo-posterior synthesizers (seed 004: Hu, Savitsky and Williams).
+"""Vector-weighted pseudo-posterior synthesizers (Hu, Savitsky and Williams 2020).
 
 Each record's log-likelihood is multiplied by a weight alpha_i in [0, 1]; the weighted
 pseudo posterior is drawn exactly where it is conjugate (Poisson with a gamma prior) and

@@ -1,6 +1,6 @@
 """Fit a weighted synthesizer whose overall Lipschitz bound Delta matches a target.
 
-Seed 004 compares LW, CW and SW "scaled to have equivalent local Delta", and its
+Hu et al. (2020) compares LW, CW and SW "scaled to have equivalent local Delta", and its
 re-weighting must leave Delta unchanged. Delta is a property of the fitted posterior, so
 matching it takes a few rounds: choose the weights' free constant (a scale, or Algorithm
 3's k) so that Delta *predicted on the latest fit's draws* equals the target, refit, and

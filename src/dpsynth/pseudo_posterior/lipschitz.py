@@ -1,4 +1,4 @@
-"""Record-level and overall Lipschitz bounds of a weighted log-likelihood (seed 004 sec 2).
+"""Record-level and overall Lipschitz bounds of a weighted log-likelihood (Hu et al. 2020, sec 2).
 
 Following the seed's R appendix (steps 2-3 and 6-7 of Algorithm 1): removing record i
 changes the weighted log-likelihood of draw s by |alpha_i log p(y_i | theta_s)|. For each

@@ -1,7 +1,7 @@
 """Weighted Poisson and negative binomial synthesizers for a vector of counts.
 
 The pseudo likelihood is prod_i p(y_i | theta)^alpha_i: record i's log-likelihood is
-multiplied by its weight alpha_i (seed 004 eq 2 and its Stan appendix). Both models have an
+multiplied by its weight alpha_i (Hu et al. (2020), eq 2 and its Stan appendix). Both models have an
 intercept only, as in the seed's simulations:
 
 - Poisson: y_i ~ Poisson(mu), mu ~ Gamma(0.1, 3e-5) (shape, rate). The prior is conjugate,

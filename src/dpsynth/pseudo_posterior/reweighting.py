@@ -1,4 +1,4 @@
-"""Algorithm 3 of seed 004: raise the weights of records below the maximum bound.
+"""Algorithm 3 of Hu et al. (2020): raise the weights of records below the maximum bound.
 
 The seed's equation (4) was lost in extraction; its prose fixes the ingredients: the
 overall bound Delta, record i's bound L_i, its weight alpha_i, and a constant chosen so the

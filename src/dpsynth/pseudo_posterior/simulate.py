@@ -1,4 +1,4 @@
-"""The simulated data sets of seed 004 sec 3: a Poisson and a skewed NB mixture.
+"""The simulated data sets of Hu et al. (2020), Section 3: a Poisson and a skewed NB mixture.
 
 A data set is a mixture of components, each Poisson (``dispersion`` null) or negative
 binomial with mean ``mean`` and size ``dispersion`` (variance mean + mean^2 / dispersion).

@@ -1,4 +1,4 @@
-"""The synthesizers of seed 004's study, each fitted from the fits it depends on.
+"""The synthesizers of Hu et al. (2020)'s study, each fitted from the fits it depends on.
 
 ``unweighted`` comes first; LW's weights come from its record bounds (Algorithm 1) and
 LW's Delta is the privacy target; CW (Algorithm 2) and SW are scaled to that Delta; the

@@ -1,7 +1,7 @@
 """Synthetic data from a fitted synthesizer (posterior predictive) and their utility.
 
 A synthetic data set has as many records as the data: pick one posterior draw theta_s and
-draw every record from p(. | theta_s). Utility is judged as in seed 004 sec 3: the 15th
+draw every record from p(. | theta_s). Utility is judged as in Hu et al. (2020), Section 3: the 15th
 and 90th percentiles, mean and median of each synthetic data set against the data's.
 """
 

@@ -1,4 +1,4 @@
-"""Record weights of the LW, CW and SW synthesizers (seed 004 Algorithms 1 and 2, sec 3).
+"""Record weights of the LW, CW and SW synthesizers (Hu et al. (2020) Algorithms 1 and 2, sec 3).
 
 All weights lie in [0, 1] and decrease with a record's risk, so high-risk records
 contribute less to the pseudo likelihood.

@@ -39,7 +39,7 @@ CERTIFIED = {
     ("truncated", "certified"),
 }
 PROOFS = {
-    "md": "seed 000 eq 5 (Machanavajjhala et al. 2008), confirmed by the exact audit",
+    "md": "Quick (2021), eq 5 (Machanavajjhala et al. 2008), confirmed by the exact audit",
     "pg": "docs/privacy.md, certified calibration (kappa_i + kappa_j <= epsilon per set)",
     "truncated": "docs/privacy.md, certified calibration (kappa_i + kappa_j <= epsilon per set)",
 }

@@ -6,7 +6,7 @@ binomials conditioned on sum z = y. For md that is the Dirichlet-multinomial, dr
 directly (theta ~ Dir(y + alpha), z ~ Mult(y., theta)); pg and truncated use the exact
 tree sampler :class:`~dpsynth.sampling.conditioned.ConditionedSampler`.
 
-Seed 001 eq (7) (gamma rates, then one multinomial) is *not* used for pg or truncated
+Quick (2022), eq (7) (gamma rates, then one multinomial) is *not* used for pg or truncated
 releases: it equals the conditioned product only when b_i / n_i is the same in every cell.
 It survives as ``posterior_rates``, the utility proxy of Study 1.
 """

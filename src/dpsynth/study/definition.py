@@ -17,7 +17,7 @@ from pathlib import Path
 
 #: Mechanism -> the calibration methods a study may run it with.
 METHODS = {
-    "md": ("paper", "certified"),  # the same alpha: seed 000 eq 5 is exact
+    "md": ("paper", "certified"),  # the same alpha: Quick (2021), eq 5 is exact
     "pg": ("paper", "exact", "certified"),
     "truncated": ("paper", "exact", "certified"),
 }

@@ -1,0 +1,24 @@
+# What the HTML report holds besides the figures: the run's whole configuration, as a file.
+
+
+localrules:
+    run_config,
+
+
+rule run_config:
+    output:
+        captioned(
+            "results/run_config.yaml",
+            caption=caption_path("run_config.rst"),
+            category="Configuration",
+        ),
+    log:
+        "logs/run_config.log",
+    benchmark:
+        "logs/benchmarks/run_config.tsv"
+    conda:
+        DPSYNTH_ENV
+    params:
+        config=config,
+    script:
+        "../scripts/run_config.py"

@@ -1,0 +1,13 @@
+"""The run's whole configuration (config files and --config, after schema defaults)."""
+
+import logging
+
+from dpsynth.io import write_yaml
+
+logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
+write_yaml(
+    snakemake.params.config,
+    snakemake.output[0],
+    header="The configuration of this dpsynth run, after the schema's defaults were filled in.\n"
+    "Rerun it with: snakemake --configfile <this file>",
+)
