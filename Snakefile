@@ -22,6 +22,14 @@ except ConfigError as error:
 report: "workflow/report/workflow.rst"
 
 
+# One BLAS/OpenMP thread per job, as each job declares (`threads: 1`), unless set outside.
+os.environ.update(
+    {
+        name: os.environ.get(name, "1")
+        for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+    }
+)
+
 # Jobs import dpsynth from this checkout's src/, also in the conda environment that
 # `--sdm conda` builds from environment.yml (it holds the pinned dependencies only).
 if os.path.isdir(f"{workflow.basedir}/src"):

@@ -11,6 +11,9 @@ from dpsynth.design import chunk_labels, epsilon_chunks, epsilon_grid
 #: agree); dpsynth comes from src/ through PYTHONPATH (Snakefile). Relative to the rules.
 DPSYNTH_ENV = "../../environment.yml"
 
+# Every job is one single-threaded process (`threads: 1` on the compute rules; the
+# Snakefile sets one BLAS/OpenMP thread): a run's parallelism is its number of jobs.
+
 
 def figure_paths(stem):
     """One path per configured figure format, e.g. figures/x.png and figures/x.pdf."""

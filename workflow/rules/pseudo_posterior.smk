@@ -52,6 +52,7 @@ rule pseudo_posterior_simulate:
         "logs/benchmarks/pseudo_posterior/simulate_{dataset}.tsv"
     conda:
         DPSYNTH_ENV
+    threads: 1
     params:
         seed=config["seed"],
         spec=lambda wildcards: PP["datasets"][wildcards.dataset],
@@ -72,6 +73,7 @@ rule pseudo_posterior_fit:
         "logs/benchmarks/pseudo_posterior/fit_{dataset}.tsv"
     conda:
         DPSYNTH_ENV
+    threads: 1
     params:
         seed=config["seed"],
         section=PP,
@@ -93,6 +95,7 @@ rule pseudo_posterior_synthesize:
         "logs/benchmarks/pseudo_posterior/synthesize_{dataset}.tsv"
     conda:
         DPSYNTH_ENV
+    threads: 1
     params:
         seed=config["seed"],
         datasets=PP["synthetic_datasets"],

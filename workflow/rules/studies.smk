@@ -68,6 +68,7 @@ rule study_strata:
         "logs/benchmarks/studies/{study}/strata.tsv"
     conda:
         DPSYNTH_ENV
+    threads: 1
     params:
         seed=config["seed"],
         entry=study_entry,
@@ -94,6 +95,7 @@ if config["job_structure"] == "split":
             echunk=r"e\d+",
         conda:
             DPSYNTH_ENV
+        threads: 1
         resources:
             runtime=60,
             mem_mb=2000,
@@ -120,6 +122,7 @@ if config["job_structure"] == "split":
             chunk=r"e\d+_d\d+",
         conda:
             DPSYNTH_ENV
+        threads: 1
         resources:
             runtime=60,
             mem_mb=2000,
@@ -151,6 +154,7 @@ else:
                 study=bundled_study,
             conda:
                 DPSYNTH_ENV
+            threads: 1
             resources:
                 runtime=120,
                 mem_mb=2000,

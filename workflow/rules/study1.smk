@@ -71,6 +71,7 @@ if config["job_structure"] == "split":
             scenario="[1-4]",
         conda:
             DPSYNTH_ENV
+        threads: 1
         params:
             urban_threshold=S1["urban_threshold"],
         script:
@@ -90,6 +91,7 @@ if config["job_structure"] == "split":
             scenario="[1-4]",
         conda:
             DPSYNTH_ENV
+        threads: 1
         params:
             seed=config["seed"],
             rng_labels=lambda w: study1_rng_labels(w.study),
@@ -114,6 +116,7 @@ if config["job_structure"] == "split":
             chunk=r"e\d+_d\d+",
         conda:
             DPSYNTH_ENV
+        threads: 1
         resources:
             runtime=20,
             mem_mb=1500,
@@ -145,6 +148,7 @@ else:
             scenario="[1-4]",
         conda:
             DPSYNTH_ENV
+        threads: 1
         resources:
             runtime=60,
             mem_mb=1500,

@@ -61,6 +61,7 @@ rule study2_table:
         scenario="pennlc|standin",
     conda:
         DPSYNTH_ENV
+    threads: 1
     params:
         seed=config["seed"],
         standin_total=S2["standin"]["total"],

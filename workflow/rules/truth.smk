@@ -29,6 +29,7 @@ rule truth_rates_35_44:
         "logs/benchmarks/truth/rates_35_44.tsv"
     conda:
         DPSYNTH_ENV
+    threads: 1
     params:
         truth=config["truth"],
         seed=config["seed"],
@@ -74,6 +75,7 @@ rule truth_rates_older:
         age=APPENDIX_C_SLUGS,
     conda:
         DPSYNTH_ENV
+    threads: 1
     params:
         truth=config["truth"],
         seed=config["seed"],
