@@ -16,7 +16,7 @@ export MKL_NUM_THREADS := 1
 
 SMK    := $(BIN)/snakemake --profile workflow/profiles/default --cores $(CORES) $(SNAKEMAKE_ARGS)
 
-.PHONY: all test lint format data lock bench clean unlock
+.PHONY: all test test-fast lint format data lock bench clean unlock
 
 all: $(STAMP)
 	$(SMK)
@@ -37,6 +37,10 @@ $(STAMP): requirements.txt pyproject.toml
 test: $(STAMP)
 	bash tools/ensure_chromium.sh
 	$(BIN)/python -m pytest -q
+
+# The edit loop: every unit and property test, in process (no CLI, Snakemake or browser).
+test-fast: $(STAMP)
+	DPSYNTH_TEST_LANE=fast $(BIN)/python -m pytest -q -m "not slow and not process"
 
 # The SLURM profile against a real one-node SLURM on this machine (root: installs Debian's
 # slurm-wlm and munge, starts and stops the daemons); see tests/slurm/run.sh.

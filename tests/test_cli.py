@@ -1,14 +1,19 @@
-"""``dpsynth synthesize`` and ``dpsynth ledger``: real runs of the installed console script."""
+"""``dpsynth synthesize``, ``calibrate`` and ``ledger``: the command line, run in process
+(``dpsynth.cli.main`` with the arguments as typed, output captured); the tests marked
+``process`` run the installed console script itself (``python -m``, SIGTERM, concurrent
+runs), as a user's shell would."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import signal
 import subprocess
 import sys
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +21,7 @@ import pandas as pd
 import pytest
 
 import dpsynth
-from dpsynth.cli import build_parser
+from dpsynth.cli import build_parser, main
 from dpsynth.privacy.calibrate import calibrate
 from dpsynth.release.manifest import validate
 from dpsynth.release.request import NEIGHBOURS
@@ -39,13 +44,25 @@ STRATA = pd.DataFrame(
 KEYS = ("--keys", "region", "age")
 
 
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(DPSYNTH), *args], cwd=cwd, capture_output=True, text=True, timeout=300
-    )
+@dataclass
+class Result:
+    returncode: int
+    stdout: str
+    stderr: str
 
 
-def ok(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+def run(*args: str, cwd: Path) -> Result:
+    """``dpsynth ARGS`` in folder ``cwd``, in this process: exit code, stdout, stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as exit_:  # argparse: --help (0) and usage errors (2)
+            code = exit_.code if isinstance(exit_.code, int) else 1
+    return Result(code, out.getvalue(), err.getvalue())
+
+
+def ok(*args: str, cwd: Path) -> Result:
     result = run(*args, cwd=cwd)
     assert result.returncode == 0, result.stderr
     return result
@@ -144,10 +161,15 @@ def test_prior_rate_by_is_removed_with_a_pointer(strata_csv, tmp_path):
     assert "Traceback" not in result.stderr and not (tmp_path / "r").exists()
 
 
+@pytest.mark.process
 def test_python_m_dpsynth_matches_the_script(strata_csv, tmp_path):
     args = ["synthesize", "--input", "counts.csv", *KEYS, "--epsilon", "1", "--mechanism", "pg"]
     args += ["--insecure-test-seed", "4"]
-    ok(*args, "--out", "script", cwd=tmp_path)
+    script = subprocess.run(
+        [str(DPSYNTH), *args, "--out", "script"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert script.returncode == 0, script.stderr
     result = subprocess.run(
         [sys.executable, "-m", "dpsynth", *args, "--out", "module"],
         cwd=tmp_path, capture_output=True, text=True, timeout=300,
@@ -305,6 +327,7 @@ def _large_input(tmp_path) -> Path:
     return path
 
 
+@pytest.mark.process
 def test_sigterm_cleans_up_without_a_traceback(tmp_path, private_ledger):
     _large_input(tmp_path)
     process = subprocess.Popen(
@@ -325,6 +348,7 @@ def test_sigterm_cleans_up_without_a_traceback(tmp_path, private_ledger):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["large.csv"]
 
 
+@pytest.mark.process
 def test_two_concurrent_runs_into_one_folder_cannot_both_succeed(strata_csv, tmp_path):
     args = [str(DPSYNTH), "synthesize", "--input", "counts.csv", *KEYS, "--epsilon", "1"]
     args += ["--mechanism", "truncated", "--out", "r", "--quiet"]

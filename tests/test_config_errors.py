@@ -296,6 +296,7 @@ def test_defaults_are_copies_not_the_schema_s_objects():
 # ---- the workflow -------------------------------------------------------------------------
 
 
+@pytest.mark.process
 def test_snakemake_stops_on_an_infinite_epsilon_with_a_short_message(tmp_path):
     work = copy_project(tmp_path / "proj")
     (work / "inf.yaml").write_text("studies:\n  pennlc:\n    epsilons: {stop: .inf}\n")

@@ -286,6 +286,7 @@ def _race(tmp_path: Path, workers: int, spends: int, epsilon, budget=None) -> li
     return accepted
 
 
+@pytest.mark.process
 def test_concurrent_spends_lose_no_entry(tmp_path):
     def epsilon(w):
         return 0.1 * (w + 1)
@@ -303,6 +304,7 @@ def test_concurrent_spends_lose_no_entry(tmp_path):
     assert len(ledger.path.read_text().splitlines()) == 160
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     ("workers", "spends", "epsilon", "budget", "expected"),
     [(12, 1, 1.0, 5.0, 5), (8, 20, 0.5, 40.0, 80)],

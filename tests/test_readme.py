@@ -24,6 +24,7 @@ def test_readme_python_example_runs():
     assert namespace["eps_real"] <= 1.0 + 1e-9
 
 
+@pytest.mark.process
 def test_readme_study_walkthrough_passes_every_check_before_any_job(tmp_path):
     """The README's study config is valid and its names exist in the shipped table: a
     dry run of the walk-through's command, as written, checks both and plans the study's
@@ -56,6 +57,7 @@ def _section(title: str) -> str:
     return text[start : end if end > 0 else None]
 
 
+@pytest.mark.process
 def test_readme_synthesize_walkthrough_runs_as_written(tmp_path):
     """The analyst section's shell block, run as written (bash, from a copy of the project's
     layout): it writes pa.csv, a release of 10 sets in release/ and spends the budget it

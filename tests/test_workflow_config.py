@@ -47,6 +47,7 @@ def test_bad_values_are_rejected(key, value):
         check_config(config, SCHEMA)
 
 
+@pytest.mark.process
 def test_bad_config_stops_snakemake_before_any_job(tmp_path):
     work = copy_project(tmp_path / "proj")
     (work / "bad.yaml").write_text("seed: -5\n")
