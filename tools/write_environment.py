@@ -30,11 +30,27 @@ dependencies:
 """
 
 
+def requirement_lines(requirements: str) -> list[str]:
+    """The logical lines of a requirements file: continuations (``\\`` at a line's end)
+    joined, comments (``# via ...`` included) and blank lines dropped."""
+    out, current = [], ""
+    for raw in requirements.splitlines():
+        line = re.sub(r"(^|\s)#.*$", "", raw).strip()
+        continued = line.endswith("\\")
+        current = " ".join(filter(None, (current, line.removesuffix("\\").strip())))
+        if not continued and current:
+            out.append(current)
+            current = ""
+    if current:
+        out.append(current)
+    return out
+
+
 def pins(requirements: str) -> list[str]:
-    """``name==version`` of every requirement of a lock (comments, options, hashes dropped)."""
+    """``name==version`` of every requirement of a lock (comments, options, hashes dropped),
+    in the lock's order."""
     out = []
-    for line in requirements.splitlines():
-        line = line.split("#", 1)[0].strip().rstrip("\\").strip()
+    for line in requirement_lines(requirements):
         match = re.match(r"^([A-Za-z0-9_.\-\[\]]+==[^\s;]+)", line)
         if match:
             out.append(match.group(1))
