@@ -1,8 +1,10 @@
-"""environment.yml (the jobs' conda environment) pins exactly what requirements.txt pins."""
+"""requirements.txt is a hashed lock, and environment.yml (the jobs' conda environment) pins
+exactly what it pins."""
 
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 import yaml
@@ -38,6 +40,17 @@ def test_environment_pins_every_locked_package_and_python():
     assert sorted(pip) == sorted(locked) and len(pip) > 50
     assert "python=3.11" in env["dependencies"]
     assert not any(p.startswith("-r") or p.startswith("-e") for p in pip)
+
+
+def test_every_pin_of_the_lock_is_hashed():
+    """requirements.txt is a hashed lock: every line is one exact pin with the sha256 of at
+    least one file (pip's hash-checking mode refuses anything else), and nothing is unpinned,
+    editable or an option (no -e, -r, --index-url)."""
+    lines = _tool().requirement_lines((ROOT / "requirements.txt").read_text())
+    pin = r"[A-Za-z0-9][A-Za-z0-9_.\-]*==[^\s;=]+(\s*;[^-]+)?"
+    hashed = re.compile(rf"^{pin}(\s+--hash=sha256:[0-9a-f]{{64}})+$")
+    assert len(lines) > 50
+    assert [line for line in lines if not hashed.match(line)] == []
 
 
 def test_the_lock_parser_joins_continuations_and_drops_comments():
