@@ -85,6 +85,7 @@ def stage_of(path: Path) -> str:
         "truth": "truth",
         "study2": "Study 2 tables and figures",
         "pseudo_posterior": "pseudo-posterior",
+        "report": "report's configuration",
     }.get(parts[0], parts[0])
 
 

@@ -13,9 +13,9 @@ rule run_config:
             category="Configuration",
         ),
     log:
-        "logs/run_config.log",
+        "logs/report/run_config.log",
     benchmark:
-        "logs/benchmarks/run_config.tsv"
+        "logs/benchmarks/report/run_config.tsv"
     conda:
         DPSYNTH_ENV
     params:
