@@ -73,3 +73,27 @@ def test_areas_without_a_shape_are_counted_in_a_note():
     note = fig._supxlabel.get_text()
     assert "2 of 8 areas have no shape" in note and "00007" in note
     plt.close(fig)
+
+
+def test_study1_maps_share_one_colour_bar_and_draw_state_outlines():
+    """Study 1's county maps go through the same grid: the truth once, MD and PG-state at
+    each map epsilon, every axes a map, one colour bar, and the state outlines drawn."""
+    from dpsynth.plots.study1 import figure_maps as study1_maps
+
+    counties = geometry().rename(columns={"code": "fips"})
+    rng = np.random.default_rng(3)
+    scenario = pd.DataFrame({"fips": AREAS, "rate": rng.uniform(1e-4, 5e-4, len(AREAS))})
+    epsilons = [1.0, 10.0]
+    means = pd.DataFrame(
+        [(4, mech, eps, county, rng.uniform(1e-4, 5e-4))
+         for mech in ("md", "pg_state") for eps in epsilons for county in range(len(AREAS))],
+        columns=["scenario", "mechanism", "epsilon", "county", "rate"],
+    )  # fmt: skip
+    fig = study1_maps(counties, scenario, means, epsilons)
+    axes = maps(fig)
+    assert len(axes) == 1 + 2 * len(epsilons)
+    assert all(ax.get_visible() and ax.collections for ax in axes)
+    assert sum(ax.get_label() == "<colorbar>" for ax in fig.axes) == 1
+    # two states, each outline one line collection drawn over every map
+    assert all(len(ax.collections) == 2 for ax in axes)
+    plt.close(fig)

@@ -80,3 +80,69 @@ def county_choropleth(
     if title:
         ax.set_title(title)
     return fig
+
+
+#: Width of one map panel of a grid, inches; its height follows the areas' aspect ratio.
+MAP_WIDTH = 3.6
+
+
+def hide_frame(ax) -> None:
+    """No ticks, spines or coordinate labels; a y label set afterwards (a row's name)
+    shows and takes layout room, which ``set_axis_off`` would drop."""
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_xlabel("")
+    ax.set_ylabel("")
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+
+
+def map_grid(frame, truth, rows, *, norm, label: str, outlines=None, cmap: str = "viridis",
+             missing_color: str = "lightgrey"):  # fmt: skip
+    """The truth's map (left, spanning every row) beside a grid of maps on one colour scale,
+    with one shared colour bar; every axes holds a map, none is left empty.
+
+    ``frame``: a GeoDataFrame (projected, e.g. to :data:`CONUS_ALBERS`) holding every
+    column drawn. ``truth``: (column, title). ``rows``: a list of (row label, cells), each
+    cell a (column, title) pair, every row as long as the first. ``outlines``: a GeoSeries of
+    boundaries (e.g. states) drawn over every map, or None. Returns the Figure.
+    """
+    ncols = len(rows[0][1])
+    if any(len(cells) != ncols for _, cells in rows):
+        raise ValueError("every row of a map grid needs the same number of cells")
+    mosaic = [["truth", *[column for column, _ in cells]] for _, cells in rows]
+    x0, y0, x1, y1 = frame.total_bounds
+    aspect = (y1 - y0) / (x1 - x0) if x1 > x0 else 1.0
+    height = MAP_WIDTH * min(max(aspect, 0.25), 2.0) + 0.45  # a title per row
+    fig, axes = plt.subplot_mosaic(
+        mosaic,
+        figsize=(MAP_WIDTH * (1 + ncols) + 1.6, height * len(rows) + 1.1),
+        layout="constrained",
+    )
+
+    def draw(ax, column, title):
+        frame.plot(column=column, ax=ax, cmap=cmap, norm=norm, lw=0,
+                   missing_kwds={"color": missing_color})  # fmt: skip
+        if outlines is not None:
+            outlines.plot(ax=ax, color="white", lw=0.4)
+        hide_frame(ax)
+        ax.set_title(title, fontsize=10)
+
+    draw(axes["truth"], *truth)
+    for row_label, cells in rows:
+        for c, (column, title) in enumerate(cells):
+            draw(axes[column], column, title)
+            if c == 0 and row_label:
+                axes[column].set_ylabel(row_label, fontsize=9)
+    fig.colorbar(
+        plt.cm.ScalarMappable(norm=norm, cmap=cmap),
+        ax=list(axes.values()),
+        shrink=0.8 if len(rows) > 1 else 1.0,
+        label=label,
+    )
+    return fig
+
+
+def boundaries(frame, by: str):
+    """The outlines of the groups of ``frame``'s polygons (e.g. states from counties)."""
+    return frame[[by, "geometry"]].dissolve(by).boundary

@@ -25,7 +25,7 @@ def arm_name(arm: str) -> str:
     if mechanism not in MECHANISM_NAMES or method not in METHOD_LABELS:
         return arm
     if mechanism == "md":
-        return "MD (exact alpha)"  # seed 000 eq 5: paper and certified are one calibration
+        return "MD (exact alpha)"  # Quick (2021), eq 5: paper and certified are one calibration
     return f"{MECHANISM_NAMES[mechanism]} ({METHOD_LABELS[method]})"
 
 
@@ -130,28 +130,13 @@ def figure_guide(guide: pd.DataFrame, epsilons, study: str):
     return fig
 
 
-#: Width of one map panel, inches; its height follows the areas' aspect ratio.
-MAP_WIDTH = 3.6
-
-
-def _hide_frame(ax) -> None:
-    """No ticks, spines or coordinate labels; a y label set afterwards (an arm's name)
-    shows and takes layout room, which set_axis_off would drop."""
-    ax.set_xticks([])
-    ax.set_yticks([])
-    ax.set_xlabel("")
-    ax.set_ylabel("")
-    for spine in ax.spines.values():
-        spine.set_visible(False)
-
-
 def figure_maps(geometry, key: str, area_rates: pd.DataFrame, arms, epsilons, study: str,
                 outline: str | None = None):  # fmt: skip
     """The true area rates (left, once), then the mean synthetic rates of each arm (rows)
     at each map epsilon (columns), on one colour scale (the truth's 1-99% range) with one
     colour bar; every axes holds a map. Shapes without a rate are light grey, and areas of
     the strata without a shape are counted in a note."""
-    from dpsynth.plots.maps import CONUS_ALBERS
+    from dpsynth.plots.maps import CONUS_ALBERS, boundaries, map_grid
 
     frame = geometry[[key, *([outline] if outline else []), "geometry"]].copy()
     frame[key] = frame[key].astype(str)
@@ -160,45 +145,21 @@ def figure_maps(geometry, key: str, area_rates: pd.DataFrame, arms, epsilons, st
     truth = area_rates[area_rates["arm"] == "truth"]
     frame["truth"] = lookup(truth)
     lo, hi = np.nanquantile(frame["truth"], [0.01, 0.99])
-    norm = mcolors.Normalize(vmin=lo, vmax=hi, clip=True)
-    outlines = frame[[outline, "geometry"]].dissolve(outline).boundary if outline else None
-
-    # truth in the first column, spanning the arms' rows: no empty axes below it
-    names = [[f"{arm}|{eps:g}" for eps in epsilons] for arm in arms]
-    mosaic = [["truth", *row] for row in names]
-    x0, y0, x1, y1 = frame.total_bounds
-    aspect = (y1 - y0) / (x1 - x0) if x1 > x0 else 1.0
-    height = MAP_WIDTH * min(max(aspect, 0.25), 2.0) + 0.45  # a title per row
-    ncols = 1 + len(epsilons)
-    fig, axes = plt.subplot_mosaic(
-        mosaic,
-        figsize=(MAP_WIDTH * ncols + 1.6, height * len(arms) + 1.1),
-        layout="constrained",
-    )
-
-    def draw(ax, column, title):
-        frame.plot(column=column, ax=ax, cmap="viridis", norm=norm, lw=0,
-                   missing_kwds={"color": "lightgrey"})  # fmt: skip
-        if outlines is not None:
-            outlines.plot(ax=ax, color="white", lw=0.3)
-        _hide_frame(ax)
-        ax.set_title(title, fontsize=10)
-
-    draw(axes["truth"], "truth", "true rates")
+    rows = []
     for r, arm in enumerate(arms):
-        for c, eps in enumerate(epsilons):
+        cells = []
+        for eps in epsilons:
             sel = area_rates[(area_rates["arm"] == arm) & (area_rates["epsilon"] == eps)]
-            column = f"{arm}|{eps:g}"
-            frame[column] = lookup(sel)
-            ax = axes[column]
-            draw(ax, column, f"epsilon = {eps:g}" if r == 0 else "")
-            if c == 0:
-                ax.set_ylabel(arm_name(arm), fontsize=9)
-    fig.colorbar(
-        plt.cm.ScalarMappable(norm=norm, cmap="viridis"),
-        ax=list(axes.values()),
-        shrink=0.8 if len(arms) > 1 else 1.0,
+            frame[f"{arm}|{eps:g}"] = lookup(sel)
+            cells.append((f"{arm}|{eps:g}", f"epsilon = {eps:g}" if r == 0 else ""))
+        rows.append((arm_name(arm), cells))
+    fig = map_grid(
+        frame,
+        ("truth", "true rates"),
+        rows,
+        norm=mcolors.Normalize(vmin=lo, vmax=hi, clip=True),
         label="rate per 100,000",
+        outlines=boundaries(frame, outline) if outline else None,
     )
     notes = ["rows: arms; columns: epsilon", "colours saturate outside the truth's 1-99% range",
              "light grey: a shape without a rate"]  # fmt: skip

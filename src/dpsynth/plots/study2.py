@@ -1,4 +1,4 @@
-"""Study 2's figures (Quick 2021 Figures 1-6 and the distribution of the gamma shapes a).
+"""Study 2's figures (Quick 2022, Figures 1-6 and the distribution of the gamma shapes a).
 
 Figures 2-6 read the outputs of the study stage (:mod:`dpsynth.study`) for the studies
 ``pennlc`` and ``standin``: the strata with their prior rates, the summary and the area
@@ -15,6 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from dpsynth.calibration import Calibration  # noqa: E402
 from dpsynth.metrics import PER_100K  # noqa: E402
@@ -42,6 +43,8 @@ METRIC_TITLES = {
     "ratio_race_female": "Race disparity, women",
     "ratio_race_male": "Race disparity, men",
 }
+#: Epsilon on a log axis as plain numbers (1, 2, 4), not powers of ten.
+EPSILON_TICKS = FuncFormatter(lambda value, _: f"{value:g}")
 
 
 def _scenario_title(scenario: str) -> str:
@@ -110,7 +113,8 @@ def figure_toy(total: int, expected, epsilon: float, true_y1: int, tail: float):
     ax_a.set_xlabel("z_1")
     ax_a.set_ylabel("p(z | y) / p(z | x)")
     ax_a.set_title("(a) Privacy ratio; dashed: exp(+-eps), dotted: truncation bounds")
-    ax_a.legend(fontsize=7, loc="lower right")
+    # lower right, lifted above the exp(-eps) line: the curves never go there
+    ax_a.legend(fontsize=8, loc="lower right", bbox_to_anchor=(1.0, 0.1))
     ax_b.axvline(true_y1, color="black", linestyle="--", linewidth=1, label=f"true y_1 = {true_y1}")
     ax_b.axvline(
         expected[0], color="grey", linestyle=":", linewidth=1.5, label=f"E[y_1] = {expected[0]:g}"
@@ -119,9 +123,9 @@ def figure_toy(total: int, expected, epsilon: float, true_y1: int, tail: float):
     ax_b.set_xlabel("z_1")
     ax_b.set_ylabel("P(z_1 | y)")
     ax_b.set_title("(b) Posterior predictive of z_1")
-    ax_b.legend(fontsize=7)
+    ax_b.legend(fontsize=8)
     fig.suptitle(
-        f"Toy example (seed 001 Figure 1): y. = {total}, E[y] = ({expected[0]:g}, "
+        f"Toy example (Quick 2022, Figure 1): y. = {total}, E[y] = ({expected[0]:g}, "
         f"{expected[1]:g}), eps = {epsilon:g}; exact enumeration"
     )
     fig.tight_layout()
@@ -206,9 +210,9 @@ def figure_county_rates(area_rates: pd.DataFrame, epsilons, primary: str, scenar
             label="mean prior county rate",
         )
         ax.set_xlabel("true age-adjusted rate per 100,000")
-        ax.set_ylabel("synthetic age-adjusted rate per 100,000 (mean over datasets)")
+        ax.set_ylabel("synthetic rate per 100,000\n(age-adjusted, mean over datasets)")
         ax.set_title(f"eps = {eps:g}")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=8)
     fig.suptitle(f"County age-adjusted rates from synthetic data: {_scenario_title(scenario)}")
     fig.tight_layout()
     return fig
@@ -216,34 +220,22 @@ def figure_county_rates(area_rates: pd.DataFrame, epsilons, primary: str, scenar
 
 def figure_maps(counties, area_rates: pd.DataFrame, epsilon: float, primary: str, scenario: str):
     """Figure 4: maps of the true and the synthetic (primary arm, mean) county rates on one
-    colour scale."""
-    from dpsynth.plots.maps import county_choropleth
+    colour scale, with one colour bar."""
+    import matplotlib.colors as mcolors
 
-    truth = _county_table(area_rates, "truth")
-    synth = _county_table(area_rates, primary, epsilon)
-    frame = counties.copy()
-    frame["truth"] = frame["county"].map(truth)
-    frame["synthetic"] = frame["county"].map(synth)
+    from dpsynth.plots.maps import CONUS_ALBERS, map_grid
+
+    frame = counties[["county", "geometry"]].to_crs(CONUS_ALBERS)
+    frame["truth"] = frame["county"].map(_county_table(area_rates, "truth"))
+    frame["synthetic"] = frame["county"].map(_county_table(area_rates, primary, epsilon))
     values = pd.concat([frame["truth"], frame["synthetic"]]).dropna()
-    vmin, vmax = float(values.min()), float(values.max())
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.4), layout="constrained")
-    county_choropleth(
+    title = f"Synthetic: {MECHANISM_LABELS[primary]},\neps = {epsilon:g} (mean over datasets)"
+    fig = map_grid(
         frame,
-        "truth",
-        axes[0],
-        title="True (confidential) rates",
-        vmin=vmin,
-        vmax=vmax,
-        legend_label="age-adjusted rate per 100,000",
-    )
-    county_choropleth(
-        frame,
-        "synthetic",
-        axes[1],
-        title=f"Synthetic: {MECHANISM_LABELS[primary]}, eps = {epsilon:g} (mean over datasets)",
-        vmin=vmin,
-        vmax=vmax,
-        legend_label="age-adjusted rate per 100,000",
+        ("truth", "True (confidential) rates"),
+        [("", [("synthetic", title)])],
+        norm=mcolors.Normalize(vmin=float(values.min()), vmax=float(values.max())),
+        label="age-adjusted rate per 100,000",
     )
     fig.suptitle(f"County age-adjusted rates: {_scenario_title(scenario)}")
     return fig
@@ -275,6 +267,8 @@ def _metric_panel(ax, summary, metric, primary, title, prior_label):
         ax.axhline(rows["prior"].iloc[0], color="black", linestyle=":", linewidth=1.2,
                    label=prior_label)  # fmt: skip
     ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(EPSILON_TICKS)
+    ax.xaxis.set_minor_formatter(EPSILON_TICKS)
     ax.set_xlabel("epsilon (synthesis budget)")
     ax.set_ylabel("ratio of age-adjusted rates")
     ax.set_title(title)
@@ -285,9 +279,12 @@ def figure_disparities(summary, metrics, titles, primary, scenario, prior_label,
     fig, axes = plt.subplots(1, len(metrics), figsize=(5 * len(metrics), 4.4), squeeze=False)
     for ax, metric, title in zip(axes[0], metrics, titles, strict=True):
         _metric_panel(ax, summary, metric, primary, title, prior_label)
-    axes[0, 0].legend(fontsize=7)
+    # one legend for the panels, below them: it covers no band
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=9,
+               frameon=False)  # fmt: skip
     fig.suptitle(f"{heading}: {_scenario_title(scenario)}")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
 
 
