@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from dpsynth.io import atomic_path, save_figure, write_json, write_parquet  # noqa: E402
+from dpsynth.io import atomic_path, save_figure, write_json, write_parquet, write_yaml  # noqa: E402
 
 
 def test_failed_write_leaves_nothing(tmp_path):
@@ -68,3 +68,17 @@ def test_sha256_file_matches_hashlib(tmp_path):
     data = bytes(range(256)) * 5000  # more than one 1 MiB block
     (tmp_path / "f").write_bytes(data)
     assert sha256_file(tmp_path / "f") == hashlib.sha256(data).hexdigest()
+
+
+def test_yaml_is_the_same_bytes_whatever_the_key_order(tmp_path):
+    """The run's configuration file: keys sorted, the header commented, read back equal."""
+    import yaml
+
+    first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    write_yaml({"seed": 1, "study1": {"b": [1, 2], "a": None}}, first, header="line one\nline two")
+    write_yaml({"study1": {"a": None, "b": [1, 2]}, "seed": 1}, second, header="line one\nline two")
+    assert first.read_bytes() == second.read_bytes()
+    text = first.read_text()
+    assert text.startswith("# line one\n# line two\n")
+    assert yaml.safe_load(text) == {"seed": 1, "study1": {"a": None, "b": [1, 2]}}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.yaml", "b.yaml"]

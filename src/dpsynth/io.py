@@ -48,12 +48,12 @@ def write_json(obj, path: str | os.PathLike) -> None:
 
 
 def write_yaml(obj, path: str | os.PathLike, header: str = "") -> None:
-    """Write YAML atomically (block style, keys in their given order), after an optional
-    comment header (each line prefixed with ``# ``)."""
+    """Write YAML atomically (block style, keys sorted: equal objects give equal bytes),
+    after an optional comment header (each line prefixed with ``# ``)."""
     import yaml  # PyYAML comes with Snakemake; only this writer needs it
 
     comment = "".join(f"# {line}".rstrip() + "\n" for line in header.splitlines())
-    text = yaml.safe_dump(obj, sort_keys=False, default_flow_style=False, allow_unicode=True)
+    text = yaml.safe_dump(obj, sort_keys=True, default_flow_style=False, allow_unicode=True)
     with atomic_path(path) as tmp:
         tmp.write_text(comment + text)
 

@@ -43,6 +43,13 @@ def report_figures(stem, caption, category, subcategory=None):
     ]
 
 
+def run_config():
+    """The run's configuration as the report attaches it: every key but job_structure (how
+    units are grouped into jobs, which changes no artifact), so that the file, like every
+    other artifact, is the same bytes whatever the profile."""
+    return {key: value for key, value in config.items() if key != "job_structure"}
+
+
 def all_targets():
     """Everything `make` builds: the figures of each enabled stage."""
     targets = ["results/run_config.yaml"]

@@ -19,6 +19,6 @@ rule run_config:
     conda:
         DPSYNTH_ENV
     params:
-        config=config,
+        config=run_config(),
     script:
         "../scripts/run_config.py"

@@ -1,4 +1,4 @@
-"""The run's whole configuration (config files and --config, after schema defaults)."""
+"""The run's configuration (config files and --config, after schema defaults), keys sorted."""
 
 import logging
 
@@ -8,6 +8,7 @@ logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 write_yaml(
     snakemake.params.config,
     snakemake.output[0],
-    header="The configuration of this dpsynth run, after the schema's defaults were filled in.\n"
+    header="The configuration of this dpsynth run, after the schema's defaults were filled in\n"
+    "(job_structure, which changes no artifact, is left out).\n"
     "Rerun it with: snakemake --configfile <this file>",
 )
