@@ -194,7 +194,8 @@ def test_wonder_export_with_county_map(tmp_path):
     ok(
         "synthesize", "--input", str(WONDER_FIXTURE), "--wonder", "--keys", "county_code",
         "age_group_code", "--sanitised-prior-by", "--epsilon", "1", "--mechanism", "truncated",
-        "--out", "r", cwd=tmp_path,
+        "--county-frame", str(REPO / "data" / "counties_1980.parquet"), "--out", "r",
+        cwd=tmp_path,
     )  # fmt: skip
     info = manifest(tmp_path / "r")
     assert info["keys"] == ["county_code", "age_group_code"]
@@ -203,6 +204,24 @@ def test_wonder_export_with_county_map(tmp_path):
     synthetic = pd.read_parquet(tmp_path / "r" / "synthetic.parquet")
     assert synthetic["county_code"].tolist() == ["01001", "01003", "01005", "04001"]
     assert "crude_rate" not in synthetic.columns and "county" not in synthetic.columns
+
+
+def test_the_default_county_frame_is_the_projects_data_folder(tmp_path):
+    """Without --county-frame the map uses data/counties_1980.parquet of the folder dpsynth
+    runs in; where there is none, the private summary says so and how to give one."""
+    args = ["synthesize", "--input", str(WONDER_FIXTURE), "--wonder", "--keys", "county_code",
+            "age_group_code", "--sanitised-prior-by", "--epsilon", "1",
+            "--mechanism", "pg"]  # fmt: skip
+    ok(*args, "--out", "here", cwd=tmp_path)
+    summary = (tmp_path / "here.private" / "summary.md").read_text()
+    assert "county frame `data/counties_1980.parquet` not found" in summary
+    assert "--county-frame" in summary
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "counties_1980.parquet").symlink_to(
+        REPO / "data" / "counties_1980.parquet"
+    )
+    ok(*args, "--out", "there", cwd=tmp_path)
+    assert (tmp_path / "there.private" / "map_county_code.png").stat().st_size > 0
 
 
 def test_pennlc_by_county_and_age_with_a_sanitised_prior(tmp_path):
@@ -222,7 +241,8 @@ def test_pennlc_by_county_and_age_with_a_sanitised_prior(tmp_path):
         "synthesize", "--input", "pa.parquet", "--count-column", "cases", "--keys", "fips",
         "county", "age", "--sanitised-prior-by", "age", "--prior-epsilon", "0.2",
         "--mechanism", "truncated", "--epsilon", "1.2", "--sets", "2", "--group-by", "county",
-        "--out", "pa", cwd=tmp_path,
+        "--county-frame", str(REPO / "data" / "counties_1980.parquet"), "--out", "pa",
+        cwd=tmp_path,
     )  # fmt: skip
     out = tmp_path / "pa"
     info = manifest(out)

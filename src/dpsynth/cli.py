@@ -356,7 +356,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--county-frame",
         type=Path,
         metavar="FILE",
-        help="county boundaries for the map (default: the repository's data/counties_1980.parquet)",
+        help="county boundaries for the map (default: data/counties_1980.parquet in the current "
+        "folder, the frame the project ships)",
     )
 
     cal = commands.add_parser(

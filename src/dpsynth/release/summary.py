@@ -15,8 +15,9 @@ from dpsynth.release.request import ReleaseError
 
 #: Key columns tried, in order, as the county FIPS column when none is named.
 FIPS_CANDIDATES = ("fips", "county_fips", "county_code")
-#: The county frame shipped with the repository (present in a source checkout).
-DEFAULT_COUNTY_FRAME = Path(__file__).resolve().parents[3] / "data" / "counties_1980.parquet"
+#: The county frame the project ships, relative to the folder dpsynth runs in (the
+#: project's root, as in the README); ``--county-frame`` names any other.
+DEFAULT_COUNTY_FRAME = Path("data") / "counties_1980.parquet"
 
 #: Groups listed in summary.md's table before it says "and N more" (the plot shows all).
 TABLE_ROWS = 30
