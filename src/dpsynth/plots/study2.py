@@ -17,10 +17,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
-from dpsynth.calibration import Calibration  # noqa: E402
+from dpsynth import study2  # noqa: E402
 from dpsynth.metrics import PER_100K  # noqa: E402
-from dpsynth.privacy.calibrate import calibrate  # noqa: E402
-from dpsynth.sampling.enumeration import compositions, log_pmf_table  # noqa: E402
 
 MECHANISM_LABELS = {
     "untruncated": "Untruncated PG (paper eq 6)",
@@ -52,45 +50,18 @@ def _scenario_title(scenario: str) -> str:
 
 
 # ---- Figure 1: the toy example ----------------------------------------------------------
-def toy_calibrations(total: int, expected, epsilon: float, tail: float):
-    """The toy example's untruncated (paper) and truncated (exact bivariate) calibrations.
-
-    Two groups with equal prior rates 1/100 and populations 100 * E[y] (only n * lambda0
-    matters for the bounds; with I = 2 the exact calibration is exactly eps-DP).
-    """
-    expected = np.asarray(expected, dtype=float)
-    population = expected * 100.0
-    prior = np.full(2, 0.01)
-    untruncated = calibrate("pg", epsilon, total, population, prior, method="paper")
-    truncated = calibrate("truncated", epsilon, total, population, prior, method="exact", tail=tail)
-    return untruncated, truncated
-
-
-def toy_ratio_curve(cal: Calibration) -> tuple[np.ndarray, np.ndarray, int]:
-    """p(z|y) / p(z|x) against z_1 for the worst neighbours y_1 = L_1 + 1, x_1 = L_1.
-
-    Returns (z_1 values, ratios, y_1); exact, by enumeration of the two-cell support.
-    """
-    lower, upper = cal.bounds()
-    support = compositions(cal.total, lower, upper)
-    y1 = int(lower[0]) + 1
-    ys = np.array([[y1, cal.total - y1], [y1 - 1, cal.total - y1 + 1]])
-    table = log_pmf_table(cal, ys, support)
-    return support[:, 0], np.exp(table[0] - table[1]), y1
-
-
 def figure_toy(total: int, expected, epsilon: float, true_y1: int, tail: float):
     """Figure 1: (a) privacy ratio against z_1, (b) posterior predictive of z_1."""
     calibrations = dict(
         zip(
             ("untruncated", "truncated_exact"),
-            toy_calibrations(total, expected, epsilon, tail),
+            study2.toy_calibrations(total, expected, epsilon, tail),
             strict=True,
         )
     )
     fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(11, 4.2))
     for label, cal in calibrations.items():
-        z1, ratio, y1 = toy_ratio_curve(cal)
+        z1, ratio, y1 = study2.toy_ratio_curve(cal)
         color = MECHANISM_COLORS[label]
         ax_a.plot(
             z1,
@@ -99,11 +70,8 @@ def figure_toy(total: int, expected, epsilon: float, true_y1: int, tail: float):
             label=f"{MECHANISM_LABELS[label]}: a = ({cal.a[0]:.3g}, {cal.a[1]:.3g}), "
             f"y_1 = {y1} vs {y1 - 1}",
         )
-        support = compositions(cal.total, *cal.bounds())
-        probs = np.exp(log_pmf_table(cal, np.array([[true_y1, total - true_y1]]), support)[0])
-        ax_b.plot(
-            support[:, 0], probs, color=color, marker=".", ms=3, label=MECHANISM_LABELS[label]
-        )
+        z1, probs = study2.toy_predictive(cal, true_y1)
+        ax_b.plot(z1, probs, color=color, marker=".", ms=3, label=MECHANISM_LABELS[label])
         if cal.truncated:
             for bound in cal.bounds():
                 ax_a.axvline(bound[0], color=color, linestyle=":", linewidth=1)
