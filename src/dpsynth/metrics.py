@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-PER_100K = 1e5
+from dpsynth.units import PER_100K
 
 
 def rmse_per_100k(rates, true_rate) -> np.ndarray:

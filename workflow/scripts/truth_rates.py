@@ -8,6 +8,7 @@ from dpsynth.data.counties import load_counties, load_queen_edges, queen_adjacen
 from dpsynth.data.truth import TruthModel, model_truth, truth_from_wonder, truth_summary
 from dpsynth.io import write_json, write_parquet
 from dpsynth.seeding import job_rng
+from dpsynth.units import PER_100K
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)  # noqa: F821
 settings = snakemake.params.truth  # noqa: F821
@@ -33,7 +34,7 @@ else:
     )
     logging.info("smoothed observed rates from %s", path)
 
-truth["rate_per_100k"] = truth["rate"] * 1e5
+truth["rate_per_100k"] = truth["rate"] * PER_100K
 adjacency = queen_adjacency(edges, truth["fips"])
 summary = {"source": settings["source"], "age_group": age_group}
 summary.update(truth_summary(truth, adjacency))

@@ -11,6 +11,7 @@ from dpsynth.data.counties import load_counties, load_queen_edges, queen_adjacen
 from dpsynth.data.truth import TruthModel, model_truth_related, modelled_total, truth_summary
 from dpsynth.io import write_json, write_parquet
 from dpsynth.seeding import job_rng
+from dpsynth.units import PER_100K
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)  # noqa: F821
 p = snakemake.params  # noqa: F821
@@ -23,7 +24,7 @@ params = replace(TruthModel.from_config(p.truth["model"]), total_deaths=float(to
 reference = pd.read_parquet(snakemake.input.reference)  # noqa: F821
 rng = job_rng(p.seed, "truth", p.age_group)
 truth = model_truth_related(counties, edges, population, reference, params, p.correlation, rng)
-truth["rate_per_100k"] = truth["rate"] * 1e5
+truth["rate_per_100k"] = truth["rate"] * PER_100K
 logging.info("%s: modelled total %d deaths with %s", p.age_group, total, params)
 
 summary = {

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from dpsynth.data.counties import DataFileError, require_columns, require_counts, validate_fips
+from dpsynth.units import PER_100K
 
 #: pennLC's age bands -> (first age, first age past the band; None = open).
 PENNLC_AGE_BANDS: dict[str, tuple[int, int | None]] = {
@@ -103,7 +104,7 @@ def load_pennsylvania_counties(path: str | os.PathLike):
     return frame.reset_index(drop=True)
 
 
-def county_crude_rates(strata: pd.DataFrame, per: float = 1e5) -> pd.DataFrame:
+def county_crude_rates(strata: pd.DataFrame, per: float = PER_100K) -> pd.DataFrame:
     """Per county: total ``cases``, ``population`` and crude ``rate`` per ``per`` people."""
     totals = strata.groupby("county", observed=True, sort=True)[["cases", "population"]].sum()
     totals["rate"] = totals["cases"] / totals["population"] * per

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from dpsynth.data.counties import DataFileError, require_columns, require_counts
+from dpsynth.units import PER_100K
 
 STANDARD_COLUMNS = ("age_start", "age_end", "population")
 
@@ -70,7 +71,9 @@ def standard_weights(table: pd.DataFrame, bands: Mapping[str, tuple[int, int | N
     return weights / weights.sum()
 
 
-def age_adjusted_rate(cases, population, age_band, weights: pd.Series, per: float = 1e5) -> float:
+def age_adjusted_rate(
+    cases, population, age_band, weights: pd.Series, per: float = PER_100K
+) -> float:
     """Directly age-adjusted rate per ``per``: ``sum_b w_b * cases_b / population_b``.
 
     ``cases``, ``population`` and ``age_band`` are aligned sequences (one element per

@@ -47,6 +47,7 @@ import scipy.stats
 from scipy.special import logsumexp
 
 from dpsynth.data.counties import queen_adjacency
+from dpsynth.units import PER_100K
 
 
 @dataclass(frozen=True)
@@ -463,14 +464,16 @@ def truth_summary(truth: pd.DataFrame, adjacency: scipy.sparse.spmatrix | None =
     sum(expected) / sum(population). With ``adjacency`` (rows in the frame's order) it
     adds Moran's I of log(rate).
     """
-    per_100k = truth["rate"].to_numpy(float) * 1e5
+    per_100k = truth["rate"].to_numpy(float) * PER_100K
     quantiles = (0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0)
     values = np.quantile(per_100k, quantiles)
     summary = {
         "counties": int(len(truth)),
         "population": float(truth["population"].sum()),
         "expected_deaths": float(truth["expected"].sum()),
-        "national_rate_per_100k": float(1e5 * truth["expected"].sum() / truth["population"].sum()),
+        "national_rate_per_100k": float(
+            PER_100K * truth["expected"].sum() / truth["population"].sum()
+        ),
         "rate_per_100k_quantiles": {
             f"{q:g}": float(v) for q, v in zip(quantiles, values, strict=True)
         },

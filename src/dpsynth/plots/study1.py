@@ -122,9 +122,11 @@ def figure_maps(counties, scenario_frame, county_means, epsilons, scenario: int 
     import numpy as np
 
     from dpsynth.plots.maps import CONUS_ALBERS, boundaries, map_grid
+    from dpsynth.units import PER_100K
 
     frame = counties[["fips", "state", "geometry"]].to_crs(CONUS_ALBERS)
-    frame["truth"] = scenario_frame.set_index("fips").loc[frame["fips"], "rate"].to_numpy() * 1e5
+    rate = scenario_frame.set_index("fips").loc[frame["fips"], "rate"].to_numpy()
+    frame["truth"] = rate * PER_100K
     means = county_means[county_means["scenario"] == scenario]
     rows = []
     for mech in ("md", "pg_state"):
@@ -134,7 +136,7 @@ def figure_maps(counties, scenario_frame, county_means, epsilons, scenario: int 
             if sel.empty:
                 continue
             column = f"{mech}_{eps:g}"
-            frame[column] = sel.sort_values("county")["rate"].to_numpy() * 1e5
+            frame[column] = sel.sort_values("county")["rate"].to_numpy() * PER_100K
             cells.append((column, f"epsilon = {eps:g}" if not rows else ""))
         if cells:
             rows.append((MECHANISM_LABELS[mech], cells))

@@ -18,7 +18,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from dpsynth import study2  # noqa: E402
-from dpsynth.metrics import PER_100K  # noqa: E402
+from dpsynth.units import PER_100K  # noqa: E402
 
 MECHANISM_LABELS = {
     "untruncated": "Untruncated PG (paper eq 6)",

@@ -16,6 +16,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from dpsynth.units import PER_100K
+
 #: Summary rows about calibrations, not measured on draws: no guide criterion.
 CALIBRATION_METRICS = ("gamma_shape", "gamma_shape_max", "outside_bounds_share",
                        "calibration_skipped")  # fmt: skip
@@ -66,7 +68,7 @@ def epsilon_guide(summary: pd.DataFrame, overall_rate: float, tolerance: float,
 
 def study_guide(definition, strata: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
     """:func:`epsilon_guide` of a study, its rMSE scaled by the table's true overall rate."""
-    overall = strata[definition.count].sum() / strata[definition.population].sum() * 1e5
+    overall = strata[definition.count].sum() / strata[definition.population].sum() * PER_100K
     guide = epsilon_guide(summary, overall, definition.tolerance, definition.band_tolerance)
     guide.insert(0, "study", definition.name)
     return guide

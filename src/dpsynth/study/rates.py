@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse
 
-from dpsynth.metrics import PER_100K
+from dpsynth.units import PER_100K
 
 #: The single band of crude rates.
 CRUDE = "all ages"
