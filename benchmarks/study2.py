@@ -53,7 +53,7 @@ _STATE: dict = {}
 def build_standin():
     """The study `standin` of config/config.yaml (its table built as the workflow's
     ``study2_table`` job builds it), its strata with the national prior, and its measures."""
-    import tempfile  # noqa: PLC0415
+    import tempfile
 
     entry = yaml.safe_load((REPO / "config/config.yaml").read_text())["studies"]["standin"]
     table = scenario_table(
