@@ -87,7 +87,10 @@ def main() -> None:
     }
     for name, rng in generators():
         for label, scale in scales.items():
-            seconds = best_time(lambda: sample_discrete_laplace(scale, 10**5, rng), args.repeats)  # noqa: B023
+            seconds = best_time(
+                lambda scale=scale, rng=rng: sample_discrete_laplace(scale, 10**5, rng),
+                args.repeats,
+            )
             print(f"| {name} | {label} | {seconds / 1e5 * 1e6:.2f} |")
 
     rng = np.random.default_rng(1)
@@ -106,12 +109,12 @@ def main() -> None:
             study1.geometric_release_each = release_each
             if release_each is former_release_each:  # one call per dataset
 
-                def draw_noise():
-                    return [noise(e, (1, N_COUNTIES), rng) for e in epsilons for _ in ids]  # noqa: B023
+                def draw_noise(noise=noise):
+                    return [noise(e, (1, N_COUNTIES), rng) for e in epsilons for _ in ids]
             else:  # one call per epsilon
 
-                def draw_noise():
-                    return [noise(e, (N_DATASETS, N_COUNTIES), rng) for e in epsilons]  # noqa: B023
+                def draw_noise(noise=noise):
+                    return [noise(e, (N_DATASETS, N_COUNTIES), rng) for e in epsilons]
 
             results[label, "noise"] = best_time(draw_noise, args.repeats)
             results[label, "job"] = best_time(
@@ -119,7 +122,7 @@ def main() -> None:
                 args.repeats,
             )
             results[label, "prior"] = best_time(
-                lambda: [noise(0.1 * e, 49, rng) for e in epsilons for _ in ids],  # noqa: B023
+                lambda noise=noise: [noise(0.1 * e, 49, rng) for e in epsilons for _ in ids],
                 args.repeats,
             )
             results[label, "sanitised job"] = best_time(

@@ -3,15 +3,12 @@ epsilon guide, and maps of the area rates."""
 
 from __future__ import annotations
 
-import matplotlib
+import matplotlib.colors as mcolors
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.colors as mcolors  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from dpsynth.study.guide import CALIBRATION_METRICS  # noqa: E402
+from dpsynth.study.guide import CALIBRATION_METRICS
 
 METHOD_LABELS = {"paper": "paper calibration, nominal eps", "exact": "exact bivariate",
                  "certified": "certified"}  # fmt: skip

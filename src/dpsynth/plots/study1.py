@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
+import matplotlib.pyplot as plt
+import pandas as pd
 
 SCENARIO_TITLES = {
     1: "Scenario 1: same n, same rate",

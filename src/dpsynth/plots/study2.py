@@ -9,16 +9,13 @@ which are synthetic. Arms are named as in ``config/config.yaml`` (``untruncated`
 
 from __future__ import annotations
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.ticker import FuncFormatter
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.ticker import FuncFormatter  # noqa: E402
-
-from dpsynth import study2  # noqa: E402
-from dpsynth.units import PER_100K  # noqa: E402
+from dpsynth import study2
+from dpsynth.units import PER_100K
 
 MECHANISM_LABELS = {
     "untruncated": "Untruncated PG (paper eq 6)",
