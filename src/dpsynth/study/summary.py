@@ -36,9 +36,9 @@ def _calibration_rows(calibrations: pd.DataFrame, y: np.ndarray) -> list[pd.Data
     share = grouped["outside"].mean()
     frames = [
         shape.assign(metric="gamma_shape"),
-        pd.DataFrame({"median": top, "lower": top, "upper": top}).reset_index()
+        pd.DataFrame(dict.fromkeys(BAND_COLUMNS, top)).reset_index()
         .assign(metric="gamma_shape_max"),
-        pd.DataFrame({"median": share, "lower": share, "upper": share, "truth": 0.0})
+        pd.DataFrame({**dict.fromkeys(BAND_COLUMNS, share), "truth": 0.0})
         .reset_index().assign(metric="outside_bounds_share"),
     ]  # fmt: skip
     return frames
@@ -75,8 +75,8 @@ def summarise_study(
     skipped = status[~status["ok"].astype(bool)]
     if len(skipped):
         parts.append(pd.DataFrame({"arm": skipped["arm"], "epsilon": skipped["epsilon"],
-                                   "metric": "calibration_skipped", "median": 1.0,
-                                   "lower": 1.0, "upper": 1.0, "truth": 0.0}))  # fmt: skip
+                                   "metric": "calibration_skipped",
+                                   **dict.fromkeys(BAND_COLUMNS, 1.0), "truth": 0.0}))  # fmt: skip
     summary = pd.concat(parts, ignore_index=True)
     arms = {arm.label: arm for arm in definition.arms}
     summary["mechanism"] = summary["arm"].map(lambda a: arms[a].mechanism)
