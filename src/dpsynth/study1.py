@@ -26,12 +26,12 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from dpsynth.baselines.geometric import geometric_release_each
 from dpsynth.data.scenarios import Scenario, draw_datasets, make_scenario
 from dpsynth.design import chunk_members
-from dpsynth.mechanisms.geometric import geometric_release_each
-from dpsynth.mechanisms.sanitised_prior import sanitised_prior_calibration
 from dpsynth.metrics import BAND_COLUMNS, group_rate_per_100k, pooled_mean, rmse_per_100k
 from dpsynth.privacy.calibrate import calibrate
+from dpsynth.privacy.sanitised_prior import sanitised_prior_calibration
 from dpsynth.sampling.synthesize import posterior_rates, posterior_rates_per_dataset
 from dpsynth.seeding import job_rng
 
