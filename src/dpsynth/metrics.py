@@ -1,8 +1,11 @@
-"""Utility measures of synthetic rates against the truth (Quick 2021 and Quick 2022, Section 3).
+"""Utility measures and their summaries (Quick 2021 and Quick 2022, Section 3).
 
-Rates are per person; the ``*_per_100k`` helpers scale by 100,000 as the papers report.
-Every function takes draws as an array whose last axis is the cells, so one call scores
-many datasets at once.
+The one module of the studies' shared summaries: the utility measures of synthetic rates
+against the truth (rates are per person; the ``*_per_100k`` helpers scale by
+:data:`dpsynth.units.PER_100K` as the papers report), the one median and 95% band over
+datasets (:func:`summarise`, :func:`summarise_frame`, columns :data:`BAND_COLUMNS`) and the
+mean over datasets from per-chunk sums (:func:`pooled_mean`). Every measure takes draws
+as an array whose last axis is the cells, so one call scores many datasets at once.
 """
 
 from __future__ import annotations
@@ -35,8 +38,8 @@ def group_rate_per_100k(rates, population, members) -> np.ndarray:
     return events / population[members].sum() * PER_100K
 
 
-#: Quantiles of the central 95% band (Quick 2021, Section 5; Quick 2022, Section 4: median
-#: and 95% interval over the L synthetic datasets).
+#: Quantiles of the central 95% band over the synthetic datasets, beside their median
+#: (the bands of Quick 2021 and Quick 2022, Section 3).
 BAND = (0.025, 0.975)
 #: The columns of every band: its median and quantiles ``BAND``, in this order.
 BAND_COLUMNS = ("median", "lower", "upper")
