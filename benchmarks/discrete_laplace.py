@@ -23,12 +23,12 @@ from fractions import Fraction
 import numpy as np
 from mechanisms import best_time  # benchmarks/ is on the path when run as a script
 
-import dpsynth.mechanisms.geometric as geometric
-import dpsynth.mechanisms.sanitised_prior as sanitised_prior
+import dpsynth.baselines.geometric as geometric
+import dpsynth.privacy.sanitised_prior as sanitised_prior
 import dpsynth.study1 as study1
 from dpsynth.data.scenarios import Scenario
 from dpsynth.design import epsilon_grid
-from dpsynth.privacy.discrete_laplace import sample_discrete_laplace, scale_for
+from dpsynth.privacy.discrete_laplace import SENSITIVITY, sample_discrete_laplace, scale_for
 from dpsynth.study1 import Geography, score_datasets
 
 N_COUNTIES = 3085
@@ -36,7 +36,7 @@ N_DATASETS = 100  # datasets_per_job of config/config.yaml
 N_SANITISED = 20
 
 
-def float_geometric_noise(epsilon, size, rng, sensitivity=geometric.SENSITIVITY):
+def float_geometric_noise(epsilon, size, rng, sensitivity=SENSITIVITY):
     """The former sampler: difference of two floating-point NumPy geometric draws."""
     p_success = -np.expm1(-epsilon / sensitivity)
     return rng.geometric(p_success, size) - rng.geometric(p_success, size)

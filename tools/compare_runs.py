@@ -241,7 +241,7 @@ def png_difference(before: Path, after: Path) -> str:
 
     try:
         x, y = mpimg.imread(before), mpimg.imread(after)
-    except Exception as error:  # noqa: BLE001 - an unreadable image is a difference
+    except Exception as error:  # an unreadable image is a difference
         return f"bytes differ; unreadable image: {error}"
     if x.shape != y.shape:
         return f"image size {x.shape} -> {y.shape}"
@@ -271,7 +271,7 @@ def compare_file(relative: str, before: Path, after: Path, renames: dict) -> Out
             problems = [png_difference(before, after)]
         else:
             problems = ["bytes differ"]
-    except Exception as error:  # noqa: BLE001 - a file that cannot be read is a difference
+    except Exception as error:  # a file that cannot be read is a difference
         problems = [f"cannot compare: {type(error).__name__}: {error}"]
     if not problems:
         return Outcome(relative, "same", kind, "same content, bytes differ")

@@ -26,12 +26,12 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from dpsynth.baselines.geometric import geometric_release_each
 from dpsynth.data.scenarios import Scenario, draw_datasets, make_scenario
 from dpsynth.design import chunk_members
-from dpsynth.mechanisms.geometric import geometric_release_each
-from dpsynth.mechanisms.sanitised_prior import sanitised_prior_calibration
-from dpsynth.metrics import group_rate_per_100k, rmse_per_100k
+from dpsynth.metrics import BAND_COLUMNS, group_rate_per_100k, pooled_mean, rmse_per_100k
 from dpsynth.privacy.calibrate import calibrate
+from dpsynth.privacy.sanitised_prior import sanitised_prior_calibration
 from dpsynth.sampling.synthesize import posterior_rates, posterior_rates_per_dataset
 from dpsynth.seeding import job_rng
 
@@ -328,7 +328,7 @@ def summarise_scores(scores: pd.DataFrame, scenario_paths) -> pd.DataFrame:
 
 
 #: Columns of a Study-1 summary (``results/study1/summary.parquet``, ages 35-44).
-SUMMARY_COLUMNS = ("scenario", "mechanism", "epsilon", "metric", "median", "lower", "upper")
+SUMMARY_COLUMNS = ("scenario", "mechanism", "epsilon", "metric", *BAND_COLUMNS)
 
 
 def stack_age_groups(summaries: dict) -> pd.DataFrame:
@@ -355,9 +355,7 @@ def stack_age_groups(summaries: dict) -> pd.DataFrame:
 def county_means(county_sums: pd.DataFrame) -> pd.DataFrame:
     """Mean synthetic rate per scenario x mechanism x epsilon x county over all datasets."""
     keys = ["scenario", "mechanism", "epsilon", "county"]
-    totals = county_sums.groupby(keys, as_index=False)[["rate_sum", "count"]].sum()
-    totals["rate"] = totals["rate_sum"] / totals["count"]
-    return totals[[*keys, "rate"]]
+    return pooled_mean(county_sums, keys, "rate_sum", "count")
 
 
 def behaviour_checks(summary: pd.DataFrame) -> dict:

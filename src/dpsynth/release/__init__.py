@@ -85,7 +85,7 @@ def _prior(request, strata: Strata, budget: Budget, root: RootKey):
     public = public_prior(request, strata)
     if public is not None:
         return public[0], None, public[1]
-    from dpsynth.mechanisms.sanitised_prior import sanitised_group_prior
+    from dpsynth.privacy.sanitised_prior import sanitised_group_prior
 
     columns = list(request.sanitised_prior_by)
     codes, groups = group_codes(strata.keys, columns)

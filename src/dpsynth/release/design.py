@@ -5,7 +5,7 @@ method, budget split, truncation settings. From it and the strata come, in order
 
 1. the prior rates: an external (public) file or column, the public overall rate
    total / population, or a *sanitised* prior (group totals with discrete Laplace noise,
-   ``epsilon_prior``; :func:`dpsynth.mechanisms.sanitised_prior.sanitised_group_prior`);
+   ``epsilon_prior``; :func:`dpsynth.privacy.sanitised_prior.sanitised_group_prior`);
 2. the calibration at ``epsilon_per_set`` from the total, populations and prior rates,
    never from the counts (:meth:`Design.calibrate`);
 3. one release-mode sampler for the counts (:meth:`Design.sampler`) whose total-variation
