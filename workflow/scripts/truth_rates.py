@@ -5,7 +5,9 @@ import logging
 from dpsynth.data import read_wonder
 from dpsynth.data.age_groups import group_population, load_age_groups
 from dpsynth.data.counties import load_counties, load_queen_edges, queen_adjacency
-from dpsynth.data.truth import TruthModel, model_truth, truth_from_wonder, truth_summary
+from dpsynth.data.truth.model import TruthModel, model_truth
+from dpsynth.data.truth.observed import truth_from_wonder
+from dpsynth.data.truth.summary import truth_summary
 from dpsynth.io import write_json, write_parquet
 from dpsynth.seeding import job_rng
 from dpsynth.units import PER_100K

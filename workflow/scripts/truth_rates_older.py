@@ -1,5 +1,5 @@
 """True county rates of an older age group (Study 1's Appendix C): totals and populations
-modelled, the map related to the 35-44 truth (see dpsynth.data.truth.model_truth_related)."""
+modelled, the map related to the 35-44 truth (see dpsynth.data.truth.model.model_truth_related)."""
 
 import logging
 from dataclasses import replace
@@ -8,7 +8,8 @@ import pandas as pd
 
 from dpsynth.data.age_groups import group_population, load_age_groups
 from dpsynth.data.counties import load_counties, load_queen_edges, queen_adjacency
-from dpsynth.data.truth import TruthModel, model_truth_related, modelled_total, truth_summary
+from dpsynth.data.truth.model import TruthModel, model_truth_related, modelled_total
+from dpsynth.data.truth.summary import truth_summary
 from dpsynth.io import write_json, write_parquet
 from dpsynth.seeding import job_rng
 from dpsynth.units import PER_100K
