@@ -159,3 +159,15 @@ def test_the_preview_marks_its_count_dependent_line_private(tmp_path):
     assert "private" in line and "do not publish" in line
     assert "floating-point error at most" in text
     assert math.isfinite(float(text.split("floating-point error at most ")[1].split()[0]))
+
+
+def test_an_epsilon_whose_exponential_overflows_is_refused_not_crashed(tmp_path):
+    """epsilon 800: e^800 overflowed (OverflowError, exit 1) in the tv target."""
+    from dpsynth.release.preview import preview
+
+    path = tmp_path / "s.csv"
+    TWO_CELLS.assign(count=[143, 127]).to_csv(path, index=False)
+    request = request_for(path, tmp_path / "out", mechanism="pg", epsilon=800.0)
+    for attempt in (preview, build_release):
+        with pytest.raises(ReleaseError, match="twice"):
+            attempt(request)

@@ -45,6 +45,8 @@ class Design:
     @property
     def tv_target(self) -> float:
         """Largest total-variation error a set's sampler may have."""
+        if self.budget.epsilon_per_set > 700.0:  # e^eps overflows: 0 to double precision
+            return 0.0
         return self.budget.delta_per_set / (1.0 + math.exp(self.budget.epsilon_per_set))
 
     def calibrate(self, total: int, population, prior_rate) -> Calibration:
