@@ -110,8 +110,11 @@ e^eps P_x(S) + (1 + e^eps) max(tv_y, tv_x) (tv_y = TV(P_y, q_y) <= ``tv_bound``)
 tau, as :func:`release_sampler` ensures or raises. ``tv_bound`` itself depends on y and
 must not be published (tau may be). Not covered: the build failing for some y and not
 for a neighbour (the event "no release" is visible). Two such failures depend on y and are
-closed off: a tail whose cuts leave the event sum = y. no mass (the build raises) is
-skipped by :func:`release_sampler` for the next, smaller tail, and a tau within reach of
+closed off: the tilt is checked and found by bisection when the damped Newton steps of
+the default mode stop far from y. (:func:`_solve_tilt_bounded_release`; a failed tilt left
+the event sum = y. no mass for some y and not for their neighbours), a tail whose cuts
+still leave that event no mass (the build raises) is skipped by :func:`release_sampler`
+for the next, smaller tail, and a tau within reach of
 the rounding term (which varies with y through the leaves' walks) is refused by the
 release beforehand, from :func:`public_rounding_bound` (a function of the calibration
 only). What remains needs a conditioning event of astronomically small probability. Also
@@ -230,6 +233,58 @@ def _solve_tilt_bounded(rows: _PaddedRows, base: list[np.ndarray], total: int) -
         # var -> 0 only when total is an end of the feasible range: lean towards it
         step = -excess / var if var > 1e-12 else -np.sign(excess) * 2.0
         log_c += float(np.clip(step, -2.0, 2.0))
+    return log_c
+
+
+def _tilted_moments(rows: _PaddedRows, base: list[np.ndarray], log_c: float):
+    """Sum over cells of the mean and of the variance of the tilted cells on their windows."""
+    mean = var = 0.0
+    for (_, values, _), logw in zip(rows.groups, base, strict=True):
+        tilted = logw + log_c * values
+        prob = np.exp(tilted - logsumexp(tilted, axis=1, keepdims=True))
+        cell_mean = np.sum(prob * values, axis=1)
+        mean += float(cell_mean.sum())
+        var += float(np.sum(prob * values**2) - np.sum(cell_mean**2))
+    return mean, var
+
+
+def _solve_tilt_bounded_release(rows: _PaddedRows, base: list[np.ndarray], total: int) -> float:
+    """The release mode's tilt: :func:`_solve_tilt_bounded`, checked, and bisection when it
+    did not converge.
+
+    The damped Newton steps can cycle (a cell pinned at a bound has almost no variance) and
+    stop after their 60 iterations far from the total; the tilted product measure then
+    gives the event sum = y. so little mass that the 2^-400 floor cuts all of it, and the
+    release fails, for some counts and not for their neighbours (the shapes ~y + a set
+    where Newton lands). The tilted total's mean increases with log c (its derivative is
+    the variance), so bisection on a bracket always converges; any tilt leaves q unchanged.
+    """
+
+    def close(mean, var):
+        return abs(mean - total) < 0.05 * max(1.0, math.sqrt(max(var, 0.0)))
+
+    log_c = _solve_tilt_bounded(rows, base, total)
+    mean, var = _tilted_moments(rows, base, log_c)
+    if close(mean, var):
+        return log_c
+    low, high = -1.0, 1.0
+    for _ in range(60):  # widen the bracket (the total may sit at an end of the feasible range)
+        if _tilted_moments(rows, base, low)[0] <= total:
+            break
+        low *= 2.0
+    for _ in range(60):
+        if _tilted_moments(rows, base, high)[0] >= total:
+            break
+        high *= 2.0
+    for _ in range(200):
+        log_c = 0.5 * (low + high)
+        mean, var = _tilted_moments(rows, base, log_c)
+        if close(mean, var) or high - low < 1e-12:
+            break
+        if mean < total:
+            low = log_c
+        else:
+            high = log_c
     return log_c
 
 
@@ -477,7 +532,7 @@ class ConditionedSampler:
 
     # --- release mode ----------------------------------------------------------------
     def _release_log_tilt(self, shape, log_p, lower, upper) -> float:
-        """The same tilt as the default mode (any tilt leaves q unchanged)."""
+        """The default mode's tilt, checked (any tilt leaves q unchanged)."""
         if self.calibration.truncated:
             rows = _PaddedRows(lower, upper - lower + 1)
             base = [
@@ -485,7 +540,7 @@ class ConditionedSampler:
                 + v * log_p[r, None]
                 for r, v, valid in rows.groups
             ]
-            return _solve_tilt_bounded(rows, base, self.total)
+            return _solve_tilt_bounded_release(rows, base, self.total)
         return _solve_tilt_untruncated(shape, log_p, self.total)
 
     def _build_release(self, counts, shape, log_p, lower, upper, tail) -> None:
