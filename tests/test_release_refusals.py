@@ -201,3 +201,18 @@ def test_an_epsilon_whose_exponential_overflows_is_refused_not_crashed(tmp_path)
     for attempt in (preview, build_release):
         with pytest.raises(ReleaseError, match="twice"):
             attempt(request)
+
+
+def test_the_whole_release_audit_covers_the_instance_that_crashed():
+    """The exact audit of the whole release (every table with the total, every neighbour,
+    the implemented sampler) on the crash instance: it crashed before; now every table
+    releases within the stated (epsilon, delta)."""
+    from dpsynth.privacy.release_audit import audit_release
+
+    design = Design("truncated", "certified", Budget(1.0, 1e-12, 0.0, 1))
+    audit = audit_release(
+        design, TWO_CELLS["population"].to_numpy(), 270,
+        prior_rate=TWO_CELLS["prior_rate"].to_numpy(),
+    )  # fmt: skip
+    assert audit.pairs == 540
+    assert audit.epsilon <= 1.0 and audit.delta <= 1e-12 and audit.unmatched <= 1e-12
