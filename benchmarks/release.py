@@ -94,6 +94,7 @@ def main() -> None:
                         epsilon=0.2 + epsilon_set * args.sets,
                         mechanism=mechanism,
                         keys=tuple(keys),
+                        strata="input",  # pennLC's strata with a population (README)
                         sets=args.sets,
                         sanitised_prior_by=("race", "sex", "age"),
                         prior_epsilon=0.2,

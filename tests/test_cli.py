@@ -239,7 +239,8 @@ def test_pennlc_by_county_and_age_with_a_sanitised_prior(tmp_path):
     small.to_parquet(tmp_path / "pa.parquet", index=False)
     ok(
         "synthesize", "--input", "pa.parquet", "--count-column", "cases", "--keys", "fips",
-        "county", "age", "--sanitised-prior-by", "age", "--prior-epsilon", "0.2",
+        "county", "age", "--strata", "input", "--sanitised-prior-by", "age",
+        "--prior-epsilon", "0.2",
         "--mechanism", "truncated", "--epsilon", "1.2", "--sets", "2", "--group-by", "county",
         "--county-frame", str(REPO / "data" / "counties_1980.parquet"), "--out", "pa",
         cwd=tmp_path,

@@ -38,13 +38,13 @@ STRATA = pd.DataFrame(
         "prior_rate": [0.004, 0.004, 0.006, 0.006, 0.005, 0.005],
     }
 )
-KEYS = ("code", "region")
+KEYS = ("code", "region")  # nested (a code lies in one region): no cross product
 
 
 def request_for(path, out, **changes) -> ReleaseRequest:
-    fields = dict(
-        input=path, out=out, epsilon=1.0, mechanism="pg", keys=KEYS, test_seed=1, progress=False
-    )
+    """A release of ``path``, whose rows list every stratum (declared: nested keys)."""
+    fields = dict(input=path, out=out, epsilon=1.0, mechanism="pg", keys=KEYS, test_seed=1,
+                  progress=False, strata="input")  # fmt: skip
     fields.update(changes)
     return ReleaseRequest(**fields)
 

@@ -232,7 +232,7 @@ def test_a_refusal_on_public_grounds_spends_nothing_with_a_public_prior(tmp_path
     assert Ledger(ledger).entries() == []
     frame = TWO_CELLS.assign(count=[143, 127], region=["r1", "r2"]).drop(columns="prior_rate")
     frame.to_csv(path, index=False)
-    sanitised = dict(tiny, keys=("area", "region"), sanitised_prior_by=("region",))
+    sanitised = dict(tiny, keys=("area", "region"), sanitised_prior_by=("region",), strata="input")
     with pytest.raises(ReleaseError, match="--max-memory"):
         build_release(request_for(path, tmp_path / "out", **sanitised))
     assert len(Ledger(ledger).entries()) == 1

@@ -161,6 +161,17 @@ def _add_strata_options(syn: argparse.ArgumentParser) -> None:
         "manifest says that this rule was applied (not which counts it changed)",
     )
     cols.add_argument(
+        "--strata",
+        metavar="FILE|input",
+        help="where the list of every stratum comes from (the release publishes it, so it "
+        "must not depend on the counts: an input without its zero-count rows would reveal "
+        "them). Default: the key values must form a full cross product, checked. FILE: a "
+        "public CSV or Parquet list of every stratum with its population (and prior-rate "
+        "column, for a prior in the input); the input then holds the keys and counts, and a "
+        "listed stratum with no row counts 0. 'input': you declare that the input lists "
+        "every stratum (e.g. nested keys such as state and county)",
+    )
+    cols.add_argument(
         "--population-column",
         default="population",
         metavar="NAME",
@@ -456,6 +467,7 @@ def _request(args, **extra):
         ),
         prior_epsilon=args.prior_epsilon,
         rounding=args.rounding,
+        strata=args.strata if args.strata in (None, "input") else Path(args.strata),
         **extra,
     )
 

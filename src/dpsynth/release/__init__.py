@@ -45,6 +45,7 @@ from dpsynth.release.request import (
     ReleaseRequest,
     plan_budget,
 )
+from dpsynth.release.strata_list import STATEMENTS as STRATA_STATEMENTS
 
 __all__ = [
     "NEIGHBOURS",
@@ -285,6 +286,7 @@ def write_release(tmp: Path, request, strata, cal, synthetic, budget, root) -> d
         total=cal.total,
         tail=cal.tail,
         strata=cells,
+        strata_list=strata.strata_list,
         population_column=request.population_column,
         rounding=request.rounding,
     )
@@ -378,6 +380,10 @@ def _finish_manifest(tmp: Path, info, prior_table, prior_block, design: Design) 
             else None
         ),
         "strata": info["strata"],
+        "strata_list": {
+            "source": info["strata_list"],
+            "statement": STRATA_STATEMENTS[info["strata_list"]],
+        },
         "total": cal_total,
         "sets": budget.sets,
         "keys": info["keys"],

@@ -24,6 +24,7 @@ from dpsynth.data.rounding import round_counts
 from dpsynth.data.validation import SHOWN, validate_strata
 from dpsynth.data.validation import read_table as data_read_table
 from dpsynth.release.request import ReleaseError, ReleaseRequest
+from dpsynth.release.strata_list import check_cross_product, match_to_list
 
 #: Column names the release's own files use: a key may not take them.
 RESERVED = ("set", "count", "a", "b", "population", "prior_rate", "lower", "upper", "cell")
@@ -44,6 +45,8 @@ class Strata:
     #: strata whose fractional count ``--rounding nearest`` rounded (private: it depends
     #: on the confidential counts, so only the steward's folder states it)
     rounded: int = 0
+    #: how the release knows it lists every stratum (``strata_list.STATEMENTS``)
+    strata_list: str = "cross-product"
 
     @property
     def total(self) -> int:
@@ -103,7 +106,9 @@ def _describe_keys(keys: pd.DataFrame, mask: np.ndarray) -> str:
     return text
 
 
-def _check_columns(request, frame, count, keys, dropped, prior_in_input) -> None:
+def _check_columns(request, frame, count, keys, dropped, prior_in_input, listed=False) -> None:
+    """The input's columns are the keys, the count and the value columns (only the count
+    when the strata come from a list, which holds the populations and prior rates)."""
     source = request.input
     if not keys:
         raise ReleaseError(f"{source}: --keys names no column; expected the stratum keys")
@@ -116,6 +121,9 @@ def _check_columns(request, frame, count, keys, dropped, prior_in_input) -> None
     value_columns = [count, request.population_column]
     if prior_in_input:
         value_columns.append(request.prior_rate_column)
+    if listed:
+        dropped = [*dropped, *value_columns[1:]]  # the list's values are used
+        value_columns = [count]
     clash = [k for k in keys if k in value_columns]
     if clash:
         raise ReleaseError(f"{source}: {clash} named both as key and as a value column")
@@ -179,8 +187,16 @@ def load_strata(request: ReleaseRequest) -> Strata:
         request.needs_prior and request.prior_file is None and request.sanitised_prior_by is None
     )
     frame, count, keys, dropped = _read_input(request)
-    _check_columns(request, frame, count, keys, dropped, prior_in_input)
     source = str(request.input)
+    listed = request.strata not in (None, "input")
+    _check_columns(request, frame, count, keys, dropped, prior_in_input, listed)
+    if listed:
+        values = [request.population_column]
+        values += [request.prior_rate_column] if prior_in_input else []
+        frame = match_to_list(
+            frame, read_table(Path(request.strata)), keys, count, values, source,
+            str(request.strata),
+        )  # fmt: skip
     try:
         # the rule the study stage applies too (studies.<name>.rounding)
         frame, rounded = round_counts(
@@ -192,6 +208,9 @@ def load_strata(request: ReleaseRequest) -> Strata:
         )
     except ValueError as err:
         raise ReleaseError(str(err)) from err
+    if request.strata is None:
+        check_cross_product(frame, keys, source)
+    strata_list = {None: "cross-product", "input": "declared"}.get(request.strata, "external-file")
     frame = frame.sort_values(keys, kind="stable").reset_index(drop=True)
     counts = pd.to_numeric(frame[count]).to_numpy(dtype=float).astype(np.int64)
     populations = pd.to_numeric(frame[request.population_column]).to_numpy(dtype=float)
@@ -227,4 +246,6 @@ def load_strata(request: ReleaseRequest) -> Strata:
             raise ReleaseError(
                 f"--sanitised-prior-by column(s) {absent} are not key columns; keys are {keys}"
             )
-    return Strata(key_frame, counts, populations, prior_rate, prior_source, count, rounded)
+    return Strata(
+        key_frame, counts, populations, prior_rate, prior_source, count, rounded, strata_list
+    )

@@ -14,8 +14,9 @@ import json
 import math
 from importlib import resources
 
-#: Manifest format version; bump when a field changes meaning (1: before issue #12).
-RELEASE_FORMAT = 2
+#: Manifest format version; bump when a field changes meaning (1: before issue #12; 2:
+#: before ``strata_list``).
+RELEASE_FORMAT = 3
 #: The synthetic count column of the release (the input's count column is replaced).
 SYNTHETIC_COUNT = "count"
 #: What the manifest says of ``--rounding``, by mode. Whether any count was fractional
@@ -142,6 +143,7 @@ SCHEMA = {
         "rounding",
         "truncation",
         "strata",
+        "strata_list",
         "total",
         "sets",
         "keys",
@@ -231,6 +233,15 @@ SCHEMA = {
             "properties": {"tail": _NUMBER, "inflation": _NUMBER},
         },
         "strata": {"type": "integer", "minimum": 1},
+        "strata_list": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["source", "statement"],
+            "properties": {
+                "source": {"enum": ["cross-product", "external-file", "declared"]},
+                "statement": _STRING,
+            },
+        },
         "total": {"type": "integer", "minimum": 1},
         "sets": {"type": "integer", "minimum": 1},
         "keys": {"type": "array", "items": _STRING, "minItems": 1},

@@ -62,6 +62,9 @@ class ReleaseRequest:
     sanitised_prior_by: tuple[str, ...] | None = None
     prior_epsilon: float | None = None
     rounding: str = "refuse"  # fractional counts: refuse, or round to nearest (half to even)
+    #: where the list of every stratum comes from: None (the keys' values form a checked
+    #: cross product), "input" (declared complete by the steward) or a public file
+    strata: Path | str | None = None
     budget: float | None = None
     ledger: Path | None = None
     max_memory: int = DEFAULT_MAX_MEMORY

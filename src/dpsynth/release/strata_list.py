@@ -1,0 +1,130 @@
+"""Which strata a release lists, and how it knows the list holds every stratum.
+
+A release publishes its strata (their keys and populations) exactly. That is safe only if
+the list does not depend on the counts: an input that leaves out the strata with no event
+(CDC WONDER exports do, unless "Show Zero Values" is ticked) publishes which strata have
+events, at any epsilon. So the list must come from public knowledge, one of:
+
+- ``cross-product`` (the default): the keys' values form a full cross product, every
+  combination present; checked, and refused otherwise, naming missing combinations. (It
+  cannot see a key value that has no row at all, e.g. a county with no event in any age
+  group: an external list is the complete answer.)
+- ``external-file`` (``--strata FILE``): a public file lists every stratum with its
+  population (and prior rate, if the prior is a column); the input's counts are matched to
+  it by key, a listed stratum with no row gets count 0, and an input row that is not listed
+  is refused.
+- ``declared`` (``--strata input``): the steward declares that the input lists every
+  stratum, zero counts included (nested keys such as state and county are no cross
+  product).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from dpsynth.data.validation import SHOWN
+from dpsynth.release.request import ReleaseError
+
+#: What the manifest says of each source of the list of strata.
+STATEMENTS = {
+    "cross-product": (
+        "every combination of the key values has a row (checked): the list of strata is "
+        "the cross product of public key values, not a function of the counts"
+    ),
+    "external-file": (
+        "the strata and their populations come from a public file that lists every "
+        "stratum; the confidential counts were matched to it, a stratum without a row "
+        "counting 0"
+    ),
+    "declared": (
+        "the steward declared that the input lists every stratum, zero counts included "
+        "(--strata input); a list that left out strata without events would reveal them"
+    ),
+}
+#: Largest cross product whose missing combinations are listed by name.
+_ENUMERATED = 10**7
+
+
+def _examples(frame: pd.DataFrame) -> str:
+    rows = [
+        "(" + ", ".join(f"{k}={v!r}" for k, v in zip(frame.columns, row, strict=True)) + ")"
+        for row in frame.head(SHOWN).itertuples(index=False)
+    ]
+    return "; ".join(rows) + (f" and {len(frame) - SHOWN} more" if len(frame) > SHOWN else "")
+
+
+def check_cross_product(frame: pd.DataFrame, keys: list[str], source: str) -> None:
+    """Refuse (ReleaseError) an input whose key values miss some of their combinations."""
+    values = [frame[key].drop_duplicates().sort_values() for key in keys]
+    expected = math.prod(len(v) for v in values)
+    if expected == len(frame):
+        return
+    missing_text = ""
+    if expected <= _ENUMERATED:
+        full = pd.MultiIndex.from_product(values, names=keys)
+        missing = full.difference(pd.MultiIndex.from_frame(frame[keys]))
+        missing_text = f", e.g. {_examples(missing.to_frame(index=False))}"
+    raise ReleaseError(
+        f"{source}: {expected - len(frame)} of the {expected} combinations of the key values "
+        f"{keys} have no row{missing_text}. The release publishes its strata, so a stratum "
+        "left out because it has no event would be revealed (CDC WONDER leaves such rows "
+        "out unless 'Show Zero Values' is ticked). Add those rows with count 0 and their "
+        "population, or give --strata FILE (a public list of every stratum and its "
+        "population; unlisted strata count 0), or --strata input if the input lists every "
+        "stratum and its keys are not a cross product (e.g. nested keys)"
+    )
+
+
+def match_to_list(
+    frame: pd.DataFrame,
+    listed: pd.DataFrame,
+    keys: list[str],
+    count: str,
+    value_columns: list[str],
+    source: str,
+    list_source: str,
+) -> pd.DataFrame:
+    """The listed strata (``listed``: keys and ``value_columns``) with the input's counts,
+    0 where the input has no row; refuses input rows that are not listed."""
+    missing = [c for c in [*keys, *value_columns] if c not in listed.columns]
+    if missing:
+        raise ReleaseError(
+            f"{list_source}: missing column(s) {missing}; expected the keys {keys} and "
+            f"{value_columns}, found {list(listed.columns)}"
+        )
+    other = [c for c in listed.columns if c not in [*keys, *value_columns]]
+    if other:
+        raise ReleaseError(
+            f"{list_source}: column(s) {other} are not the keys {keys} or {value_columns}; "
+            "remove them (unnamed columns are refused so that nothing is used by accident)"
+        )
+    duplicated = listed.duplicated(subset=keys, keep=False)
+    if duplicated.any():
+        raise ReleaseError(
+            f"{list_source}: duplicate stratum/strata {_examples(listed.loc[duplicated, keys])}"
+            "; expected each stratum once"
+        )
+    doubled = frame.duplicated(subset=keys, keep=False)
+    if doubled.any():
+        raise ReleaseError(
+            f"{source}: duplicate stratum/strata {_examples(frame.loc[doubled, keys])}; "
+            "expected each stratum once"
+        )
+    # Matched on the keys as text, so a Parquet input with integer codes matches a CSV list.
+    text = {key: str for key in keys}
+    counts = frame[[*keys, count]].astype(text)
+    names = listed[keys].astype(text)
+    found = counts[keys].merge(names, on=keys, how="left", indicator=True)
+    unlisted = found["_merge"].eq("left_only").to_numpy()
+    if unlisted.any():
+        raise ReleaseError(
+            f"{source}: stratum/strata {_examples(frame.loc[unlisted, keys])} are not in the "
+            f"list of strata {list_source}; expected every row of the input to be listed"
+        )
+    joined = names.merge(counts, on=keys, how="left", validate="one_to_one")
+    out = listed.reset_index(drop=True).copy()
+    zero = "0" if pd.api.types.is_string_dtype(joined[count]) else 0  # CSVs are read as text
+    out[count] = joined[count].fillna(zero).to_numpy()
+    return out

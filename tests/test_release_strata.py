@@ -1,0 +1,116 @@
+"""The list of strata a release publishes does not depend on the counts (``--strata``).
+
+Before: an input that left out its zero-count rows (as CDC WONDER exports do unless "Show
+Zero Values" is ticked) was released as given, and its published strata told which strata
+had events; two neighbouring tables, each without its own zero row, published different
+lists at any epsilon.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from dpsynth.cli import _request, build_parser
+from dpsynth.ledger import Ledger
+from dpsynth.release import ReleaseError, ReleaseRequest, build_release
+
+#: Two regions x three age groups: a full cross product of the key values.
+FULL = pd.DataFrame(
+    {
+        "region": ["n", "n", "n", "s", "s", "s"],
+        "age": ["a", "b", "c", "a", "b", "c"],
+        "count": [4, 0, 9, 7, 3, 5],
+        "population": [1000, 800, 1500, 900, 700, 1200],
+        "prior_rate": [0.004, 0.004, 0.006, 0.006, 0.005, 0.005],
+    }
+)
+KEYS = ("region", "age")
+
+
+def release(tmp_path, frame, name, **changes):
+    path = tmp_path / f"{name}.csv"
+    frame.to_csv(path, index=False)
+    fields = dict(input=path, out=tmp_path / name, epsilon=1.0, mechanism="pg", keys=KEYS,
+                  test_seed=1, progress=False, ledger=tmp_path / "ledger.jsonl")  # fmt: skip
+    fields.update(changes)
+    return build_release(ReleaseRequest(**fields))
+
+
+def published_strata(folder):
+    return pd.read_parquet(folder / "hyperparameters.parquet")[list(KEYS)]
+
+
+def test_a_full_cross_product_is_released_and_says_so(tmp_path):
+    info = release(tmp_path, FULL, "full")
+    assert info["strata_list"]["source"] == "cross-product"
+    assert "checked" in info["strata_list"]["statement"]
+    assert len(published_strata(tmp_path / "full")) == 6
+
+
+def test_a_table_without_its_zero_rows_is_refused_naming_them_and_spends_nothing(tmp_path):
+    without_zero = FULL[FULL["count"] > 0]
+    with pytest.raises(ReleaseError, match=r"1 of the 6 combinations .*region='n', age='b'"):
+        release(tmp_path, without_zero, "gap")
+    assert not (tmp_path / "gap").exists()
+    assert Ledger(tmp_path / "ledger.jsonl").entries() == []
+
+
+def test_neighbours_without_their_zero_rows_publish_one_list_from_a_public_file(tmp_path):
+    """y has no event in (n, b), its neighbour x (the event of (s, b) moved there) none in
+    (s, b), and each leaves out its zero row: as given they would publish different
+    strata; matched to the public list, both publish the same six."""
+    listed = FULL[["region", "age", "population", "prior_rate"]]
+    listed.to_csv(tmp_path / "strata.csv", index=False)
+    y = FULL.assign(count=[4, 0, 9, 7, 1, 5]).drop(index=1)[["region", "age", "count"]]
+    x = FULL.assign(count=[4, 1, 9, 7, 0, 5]).drop(index=4)[["region", "age", "count"]]
+    lists = []
+    for name, frame in (("y", y), ("x", x)):
+        info = release(tmp_path, frame, name, strata=tmp_path / "strata.csv")
+        assert info["strata_list"]["source"] == "external-file"
+        assert info["strata"] == 6
+        lists.append(published_strata(tmp_path / name))
+        synthetic = pd.read_parquet(tmp_path / name / "synthetic.parquet")
+        assert synthetic["count"].sum() == frame["count"].sum() == 26
+        hyper = pd.read_parquet(tmp_path / name / "hyperparameters.parquet")
+        assert hyper["population"].tolist() == listed.sort_values(list(KEYS))["population"].tolist()
+    pd.testing.assert_frame_equal(lists[0], lists[1])
+
+
+def test_the_list_refuses_what_it_does_not_hold(tmp_path):
+    listed = FULL[["region", "age", "population", "prior_rate"]]
+    listed.iloc[:5].to_csv(tmp_path / "short.csv", index=False)
+    counts = FULL[["region", "age", "count"]]
+    with pytest.raises(ReleaseError, match=r"region='s', age='c'.* not in the list of strata"):
+        release(tmp_path, counts, "a", strata=tmp_path / "short.csv")
+    listed.assign(note="x").to_csv(tmp_path / "extra.csv", index=False)
+    with pytest.raises(ReleaseError, match=r"extra.csv: column\(s\) \['note'\]"):
+        release(tmp_path, counts, "b", strata=tmp_path / "extra.csv")
+    pd.concat([listed, listed.iloc[:1]]).to_csv(tmp_path / "twice.csv", index=False)
+    with pytest.raises(ReleaseError, match=r"twice.csv: duplicate stratum"):
+        release(tmp_path, counts, "c", strata=tmp_path / "twice.csv")
+    listed.drop(columns="population").to_csv(tmp_path / "nopop.csv", index=False)
+    with pytest.raises(ReleaseError, match=r"nopop.csv: missing column\(s\) \['population'\]"):
+        release(tmp_path, counts, "d", strata=tmp_path / "nopop.csv")
+
+
+def test_nested_keys_are_declared_and_the_manifest_says_so(tmp_path):
+    nested = FULL.assign(age=["a", "b", "c", "d", "e", "f"])  # each age in one region
+    with pytest.raises(ReleaseError, match="--strata input"):
+        release(tmp_path, nested, "refused")
+    info = release(tmp_path, nested, "nested", strata="input")
+    assert info["strata_list"]["source"] == "declared"
+    manifest = json.loads((tmp_path / "nested" / "manifest.json").read_text())
+    assert manifest["strata_list"] == info["strata_list"]
+
+
+def test_the_command_line_reads_strata_as_a_file_or_the_word_input(tmp_path):
+    base = ["synthesize", "--input", "s.csv", "--keys", "region", "--epsilon", "1",
+            "--mechanism", "pg", "--out", "o"]  # fmt: skip
+    parser = build_parser()
+    assert _request(parser.parse_args(base), out=None).strata is None
+    assert _request(parser.parse_args([*base, "--strata", "input"]), out=None).strata == "input"
+    listed = _request(parser.parse_args([*base, "--strata", "strata.csv"]), out=None).strata
+    assert str(listed) == "strata.csv" and not isinstance(listed, str)
