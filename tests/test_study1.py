@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from dpsynth.data.scenarios import draw_datasets, make_scenario
-from dpsynth.study1 import MECHANISMS, METRICS, Geography, score_datasets, truth_metrics
+from dpsynth.study1 import ARM_NAMES, METRICS, Geography, score_datasets, truth_metrics
 
 STATES = np.array(["NM", "NM", "NY", "NY", "TX", "TX"])
 URBAN = np.array([False, False, True, True, True, False])
@@ -20,15 +20,15 @@ def setup():
     return scenario, geo, data
 
 
-@pytest.mark.parametrize("mechanism", MECHANISMS)
-def test_every_mechanism_scores_every_metric(setup, mechanism):
+@pytest.mark.parametrize("arm", ARM_NAMES)
+def test_every_arm_scores_every_metric(setup, arm):
     scenario, geo, data = setup
     scores, sums = score_datasets(
         scenario,
         geo,
         data,
         np.arange(5),
-        mechanism,
+        arm,
         [0.5, 5.0],
         np.random.default_rng(1),
         map_epsilons=[5.0],

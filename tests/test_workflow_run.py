@@ -84,7 +84,7 @@ def test_study1_summaries_and_appendix_c_labels(clean_run):
 
     import yaml
 
-    from dpsynth.study1 import MECHANISMS, METRICS
+    from dpsynth.study1 import ARM_NAMES, METRICS
 
     tiny = yaml.safe_load((REPO / TEST_CONFIG).read_text())["study1"]
     main = pd.read_parquet(clean_run / "results/study1/summary.parquet")
@@ -97,7 +97,7 @@ def test_study1_summaries_and_appendix_c_labels(clean_run):
     for group in groups:
         rows = appendix[appendix["age_group"] == group]
         assert set(rows["scenario"]) == set(tiny["appendix_c"]["scenarios"]) <= {1, 2, 3, 4}
-        assert set(rows["mechanism"]) == {*MECHANISMS, "truth"}
+        assert set(rows["mechanism"]) == {*ARM_NAMES, "truth"}
         truth = rows[rows["mechanism"] == "truth"]
         assert len(truth) == len(tiny["appendix_c"]["scenarios"]) * len(METRICS)
         assert truth["epsilon"].isna().all()

@@ -1,11 +1,12 @@
-"""Study 1 (Quick (2021), Section 3): score each mechanism on the datasets of one scenario.
+"""Study 1 (Quick (2021), Section 3): score each arm on the datasets of one scenario.
 
-One call of :func:`score_datasets` is one workflow job: a scenario, a mechanism, a chunk of
+One call of :func:`score_datasets` is one unit of work: a scenario, an arm, a chunk of
 epsilons and a chunk of datasets. For every dataset and epsilon it draws one vector of
 posterior rates (the paper's utility proxy: lambda for PG, theta y./n for MD; noisy counts
 over n for the geometric baseline) and records the rMSE and the group rates.
 
-Mechanism labels (the ``mechanism`` column of the summary):
+The arms (:data:`ARMS`, :class:`dpsynth.arms.Arm` values; their names fill the
+``mechanism`` column of the artifacts and the config's ``study1.mechanisms``):
 
 - ``md``: multinomial-Dirichlet, alpha = y./(e^eps - 1).
 - ``pg_national`` / ``pg_state``: Poisson-gamma smoothing toward the national rate or the
@@ -16,6 +17,10 @@ Mechanism labels (the ``mechanism`` column of the summary):
   totals (eq 19), eps = eps_prior + eps_synth, the synthesis step calibrated by eq 15.
 - ``geometric``: two-sided geometric output perturbation, post-processed to non-negative
   counts summing to y..
+
+:class:`Design` is the study's design built from the config (:meth:`Design.from_config`):
+its arms, epsilon grid, map epsilons and job chunks, so that the workflow never computes
+them.
 """
 
 from __future__ import annotations
@@ -26,8 +31,9 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from dpsynth.arms import Arm, arm_named
 from dpsynth.data.scenarios import Scenario, draw_datasets, make_scenario
-from dpsynth.design import chunk_members
+from dpsynth.design import at_epsilon, chunk_labels, chunk_members, epsilon_grid, grid_value
 from dpsynth.mechanisms.geometric import geometric_release_each
 from dpsynth.mechanisms.sanitised_prior import sanitised_prior_calibration
 from dpsynth.metrics import group_rate_per_100k, rmse_per_100k
@@ -35,15 +41,20 @@ from dpsynth.privacy.calibrate import calibrate
 from dpsynth.sampling.synthesize import posterior_rates, posterior_rates_per_dataset
 from dpsynth.seeding import job_rng
 
-MECHANISMS = (
-    "md",
-    "pg_national",
-    "pg_state",
-    "pg_national_certified",
-    "pg_state_certified",
-    "pg_state_sanitised",
-    "geometric",
-)
+#: Study 1's arms (Quick (2021), Section 3, and the certified, sanitised and geometric
+#: additions), in the order of the figures' legends; ``title`` is the legend's text.
+ARMS = (
+    Arm("md", "paper", "md", title="Multinomial-Dirichlet"),
+    Arm("pg", "paper", "pg_national", "national", "PG, national prior"),
+    Arm("pg", "paper", "pg_state", "state", "PG, state prior"),
+    Arm("pg", "certified", "pg_national_certified", "national",
+        "PG, national prior (certified)"),
+    Arm("pg", "certified", "pg_state_certified", "state", "PG, state prior (certified)"),
+    Arm("pg", "paper", "pg_state_sanitised", "sanitised", "PG, sanitised state prior"),
+    Arm("geometric", None, "geometric", title="Geometric noise"),
+)  # fmt: skip
+#: The arms' names (the values of the artifacts' ``mechanism`` column).
+ARM_NAMES = tuple(arm.name for arm in ARMS)
 METRICS = (
     "rmse",
     "rate_urban",
@@ -106,15 +117,20 @@ def truth_metrics(scenario: Scenario, geo: Geography) -> dict[str, float]:
     return {k: float(v[0]) for k, v in group_metrics(scenario.rate[None, :], scenario, geo).items()}
 
 
-def _calibration(mechanism: str, epsilon: float, scenario: Scenario, state_prior):
-    """The data-independent calibration of the mechanisms that have one (``state_prior``:
-    the state rates of the truth, used by the pg_state variants)."""
+def study1_arm(arm: Arm | str) -> Arm:
+    """One of :data:`ARMS`, or the arm of that name."""
+    return arm if isinstance(arm, Arm) else arm_named(ARMS, arm)
+
+
+def _calibration(arm: Arm, epsilon: float, scenario: Scenario, state_prior):
+    """The data-independent calibration of an arm that has one (``state_prior``: the
+    state rates of the truth, used by the arms with the ``state`` prior; the ``national``
+    prior is calibrate's default, y. / sum n in every county)."""
     n, total = scenario.population, scenario.total
-    if mechanism == "md":
-        return calibrate("md", epsilon, total, n)
-    method = "certified" if mechanism.endswith("_certified") else "paper"
-    prior = None if mechanism.startswith("pg_national") else state_prior
-    return calibrate("pg", epsilon, total, n, prior, method=method)
+    if arm.mechanism == "md":
+        return calibrate("md", epsilon, total, n, method=arm.method)
+    prior = state_prior if arm.prior == "state" else None
+    return calibrate(arm.mechanism, epsilon, total, n, prior, method=arm.method)
 
 
 def score_datasets(
@@ -122,31 +138,34 @@ def score_datasets(
     geo: Geography,
     datasets: np.ndarray,
     dataset_ids: np.ndarray,
-    mechanism: str,
+    arm: Arm | str,
     epsilons,
     rng: np.random.Generator,
     *,
     prior_budget_fraction: float = 0.1,
     map_epsilons=(),
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Score ``mechanism`` on ``datasets`` (rows) at each epsilon.
+    """Score ``arm`` (one of :data:`ARMS`, or its name) on ``datasets`` (rows) at each
+    epsilon.
 
     Returns the long frame ``dataset, epsilon, metric, value`` and, for the epsilons in
-    ``map_epsilons``, the per-county sums of the rate draws over these datasets
-    (``epsilon, county, rate_sum, count``) from which the workflow maps mean rates.
+    ``map_epsilons`` (found by label), the per-county sums of the rate draws over these
+    datasets (``epsilon, county, rate_sum, count``) from which the workflow maps mean rates.
     """
-    if mechanism not in MECHANISMS:
-        raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
+    if not isinstance(arm, Arm) and arm not in ARM_NAMES:
+        raise ValueError(f"arm must be one of {ARM_NAMES}, got {arm!r}")
+    arm = study1_arm(arm)
     datasets = np.asarray(datasets)
     dataset_ids = np.asarray(dataset_ids)
     n = scenario.population
-    state_prior = geo.state_rates(n, scenario.rate) if "state" in mechanism else None
+    state_prior = geo.state_rates(n, scenario.rate) if arm.prior == "state" else None
     epsilons = [float(epsilon) for epsilon in epsilons]
+    mapped = at_epsilon(epsilons, list(map_epsilons))
     values, sums = [], []
-    for epsilon in epsilons:
-        if mechanism == "geometric":
+    for epsilon, is_mapped in zip(epsilons, mapped, strict=True):
+        if arm.baseline:
             rates = geometric_release_each(datasets, epsilon, rng) / n
-        elif mechanism == "pg_state_sanitised":
+        elif arm.prior == "sanitised":
             # The noisy prior depends on the data: one calibration per dataset, each
             # drawing its prior noise and then its rates (the order of the draws).
             rates = np.empty(datasets.shape, dtype=float)
@@ -158,16 +177,17 @@ def score_datasets(
                     epsilon,
                     prior_budget_fraction * epsilon,
                     rng,
-                    method="paper",
+                    mechanism=arm.mechanism,
+                    method=arm.method,
                 )
                 rates[row] = posterior_rates(y, cal_y, 1, rng)[0]
         else:
             # Calibrations are data-independent: one per epsilon, shared by every dataset.
-            cal = _calibration(mechanism, epsilon, scenario, state_prior)
+            cal = _calibration(arm, epsilon, scenario, state_prior)
             rates = posterior_rates_per_dataset(datasets, cal, rng)
         metrics = group_metrics(rates, scenario, geo)
         values.extend(metrics[metric] for metric in METRICS)
-        if any(np.isclose(epsilon, m) for m in map_epsilons):
+        if is_mapped:
             sums.append((epsilon, rates.sum(axis=0)))
     # long frame: epsilon, then metric, then dataset (the order of the loops above)
     size = dataset_ids.size
@@ -223,7 +243,7 @@ def run_rng(seed: int, run_labels, *labels) -> np.random.Generator:
     """The generator of one unit of a Study-1 run: ``job_rng(seed, "study1", *run_labels,
     *labels)``; ``run_labels`` is empty for 35-44 (its historical key) and ``("appendix_c",
     <age group>)`` for an older group. Units: ``("datasets", scenario)`` and ``("score",
-    scenario, mechanism, chunk)``: each has its own stream however jobs group them."""
+    scenario, arm name, chunk)``: each has its own stream however jobs group them."""
     return job_rng(seed, "study1", *run_labels, *labels)
 
 
@@ -242,9 +262,12 @@ def datasets_frame(scenario: Scenario, n_datasets: int, rng) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class Design:
-    """Study 1's design (config ``study1``): the epsilon grid, L, how scoring is chunked
-    (the units of random streams), the map epsilons and the sanitised prior's share."""
+    """Study 1's design (config ``study1``): its arms, the epsilon grid (the log-spaced
+    grid plus the map epsilons, 6 significant digits), L, how scoring is chunked (the units
+    of random streams), the map epsilons and the sanitised prior's share of epsilon. Built
+    from the config by :meth:`from_config`; the workflow passes it along unopened."""
 
+    arms: tuple
     epsilons: tuple
     epsilons_per_job: int
     datasets: int
@@ -252,13 +275,53 @@ class Design:
     map_epsilons: tuple = ()
     prior_budget_fraction: float = 0.1
 
+    #: The config keys of ``study1`` a design is made of (:meth:`from_config`).
+    KEYS = ("mechanisms", "epsilons", "map_epsilons", "epsilons_per_job", "datasets",
+            "datasets_per_job", "prior_budget_fraction")  # fmt: skip
+
+    @classmethod
+    def from_config(cls, study1) -> Design:
+        """The design of the config's ``study1`` entry (defaults filled by the schema):
+        ``mechanisms`` names the arms (:data:`ARMS`), ``epsilons`` is ``{start, stop,
+        num}``."""
+        grid = study1["epsilons"]
+        map_epsilons = tuple(grid_value(e) for e in study1["map_epsilons"])
+        return cls(
+            arms=tuple(study1_arm(name) for name in study1["mechanisms"]),
+            epsilons=tuple(epsilon_grid(grid["start"], grid["stop"], grid["num"], map_epsilons)),
+            epsilons_per_job=int(study1["epsilons_per_job"]),
+            datasets=int(study1["datasets"]),
+            datasets_per_job=int(study1["datasets_per_job"]),
+            map_epsilons=map_epsilons,
+            prior_budget_fraction=float(study1["prior_budget_fraction"]),
+        )
+
+    @staticmethod
+    def entry(study1) -> dict:
+        """The part of the config's ``study1`` entry a design is made of: what a job
+        receives (a plain mapping, so that a change reruns exactly the jobs it concerns)."""
+        return {key: study1[key] for key in Design.KEYS}
+
+    @property
+    def chunks(self) -> list[str]:
+        """Labels ``e{i}_d{j}`` of the scoring units of one scenario x arm."""
+        return chunk_labels(len(self.epsilons), self.epsilons_per_job, self.datasets,
+                            self.datasets_per_job)  # fmt: skip
+
+    @property
+    def units(self) -> list[tuple[str, str]]:
+        """(arm name, chunk) of every scoring unit of one scenario: a job of its own
+        (job_structure: split) or one of a scenario's bundle (bundled)."""
+        return [(arm.name, chunk) for arm in self.arms for chunk in self.chunks]
+
 
 def score_chunk(
-    scenario_path, datasets_path, mechanism: str, chunk: str, design: Design, rng
+    scenario_path, datasets_path, arm: Arm | str, chunk: str, design: Design, rng
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Scores and county sums of one unit (a mechanism and chunk ``e{i}_d{j}``) of a
+    """Scores and county sums of one unit (an arm and chunk ``e{i}_d{j}``) of a
     scenario, from the scenario and datasets artifacts; both frames start with the
-    columns ``scenario, mechanism``."""
+    columns ``scenario, mechanism`` (the arm's name)."""
+    arm = arm_named(design.arms, arm) if isinstance(arm, str) else arm
     scenario, geo = load_scenario(scenario_path)
     epsilons, ids = chunk_members(
         chunk, design.epsilons, design.epsilons_per_job, design.datasets, design.datasets_per_job
@@ -268,14 +331,14 @@ def score_chunk(
         geo,
         load_datasets(datasets_path, ids),
         ids,
-        mechanism,
+        arm,
         epsilons,
         rng,
         prior_budget_fraction=design.prior_budget_fraction,
         map_epsilons=design.map_epsilons,
     )
     for frame in (scores, county_sums):
-        frame.insert(0, "mechanism", mechanism)
+        frame.insert(0, "mechanism", arm.name)
         frame.insert(0, "scenario", scenario.number)
     return scores, county_sums
 

@@ -11,6 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from dpsynth.design import at_epsilon  # noqa: E402
 from dpsynth.study.guide import CALIBRATION_METRICS  # noqa: E402
 
 METHOD_LABELS = {"paper": "paper calibration, nominal eps", "exact": "exact bivariate",
@@ -149,7 +150,7 @@ def figure_maps(geometry, key: str, area_rates: pd.DataFrame, arms, epsilons, st
     for r, arm in enumerate(arms):
         cells = []
         for eps in epsilons:
-            sel = area_rates[(area_rates["arm"] == arm) & (area_rates["epsilon"] == eps)]
+            sel = area_rates[(area_rates["arm"] == arm) & at_epsilon(area_rates["epsilon"], eps)]
             frame[f"{arm}|{eps:g}"] = lookup(sel)
             cells.append((f"{arm}|{eps:g}", f"epsilon = {eps:g}" if r == 0 else ""))
         rows.append((arm_name(arm), cells))

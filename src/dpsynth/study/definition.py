@@ -15,6 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dpsynth.arms import Arm, arm_named
+from dpsynth.design import chunk_labels, epsilon_chunks, epsilon_grid, grid_value
+
 #: Mechanism -> the calibration methods a study may run it with.
 METHODS = {
     "md": ("paper", "certified"),  # the same alpha: Quick (2021), eq 5 is exact
@@ -28,21 +31,6 @@ ON_FAILURE = ("fail", "skip")
 
 class StudyConfigError(ValueError):
     """A study's config entry is wrong; the message names the key and what is expected."""
-
-
-@dataclass(frozen=True)
-class Arm:
-    """One line of a study's figures: a mechanism and a calibration method, and its name
-    (file-safe; by default ``<mechanism>_<method>``, e.g. ``truncated_certified``)."""
-
-    mechanism: str
-    method: str
-    name: str = ""
-
-    @property
-    def label(self) -> str:
-        """The arm's name: in file names, random streams, tables and legends."""
-        return self.name or f"{self.mechanism}_{self.method}"
 
 
 @dataclass(frozen=True)
@@ -102,6 +90,21 @@ class StudyDefinition:
     rounding: str
     on_calibration_failure: str
     wonder: bool
+
+    @property
+    def calibration_chunks(self) -> list[str]:
+        """Labels ``e{i}`` of the calibration jobs of one arm (:mod:`dpsynth.design`)."""
+        return epsilon_chunks(len(self.epsilons), self.epsilons_per_job)
+
+    @property
+    def chunks(self) -> list[str]:
+        """Labels ``e{i}_d{j}`` of the draw jobs of one arm (:mod:`dpsynth.design`)."""
+        return chunk_labels(len(self.epsilons), self.epsilons_per_job, self.datasets,
+                            self.datasets_per_job)  # fmt: skip
+
+    def arm(self, name: str) -> Arm:
+        """The arm called ``name``."""
+        return arm_named(self.arms, name)
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -171,7 +174,7 @@ def _arms(name: str, entry) -> tuple[Arm, ...]:
         return _fail(name, "arms", f"got {entry!r}; expected mechanism: [methods], e.g. "
                      "{pg: [certified], truncated: [certified, exact]}, or a list of "
                      "{name, mechanism, method}")  # fmt: skip
-    labels = [arm.label for arm in arms]
+    labels = [arm.name for arm in arms]
     repeated = sorted({label for label in labels if labels.count(label) > 1})
     if repeated:
         _fail(name, "arms", f"arm(s) {repeated} given twice; expected distinct arms")
@@ -181,8 +184,6 @@ def _arms(name: str, entry) -> tuple[Arm, ...]:
 def epsilon_values(name: str, spec, map_epsilons: Sequence[float]) -> tuple[float, ...]:
     """The study's epsilon grid: ``{start, stop, num}`` (log-spaced) or a list, plus the
     map epsilons, rounded to 6 significant digits, sorted."""
-    from dpsynth.design import epsilon_grid
-
     if isinstance(spec, Mapping):
         start = _finite_positive(name, "epsilons.start", spec.get("start"))
         stop = _finite_positive(name, "epsilons.stop", spec.get("stop"))
@@ -250,7 +251,7 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
 
     arms = _arms(name, get("arms"))
     map_epsilons = tuple(
-        _finite_positive(name, f"map_epsilons[{k}]", v)
+        grid_value(_finite_positive(name, f"map_epsilons[{k}]", v))
         for k, v in enumerate(get("map_epsilons") or [])
     )
     if map_epsilons and area is None:
