@@ -6,6 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dpsynth.design import (
+    GridError,
     at_epsilon,
     calibration_chunk,
     chunk_labels,
@@ -15,6 +16,7 @@ from dpsynth.design import (
     epsilon_label,
     epsilon_labels,
     epsilon_value,
+    grid_from_config,
 )
 
 
@@ -83,3 +85,25 @@ def test_a_draw_chunk_names_its_calibration_chunk():
     )
     with pytest.raises(ValueError, match="not a draw chunk"):
         calibration_chunk("e3")
+
+
+def test_grid_from_config_joins_and_rounds_the_map_epsilons():
+    grid, maps = grid_from_config({"start": 0.1, "stop": 10, "num": 3}, [2.0000004, 10])
+    assert grid == (0.1, 1.0, 2.0, 10.0) and maps == (2.0, 10.0)
+    assert grid_from_config([4.0, 0.5, 4.0]) == ((0.5, 4.0), ())
+
+
+@pytest.mark.parametrize(
+    ("epsilons", "maps", "key"),
+    [
+        ({"start": 1, "stop": 0.5, "num": 3}, [], "epsilons.stop"),
+        ({"start": 1, "stop": 2, "num": 0}, [], "epsilons.num"),
+        ([0.5, -1.0], [], "epsilons[1]"),
+        ("1, 2", [], "epsilons"),
+        ([1.0], [1.0, float("inf")], "map_epsilons[1]"),
+    ],
+)
+def test_grid_from_config_names_the_wrong_key(epsilons, maps, key):
+    with pytest.raises(GridError) as caught:
+        grid_from_config(epsilons, maps)
+    assert caught.value.key == key

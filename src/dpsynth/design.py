@@ -12,7 +12,51 @@ epsilon, a plot's selection) compares labels (:func:`at_epsilon`), never floats.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
+
 import numpy as np
+
+
+class GridError(ValueError):
+    """An epsilon grid's config is wrong: ``key`` (``epsilons.num``, ``map_epsilons[1]``)
+    and what is expected (``problem``)."""
+
+    def __init__(self, key: str, problem: str):
+        super().__init__(f"{key}: {problem}")
+        self.key, self.problem = key, problem
+
+
+def _positive(key: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise GridError(key, f"got {value!r}; expected a number")
+    if not (math.isfinite(value) and value > 0):
+        raise GridError(key, f"got {value!r}; expected a finite number > 0")
+    return float(value)
+
+
+def grid_from_config(epsilons, map_epsilons=()) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """A study's epsilon grid and map epsilons from its config: ``epsilons`` is ``{start,
+    stop, num}`` (log-spaced) or a list, ``map_epsilons`` a list joined to the grid; both
+    as the grid holds them (6 significant digits, :func:`grid_value`), the grid sorted.
+    The one place a config's epsilons become values (Study 1's and the study stage's);
+    raises :class:`GridError` naming the key."""
+    maps = tuple(
+        grid_value(_positive(f"map_epsilons[{k}]", v)) for k, v in enumerate(map_epsilons or [])
+    )
+    if isinstance(epsilons, Mapping):
+        start = _positive("epsilons.start", epsilons.get("start"))
+        stop = _positive("epsilons.stop", epsilons.get("stop"))
+        num = epsilons.get("num")
+        if isinstance(num, bool) or not isinstance(num, int) or num < 1:
+            raise GridError("epsilons.num", f"got {num!r}; expected an integer >= 1")
+        if stop < start:
+            raise GridError("epsilons.stop", f"got {stop!r} < start = {start!r}")
+        return tuple(epsilon_grid(start, stop, num, maps)), maps
+    if isinstance(epsilons, list) and epsilons:
+        values = [_positive(f"epsilons[{k}]", v) for k, v in enumerate(epsilons)]
+        return tuple(epsilon_grid(values[0], values[0], 1, [*values, *maps])), maps
+    raise GridError("epsilons", f"got {epsilons!r}; expected {{start, stop, num}} or a list")
 
 
 def epsilon_grid(start: float, stop: float, num: int, extra=()) -> list[float]:

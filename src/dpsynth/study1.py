@@ -33,7 +33,7 @@ import pandas as pd
 
 from dpsynth.arms import Arm, arm_named
 from dpsynth.data.scenarios import Scenario, draw_datasets, make_scenario
-from dpsynth.design import at_epsilon, chunk_labels, chunk_members, epsilon_grid, grid_value
+from dpsynth.design import at_epsilon, chunk_labels, chunk_members, grid_from_config
 from dpsynth.mechanisms.geometric import geometric_release_each
 from dpsynth.mechanisms.sanitised_prior import sanitised_prior_calibration
 from dpsynth.metrics import group_rate_per_100k, rmse_per_100k
@@ -284,11 +284,10 @@ class Design:
         """The design of the config's ``study1`` entry (defaults filled by the schema):
         ``mechanisms`` names the arms (:data:`ARMS`), ``epsilons`` is ``{start, stop,
         num}``."""
-        grid = study1["epsilons"]
-        map_epsilons = tuple(grid_value(e) for e in study1["map_epsilons"])
+        epsilons, map_epsilons = grid_from_config(study1["epsilons"], study1["map_epsilons"])
         return cls(
             arms=tuple(study1_arm(name) for name in study1["mechanisms"]),
-            epsilons=tuple(epsilon_grid(grid["start"], grid["stop"], grid["num"], map_epsilons)),
+            epsilons=epsilons,
             epsilons_per_job=int(study1["epsilons_per_job"]),
             datasets=int(study1["datasets"]),
             datasets_per_job=int(study1["datasets_per_job"]),

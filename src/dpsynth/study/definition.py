@@ -11,12 +11,12 @@ unique) and nothing that needs the data (:mod:`dpsynth.study.table` does that).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from dpsynth.arms import Arm, arm_named
-from dpsynth.design import chunk_labels, epsilon_chunks, epsilon_grid, grid_value
+from dpsynth.design import GridError, chunk_labels, epsilon_chunks, grid_from_config
 
 #: Mechanism -> the calibration methods a study may run it with.
 METHODS = {
@@ -181,24 +181,6 @@ def _arms(name: str, entry) -> tuple[Arm, ...]:
     return tuple(arms)
 
 
-def epsilon_values(name: str, spec, map_epsilons: Sequence[float]) -> tuple[float, ...]:
-    """The study's epsilon grid: ``{start, stop, num}`` (log-spaced) or a list, plus the
-    map epsilons, rounded to 6 significant digits, sorted."""
-    if isinstance(spec, Mapping):
-        start = _finite_positive(name, "epsilons.start", spec.get("start"))
-        stop = _finite_positive(name, "epsilons.stop", spec.get("stop"))
-        num = spec.get("num")
-        if isinstance(num, bool) or not isinstance(num, int) or num < 1:
-            _fail(name, "epsilons.num", f"got {num!r}; expected an integer >= 1")
-        if stop < start:
-            _fail(name, "epsilons.stop", f"got {stop!r} < start = {start!r}")
-        return tuple(epsilon_grid(start, stop, num, map_epsilons))
-    if isinstance(spec, list) and spec:
-        values = [_finite_positive(name, f"epsilons[{k}]", v) for k, v in enumerate(spec)]
-        return tuple(epsilon_grid(values[0], values[0], 1, [*values, *map_epsilons]))
-    return _fail(name, "epsilons", f"got {spec!r}; expected {{start, stop, num}} or a list")
-
-
 def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDefinition:
     """Check one ``studies.<name>`` entry (defaults already filled by the schema)."""
     get = entry.get
@@ -250,13 +232,12 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
         prior = Prior(source, column=prior_entry["column"])
 
     arms = _arms(name, get("arms"))
-    map_epsilons = tuple(
-        grid_value(_finite_positive(name, f"map_epsilons[{k}]", v))
-        for k, v in enumerate(get("map_epsilons") or [])
-    )
-    if map_epsilons and area is None:
+    if get("map_epsilons") and area is None:
         _fail(name, "map_epsilons", f"maps need an area key: set studies.{name}.area")
-    epsilons = epsilon_values(name, get("epsilons"), map_epsilons)
+    try:
+        epsilons, map_epsilons = grid_from_config(get("epsilons"), get("map_epsilons"))
+    except GridError as error:
+        _fail(name, error.key, error.problem)
 
     disparities, seen = [], set()
     for k, spec in enumerate(get("disparities") or []):
