@@ -91,7 +91,7 @@ def test_study1_maps_share_one_colour_bar_and_draw_state_outlines():
     means = pd.DataFrame(
         [(4, mech, eps, county, rng.uniform(1e-4, 5e-4))
          for mech in ("md", "pg_state") for eps in epsilons for county in range(len(AREAS))],
-        columns=["scenario", "mechanism", "epsilon", "county", "rate"],
+        columns=["scenario", "arm", "epsilon", "county", "rate"],
     )  # fmt: skip
     fig = study1_maps(counties, scenario, means, epsilons)
     axes = maps(fig)

@@ -5,8 +5,8 @@ epsilons and a chunk of datasets. For every dataset and epsilon it draws one vec
 posterior rates (the paper's utility proxy: lambda for PG, theta y./n for MD; noisy counts
 over n for the geometric baseline) and records the rMSE and the group rates.
 
-The arms (:data:`ARMS`, :class:`dpsynth.arms.Arm` values; their names fill the
-``mechanism`` column of the artifacts and the config's ``study1.mechanisms``):
+The arms (:data:`ARMS`, :class:`dpsynth.arms.Arm` values; their names fill the ``arm``
+column of the artifacts and the config's ``study1.mechanisms``):
 
 - ``md``: multinomial-Dirichlet, alpha = y./(e^eps - 1).
 - ``pg_national`` / ``pg_state``: Poisson-gamma smoothing toward the national rate or the
@@ -53,7 +53,7 @@ ARMS = (
     Arm("pg", "paper", "pg_state_sanitised", "sanitised", "PG, sanitised state prior"),
     Arm("geometric", None, "geometric", title="Geometric noise"),
 )  # fmt: skip
-#: The arms' names (the values of the artifacts' ``mechanism`` column).
+#: The arms' names (the values of the artifacts' ``arm`` column).
 ARM_NAMES = tuple(arm.name for arm in ARMS)
 METRICS = (
     "rmse",
@@ -319,7 +319,7 @@ def score_chunk(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Scores and county sums of one unit (an arm and chunk ``e{i}_d{j}``) of a
     scenario, from the scenario and datasets artifacts; both frames start with the
-    columns ``scenario, mechanism`` (the arm's name)."""
+    columns ``scenario, arm`` (the arm's name)."""
     arm = arm_named(design.arms, arm) if isinstance(arm, str) else arm
     scenario, geo = load_scenario(scenario_path)
     epsilons, ids = chunk_members(
@@ -337,7 +337,7 @@ def score_chunk(
         map_epsilons=design.map_epsilons,
     )
     for frame in (scores, county_sums):
-        frame.insert(0, "mechanism", arm.name)
+        frame.insert(0, "arm", arm.name)
         frame.insert(0, "scenario", scenario.number)
     return scores, county_sums
 
@@ -363,13 +363,13 @@ def load_datasets(path, ids) -> np.ndarray:
 
 
 def summarise_scores(scores: pd.DataFrame, scenario_paths) -> pd.DataFrame:
-    """Median and 95% band per scenario x mechanism x epsilon x metric, plus truth rows.
+    """Median and 95% band per scenario x arm x epsilon x metric, plus truth rows.
 
-    Truth rows have mechanism ``truth``, no epsilon, and median = lower = upper.
+    Truth rows have arm ``truth``, no epsilon, and median = lower = upper.
     """
     from dpsynth.metrics import summarise_frame
 
-    summary = summarise_frame(scores, ["scenario", "mechanism", "epsilon", "metric"])
+    summary = summarise_frame(scores, ["scenario", "arm", "epsilon", "metric"])
     truth_rows = []
     for path in scenario_paths:
         scenario, geo = load_scenario(path)
@@ -377,7 +377,7 @@ def summarise_scores(scores: pd.DataFrame, scenario_paths) -> pd.DataFrame:
             truth_rows.append(
                 {
                     "scenario": scenario.number,
-                    "mechanism": "truth",
+                    "arm": "truth",
                     "epsilon": np.nan,
                     "metric": metric,
                     "median": value,
@@ -386,11 +386,11 @@ def summarise_scores(scores: pd.DataFrame, scenario_paths) -> pd.DataFrame:
                 }
             )
     out = pd.concat([summary, pd.DataFrame(truth_rows)], ignore_index=True)
-    return out.sort_values(["scenario", "mechanism", "metric", "epsilon"], ignore_index=True)
+    return out.sort_values(["scenario", "arm", "metric", "epsilon"], ignore_index=True)
 
 
 #: Columns of a Study-1 summary (``results/study1/summary.parquet``, ages 35-44).
-SUMMARY_COLUMNS = ("scenario", "mechanism", "epsilon", "metric", "median", "lower", "upper")
+SUMMARY_COLUMNS = ("scenario", "arm", "epsilon", "metric", "median", "lower", "upper")
 
 
 def stack_age_groups(summaries: dict) -> pd.DataFrame:
@@ -415,8 +415,8 @@ def stack_age_groups(summaries: dict) -> pd.DataFrame:
 
 
 def county_means(county_sums: pd.DataFrame) -> pd.DataFrame:
-    """Mean synthetic rate per scenario x mechanism x epsilon x county over all datasets."""
-    keys = ["scenario", "mechanism", "epsilon", "county"]
+    """Mean synthetic rate per scenario x arm x epsilon x county over all datasets."""
+    keys = ["scenario", "arm", "epsilon", "county"]
     totals = county_sums.groupby(keys, as_index=False)[["rate_sum", "count"]].sum()
     totals["rate"] = totals["rate_sum"] / totals["count"]
     return totals[[*keys, "rate"]]
@@ -432,16 +432,16 @@ def behaviour_checks(summary: pd.DataFrame) -> dict:
       (the paper's "14/2 = 7" under MD) and urban / rural ratio, beside the truth.
     """
 
-    def rows(scenario, mechanism, metric):
+    def rows(scenario, arm, metric):
         sel = summary[
             (summary["scenario"] == scenario)
-            & (summary["mechanism"] == mechanism)
+            & (summary["arm"] == arm)
             & (summary["metric"] == metric)
         ]
         return sel.set_index("epsilon").sort_index()
 
     out: dict = {}
-    if {"md", "pg_national"} <= set(summary["mechanism"]) and 1 in set(summary["scenario"]):
+    if {"md", "pg_national"} <= set(summary["arm"]) and 1 in set(summary["scenario"]):
         ratio = rows(1, "md", "rmse")["median"] / rows(1, "pg_national", "rmse")["median"]
         out["scenario1_md_over_pg_national_rmse"] = {
             "min": float(ratio.min()),
@@ -451,28 +451,26 @@ def behaviour_checks(summary: pd.DataFrame) -> dict:
         if scenario not in set(summary["scenario"]):
             continue
         md = rows(scenario, "md", "rmse")
-        for mech in ("pg_national", "pg_state"):
-            pg = rows(scenario, mech, "rmse")
+        for arm in ("pg_national", "pg_state"):
+            pg = rows(scenario, arm, "rmse")
             below = (pg["upper"] < md["lower"]).reindex(md.index, fill_value=False)
             ties = below[~below].index
-            out[f"scenario{scenario}_{mech}_band_below_md_up_to_epsilon"] = (
+            out[f"scenario{scenario}_{arm}_band_below_md_up_to_epsilon"] = (
                 float(below[below].index.max()) if below.any() else None
             )
-            out[f"scenario{scenario}_{mech}_first_tie_epsilon"] = (
+            out[f"scenario{scenario}_{arm}_first_tie_epsilon"] = (
                 float(ties.min()) if len(ties) else None
             )
     if 4 in set(summary["scenario"]):
         for metric in ("ratio_nm_ny", "ratio_urban_rural"):
             truth = summary[
                 (summary["scenario"] == 4)
-                & (summary["mechanism"] == "truth")
+                & (summary["arm"] == "truth")
                 & (summary["metric"] == metric)
             ]["median"]
             out[f"scenario4_{metric}_truth"] = float(truth.iloc[0])
-            for mech in ("md", "pg_state"):
-                sel = rows(4, mech, metric)
+            for arm in ("md", "pg_state"):
+                sel = rows(4, arm, metric)
                 if len(sel):
-                    out[f"scenario4_{metric}_{mech}_smallest_epsilon"] = float(
-                        sel["median"].iloc[0]
-                    )
+                    out[f"scenario4_{metric}_{arm}_smallest_epsilon"] = float(sel["median"].iloc[0])
     return out

@@ -44,10 +44,10 @@ def _pair_panel(ax, rows: pd.DataFrame, arm: str, first, second) -> None:
 
     ``first`` and ``second`` are (metric, legend label) pairs."""
     for (metric, label), color in zip((first, second), ("tab:purple", "tab:orange"), strict=True):
-        sel = rows[(rows["mechanism"] == arm) & (rows["metric"] == metric)]
+        sel = rows[(rows["arm"] == arm) & (rows["metric"] == metric)]
         if len(sel):
             _band(ax, sel, label, color=color, linestyle="-")
-        truth = rows[(rows["mechanism"] == "truth") & (rows["metric"] == metric)]
+        truth = rows[(rows["arm"] == "truth") & (rows["metric"] == metric)]
         if len(truth):
             ax.axhline(truth["median"].iloc[0], color=color, linestyle="--", lw=1)
     ax.set_xscale("log")
@@ -58,14 +58,14 @@ def _pair_panel(ax, rows: pd.DataFrame, arm: str, first, second) -> None:
 def figure_rmse(summary: pd.DataFrame, arms=None):
     """Figure 1: rMSE x 100,000 against epsilon, one panel per scenario."""
     rows = summary[summary["metric"] == "rmse"]
-    arms = arms or [m for m in ARM_TITLES if m in set(rows["mechanism"])]
+    arms = arms or [m for m in ARM_TITLES if m in set(rows["arm"])]
     scenarios = sorted(rows["scenario"].unique())
     ncols = min(2, len(scenarios))
     nrows = -(-len(scenarios) // ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(5.5 * ncols, 4 * nrows + 1), squeeze=False)
     for ax, scenario in zip(axes.flat, scenarios, strict=False):
         for arm in arms:
-            sel = rows[(rows["scenario"] == scenario) & (rows["mechanism"] == arm)]
+            sel = rows[(rows["scenario"] == scenario) & (rows["arm"] == arm)]
             if len(sel):
                 _band(ax, sel, ARM_TITLES[arm], **ARM_STYLES[arm])
         ax.set_xscale("log")
@@ -91,7 +91,7 @@ def figure_disparities(summary: pd.DataFrame, scenario: int = 4, arms=None):
     """Figure 2: (a) urban vs rural and (b) New Mexico vs New York rates against epsilon."""
     rows = summary[summary["scenario"] == scenario]
     arms = arms or ["md", "pg_state", "pg_state_certified"]
-    arms = [m for m in arms if m in set(rows["mechanism"])]
+    arms = [m for m in arms if m in set(rows["arm"])]
     panels = [
         ("(a) Urban vs rural", ("rate_urban", "urban"), ("rate_rural", "rural")),
         ("(b) New Mexico vs New York", ("rate_nm", "NM"), ("rate_ny", "NY")),
@@ -128,7 +128,7 @@ def figure_maps(counties, scenario_frame, county_means, epsilons, scenario: int 
     for arm in ("md", "pg_state"):
         cells = []
         for eps in epsilons:
-            sel = means[(means["mechanism"] == arm) & at_epsilon(means["epsilon"], eps)]
+            sel = means[(means["arm"] == arm) & at_epsilon(means["epsilon"], eps)]
             if sel.empty:
                 continue
             column = f"{arm}_{eps:g}"
@@ -179,7 +179,7 @@ def figure_appendix_rmse(summary: pd.DataFrame, arms=None, correlation=None):
     scenario (median and 95% band over the datasets, log-log axes)."""
     rows = summary[summary["metric"] == "rmse"]
     groups = _age_groups(summary)
-    arms = arms or [m for m in ARM_TITLES if m in set(rows["mechanism"])]
+    arms = arms or [m for m in ARM_TITLES if m in set(rows["arm"])]
     scenarios = sorted(rows["scenario"].unique())
     nrows, ncols = len(groups), len(scenarios)
     fig, axes = plt.subplots(
@@ -190,7 +190,7 @@ def figure_appendix_rmse(summary: pd.DataFrame, arms=None, correlation=None):
             ax = axes[r, c]
             here = rows[(rows["age_group"] == group) & (rows["scenario"] == scenario)]
             for arm in arms:
-                sel = here[here["mechanism"] == arm]
+                sel = here[here["arm"] == arm]
                 if len(sel):
                     _band(ax, sel, ARM_TITLES[arm], **ARM_STYLES[arm])
             ax.set_xscale("log")
@@ -212,11 +212,11 @@ def figure_appendix_disparities(
     summary: pd.DataFrame, scenario: int = 4, arms=("md", "pg_state"), correlation=None
 ):
     """Appendix C: urban vs rural and New Mexico vs New York rates against epsilon in
-    ``scenario``, one row per age group, one column per comparison x mechanism; dashed
+    ``scenario``, one row per age group, one column per comparison x arm; dashed
     lines are the (modelled) true values."""
     groups = _age_groups(summary)
     rows = summary[summary["scenario"] == scenario]
-    arms = [m for m in arms if m in set(rows["mechanism"])]
+    arms = [m for m in arms if m in set(rows["arm"])]
     note = _appendix_note(correlation)
     if rows.empty or not arms:
         fig, ax = plt.subplots(figsize=(8, 2))
