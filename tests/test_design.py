@@ -73,7 +73,8 @@ def test_lookups_match_labels_only():
     column = np.array([0.01, 1.0, np.nan, 1.00001, 10.0, 1.0])
     assert at_epsilon(column, 1.0).tolist() == [False, True, False, False, False, True]
     assert at_epsilon(column, [0.01, 10.0]).tolist() == [1, 0, 0, 0, 1, 0]
-    assert not at_epsilon(column, 1.00002).any()  # np.isclose would have matched 1.0
+    assert np.isclose(1.0, 1.00001)  # what a float-closeness lookup would have confused
+    assert not at_epsilon(column, 1.00002).any()  # a grid value absent from the column
     assert not at_epsilon(column, []).any() and at_epsilon([], 1.0).size == 0
     assert epsilon_labels(column)[2] is None
 

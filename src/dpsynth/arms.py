@@ -7,7 +7,8 @@
 - A **calibration method** chooses a mechanism's hyperparameters for an epsilon:
   ``paper``, ``exact`` or ``certified`` (:data:`dpsynth.calibration.METHODS`).
 - A **baseline** perturbs the counts themselves and has no calibration: ``geometric``
-  (two-sided geometric output perturbation, the baseline of Quick (2021), Section 3).
+  (two-sided geometric output perturbation, the baseline Study 1 adds to Quick (2021)'s
+  Section 3).
 - A **prior** says where a PG arm's prior rates come from (:data:`PRIORS`); ``None`` is
   the study's own (``studies.<name>.prior`` in the config).
 - An **arm** (:class:`Arm`) is one line of a study's figures, the thing a legend names: a

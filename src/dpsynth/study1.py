@@ -41,8 +41,9 @@ from dpsynth.privacy.calibrate import calibrate
 from dpsynth.sampling.synthesize import posterior_rates, posterior_rates_per_dataset
 from dpsynth.seeding import job_rng
 
-#: Study 1's arms (Quick (2021), Section 3, and the certified, sanitised and geometric
-#: additions), in the order of the figures' legends; ``title`` is the legend's text.
+#: Study 1's arms, in the order of the figures' legends (``title``: the legend's text):
+#: Quick (2021), Section 3's MD and PG with national and state priors, the sanitised state
+#: prior of its eq 19, and the certified calibrations and the geometric baseline we add.
 ARMS = (
     Arm("md", "paper", "md", title="Multinomial-Dirichlet"),
     Arm("pg", "paper", "pg_national", "national", "PG, national prior"),
