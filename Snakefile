@@ -22,13 +22,15 @@ except ConfigError as error:
 report: "workflow/report/workflow.rst"
 
 
-# One BLAS/OpenMP thread per job, as each job declares (`threads: 1`), unless set outside.
-os.environ.update(
-    {
-        name: os.environ.get(name, "1")
-        for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-    }
-)
+# One BLAS/OpenMP thread per job, as each job declares (`threads: 1`), and figures drawn
+# off screen, unless set outside.
+for name, value in [
+    ("OPENBLAS_NUM_THREADS", "1"),
+    ("OMP_NUM_THREADS", "1"),
+    ("MKL_NUM_THREADS", "1"),
+    ("MPLBACKEND", "Agg"),
+]:
+    os.environ.setdefault(name, value)
 
 # Jobs import dpsynth from this checkout's src/, also in the conda environment that
 # `--sdm conda` builds from environment.yml (it holds the pinned dependencies only).

@@ -57,7 +57,7 @@ def load_strata(path: Path | None) -> pd.DataFrame:
     if path is not None:
         return pd.read_parquet(path, columns=["cases", "population", "prior_rate"])
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from study2 import build_standin  # noqa: PLC0415 (benchmarks/study2.py, heavy)
+    from study2 import build_standin  # benchmarks/study2.py, heavy
 
     _, strata, _ = build_standin()
     return strata
@@ -78,9 +78,9 @@ def first_call_seconds(fresh_cache: bool) -> float:
 
 def use_exact_module(path: Path) -> None:
     """Make ``calibrate(method='exact')`` call ``exact_bivariate_shapes`` from ``path``."""
-    import importlib.util  # noqa: PLC0415
+    import importlib.util
 
-    import dpsynth.privacy.calibrate as calibrate_module  # noqa: PLC0415
+    import dpsynth.privacy.calibrate as calibrate_module
 
     spec = importlib.util.spec_from_file_location("exact_bivariate_under_test", path)
     module = importlib.util.module_from_spec(spec)

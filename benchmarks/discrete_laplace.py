@@ -23,12 +23,12 @@ from fractions import Fraction
 import numpy as np
 from mechanisms import best_time  # benchmarks/ is on the path when run as a script
 
-import dpsynth.mechanisms.geometric as geometric
-import dpsynth.mechanisms.sanitised_prior as sanitised_prior
+import dpsynth.baselines.geometric as geometric
+import dpsynth.privacy.sanitised_prior as sanitised_prior
 import dpsynth.study1 as study1
 from dpsynth.data.scenarios import Scenario
 from dpsynth.design import epsilon_grid
-from dpsynth.privacy.discrete_laplace import sample_discrete_laplace, scale_for
+from dpsynth.privacy.discrete_laplace import SENSITIVITY, sample_discrete_laplace, scale_for
 from dpsynth.study1 import Geography, score_datasets
 
 N_COUNTIES = 3085
@@ -36,7 +36,7 @@ N_DATASETS = 100  # datasets_per_job of config/config.yaml
 N_SANITISED = 20
 
 
-def float_geometric_noise(epsilon, size, rng, sensitivity=geometric.SENSITIVITY):
+def float_geometric_noise(epsilon, size, rng, sensitivity=SENSITIVITY):
     """The former sampler: difference of two floating-point NumPy geometric draws."""
     p_success = -np.expm1(-epsilon / sensitivity)
     return rng.geometric(p_success, size) - rng.geometric(p_success, size)
@@ -87,7 +87,10 @@ def main() -> None:
     }
     for name, rng in generators():
         for label, scale in scales.items():
-            seconds = best_time(lambda: sample_discrete_laplace(scale, 10**5, rng), args.repeats)  # noqa: B023
+            seconds = best_time(
+                lambda scale=scale, rng=rng: sample_discrete_laplace(scale, 10**5, rng),
+                args.repeats,
+            )
             print(f"| {name} | {label} | {seconds / 1e5 * 1e6:.2f} |")
 
     rng = np.random.default_rng(1)
@@ -106,12 +109,12 @@ def main() -> None:
             study1.geometric_release_each = release_each
             if release_each is former_release_each:  # one call per dataset
 
-                def draw_noise():
-                    return [noise(e, (1, N_COUNTIES), rng) for e in epsilons for _ in ids]  # noqa: B023
+                def draw_noise(noise=noise):
+                    return [noise(e, (1, N_COUNTIES), rng) for e in epsilons for _ in ids]
             else:  # one call per epsilon
 
-                def draw_noise():
-                    return [noise(e, (N_DATASETS, N_COUNTIES), rng) for e in epsilons]  # noqa: B023
+                def draw_noise(noise=noise):
+                    return [noise(e, (N_DATASETS, N_COUNTIES), rng) for e in epsilons]
 
             results[label, "noise"] = best_time(draw_noise, args.repeats)
             results[label, "job"] = best_time(
@@ -119,7 +122,7 @@ def main() -> None:
                 args.repeats,
             )
             results[label, "prior"] = best_time(
-                lambda: [noise(0.1 * e, 49, rng) for e in epsilons for _ in ids],  # noqa: B023
+                lambda noise=noise: [noise(0.1 * e, 49, rng) for e in epsilons for _ in ids],
                 args.repeats,
             )
             results[label, "sanitised job"] = best_time(

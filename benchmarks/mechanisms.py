@@ -70,39 +70,6 @@ def floor_per_vector(y, total, n_vectors, repeats, rng) -> float:
     return best_time(run, repeats) / n_vectors
 
 
-def fallback_calibration(mechanism, epsilon, total, population, prior_rate) -> Calibration:
-    """DESIGN.md sec 4's certified shapes, used only if dpsynth.calibrate is unavailable."""
-    from scipy.stats import poisson
-
-    n_cells = population.size
-    if mechanism == "md":
-        return Calibration(
-            "md", "paper", epsilon, total, np.full(n_cells, total / np.expm1(epsilon))
-        )
-    if mechanism == "pg":
-        a = np.full(n_cells, total / np.expm1(epsilon / 2))
-        return Calibration(
-            "pg", "certified", epsilon, total, a, a / prior_rate, population, prior_rate
-        )
-    tail = min(0.001, 1.0 / n_cells)
-    lower = poisson.ppf(tail / 2, population * prior_rate).astype(np.int64)
-    upper = np.minimum(poisson.ppf(1 - tail / 2, population * prior_rate), total).astype(np.int64)
-    a = np.maximum((upper - lower) / np.expm1(epsilon / 2) - 2 * lower, 1e-3)
-    return Calibration(
-        "truncated",
-        "certified",
-        epsilon,
-        total,
-        a,
-        a / prior_rate,
-        population,
-        prior_rate,
-        lower,
-        upper,
-        tail=tail,
-    )
-
-
 def _timed_calibrations(queue, mechanism, method, epsilons, total, population, prior_rate, repeats):
     """Child process: seconds per epsilon for one mechanism/method, or the error."""
     try:
@@ -124,13 +91,8 @@ def _timed_calibrations(queue, mechanism, method, epsilons, total, population, p
 
 def calibration_rows(n_cells, total, population, prior_rate, epsilons, repeats, timeout):
     """One row per mechanism/method: seconds per epsilon, or why it was skipped."""
-    try:
-        from dpsynth import calibrate
-    except (ImportError, AttributeError) as err:
-        return [
-            f"| {n_cells:,} | {total:,} | all | all | skipped: dpsynth.calibrate "
-            f"unavailable ({err}) | |"
-        ], {}
+    from dpsynth import calibrate
+
     rows, calibrations = [], {}
     context = multiprocessing.get_context("fork")
     for mechanism, methods in METHODS.items():
@@ -163,13 +125,14 @@ def calibration_rows(n_cells, total, population, prior_rate, epsilons, repeats, 
 
 
 def pick_calibration(calibrations, mechanism, total, population, prior_rate):
+    """A calibration timed above (certified first); else the library's certified one."""
     for method in ("certified", "paper", "exact"):
         if method in calibrations.get(mechanism, {}):
             return calibrations[mechanism][method], method
-    return (
-        fallback_calibration(mechanism, SAMPLING_EPSILON, total, population, prior_rate),
-        "DESIGN sec 4 fallback",
-    )
+    from dpsynth import calibrate
+
+    cal = calibrate(mechanism, SAMPLING_EPSILON, total, population, prior_rate, method="certified")
+    return cal, "certified"
 
 
 def sampling_rows(n_cells, total, population, prior_rate, y, calibrations, n_vectors, repeats):

@@ -53,7 +53,7 @@ _STATE: dict = {}
 def build_standin():
     """The study `standin` of config/config.yaml (its table built as the workflow's
     ``study2_table`` job builds it), its strata with the national prior, and its measures."""
-    import tempfile  # noqa: PLC0415
+    import tempfile
 
     entry = yaml.safe_load((REPO / "config/config.yaml").read_text())["studies"]["standin"]
     table = scenario_table(
@@ -80,7 +80,7 @@ def run_task(task):
     """One (mechanism, epsilon) cell: calibrate, build the sampler, draw and measure."""
     label, epsilon, n_datasets, batch = task
     definition, strata, measures = _STATE["study"]
-    arm = next(arm for arm in definition.arms if arm.label == label)
+    arm = definition.arm(label)
     out = {"mechanism": label, "epsilon": epsilon}
     start = time.perf_counter()
     try:

@@ -12,13 +12,10 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from workflow_helpers import BIN, REPO, copy_project
 
-from workflow_helpers import copy_project  # noqa: E402
-
-__all__ = ["copy_project", "timed_snakemake"]
+__all__ = ["BIN", "REPO", "copy_project", "timed_snakemake"]
 
 # Runs a command and prints the peak resident memory of its process tree's largest member,
 # so that the measurement covers that one run only.

@@ -5,7 +5,11 @@ from __future__ import annotations
 import os
 import subprocess
 
+import matplotlib
 import pytest
+
+# Figures are drawn off screen, as in the workflow's jobs (the Snakefile sets MPLBACKEND).
+matplotlib.use("Agg")
 
 #: `make test-fast` sets this: every unit and property test, in process only.
 FAST_LANE = os.environ.get("DPSYNTH_TEST_LANE") == "fast"

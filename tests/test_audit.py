@@ -77,7 +77,8 @@ def test_worst_case_is_a_neighbour_pair_attaining_epsilon():
 
 
 def test_truncated_audit_respects_the_design_bound_on_random_instances():
-    # DESIGN.md sec 4: |log ratio| <= kappa_i + kappa_j, kappa = log((U + L + a)/(2L + a)).
+    # docs/privacy.md, Part 2, bound (2) with L' = L and U' = U:
+    # |log ratio| <= kappa_i + kappa_j, kappa = log((U + L + a)/(2L + a)).
     rng = np.random.default_rng(20240611)
     for _ in range(15):
         n_cells, total = int(rng.integers(2, 4)), int(rng.integers(3, 10))

@@ -4,16 +4,25 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpsynth.mechanisms.geometric import (
-    geometric_log_pmf,
-    geometric_noise,
+from dpsynth.baselines.geometric import (
     geometric_release,
     geometric_release_each,
     largest_remainder_round,
     project_to_simplex,
 )
-from dpsynth.mechanisms.modips import modips_release
-from dpsynth.mechanisms.sanitised_prior import sanitised_prior_calibration
+from dpsynth.baselines.modips import modips_release
+from dpsynth.privacy.discrete_laplace import (
+    SENSITIVITY,
+    discrete_laplace_log_pmf,
+    geometric_noise,
+    scale_for,
+)
+from dpsynth.privacy.sanitised_prior import sanitised_prior_calibration
+
+
+def geometric_log_pmf(k, epsilon):
+    """log P(e = k) of the geometric mechanism's noise: discrete Laplace, scale Delta / eps."""
+    return discrete_laplace_log_pmf(k, scale_for(epsilon, SENSITIVITY))
 
 
 def test_geometric_pmf_sums_to_one():

@@ -468,7 +468,10 @@ def test_the_cli_and_the_study_stage_round_and_refuse_alike(tmp_path):
         load_strata(request)
     with pytest.raises(StudyDataError) as study_error:
         load_study_table(study_definition("s", spec, base=tmp_path))
-    strip = lambda e: str(e.value).split("; expected")[0].split(": ", 1)[1]  # noqa: E731
+
+    def strip(error):
+        return str(error.value).split("; expected")[0].split(": ", 1)[1]
+
     assert strip(cli_error) == strip(study_error)  # the same strata, values and wording
     assert "--rounding nearest" in str(cli_error.value)
     assert "studies.s.rounding: nearest" in str(study_error.value)

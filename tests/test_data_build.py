@@ -1,12 +1,7 @@
 """Pure helpers of the data builder (data/build/): the GAL parser and the name key."""
 
-import sys
-from pathlib import Path
-
+import derive  # data/build/ (pytest pythonpath)
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "data" / "build"))
-import derive  # noqa: E402
 
 
 def test_read_gal_new_style_header_with_an_island(tmp_path):

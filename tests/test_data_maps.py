@@ -1,17 +1,13 @@
 """county_choropleth: colours follow the values, scales and errors behave."""
 
-import matplotlib
+import geopandas as gpd
+import matplotlib.colors as mcolors
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from shapely.geometry import box
 
-matplotlib.use("Agg")
-
-import geopandas as gpd  # noqa: E402
-import matplotlib.colors as mcolors  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-from shapely.geometry import box  # noqa: E402
-
-from dpsynth.plots.maps import county_choropleth  # noqa: E402
+from dpsynth.plots.maps import county_choropleth
 
 
 def squares(values, crs="EPSG:4326"):

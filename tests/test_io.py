@@ -2,14 +2,11 @@ from __future__ import annotations
 
 import json
 
-import matplotlib
+import matplotlib.pyplot as plt
+import pandas as pd
+import pytest
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
-
-from dpsynth.io import atomic_path, save_figure, write_json, write_parquet, write_yaml  # noqa: E402
+from dpsynth.io import atomic_path, save_figure, write_json, write_parquet, write_yaml
 
 
 def test_failed_write_leaves_nothing(tmp_path):

@@ -57,7 +57,8 @@ def test_md_audit_equals_epsilon():
 
 
 def test_pg_paper_calibration_can_exceed_nominal_epsilon():
-    # DESIGN.md sec 4: with unequal populations the paper's eq (15) is only nominal, even
+    # docs/privacy.md, Part 2 ("What the other methods guarantee"): with unequal
+    # populations the paper's eq (15) is only nominal, even
     # for I = 2 (national prior rate, populations 1 and 100, y. = 20, eps = 1).
     paper = calibrate("pg", 1.0, 20, [1.0, 100.0])
     assert audit(paper) > 1.2

@@ -341,7 +341,10 @@ DELTA_CASES = [
     ("pg", "certified", 2, 12, 1.0, 4),
     ("pg", "certified", 2, 11, 1.6, 2),
     ("pg", "certified", 3, 9, 1.1, 1),
-    ("truncated", "certified", 2, 11, 1.9, 0),
+    # seed 5, not 0: seed 0's cuts broke pure epsilon only because the tilt had failed for
+    # y = (0, 11) and (1, 10) (fixed by the audit); on target, its cuts no longer do, and the
+    # check below would have no teeth
+    ("truncated", "certified", 2, 11, 1.9, 5),
     ("truncated", "certified", 3, 9, 0.6, 2),
     ("md", "paper", 2, 11, 1.9, 0),
     ("md", "paper", 3, 8, 1.0, 3),

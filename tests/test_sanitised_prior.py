@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpsynth.mechanisms.sanitised_prior import SanitisedPrior, sanitised_group_prior
 from dpsynth.privacy.discrete_laplace import discrete_laplace_log_pmf, scale_for
+from dpsynth.privacy.sanitised_prior import SanitisedPrior, sanitised_group_prior
 
 
 def log_cdf(k, scale) -> np.ndarray:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
-import sys
 import tarfile
 import time
 from pathlib import Path
@@ -31,15 +30,13 @@ import geopandas as gpd
 import numpy as np
 import pandas as pd
 import pytest
+import sources  # the data builder's fetch code, data/build/ (pytest pythonpath)
 import yaml
 from matplotlib import image as mpimg
 from workflow_helpers import REPO, copy_project, snakemake
 
 from dpsynth.study.definition import study_definition
 from dpsynth.study.table import StudyDataError, load_study_table
-
-sys.path.insert(0, str(REPO / "data" / "build"))
-import sources  # noqa: E402  (the data builder's fetch code)
 
 RAW = (REPO / "data" / "raw").resolve()  # the data builder's download cache, git-ignored
 EXAMPLES = f"PySAL-{sources.PYSAL_VERSION}/pysal/examples"
@@ -213,7 +210,10 @@ def sids_expected(dbf: pd.DataFrame) -> dict:
     """The truths, from the shapefile's own columns (not from the analyst's table)."""
     deaths = dbf["SID74"] + dbf["SID79"]
     births = dbf["BIR74"] + dbf["BIR79"]
-    rate = lambda d, n: d.sum() / n.sum()  # noqa: E731
+
+    def rate(d, n):
+        return d.sum() / n.sum()
+
     shares = pd.concat([dbf["NWBIR74"] / dbf["BIR74"], dbf["NWBIR79"] / dbf["BIR79"]])
     high74 = dbf["NWBIR74"] / dbf["BIR74"] >= shares.median()
     high79 = dbf["NWBIR79"] / dbf["BIR79"] >= shares.median()

@@ -78,7 +78,10 @@ def test_the_summary_holds_the_truth_of_the_analysts_table(study_run):
     work, frame = study_run
     summary = pd.read_parquet(work / "results/studies/mine/summary.parquet")
     south = frame["region"] == "south"
-    rate = lambda m: frame.loc[m, "deaths"].sum() / frame.loc[m, "population"].sum()  # noqa: E731
+
+    def rate(m):
+        return frame.loc[m, "deaths"].sum() / frame.loc[m, "population"].sum()
+
     disparity = summary[summary["metric"] == "disparity:south_vs_north"]
     assert disparity["truth"].to_numpy() == pytest.approx(rate(south) / rate(~south), rel=1e-12)
     draws = summary[summary["metric"] == "rank_correlation"]

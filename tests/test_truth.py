@@ -18,17 +18,15 @@ from workflow_helpers import REPO, TEST_CONFIG, copy_project, snakemake
 
 from dpsynth.data import read_wonder
 from dpsynth.data.counties import queen_adjacency
-from dpsynth.data.truth import (
+from dpsynth.data.truth.model import (
     TruthModel,
     model_truth,
     model_truth_related,
     modelled_total,
-    morans_i,
     proper_car_field,
-    smooth_observed_rates,
-    truth_from_wonder,
-    truth_summary,
 )
+from dpsynth.data.truth.observed import smooth_observed_rates, truth_from_wonder
+from dpsynth.data.truth.summary import morans_i, truth_summary
 
 FIXTURES = REPO / "tests" / "fixtures" / "wonder"
 

@@ -14,12 +14,12 @@ import argparse
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling modules
+import derive
+import sources
+from readme import update_checksums
 
-import derive  # noqa: E402  (sibling module of this script)
-import sources  # noqa: E402
-from readme import update_checksums  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 DATA = HERE.parent
 

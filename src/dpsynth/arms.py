@@ -72,11 +72,6 @@ class Arm:
             object.__setattr__(self, "title", self.name)
 
     @property
-    def label(self) -> str:
-        """The arm's name (the study stage's older word for it)."""
-        return self.name
-
-    @property
     def baseline(self) -> bool:
         """Whether the arm perturbs the counts instead of drawing from a calibration."""
         return self.mechanism in BASELINES

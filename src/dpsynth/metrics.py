@@ -1,8 +1,11 @@
-"""Utility measures of synthetic rates against the truth (Quick 2021 and Quick 2022, Section 3).
+"""Utility measures and their summaries (Quick 2021 and Quick 2022, Section 3).
 
-Rates are per person; the ``*_per_100k`` helpers scale by 100,000 as the papers report.
-Every function takes draws as an array whose last axis is the cells, so one call scores
-many datasets at once.
+The one module of the studies' shared summaries: the utility measures of synthetic rates
+against the truth (rates are per person; the ``*_per_100k`` helpers scale by
+:data:`dpsynth.units.PER_100K` as the papers report), the one median and 95% band over
+datasets (:func:`summarise`, :func:`summarise_frame`, columns :data:`BAND_COLUMNS`) and the
+mean over datasets from per-chunk sums (:func:`pooled_mean`). Every measure takes draws
+as an array whose last axis is the cells, so one call scores many datasets at once.
 """
 
 from __future__ import annotations
@@ -35,36 +38,71 @@ def group_rate_per_100k(rates, population, members) -> np.ndarray:
     return events / population[members].sum() * PER_100K
 
 
-def summarise(values, *, lower: float = 0.025, upper: float = 0.975) -> dict[str, float]:
+#: Quantiles of the central 95% band over the synthetic datasets, beside their median
+#: (the bands of Quick 2021 and Quick 2022, Section 3).
+BAND = (0.025, 0.975)
+#: The columns of every band: its median and quantiles ``BAND``, in this order.
+BAND_COLUMNS = ("median", "lower", "upper")
+
+
+def summarise(values, *, lower: float = BAND[0], upper: float = BAND[1]) -> dict[str, float]:
     """Median and the central 95% band (quantiles ``lower`` and ``upper``) of a sample.
 
-    NaN values (undefined ratios) are left out; all-NaN gives NaN.
+    The one implementation of "median and band" (every summary of the studies and the
+    pseudo-posterior tables goes through it): numpy's linear quantiles of the sample.
+    NaN values (undefined ratios) are left out; all-NaN gives NaN. Infinite values (a
+    ratio with an empty denominator) are kept and act as limits: a quantile between an
+    order statistic and an infinite one is that infinity, between -inf and inf it is NaN
+    (numpy's interpolation would give NaN for all of these).
     """
     values = np.asarray(values, dtype=float)
     values = values[~np.isnan(values)]
     if values.size == 0:
-        return {"median": np.nan, "lower": np.nan, "upper": np.nan}
-    lo, med, hi = np.quantile(values, [lower, 0.5, upper])
+        return dict.fromkeys(BAND_COLUMNS, np.nan)
+    quantiles = [lower, 0.5, upper]
+    with np.errstate(invalid="ignore"):
+        lo, med, hi = np.quantile(values, quantiles)
+    if np.isnan([lo, med, hi]).any():  # only infinities make NaN here
+        lo, med, hi = _with_infinities(values, quantiles)
     return {"median": float(med), "lower": float(lo), "upper": float(hi)}
 
 
-def summarise_frame(frame: pd.DataFrame, by: list[str], value: str = "value") -> pd.DataFrame:
-    """Median and 95% band of ``value`` within each group of ``by`` (one row per group)."""
+def _with_infinities(values: np.ndarray, quantiles) -> list[float]:
+    """Linear quantiles of a sample holding infinities: the infinite end of the two order
+    statistics around a quantile wins; both equal gives that value; -inf and inf, NaN."""
+    below = np.quantile(values, quantiles, method="lower")
+    above = np.quantile(values, quantiles, method="higher")
+    with np.errstate(invalid="ignore"):
+        linear = np.quantile(values, quantiles)
+    out = []
+    for lo, hi, value in zip(below, above, linear, strict=True):
+        if lo == hi:
+            value = lo
+        elif np.isinf(lo) and np.isinf(hi):
+            value = np.nan
+        elif np.isinf(lo):
+            value = lo
+        elif np.isinf(hi):
+            value = hi
+        out.append(float(value))
+    return out
+
+
+def summarise_frame(frame: pd.DataFrame, by: Sequence[str], value: str = "value") -> pd.DataFrame:
+    """:func:`summarise` of ``value`` within each group of ``by``: one row per group, sorted
+    by ``by`` (a NaN key is a group of its own), columns ``[*by, *BAND_COLUMNS]``."""
+    by = list(by)
     rows = []
     for keys, group in frame.groupby(by, sort=True, dropna=False):
         keys = keys if isinstance(keys, tuple) else (keys,)
         rows.append({**dict(zip(by, keys, strict=True)), **summarise(group[value])})
-    return pd.DataFrame(rows, columns=[*by, "median", "lower", "upper"])
+    return pd.DataFrame(rows, columns=[*by, *BAND_COLUMNS])
 
 
-def summarise_draws(frame: pd.DataFrame, by: Sequence[str], value_columns: Sequence[str]):
-    """Median and 95% band (2.5%, 97.5% quantiles) of each value column within ``by``.
-
-    Returns a long frame ``[*by, metric, median, lower, upper]``. Non-finite values (a ratio
-    with an empty denominator) are kept: quantiles then follow numpy's handling of inf.
-    """
-    long = frame.melt(id_vars=list(by), value_vars=list(value_columns), var_name="metric")
-    grouped = long.groupby([*by, "metric"], sort=True)["value"]
-    out = grouped.quantile([0.5, 0.025, 0.975]).unstack()
-    out.columns = ["median", "lower", "upper"]
-    return out.reset_index()
+def pooled_mean(
+    sums: pd.DataFrame, by: Sequence[str], total: str, count: str, name: str = "rate"
+) -> pd.DataFrame:
+    """Mean over datasets from per-chunk sums: within each group of ``by`` (sorted), the
+    sum of ``total`` over the sum of ``count``, as column ``name`` (``[*by, name]``)."""
+    totals = sums.groupby(list(by), sort=True)[[total, count]].sum()
+    return (totals[total] / totals[count]).rename(name).reset_index()

@@ -32,12 +32,12 @@ import numpy as np
 import pandas as pd
 
 from dpsynth.arms import Arm, arm_named
+from dpsynth.baselines.geometric import geometric_release_each
 from dpsynth.data.scenarios import Scenario, draw_datasets, make_scenario
 from dpsynth.design import at_epsilon, chunk_labels, chunk_members, grid_from_config
-from dpsynth.mechanisms.geometric import geometric_release_each
-from dpsynth.mechanisms.sanitised_prior import sanitised_prior_calibration
-from dpsynth.metrics import group_rate_per_100k, rmse_per_100k
+from dpsynth.metrics import BAND_COLUMNS, group_rate_per_100k, pooled_mean, rmse_per_100k
 from dpsynth.privacy.calibrate import calibrate
+from dpsynth.privacy.sanitised_prior import sanitised_prior_calibration
 from dpsynth.sampling.synthesize import posterior_rates, posterior_rates_per_dataset
 from dpsynth.seeding import job_rng
 
@@ -391,7 +391,7 @@ def summarise_scores(scores: pd.DataFrame, scenario_paths) -> pd.DataFrame:
 
 
 #: Columns of a Study-1 summary (``results/study1/summary.parquet``, ages 35-44).
-SUMMARY_COLUMNS = ("scenario", "arm", "epsilon", "metric", "median", "lower", "upper")
+SUMMARY_COLUMNS = ("scenario", "arm", "epsilon", "metric", *BAND_COLUMNS)
 
 
 def stack_age_groups(summaries: dict) -> pd.DataFrame:
@@ -418,9 +418,7 @@ def stack_age_groups(summaries: dict) -> pd.DataFrame:
 def county_means(county_sums: pd.DataFrame) -> pd.DataFrame:
     """Mean synthetic rate per scenario x arm x epsilon x county over all datasets."""
     keys = ["scenario", "arm", "epsilon", "county"]
-    totals = county_sums.groupby(keys, as_index=False)[["rate_sum", "count"]].sum()
-    totals["rate"] = totals["rate_sum"] / totals["count"]
-    return totals[[*keys, "rate"]]
+    return pooled_mean(county_sums, keys, "rate_sum", "count")
 
 
 def behaviour_checks(summary: pd.DataFrame) -> dict:

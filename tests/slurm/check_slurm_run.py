@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from workflow_helpers import (  # noqa: E402  (tests/ is not a package)
+from workflow_helpers import (
     BIN,
     REPO,
     SNAKEMAKE,

@@ -57,7 +57,7 @@ rule truth_map_35_44:
 
 
 # Study 1's Appendix C (ages 45-54 ... 85+): totals AND populations modelled; the rates
-# mix the 35-44 truth's pattern with an independent draw (see src/dpsynth/data/truth.py).
+# mix the 35-44 truth's pattern with an independent draw (see src/dpsynth/data/truth/model.py).
 rule truth_rates_older:
     input:
         counties=config["data"]["counties"],

@@ -2,22 +2,18 @@
 
 import logging
 
-import matplotlib
-
-matplotlib.use("Agg")
-
-from dpsynth.data.pennsylvania import (  # noqa: E402
+from dpsynth.data.pennsylvania import (
     county_crude_rates,
     load_pennlc,
     load_pennsylvania_counties,
 )
-from dpsynth.io import save_figure  # noqa: E402
-from dpsynth.plots.maps import county_choropleth  # noqa: E402
+from dpsynth.io import save_figure
+from dpsynth.plots.maps import county_choropleth
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)  # noqa: F821
+logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 
-counties = load_pennsylvania_counties(snakemake.input.counties)  # noqa: F821
-rates = county_crude_rates(load_pennlc(snakemake.input.strata))  # noqa: F821
+counties = load_pennsylvania_counties(snakemake.input.counties)
+rates = county_crude_rates(load_pennlc(snakemake.input.strata))
 counties = counties.merge(rates, on="county", how="left")
 logging.info("%d counties, %d cases", len(counties), counties["cases"].sum())
 fig = county_choropleth(
@@ -29,4 +25,4 @@ fig = county_choropleth(
     edgecolor="grey",
     linewidth=0.3,
 )
-save_figure(fig, *snakemake.output)  # noqa: F821
+save_figure(fig, *snakemake.output)

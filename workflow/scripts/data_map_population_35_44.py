@@ -2,19 +2,15 @@
 
 import logging
 
-import matplotlib
+from dpsynth.data.age_groups import age_group_wide, load_age_groups
+from dpsynth.data.counties import load_counties
+from dpsynth.io import save_figure
+from dpsynth.plots.maps import county_choropleth
 
-matplotlib.use("Agg")
+logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 
-from dpsynth.data.age_groups import age_group_wide, load_age_groups  # noqa: E402
-from dpsynth.data.counties import load_counties  # noqa: E402
-from dpsynth.io import save_figure  # noqa: E402
-from dpsynth.plots.maps import county_choropleth  # noqa: E402
-
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)  # noqa: F821
-
-counties = load_counties(snakemake.input.counties)  # noqa: F821
-ages = age_group_wide(load_age_groups(snakemake.input.age_groups))  # noqa: F821
+counties = load_counties(snakemake.input.counties)
+ages = age_group_wide(load_age_groups(snakemake.input.age_groups))
 counties = counties.merge(ages[["35-44"]], left_on="fips", right_index=True, how="left")
 logging.info("%d counties, modelled 35-44 total %.0f", len(counties), counties["35-44"].sum())
 fig = county_choropleth(
@@ -25,4 +21,4 @@ fig = county_choropleth(
     norm="log",
     legend_label="people aged 35-44 (modelled, log scale)",
 )
-save_figure(fig, *snakemake.output)  # noqa: F821
+save_figure(fig, *snakemake.output)

@@ -18,20 +18,20 @@ os.environ.setdefault(
 # and recompiles if this machine lacks them (mixed cluster nodes).
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.abspath(".snakemake/jax_cache"))
 
-import pandas as pd  # noqa: E402
+import pandas as pd
 
-from dpsynth.io import write_json, write_parquet  # noqa: E402
-from dpsynth.pseudo_posterior.study import (  # noqa: E402
+from dpsynth.io import write_json, write_parquet
+from dpsynth.pseudo_posterior.study import (
     SYNTHESIZERS,
     StudySettings,
     run_synthesizer,
 )
-from dpsynth.pseudo_posterior.tables import (  # noqa: E402
+from dpsynth.pseudo_posterior.tables import (
     draws_table,
     fit_metadata,
     records_table,
 )
-from dpsynth.seeding import job_rng  # noqa: E402
+from dpsynth.seeding import job_rng
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 dataset = snakemake.wildcards.dataset

@@ -2,22 +2,18 @@
 
 import logging
 
-import matplotlib
+import pandas as pd
+from matplotlib.ticker import FuncFormatter
 
-matplotlib.use("Agg")
+from dpsynth.data.counties import load_counties
+from dpsynth.io import save_figure
+from dpsynth.plots.maps import county_choropleth
 
-import pandas as pd  # noqa: E402
-from matplotlib.ticker import FuncFormatter  # noqa: E402
-
-from dpsynth.data.counties import load_counties  # noqa: E402
-from dpsynth.io import save_figure  # noqa: E402
-from dpsynth.plots.maps import county_choropleth  # noqa: E402
-
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)  # noqa: F821
-counties = load_counties(snakemake.input.counties)  # noqa: F821
-truth = pd.read_parquet(snakemake.input.truth, columns=["fips", "rate_per_100k"])  # noqa: F821
+logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
+counties = load_counties(snakemake.input.counties)
+truth = pd.read_parquet(snakemake.input.truth, columns=["fips", "rate_per_100k"])
 frame = counties.merge(truth, on="fips", how="left", validate="one_to_one")
-label = "modelled truth" if snakemake.params.source == "model" else "smoothed observed rates"  # noqa: F821
+label = "modelled truth" if snakemake.params.source == "model" else "smoothed observed rates"
 logging.info("%d counties, %d without a rate", len(frame), frame["rate_per_100k"].isna().sum())
 fig = county_choropleth(
     frame,
@@ -31,4 +27,4 @@ fig = county_choropleth(
 plain = FuncFormatter(lambda value, _: f"{value:g}")
 fig.axes[-1].yaxis.set_major_formatter(plain)
 fig.axes[-1].yaxis.set_minor_formatter(plain)
-save_figure(fig, *snakemake.output)  # noqa: F821
+save_figure(fig, *snakemake.output)

@@ -1,5 +1,5 @@
 """True county rates of an older age group (Study 1's Appendix C): totals and populations
-modelled, the map related to the 35-44 truth (see dpsynth.data.truth.model_truth_related)."""
+modelled, the map related to the 35-44 truth (see dpsynth.data.truth.model.model_truth_related)."""
 
 import logging
 from dataclasses import replace
@@ -8,20 +8,21 @@ import pandas as pd
 
 from dpsynth.data.age_groups import group_population, load_age_groups
 from dpsynth.data.counties import load_counties, load_queen_edges, queen_adjacency
-from dpsynth.data.truth import TruthModel, model_truth_related, modelled_total, truth_summary
+from dpsynth.data.truth.model import TruthModel, model_truth_related, modelled_total
+from dpsynth.data.truth.summary import truth_summary
 from dpsynth.io import write_json, write_parquet
 from dpsynth.seeding import job_rng
 from dpsynth.units import PER_100K
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)  # noqa: F821
-p = snakemake.params  # noqa: F821
-counties = load_counties(snakemake.input.counties)  # noqa: F821
-edges = load_queen_edges(snakemake.input.edges)  # noqa: F821
-ages = load_age_groups(snakemake.input.age_groups)  # noqa: F821
+logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
+p = snakemake.params
+counties = load_counties(snakemake.input.counties)
+edges = load_queen_edges(snakemake.input.edges)
+ages = load_age_groups(snakemake.input.age_groups)
 population = group_population(ages, p.age_group, counties["fips"])
 total = modelled_total(p.rate_per_100k, population)
 params = replace(TruthModel.from_config(p.truth["model"]), total_deaths=float(total))
-reference = pd.read_parquet(snakemake.input.reference)  # noqa: F821
+reference = pd.read_parquet(snakemake.input.reference)
 rng = job_rng(p.seed, "truth", p.age_group)
 truth = model_truth_related(counties, edges, population, reference, params, p.correlation, rng)
 truth["rate_per_100k"] = truth["rate"] * PER_100K
@@ -37,5 +38,5 @@ summary = {
 }
 summary.update(truth_summary(truth, queen_adjacency(edges, truth["fips"])))
 logging.info("summary: %s", summary)
-write_parquet(truth, snakemake.output.truth)  # noqa: F821
-write_json(summary, snakemake.output.summary)  # noqa: F821
+write_parquet(truth, snakemake.output.truth)
+write_json(summary, snakemake.output.summary)

@@ -1,4 +1,6 @@
-"""Checks on strata (count + population per key) before any mechanism sees them.
+"""Reading and checking strata (count + population per key) before any mechanism sees
+them: :func:`read_table` and :func:`validate_strata`, shared by ``dpsynth synthesize``
+(:mod:`dpsynth.release.inputs`) and the study stage (:mod:`dpsynth.study.table`).
 
 Every failure raises ``ValueError`` whose message starts with the data's source (a file
 name or a description), names the offending keys (the first few when there are many)
@@ -9,6 +11,7 @@ raises, so a message is about one problem.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -197,3 +200,28 @@ def validate_county_strata(
                 "expected a row for every county"
             )
     return frame
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    """A CSV (``.csv``, ``.csv.gz``, ``.txt``) or Parquet (``.parquet``, ``.pq``) file.
+
+    CSV columns are read as text (so codes such as FIPS ``01001`` keep their leading
+    zeros); value columns are converted and checked later. The one reader of a table of
+    strata: ``dpsynth synthesize`` (its input and ``--prior`` file) and the study stage
+    (``studies.<name>.table`` and ``prior.path``) both read through it. A missing,
+    unreadable or unknown file raises ``ValueError`` naming the path.
+    """
+    if not path.is_file():
+        raise ValueError(f"{path}: file not found; expected a CSV or Parquet file of strata")
+    name = path.name.lower()
+    try:
+        if name.endswith((".parquet", ".pq")):
+            return pd.read_parquet(path)
+        if name.endswith((".csv", ".csv.gz", ".txt")):
+            return pd.read_csv(path, dtype=str, skipinitialspace=True)
+    except (ValueError, OSError) as err:  # pyarrow and the CSV parser raise these
+        raise ValueError(f"{path}: could not be read ({err})") from err
+    raise ValueError(
+        f"{path}: unknown file type; expected .csv, .csv.gz, .txt, .parquet or .pq "
+        "(or a CDC WONDER export with --wonder)"
+    )

@@ -29,10 +29,3 @@ def truncated_shape_floor(lower) -> np.ndarray:
     """Per-cell floor on a: 1/3 where L_i = 0 (Kerman), a small positive value elsewhere."""
     lower = np.asarray(lower)
     return np.where(lower == 0, KERMAN_FLOOR, POSITIVE_FLOOR)
-
-
-def success_probability(a, prior_rate, population) -> np.ndarray:
-    """p_i = n_i / (b_i + 2 n_i) = 1 / (a_i / (n_i lambda0_i) + 2) of the posterior predictive."""
-    b = gamma_rates(a, prior_rate)
-    population = np.asarray(population, dtype=float)
-    return population / (b + 2.0 * population)

@@ -2,7 +2,7 @@
 
 Quick (2022), eq (8): each synthetic count z_i is restricted to ``[L_i, U_i]``, the Poisson
 quantiles of the prior expected count ``n_i * lambda0_i`` at ``tail/2`` and
-``1 - tail/2``. The inflation factor ``xi >= 1`` (DESIGN.md sec 3) widens them: L uses the
+``1 - tail/2``. The inflation factor ``xi >= 1`` (Quick 2022, Section 2.3) widens them: L uses the
 mean ``n_i lambda0_i / xi`` and U the mean ``xi n_i lambda0_i``. The bounds use public
 inputs only (populations, prior rates, the total), so they can be published.
 """

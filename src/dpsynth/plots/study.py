@@ -3,17 +3,14 @@ epsilon guide, and maps of the area rates."""
 
 from __future__ import annotations
 
-import matplotlib
+import matplotlib.colors as mcolors
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.colors as mcolors  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from dpsynth.arms import Arm  # noqa: E402
-from dpsynth.design import at_epsilon  # noqa: E402
-from dpsynth.study.guide import CALIBRATION_METRICS  # noqa: E402
+from dpsynth.arms import Arm
+from dpsynth.design import at_epsilon
+from dpsynth.study.guide import CALIBRATION_METRICS
 
 METHOD_LABELS = {"paper": "paper calibration, nominal eps", "exact": "exact bivariate",
                  "certified": "certified"}  # fmt: skip

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import matplotlib
+import matplotlib.pyplot as plt
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from dpsynth.design import at_epsilon  # noqa: E402
-from dpsynth.study1 import ARMS  # noqa: E402
+from dpsynth.design import at_epsilon
+from dpsynth.study1 import ARMS
 
 SCENARIO_TITLES = {
     1: "Scenario 1: same n, same rate",

@@ -9,17 +9,14 @@ which are synthetic. Arms are named as in ``config/config.yaml`` (``untruncated`
 
 from __future__ import annotations
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.ticker import FuncFormatter
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.ticker import FuncFormatter  # noqa: E402
-
-from dpsynth import study2  # noqa: E402
-from dpsynth.design import at_epsilon  # noqa: E402
-from dpsynth.units import PER_100K  # noqa: E402
+from dpsynth import study2
+from dpsynth.design import at_epsilon
+from dpsynth.units import PER_100K
 
 #: Legend text and colour of Study 2's arms (named in config/config.yaml's studies).
 ARM_TITLES = {

@@ -1,7 +1,7 @@
 """The public ``calibrate`` dispatcher: epsilon and public inputs -> :class:`Calibration`.
 
 A calibration never sees the confidential counts: it depends on epsilon, the public
-total y., the populations and the prior rates only (DESIGN.md sec 2), so it can be
+total y., the populations and the prior rates only (docs/privacy.md, Part 1), so it can be
 cached and published beside the synthetic data.
 
 ============  ==========  ===================================================  ============

@@ -305,3 +305,29 @@ def discrete_laplace_log_pmf(k, scale) -> np.ndarray:
 def discrete_laplace_pmf(k, scale) -> np.ndarray:
     """P(k) of the discrete Laplace with the given scale (float64)."""
     return np.exp(discrete_laplace_log_pmf(k, scale))
+
+
+#: L1 sensitivity of a count vector under move-one-event neighbours: ||x - y||_1 = 2.
+SENSITIVITY = 2
+
+
+def _check_epsilon(epsilon: float) -> float:
+    if not (np.isfinite(epsilon) and epsilon > 0):
+        raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
+    return float(epsilon)
+
+
+def geometric_noise(
+    epsilon: float, size, rng: np.random.Generator, sensitivity: float = SENSITIVITY
+) -> np.ndarray:
+    """Exact two-sided geometric draws (int64): P(k) proportional to exp(-eps |k| / Delta).
+
+    The noise of the geometric mechanism (Ghosh, Roughgarden and Sundararajan 2012; the
+    baseline of Quick 2021, Section 4) and of the sanitised prior (Quick 2021, eq 19).
+    Drawn by :func:`sample_discrete_laplace` (Canonne, Kamath and Steinke 2020) with the
+    rational scale Delta / eps computed exactly from the float ``epsilon``
+    (:func:`scale_for`): integer arithmetic and uniform integers from ``rng`` only, no
+    floating-point sampling. Its pmf is :func:`discrete_laplace_log_pmf` at that scale.
+    """
+    epsilon = _check_epsilon(epsilon)
+    return sample_discrete_laplace(scale_for(epsilon, sensitivity), size, rng)

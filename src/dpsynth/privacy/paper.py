@@ -6,7 +6,8 @@
 Both bounds on a_i depend on the other cells' shapes (through a_(i) and, for PG, through
 b_(i) in r_i), so they are solved by fixed-point iteration to a relative tolerance of
 1e-10. These are the papers' *nominal* calibrations: the exact audit shows that they can
-exceed epsilon when populations or prior rates differ between cells (DESIGN.md sec 4).
+exceed epsilon when populations or prior rates differ between cells (docs/privacy.md,
+Part 2, "What the other methods guarantee").
 Use ``dpsynth.privacy.certified`` for a calibration with a proof.
 """
 

@@ -49,8 +49,8 @@ class ReleaseAudit:
 
 def _prior_outputs(design, totals_y, totals_x, groups, group_population, window):
     """Noisy-total vectors v in the window, with P(v | y), P(v | x) and the rates."""
-    from dpsynth.mechanisms.sanitised_prior import rates_from_noisy_totals
     from dpsynth.privacy.discrete_laplace import discrete_laplace_pmf, scale_for
+    from dpsynth.privacy.sanitised_prior import rates_from_noisy_totals
 
     scale = scale_for(design.budget.epsilon_prior, 2)
     centre = np.minimum(totals_y, totals_x)

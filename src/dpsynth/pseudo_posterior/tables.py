@@ -16,6 +16,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from dpsynth.metrics import summarise
 from dpsynth.pseudo_posterior.likelihood import parameter_names
 from dpsynth.pseudo_posterior.posterior import PosteriorFit
 from dpsynth.pseudo_posterior.study import SYNTHESIZERS, SynthesizerFit
@@ -112,6 +113,7 @@ def summary_table(
         meta = metadata[name]
         weight = records.loc[records["synthesizer"] == name, "weight"].to_numpy()
         mu = draws.loc[draws["synthesizer"] == name, "mu"].to_numpy()
+        mu_band = summarise(mu)  # the 95% interval of mu over the posterior draws
         synthetic = utility[utility["synthesizer"] == name]
         row = {
             "synthesizer": name,
@@ -127,8 +129,8 @@ def summary_table(
             "weight_min": weight.min(),
             "share_weight_below_half": np.mean(weight < 0.5),
             "mu_mean": mu.mean(),
-            "mu_q025": np.quantile(mu, 0.025),
-            "mu_q975": np.quantile(mu, 0.975),
+            "mu_q025": mu_band["lower"],
+            "mu_q975": mu_band["upper"],
             "sampler": meta.get("sampler", "nuts"),
             "rhat_max": max(meta["rhat"].values()),
             "ess_min": min(meta["ess"].values()),

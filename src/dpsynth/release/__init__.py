@@ -85,7 +85,7 @@ def _prior(request, strata: Strata, budget: Budget, root: RootKey):
     public = public_prior(request, strata)
     if public is not None:
         return public[0], None, public[1]
-    from dpsynth.mechanisms.sanitised_prior import sanitised_group_prior
+    from dpsynth.privacy.sanitised_prior import sanitised_group_prior
 
     columns = list(request.sanitised_prior_by)
     codes, groups = group_codes(strata.keys, columns)
@@ -161,6 +161,10 @@ def build_release(request: ReleaseRequest) -> dict:
             f"{MAX_WORK:.0e}); the widest stratum is ({where}); use --mechanism truncated, "
             "fewer strata or a smaller total"
         )
+    try:  # public, like the limits above: a target the sampler may miss for some counts
+        design.check_tv_target(cal)
+    except ValueError as err:
+        raise ReleaseError(f"{request.input}: {err}") from err
 
     try:
         sampler = design.sampler(strata.counts, cal)
@@ -191,7 +195,17 @@ def build_release(request: ReleaseRequest) -> dict:
 def _spend(request: ReleaseRequest, strata: Strata, budget: Budget) -> None:
     from dpsynth.ledger import Ledger, LedgerError, default_ledger_path
 
-    ledger = Ledger(request.ledger or default_ledger_path())
+    path = Path(request.ledger or default_ledger_path())
+    for folder_ in (request.out, request.private_dir):
+        if path.resolve().is_relative_to(folder_.resolve()):
+            # the folder is replaced by this release (--force) or refused: the ledger would
+            # be lost, or published, and its budget reset
+            raise ReleaseError(
+                f"the ledger {path} lies inside {folder_}, which this release creates or "
+                "replaces; keep the ledger outside every release folder (--ledger, "
+                "$DPSYNTH_LEDGER)"
+            )
+    ledger = Ledger(path)
     try:
         ledger.spend(
             strata.dataset_id(),

@@ -5,7 +5,7 @@ method, budget split, truncation settings. From it and the strata come, in order
 
 1. the prior rates: an external (public) file or column, the public overall rate
    total / population, or a *sanitised* prior (group totals with discrete Laplace noise,
-   ``epsilon_prior``; :func:`dpsynth.mechanisms.sanitised_prior.sanitised_group_prior`);
+   ``epsilon_prior``; :func:`dpsynth.privacy.sanitised_prior.sanitised_group_prior`);
 2. the calibration at ``epsilon_per_set`` from the total, populations and prior rates,
    never from the counts (:meth:`Design.calibrate`);
 3. one release-mode sampler for the counts (:meth:`Design.sampler`) whose total-variation
@@ -45,6 +45,8 @@ class Design:
     @property
     def tv_target(self) -> float:
         """Largest total-variation error a set's sampler may have."""
+        if self.budget.epsilon_per_set > 700.0:  # e^eps overflows: 0 to double precision
+            return 0.0
         return self.budget.delta_per_set / (1.0 + math.exp(self.budget.epsilon_per_set))
 
     def calibrate(self, total: int, population, prior_rate) -> Calibration:
@@ -62,6 +64,29 @@ class Design:
             None if self.mechanism == "md" else prior_rate,
             **kwargs,
         )
+
+    def check_tv_target(self, cal: Calibration) -> float:
+        """The public bound on the sampler's rounding term; ValueError if the target is too close.
+
+        The rounding term of a release-mode sampler depends on the counts (through how far
+        its leaves are walked), so a target near it is met for some tables and missed for
+        their neighbours: a refusal that depends on the counts, visible as "no release".
+        :func:`~dpsynth.sampling.conditioned.public_rounding_bound` bounds it for every
+        table from the calibration alone; a release needs ``tv_target`` at least twice
+        that, and is refused otherwise (a refusal that depends on public quantities only).
+        """
+        from dpsynth.sampling.conditioned import public_rounding_bound
+
+        floor = public_rounding_bound(cal)
+        if self.tv_target < 2.0 * floor:
+            raise ValueError(
+                f"the sampler's total-variation target {self.tv_target:.3g} (delta per set / "
+                f"(1 + e^epsilon per set)) is below twice {floor:.3g}, the floating-point "
+                "error the sampler may have for some tables of these strata; such a target "
+                "would be met for some counts and missed for their neighbours. Use a larger "
+                "--delta, fewer --sets or a smaller epsilon per set"
+            )
+        return floor
 
     def sampler(self, counts, cal: Calibration):
         """The release-mode sampler of the sets for these counts."""

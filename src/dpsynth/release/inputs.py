@@ -22,6 +22,7 @@ import pandas as pd
 
 from dpsynth.data.rounding import round_counts
 from dpsynth.data.validation import SHOWN, validate_strata
+from dpsynth.data.validation import read_table as data_read_table
 from dpsynth.release.request import ReleaseError, ReleaseRequest
 
 #: Column names the release's own files use: a key may not take them.
@@ -63,25 +64,11 @@ class Strata:
 
 
 def read_table(path: Path) -> pd.DataFrame:
-    """A CSV (``.csv``, ``.csv.gz``, ``.txt``) or Parquet (``.parquet``, ``.pq``) file.
-
-    CSV columns are read as text (so codes such as FIPS ``01001`` keep their leading
-    zeros); value columns are converted and checked later.
-    """
-    if not path.is_file():
-        raise ReleaseError(f"{path}: file not found; expected a CSV or Parquet file of strata")
-    name = path.name.lower()
+    """:func:`dpsynth.data.validation.read_table`, its errors as :class:`ReleaseError`."""
     try:
-        if name.endswith((".parquet", ".pq")):
-            return pd.read_parquet(path)
-        if name.endswith((".csv", ".csv.gz", ".txt")):
-            return pd.read_csv(path, dtype=str, skipinitialspace=True)
-    except (ValueError, OSError) as err:  # pyarrow and the CSV parser raise these
-        raise ReleaseError(f"{path}: could not be read ({err})") from err
-    raise ReleaseError(
-        f"{path}: unknown file type; expected .csv, .csv.gz, .txt, .parquet or .pq "
-        "(or a CDC WONDER export with --wonder)"
-    )
+        return data_read_table(path)
+    except ValueError as err:
+        raise ReleaseError(str(err)) from err
 
 
 def _read_input(request: ReleaseRequest) -> tuple[pd.DataFrame, str, list[str], list[str]]:

@@ -57,6 +57,17 @@ def check_method(request) -> None:
             "the default --method certified, or add --allow-nominal to publish a release "
             "whose manifest says 'nominal, not a guarantee'"
         )
+    if not request.needs_prior and (
+        request.prior_file is not None
+        or request.sanitised_prior_by is not None
+        or request.prior_epsilon is not None
+    ):
+        # md uses no prior: a sanitised prior's budget would be spent on nothing, and the
+        # manifest's budget and prior blocks would disagree
+        raise ReleaseError(
+            "--prior, --sanitised-prior-by and --prior-epsilon apply to --mechanism pg and "
+            f"truncated only; {request.mechanism!r} uses no prior"
+        )
     if request.mechanism != "truncated" and (request.tail is not None or request.inflation != 1):
         raise ReleaseError(
             f"--tail and --inflation apply to --mechanism truncated only, not {request.mechanism!r}"

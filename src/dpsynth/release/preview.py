@@ -63,6 +63,10 @@ def preview(request: ReleaseRequest, hyperparameters: Path | None = None) -> dic
         check_feasible(cal)
     except ValueError as err:
         raise ReleaseError(f"{request.input}: cannot calibrate: {err}") from err
+    try:
+        floor = design.check_tv_target(cal)
+    except ValueError as err:
+        raise ReleaseError(f"{request.input}: {err}") from err
     size, work, _ = estimate_cost(cal)
     calibration = {"a": _spread(cal.a), "prior": public[1]["kind"]}
     if cal.truncated:
@@ -70,7 +74,7 @@ def preview(request: ReleaseRequest, hyperparameters: Path | None = None) -> dic
         calibration["upper"] = _spread(cal.upper)
         calibration["tail"] = cal.tail
     info["calibration"] = calibration
-    info["sampler_estimate"] = {"bytes": size, "multiply_adds": work}
+    info["sampler_estimate"] = {"bytes": size, "multiply_adds": work, "rounding_floor": floor}
     if hyperparameters is not None:
         table = strata.keys.reset_index(drop=True).join(cal.hyperparameter_frame())
         hyperparameters = Path(hyperparameters)
@@ -88,7 +92,8 @@ def format_preview(info: dict) -> str:
     lines = [
         f"{info['mechanism']} / {info['method']} on {info['strata']} strata, total "
         f"{info['total']} (public)",
-        f"counts: {info['rounding']}",
+        f"counts (private: depends on the confidential counts, do not publish this line): "
+        f"{info['rounding']}",
         f"guarantee: {info['guarantee']['status']}: {info['guarantee']['statement']}",
         f"budget: epsilon {budget['epsilon_total']:g} = prior {budget['epsilon_prior']:g} + "
         f"{budget['sets']} set(s) x {budget['epsilon_per_set']:g}; delta "
@@ -114,7 +119,8 @@ def format_preview(info: dict) -> str:
         estimate = info["sampler_estimate"]
         lines.append(
             f"  sampler estimate: {estimate['bytes'] / 2**20:.1f} MiB, "
-            f"{estimate['multiply_adds']:.2g} multiply-adds"
+            f"{estimate['multiply_adds']:.2g} multiply-adds, floating-point error at most "
+            f"{estimate['rounding_floor']:.3g} (the target must be at least twice it)"
         )
         if "hyperparameters" in info:
             lines.append(f"  per-stratum calibration written to {info['hyperparameters']}")

@@ -108,10 +108,17 @@ x and every set S of outputs, P_y(S) <= q_y(S) + tv_y <= e^eps q_x(S) + tv_y <=
 e^eps P_x(S) + (1 + e^eps) max(tv_y, tv_x) (tv_y = TV(P_y, q_y) <= ``tv_bound``): one set is
 (epsilon, (1 + e^eps) tau)-DP when every dataset's sampler is built with ``tv_bound`` <=
 tau, as :func:`release_sampler` ensures or raises. ``tv_bound`` itself depends on y and
-must not be published (tau may be). Not covered: the build raising for some y and not
-for a neighbour (the event "no release" is visible; in practice the target fails only
-for calibrations whose conditioning event has an astronomically small probability), and
-timing (the number of random numbers used depends on y). k sets compose to
+must not be published (tau may be). Not covered: the build failing for some y and not
+for a neighbour (the event "no release" is visible). Two such failures depend on y and are
+closed off: the tilt is checked and found by bisection when the damped Newton steps of
+the default mode stop far from y. (:func:`_solve_tilt_bounded_release`; a failed tilt left
+the event sum = y. no mass for some y and not for their neighbours), a tail whose cuts
+still leave that event no mass (the build raises) is skipped by :func:`release_sampler`
+for the next, smaller tail, and a tau within reach of
+the rounding term (which varies with y through the leaves' walks) is refused by the
+release beforehand, from :func:`public_rounding_bound` (a function of the calibration
+only). What remains needs a conditioning event of astronomically small probability. Also
+not covered: timing (the number of random numbers used depends on y). k sets compose to
 (k epsilon, k delta).
 """
 
@@ -226,6 +233,58 @@ def _solve_tilt_bounded(rows: _PaddedRows, base: list[np.ndarray], total: int) -
         # var -> 0 only when total is an end of the feasible range: lean towards it
         step = -excess / var if var > 1e-12 else -np.sign(excess) * 2.0
         log_c += float(np.clip(step, -2.0, 2.0))
+    return log_c
+
+
+def _tilted_moments(rows: _PaddedRows, base: list[np.ndarray], log_c: float):
+    """Sum over cells of the mean and of the variance of the tilted cells on their windows."""
+    mean = var = 0.0
+    for (_, values, _), logw in zip(rows.groups, base, strict=True):
+        tilted = logw + log_c * values
+        prob = np.exp(tilted - logsumexp(tilted, axis=1, keepdims=True))
+        cell_mean = np.sum(prob * values, axis=1)
+        mean += float(cell_mean.sum())
+        var += float(np.sum(prob * values**2) - np.sum(cell_mean**2))
+    return mean, var
+
+
+def _solve_tilt_bounded_release(rows: _PaddedRows, base: list[np.ndarray], total: int) -> float:
+    """The release mode's tilt: :func:`_solve_tilt_bounded`, checked, and bisection when it
+    did not converge.
+
+    The damped Newton steps can cycle (a cell pinned at a bound has almost no variance) and
+    stop after their 60 iterations far from the total; the tilted product measure then
+    gives the event sum = y. so little mass that the 2^-400 floor cuts all of it, and the
+    release fails, for some counts and not for their neighbours (the shapes ~y + a set
+    where Newton lands). The tilted total's mean increases with log c (its derivative is
+    the variance), so bisection on a bracket always converges; any tilt leaves q unchanged.
+    """
+
+    def close(mean, var):
+        return abs(mean - total) < 0.05 * max(1.0, math.sqrt(max(var, 0.0)))
+
+    log_c = _solve_tilt_bounded(rows, base, total)
+    mean, var = _tilted_moments(rows, base, log_c)
+    if close(mean, var):
+        return log_c
+    low, high = -1.0, 1.0
+    for _ in range(60):  # widen the bracket (the total may sit at an end of the feasible range)
+        if _tilted_moments(rows, base, low)[0] <= total:
+            break
+        low *= 2.0
+    for _ in range(60):
+        if _tilted_moments(rows, base, high)[0] >= total:
+            break
+        high *= 2.0
+    for _ in range(200):
+        log_c = 0.5 * (low + high)
+        mean, var = _tilted_moments(rows, base, log_c)
+        if close(mean, var) or high - low < 1e-12:
+            break
+        if mean < total:
+            low = log_c
+        else:
+            high = log_c
     return log_c
 
 
@@ -473,7 +532,7 @@ class ConditionedSampler:
 
     # --- release mode ----------------------------------------------------------------
     def _release_log_tilt(self, shape, log_p, lower, upper) -> float:
-        """The same tilt as the default mode (any tilt leaves q unchanged)."""
+        """The default mode's tilt, checked (any tilt leaves q unchanged)."""
         if self.calibration.truncated:
             rows = _PaddedRows(lower, upper - lower + 1)
             base = [
@@ -481,7 +540,7 @@ class ConditionedSampler:
                 + v * log_p[r, None]
                 for r, v, valid in rows.groups
             ]
-            return _solve_tilt_bounded(rows, base, self.total)
+            return _solve_tilt_bounded_release(rows, base, self.total)
         return _solve_tilt_untruncated(shape, log_p, self.total)
 
     def _build_release(self, counts, shape, log_p, lower, upper, tail) -> None:
@@ -693,24 +752,78 @@ class ConditionedSampler:
         )
 
 
+def public_rounding_bound(cal: Calibration) -> float:
+    """An upper bound on the :attr:`~ConditionedSampler.rounding_bound` of *every*
+    release-mode sampler of ``cal``, whatever the counts: a function of the calibration only.
+
+    The rounding term counts the double-double operations along the tree (module docstring,
+    step 3): per leaf ``LEAF_OPS_PER_STEP * (walked - 1) + 1``, per non-root internal node
+    ``min(len(left), len(right)) + 2``, and two per split. The counts enter only through
+    how far a leaf's walk goes (it may stop early) and where the tails are cut, both of which
+    only *shorten* the pmfs; the full public windows (``[L_k, min(U_k, y.)]``, untruncated
+    ``[0, y.]``) and the uncut convolution lengths (capped at y. + 1) give the most
+    operations any dataset can need. A target below this bound can be missed for some
+    counts and met for a neighbour (a data-dependent refusal), so a release checks it
+    first (:meth:`dpsynth.release.design.Design.check_tv_target`).
+    """
+    from dpsynth.sampling import tree_draw as td
+
+    total, n_cells = int(cal.total), cal.n_cells
+    if n_cells == 1 or total == 0:
+        return 0.0
+    lower, upper = check_feasible(cal)
+    if cal.truncated:
+        widths = (upper - lower + 1).astype(np.int64).tolist()
+    else:
+        widths = [total + 1] * n_cells
+    ops = sum(td.LEAF_OPS_PER_STEP * (w - 1) + 1 for w in widths)
+    level, splits = widths, 0
+    while len(level) > 1:
+        n_pairs = len(level) // 2
+        merged = []
+        for i in range(n_pairs):
+            left, right = level[2 * i], level[2 * i + 1]
+            if len(level) > 2:  # the root forms only its value at y.: no convolution counted
+                ops += min(left, right) + 2
+            merged.append(min(left + right - 1, total + 1))
+        if len(level) % 2:
+            merged.append(level[-1])
+        splits += n_pairs
+        level = merged
+    log_ratio = -np.log1p(-td.DD_OP_ERROR) * (ops + 2 * splits)
+    return float(np.expm1(2.0 * log_ratio) * (1.0 + _BOOKKEEPING_SLACK))
+
+
 def release_sampler(y, cal: Calibration, tv_target: float) -> ConditionedSampler:
     """A release-mode sampler whose :attr:`~ConditionedSampler.tv_bound` is at most ``tv_target``.
 
     Builds ``ConditionedSampler(y, cal, tail=t, release=True)`` for t in
     :data:`RELEASE_TAILS` (1e-16, then ever smaller, down to 0: only the 2^-400 floor) and
-    returns the first whose rigorous total-variation bound meets the target. Raises
-    ValueError when none does (the bound's floor is set by the 2^-400 cuts and by the
-    conditioning event's probability; see the module docstring).
+    returns the first whose rigorous total-variation bound meets the target. A tail whose
+    cuts leave the conditioning event no mass (the build raises ``RuntimeError``; where that
+    happens depends on the counts, through the tilt and the cells' shapes) is skipped like
+    one whose bound is too large: the next, smaller tail keeps more of every node. Raises
+    ValueError when no tail does (the bound's floor is set by the rounding term, the
+    2^-400 cuts and the conditioning event's probability; see the module docstring).
     """
     target = float(tv_target)
     if not (np.isfinite(target) and target > 0.0):
         raise ValueError(f"tv_target must be a finite number > 0, got {tv_target!r}")
-    reached = []
+    reached, sampler, failure = [], None, None
     for tail in RELEASE_TAILS:
-        sampler = ConditionedSampler(y, cal, tail=tail, release=True)
+        try:
+            sampler = ConditionedSampler(y, cal, tail=tail, release=True)
+        except RuntimeError as err:  # the cuts removed the whole conditioning event: cut less
+            failure = err
+            continue
         if sampler.tv_bound <= target:
             return sampler
         reached.append(sampler.tv_bound)
+    if sampler is None:
+        raise ValueError(
+            f"release_sampler: no tail in {RELEASE_TAILS} gives a sampler ({failure}); "
+            "please report this calibration"
+        )
     raise ValueError(
         f"release_sampler: no tail in {RELEASE_TAILS} brings the total-variation bound to "
         f"tv_target={target:.3g}; the smallest bound reached is {min(reached):.3g} "

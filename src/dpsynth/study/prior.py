@@ -4,7 +4,7 @@
   relation of every release (one event moved between strata), so this costs nothing.
 * ``sanitised``: group totals with discrete Laplace noise (sensitivity 2, budget
   ``prior.epsilon``) turned into rates, exactly as ``dpsynth synthesize
-  --sanitised-prior-by`` releases them (:func:`dpsynth.mechanisms.sanitised_prior.
+  --sanitised-prior-by`` releases them (:func:`dpsynth.privacy.sanitised_prior.
   sanitised_group_prior`); the release then costs prior.epsilon + epsilon.
 * ``file`` / ``column``: rates the analyst declares public (costs nothing *only* if they
   really are public: a rate computed from the confidential counts is not).
@@ -20,7 +20,7 @@ from dpsynth.study.table import StudyDataError
 
 
 def _from_file(definition: StudyDefinition, strata: pd.DataFrame) -> np.ndarray:
-    from dpsynth.release.inputs import read_table
+    from dpsynth.data.validation import read_table
 
     prior, keys = definition.prior, list(definition.keys)
     where = f"config key studies.{definition.name}.prior.path"
@@ -49,7 +49,7 @@ def prior_rates(
     if prior.source == "overall":
         return np.full(len(strata), counts.sum() / population.sum()), 0.0
     if prior.source == "sanitised":
-        from dpsynth.mechanisms.sanitised_prior import sanitised_group_prior
+        from dpsynth.privacy.sanitised_prior import sanitised_group_prior
 
         groups = strata[list(prior.by)].astype(str).agg("|".join, axis=1).to_numpy()
         released = sanitised_group_prior(counts, groups, population, prior.epsilon, rng)

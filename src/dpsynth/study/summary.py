@@ -10,12 +10,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dpsynth.metrics import summarise_draws
+from dpsynth.metrics import BAND_COLUMNS, pooled_mean, summarise_frame
 from dpsynth.study.definition import StudyDefinition
 from dpsynth.study.measures import Measures
 
-SUMMARY_COLUMNS = ["study", "arm", "mechanism", "method", "epsilon", "metric", "median",
-                   "lower", "upper", "truth", "prior"]  # fmt: skip
+SUMMARY_COLUMNS = ["study", "arm", "mechanism", "method", "epsilon", "metric", *BAND_COLUMNS,
+                   "truth", "prior"]  # fmt: skip
 AREA_COLUMNS = ["study", "arm", "epsilon", "area", "rate"]
 
 
@@ -31,15 +31,14 @@ def _calibration_rows(calibrations: pd.DataFrame, y: np.ndarray) -> list[pd.Data
     true = y[cells["cell"].to_numpy()]
     cells = cells.assign(outside=(true < cells["lower"]) | (true > cells["upper"]))
     grouped = cells.groupby(["arm", "epsilon"], sort=True)
-    shape = grouped["a"].quantile([0.5, 0.025, 0.975]).unstack()
-    shape.columns = ["median", "lower", "upper"]
+    shape = summarise_frame(cells, ["arm", "epsilon"], "a")
     top = grouped["a"].max()
     share = grouped["outside"].mean()
     frames = [
-        shape.reset_index().assign(metric="gamma_shape"),
-        pd.DataFrame({"median": top, "lower": top, "upper": top}).reset_index()
+        shape.assign(metric="gamma_shape"),
+        pd.DataFrame(dict.fromkeys(BAND_COLUMNS, top)).reset_index()
         .assign(metric="gamma_shape_max"),
-        pd.DataFrame({"median": share, "lower": share, "upper": share, "truth": 0.0})
+        pd.DataFrame({**dict.fromkeys(BAND_COLUMNS, share), "truth": 0.0})
         .reset_index().assign(metric="outside_bounds_share"),
     ]  # fmt: skip
     return frames
@@ -57,7 +56,7 @@ def summarise_study(
     """Summary rows (:data:`SUMMARY_COLUMNS`).
 
     ``metrics``: one row per dataset (``arm, epsilon, dataset`` and the measures);
-    ``calibrations``: :func:`~dpsynth.study.simulate.calibration_frame` rows with ``arm``;
+    ``calibrations``: :meth:`~dpsynth.calibration.Calibration.to_frame` rows with ``arm``;
     ``status``: one row per (arm, epsilon) with ``ok`` and ``error``.
     """
     y = strata[definition.count].to_numpy()
@@ -66,7 +65,8 @@ def summarise_study(
     parts = []
     if len(metrics):
         columns = [c for c in metrics.columns if c not in ("arm", "epsilon", "dataset")]
-        draws = summarise_draws(metrics, ["arm", "epsilon"], columns)
+        long = metrics.melt(id_vars=["arm", "epsilon"], value_vars=columns, var_name="metric")
+        draws = summarise_frame(long, ["arm", "epsilon", "metric"])
         draws["truth"] = draws["metric"].map(truth)
         draws["prior"] = draws["metric"].map(prior)
         parts.append(draws)
@@ -75,10 +75,10 @@ def summarise_study(
     skipped = status[~status["ok"].astype(bool)]
     if len(skipped):
         parts.append(pd.DataFrame({"arm": skipped["arm"], "epsilon": skipped["epsilon"],
-                                   "metric": "calibration_skipped", "median": 1.0,
-                                   "lower": 1.0, "upper": 1.0, "truth": 0.0}))  # fmt: skip
+                                   "metric": "calibration_skipped",
+                                   **dict.fromkeys(BAND_COLUMNS, 1.0), "truth": 0.0}))  # fmt: skip
     summary = pd.concat(parts, ignore_index=True)
-    arms = {arm.label: arm for arm in definition.arms}
+    arms = {arm.name: arm for arm in definition.arms}
     summary["mechanism"] = summary["arm"].map(lambda a: arms[a].mechanism)
     summary["method"] = summary["arm"].map(lambda a: arms[a].method)
     summary["study"] = definition.name
@@ -98,8 +98,7 @@ def area_rates(
         for label, counts in (("truth", y), ("prior", expected_counts(definition, strata)))
     ]  # fmt: skip
     if len(sums):
-        totals = sums.groupby(["arm", "epsilon", "area"], sort=True)[["sum", "n"]].sum()
-        parts.append((totals["sum"] / totals["n"]).rename("rate").reset_index())
+        parts.append(pooled_mean(sums, ["arm", "epsilon", "area"], "sum", "n"))
     out = pd.concat(parts, ignore_index=True)
     out.insert(0, "study", definition.name)
     return out[AREA_COLUMNS]

@@ -36,7 +36,7 @@ def _levels(values: pd.Series) -> str:
 
 def read_input(definition: StudyDefinition) -> pd.DataFrame:
     """The study's table as read from disk: CSV (text columns), Parquet or a WONDER export."""
-    from dpsynth.release.inputs import read_table
+    from dpsynth.data.validation import read_table
 
     path = definition.table
     where = f"config key studies.{definition.name}.table"

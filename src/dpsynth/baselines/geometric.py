@@ -20,38 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpsynth.privacy.discrete_laplace import sample_discrete_laplace, scale_for
-
-SENSITIVITY = 2  # move-one-event neighbours: ||x - y||_1 = 2
-
-
-def _check_epsilon(epsilon: float) -> float:
-    if not (np.isfinite(epsilon) and epsilon > 0):
-        raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
-    return float(epsilon)
-
-
-def geometric_log_pmf(k, epsilon: float, sensitivity: float = SENSITIVITY) -> np.ndarray:
-    """log P(e = k) of the two-sided geometric: q^|k| (1 - q) / (1 + q), q = e^(-eps/Delta)."""
-    epsilon = _check_epsilon(epsilon)
-    log_q = -epsilon / sensitivity
-    k = np.abs(np.asarray(k))
-    return k * log_q + np.log1p(-np.exp(log_q)) - np.log1p(np.exp(log_q))
-
-
-def geometric_noise(
-    epsilon: float, size, rng: np.random.Generator, sensitivity: float = SENSITIVITY
-) -> np.ndarray:
-    """Exact two-sided geometric draws (int64): P(k) proportional to exp(-eps |k| / Delta).
-
-    Drawn by the exact discrete Laplace sampler
-    (:func:`dpsynth.privacy.discrete_laplace.sample_discrete_laplace`, Canonne, Kamath and
-    Steinke 2020) with the rational scale Delta / eps computed exactly from the float
-    ``epsilon`` (:func:`dpsynth.privacy.discrete_laplace.scale_for`): integer arithmetic and
-    uniform integers from ``rng`` only, no floating-point sampling.
-    """
-    epsilon = _check_epsilon(epsilon)
-    return sample_discrete_laplace(scale_for(epsilon, sensitivity), size, rng)
+from dpsynth.privacy.discrete_laplace import geometric_noise
 
 
 def project_to_simplex(values, total: float) -> np.ndarray:

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpsynth.calibration import Calibration
-from dpsynth.mechanisms.geometric import SENSITIVITY, geometric_noise
 from dpsynth.privacy.calibrate import calibrate
+from dpsynth.privacy.discrete_laplace import SENSITIVITY, geometric_noise
 
 MIN_STATE_COUNT = 0.5  # floor on a noisy state total: keeps lambda0* > 0
 
@@ -119,7 +119,7 @@ def sanitised_group_prior(
     from the keys) and ``population`` (public, >= 0, every group's sum > 0) are 1-D arrays
     of the same length. Each group total T_g = sum of the counts of its strata gets
     independent discrete Laplace noise of scale 2 / eps_prior (exact sampler,
-    :func:`dpsynth.mechanisms.geometric.geometric_noise`); the rate of group g is
+    :func:`dpsynth.privacy.discrete_laplace.geometric_noise`); the rate of group g is
     max(T_g + e_g, floor) / n_g, and each stratum gets the rate of its group.
 
     Privacy. Neighbours move one event between two strata (total and populations fixed).

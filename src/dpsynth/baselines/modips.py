@@ -6,7 +6,7 @@ suggests: the posterior Gamma(a_i + y_i, b_i + n_i) is replaced by
     lambda*_i ~ Gamma(a_i + f(y_i), b_i + n_i),  f(y_i) = y_i + e_i,
 
 with e the two-sided geometric noise on the whole count vector (Delta = 2, all of eps is
-spent there; see :mod:`dpsynth.mechanisms.geometric`). Everything after the noise is
+spent there; see :mod:`dpsynth.baselines.geometric`). Everything after the noise is
 post-processing: the shapes a_i + y_i + e_i are floored at ``SHAPE_FLOOR`` (a gamma shape
 must be positive; the noise can make it negative) and synthetic counts are drawn from
 Mult(y., pi*) with pi*_i = n_i lambda*_i / sum_j n_j lambda*_j, so the total is fixed.
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpsynth.mechanisms.geometric import geometric_noise
+from dpsynth.privacy.discrete_laplace import geometric_noise
 
 SHAPE_FLOOR = 1e-3  # documented positive floor on a_i + y_i + e_i
 

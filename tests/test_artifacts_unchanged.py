@@ -1,0 +1,145 @@
+"""Every artifact of the tiny run unchanged (issue #16): the project as it was at BASELINE,
+run from its own source tree, against today's tree, both with the tiny config and the
+laptop profile on 2 cores, compared file by file by tools/compare_runs.py (tables by
+content, figures by bytes)."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+from workflow_helpers import REPO, TEST_CONFIG, copy_project, snakemake
+
+pytestmark = [pytest.mark.slow, pytest.mark.process]
+
+#: The commit whose tiny-run artifacts today's must equal, file for file. A refactoring
+#: leaves it alone. When a change of numbers or figures is intended, move it to the commit
+#: that makes the change and say so (which artifacts change, and why) in CHANGELOG.md.
+BASELINE = "3cc9d15"
+#: Table columns renamed on purpose since BASELINE, as compare_runs' --rename OLD=NEW:
+#: Study 1's arm column (was ``mechanism``; issue #16's one vocabulary).
+RENAMES: dict[str, str] = {"mechanism": "arm"}
+
+RUN = ["--profile", "workflow/profiles/default", "--cores", "2", "--configfile", TEST_CONFIG]
+
+_spec = importlib.util.spec_from_file_location("compare_runs", REPO / "tools" / "compare_runs.py")
+compare_runs = sys.modules.setdefault("compare_runs", importlib.util.module_from_spec(_spec))
+_spec.loader.exec_module(compare_runs)
+
+#: sitecustomize for the runs' Python processes (the snakemake process that parses the
+#: Snakefile, and every job): at exit, it writes the file of every dpsynth module it
+#: imported to $DPSYNTH_IMPORT_LOG/<pid>.json.
+IMPORT_RECORDER = """\
+import atexit, json, os, sys
+
+def _record():
+    names = [n for n in list(sys.modules) if n == "dpsynth" or n.startswith("dpsynth.")]
+    files = sorted({str(getattr(sys.modules[n], "__file__", None)) for n in names})
+    if files:
+        path = os.path.join(os.environ["DPSYNTH_IMPORT_LOG"], f"{os.getpid()}.json")
+        with open(path, "w") as handle:
+            json.dump({"argv": sys.argv, "files": files}, handle)
+
+atexit.register(_record)
+"""
+
+
+def run_tiny(work: Path, src: Path) -> Path:
+    """The tiny config in ``work`` with ``src`` first on every process's path (the
+    Snakefile's parse-time import of dpsynth runs in the parent process, so the path must
+    be set there too), recording where each process found dpsynth."""
+    hook, log = work / ".import_hook", work / ".import_log"
+    hook.mkdir()
+    log.mkdir()
+    (hook / "sitecustomize.py").write_text(IMPORT_RECORDER)
+    env = {"PYTHONPATH": f"{src}:{hook}", "DPSYNTH_IMPORT_LOG": str(log)}
+    result = snakemake(work, *RUN, env=env, timeout=1800)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return work
+
+
+def imports(work: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted((work / ".import_log").glob("*.json"))]
+
+
+def export_baseline(dest: Path) -> Path:
+    """The project at BASELINE (git archive); fails, never skips, without git or the commit."""
+    try:
+        found = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "--verify", "--quiet", f"{BASELINE}^{{commit}}"],
+            capture_output=True,
+            text=True,
+        )
+    except FileNotFoundError:
+        found = None
+    if found is None:
+        pytest.fail(f"git is not installed: this test needs it to export commit {BASELINE}")
+    if found.returncode != 0:
+        pytest.fail(
+            f"the baseline commit {BASELINE} is not available in {REPO} "
+            f"({found.stderr.strip() or 'unknown revision'}): a shallow clone or a copy "
+            "without history? Fetch the history (git fetch --unshallow) and rerun; this "
+            "test compares today's artifacts with that commit's and cannot run without it."
+        )
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", "--format=tar", BASELINE],
+        capture_output=True,
+        check=True,
+    ).stdout
+    dest.mkdir(parents=True)
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(dest, filter="data")
+    return dest
+
+
+@pytest.fixture(scope="module")
+def baseline_run(tmp_path_factory):
+    """The tiny run of the project at BASELINE: its Snakefile, rules, scripts and library."""
+    work = export_baseline(tmp_path_factory.mktemp("artifacts") / "baseline")
+    return run_tiny(work, work / "src")
+
+
+@pytest.fixture(scope="module")
+def today_run(tmp_path_factory):
+    """The tiny run of today's tree (its working copy, committed or not). No other test
+    runs the tiny config through the laptop profile on 2 cores, so there is none to reuse."""
+    work = copy_project(tmp_path_factory.mktemp("artifacts") / "today")
+    return run_tiny(work, REPO / "src")
+
+
+@pytest.mark.parametrize("which", ["baseline", "today"])
+def test_each_run_imports_its_own_library(which, request):
+    """Every process of a run that imported dpsynth (the snakemake process parsing the
+    Snakefile and every job) found it in that run's own src/, not in the installed one."""
+    work = request.getfixturevalue(f"{which}_run")
+    src = (work / "src" if which == "baseline" else REPO / "src").resolve()
+    records = imports(work)
+    parents = [r for r in records if Path(r["argv"][0]).name == "snakemake"]
+    assert parents, f"no snakemake process recorded its imports: {records[:3]}"
+    assert len(records) > len(parents), "no job recorded its imports"
+    for record in records:
+        elsewhere = [f for f in record["files"] if not Path(f).resolve().is_relative_to(src)]
+        assert not elsewhere, f"{record['argv'][:2]} imported dpsynth from {elsewhere[:3]}"
+
+
+def test_every_artifact_of_the_tiny_run_is_unchanged(baseline_run, today_run):
+    """Same files under results/ and figures/, the same tables, JSON and YAML by content,
+    the same figures byte for byte."""
+    outcomes = compare_runs.compare_runs(baseline_run, today_run, RENAMES)
+    table = compare_runs.report(outcomes, baseline_run, today_run)
+    compared = [o for o in outcomes if o.status != "excluded"]
+    assert any(o.kind == "parquet" for o in compared), table
+    assert any(o.kind == "png" for o in compared), table
+    changed = [o for o in compared if o.status != "same"]
+    assert not changed, (
+        f"{len(changed)} artifacts of the tiny run differ from those of commit {BASELINE}:\n"
+        f"{table}\nA refactoring changes no artifact. If the change is intended, move "
+        "BASELINE (tests/test_artifacts_unchanged.py) and say so in CHANGELOG.md; a column "
+        "renamed on purpose goes into RENAMES."
+    )
