@@ -216,3 +216,24 @@ def test_the_whole_release_audit_covers_the_instance_that_crashed():
     )  # fmt: skip
     assert audit.pairs == 540
     assert audit.epsilon <= 1.0 and audit.delta <= 1e-12 and audit.unmatched <= 1e-12
+
+
+def test_a_refusal_on_public_grounds_spends_nothing_with_a_public_prior(tmp_path):
+    """With a public prior the calibration and every check on it (here the sampler's memory
+    limit) are public, so they come before the ledger: a refusal costs no budget. With a
+    sanitised prior the calibration depends on the noisy prior, whose budget is spent
+    before it is drawn, so the same refusal still records the spending."""
+    path = tmp_path / "s.csv"
+    TWO_CELLS.assign(count=[143, 127]).to_csv(path, index=False)
+    ledger = tmp_path / "ledger.jsonl"
+    tiny = dict(ledger=ledger, max_memory=1)
+    with pytest.raises(ReleaseError, match="--max-memory"):
+        build_release(request_for(path, tmp_path / "out", **tiny))
+    assert Ledger(ledger).entries() == []
+    frame = TWO_CELLS.assign(count=[143, 127], region=["r1", "r2"]).drop(columns="prior_rate")
+    frame.to_csv(path, index=False)
+    sanitised = dict(tiny, keys=("area", "region"), sanitised_prior_by=("region",))
+    with pytest.raises(ReleaseError, match="--max-memory"):
+        build_release(request_for(path, tmp_path / "out", **sanitised))
+    assert len(Ledger(ledger).entries()) == 1
+    assert not (tmp_path / "out").exists()

@@ -142,29 +142,17 @@ def build_release(request: ReleaseRequest) -> dict:
     root = RootKey.from_seed(request.test_seed) if request.test_seed is not None else None
     root = root or RootKey.fresh()
 
-    # Spent before anything is drawn: a release that fails later still counts.
-    _spend(request, strata, budget)
-    rates, prior_table, prior_block = _prior(request, strata, budget, root)
-    try:
-        cal = design.calibrate(strata.total, strata.population, rates)
-        from dpsynth.sampling.conditioned import check_feasible
-
-        check_feasible(cal)
-    except ValueError as err:
-        raise ReleaseError(f"{request.input}: cannot calibrate: {err}") from err
-    size, work, widest = estimate_cost(cal)
-    if size > request.max_memory or work > MAX_WORK:
-        where = ", ".join(f"{k}={v!r}" for k, v in strata.keys.iloc[widest].items())
-        raise ReleaseError(
-            f"{request.input}: the sampler would need about {size / 2**30:.1f} GiB and "
-            f"{work:.2g} multiply-adds (limits: --max-memory {request.max_memory / 2**30:g} GiB, "
-            f"{MAX_WORK:.0e}); the widest stratum is ({where}); use --mechanism truncated, "
-            "fewer strata or a smaller total"
-        )
-    try:  # public, like the limits above: a target the sampler may miss for some counts
-        design.check_tv_target(cal)
-    except ValueError as err:
-        raise ReleaseError(f"{request.input}: {err}") from err
+    # Spent before anything is drawn: a release that fails later still counts. A public
+    # prior makes the calibration and every check on it public, so they come first and a
+    # refusal costs nothing; a sanitised prior is drawn, so its budget is spent before it.
+    if public_prior(request, strata) is not None:
+        rates, prior_table, prior_block = _prior(request, strata, budget, root)
+        cal = _checked_calibration(request, design, strata, rates)
+        _spend(request, strata, budget)
+    else:
+        _spend(request, strata, budget)
+        rates, prior_table, prior_block = _prior(request, strata, budget, root)
+        cal = _checked_calibration(request, design, strata, rates)
 
     try:
         sampler = design.sampler(strata.counts, cal)
@@ -190,6 +178,32 @@ def build_release(request: ReleaseRequest) -> dict:
             if partial.exists():
                 shutil.rmtree(partial, ignore_errors=True)
     return info["manifest"]
+
+
+def _checked_calibration(request, design: Design, strata: Strata, rates):
+    """The calibration, refused (ReleaseError) when it cannot be drawn within the limits or
+    the sampler's total-variation target: every check sees public quantities only."""
+    try:
+        cal = design.calibrate(strata.total, strata.population, rates)
+        from dpsynth.sampling.conditioned import check_feasible
+
+        check_feasible(cal)
+    except ValueError as err:
+        raise ReleaseError(f"{request.input}: cannot calibrate: {err}") from err
+    size, work, widest = estimate_cost(cal)
+    if size > request.max_memory or work > MAX_WORK:
+        where = ", ".join(f"{k}={v!r}" for k, v in strata.keys.iloc[widest].items())
+        raise ReleaseError(
+            f"{request.input}: the sampler would need about {size / 2**30:.1f} GiB and "
+            f"{work:.2g} multiply-adds (limits: --max-memory {request.max_memory / 2**30:g} GiB, "
+            f"{MAX_WORK:.0e}); the widest stratum is ({where}); use --mechanism truncated, "
+            "fewer strata or a smaller total"
+        )
+    try:  # public, like the limits above: a target the sampler may miss for some counts
+        design.check_tv_target(cal)
+    except ValueError as err:
+        raise ReleaseError(f"{request.input}: {err}") from err
+    return cal
 
 
 def _spend(request: ReleaseRequest, strata: Strata, budget: Budget) -> None:
