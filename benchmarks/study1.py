@@ -56,11 +56,13 @@ def main() -> None:
         config["study1"].update(override.get("study1", {}))
     s1 = config["study1"]
     sys.path.insert(0, str(REPO / "src"))
-    from dpsynth.design import epsilon_grid
+    from dpsynth.study1 import Design
 
-    n_eps = len(epsilon_grid(**s1["epsilons"], extra=s1["map_epsilons"]))
+    design = Design.from_config(s1)
     n_cells = 3085
-    n_gammas = len(s1["scenarios"]) * len(s1["mechanisms"]) * n_eps * s1["datasets"] * n_cells
+    n_gammas = (
+        len(s1["scenarios"]) * len(design.arms) * len(design.epsilons) * design.datasets * n_cells
+    )
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

@@ -80,7 +80,7 @@ def run_task(task):
     """One (mechanism, epsilon) cell: calibrate, build the sampler, draw and measure."""
     label, epsilon, n_datasets, batch = task
     definition, strata, measures = _STATE["study"]
-    arm = next(arm for arm in definition.arms if arm.label == label)
+    arm = definition.arm(label)
     out = {"mechanism": label, "epsilon": epsilon}
     start = time.perf_counter()
     try:

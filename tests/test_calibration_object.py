@@ -3,9 +3,11 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
-from dpsynth.calibration import Calibration
+from dpsynth.calibration import FRAME_COLUMNS, Calibration
+from dpsynth.privacy.calibrate import calibrate
 
 
 def truncated_cal(**overrides):
@@ -76,5 +78,55 @@ def test_inconsistent_fields_are_refused(overrides, message):
 
 def test_frame_has_one_row_per_cell():
     frame = truncated_cal().to_frame()
+    assert list(frame.columns) == list(FRAME_COLUMNS)
     assert list(frame["cell"]) == [0, 1, 2]
-    assert {"a", "b", "lower", "upper", "population", "prior_rate"} <= set(frame.columns)
+    assert (frame["epsilon"] == 1.0).all() and (frame["total"] == 10).all()
+
+
+def test_hyperparameter_frame_has_the_published_columns():
+    frame = truncated_cal().hyperparameter_frame()
+    assert list(frame.columns) == ["a", "b", "population", "prior_rate", "lower", "upper"]
+    md = calibrate("md", 1.0, 10, [1.0, 2.0])
+    assert list(md.hyperparameter_frame().columns) == ["a", "population"]
+
+
+POPULATION = np.array([4000.0, 3000.0, 2000.0, 5000.0])
+PRIOR = np.array([0.001, 0.004, 0.02, 0.001])
+
+
+@pytest.mark.parametrize(
+    ("mechanism", "method"),
+    [("md", "paper"), ("pg", "paper"), ("pg", "certified"), ("truncated", "certified"),
+     ("truncated", "exact")],
+)  # fmt: skip
+@pytest.mark.parametrize("epsilon", [0.0215443, 1.0, 14.678])
+def test_table_round_trip_is_exact(mechanism, method, epsilon):
+    """to_frame then from_frame gives back the same calibration (every float bit), also
+    through Parquet and among the rows of other epsilons."""
+    import io
+
+    cals = [calibrate(mechanism, e, 60, POPULATION, PRIOR, method=method)
+            for e in (0.1, epsilon, 100.0)]  # fmt: skip
+    table = pd.concat([cal.to_frame() for cal in cals], ignore_index=True).assign(arm="x")
+    buffer = io.BytesIO()
+    table.to_parquet(buffer, index=False)
+    table = pd.read_parquet(io.BytesIO(buffer.getvalue()))
+    again = Calibration.from_frame(table, mechanism, method, POPULATION, PRIOR, epsilon=epsilon)
+    assert again == cals[1]
+    alone = Calibration.from_frame(cals[1].to_frame(), mechanism, method, POPULATION, PRIOR)
+    assert alone == cals[1]
+
+
+def test_from_frame_finds_epsilon_by_label_not_by_closeness():
+    cals = [calibrate("pg", e, 60, POPULATION, PRIOR) for e in (1.0, 1.00001)]
+    table = pd.concat([cal.to_frame() for cal in cals], ignore_index=True)
+    assert (
+        Calibration.from_frame(table, "pg", "paper", POPULATION, PRIOR, epsilon=1.00001)
+        == (cals[1])
+    )
+    with pytest.raises(KeyError, match="epsilon=1.001"):
+        Calibration.from_frame(table, "pg", "paper", POPULATION, PRIOR, epsilon=1.001)
+    with pytest.raises(ValueError, match="not a grid value"):
+        Calibration.from_frame(table, "pg", "paper", POPULATION, PRIOR, epsilon=1.0000001)
+    with pytest.raises(ValueError, match="2 epsilons"):
+        Calibration.from_frame(table, "pg", "paper", POPULATION, PRIOR)

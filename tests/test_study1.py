@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from dpsynth.data.scenarios import draw_datasets, make_scenario
-from dpsynth.study1 import MECHANISMS, METRICS, Geography, score_datasets, truth_metrics
+from dpsynth.study1 import ARM_NAMES, METRICS, Geography, score_datasets, truth_metrics
 
 STATES = np.array(["NM", "NM", "NY", "NY", "TX", "TX"])
 URBAN = np.array([False, False, True, True, True, False])
@@ -20,15 +20,15 @@ def setup():
     return scenario, geo, data
 
 
-@pytest.mark.parametrize("mechanism", MECHANISMS)
-def test_every_mechanism_scores_every_metric(setup, mechanism):
+@pytest.mark.parametrize("arm", ARM_NAMES)
+def test_every_arm_scores_every_metric(setup, arm):
     scenario, geo, data = setup
     scores, sums = score_datasets(
         scenario,
         geo,
         data,
         np.arange(5),
-        mechanism,
+        arm,
         [0.5, 5.0],
         np.random.default_rng(1),
         map_epsilons=[5.0],
@@ -70,10 +70,10 @@ def test_behaviour_checks_read_the_summary():
 
     from dpsynth.study1 import behaviour_checks
 
-    def row(scenario, mechanism, metric, eps, med, lo, hi):
+    def row(scenario, arm, metric, eps, med, lo, hi):
         return dict(
             scenario=scenario,
-            mechanism=mechanism,
+            arm=arm,
             metric=metric,
             epsilon=eps,
             median=med,
@@ -116,7 +116,7 @@ def _summary(scale=1.0):
                     rows.append((scenario, mech, eps, metric, scale, scale / 2, scale * 2))
         for metric in METRICS:
             rows.append((scenario, "truth", np.nan, metric, scale, scale, scale))
-    columns = ["scenario", "mechanism", "epsilon", "metric", "median", "lower", "upper"]
+    columns = ["scenario", "arm", "epsilon", "metric", "median", "lower", "upper"]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -128,7 +128,7 @@ def test_stack_age_groups_labels_rows_and_keeps_the_order():
     assert list(dict.fromkeys(stacked["age_group"])) == ["85+", "45-54"]
     assert len(stacked) == 2 * len(_summary())
     assert (stacked.loc[stacked["age_group"] == "85+", "median"] == 3.0).all()
-    assert set(stacked.loc[stacked["mechanism"] == "truth", "age_group"]) == {"85+", "45-54"}
+    assert set(stacked.loc[stacked["arm"] == "truth", "age_group"]) == {"85+", "45-54"}
 
 
 def test_stack_age_groups_rejects_bad_input():
@@ -157,7 +157,7 @@ def test_appendix_figures_say_the_truth_is_modelled():
     assert visible[0].get_title().startswith("Ages 45-54")
     assert visible[-1].get_title().startswith("Ages 85+")
     disparities = figure_appendix_disparities(summary)
-    assert len(disparities.axes) == 2 * 4  # age groups x (2 comparisons x 2 mechanisms)
+    assert len(disparities.axes) == 2 * 4  # age groups x (2 comparisons x 2 arms)
     assert "MODELLED" in disparities._suptitle.get_text()
     # no scenario 4: a figure that says so instead of an empty grid
     missing = figure_appendix_disparities(summary[summary["scenario"] == 1])

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 from shapely.geometry import box
 
-from dpsynth.plots.study import arm_name, figure_maps
+from dpsynth.arms import Arm
+from dpsynth.plots.study import arm_title, figure_maps
 
 AREAS = [f"{k:05d}" for k in range(1, 9)]
 
@@ -37,12 +38,15 @@ def maps(fig):
 
 @pytest.mark.parametrize(
     ("arms", "epsilons"),
-    [(["md_paper", "pg_certified", "truncated_certified"], [1.0, 10.0]),
-     (["pg_certified"], [2.0]), (["pg_certified", "truncated_exact"], [0.5, 1.0, 4.0])],
+    [([("md", "paper"), ("pg", "certified"), ("truncated", "certified")], [1.0, 10.0]),
+     ([("pg", "certified")], [2.0]), ([("pg", "paper", "untruncated"), ("truncated", "exact")],
+                                      [0.5, 1.0, 4.0])],
 )  # fmt: skip
 def test_every_axes_is_a_map_and_the_truth_appears_once(arms, epsilons):
     rng = np.random.default_rng(5)
-    fig = figure_maps(geometry(), "code", area_rates(arms, epsilons, rng), arms, epsilons, "s",
+    specs = [Arm(*fields) for fields in arms]
+    arms = [spec.name for spec in specs]
+    fig = figure_maps(geometry(), "code", area_rates(arms, epsilons, rng), specs, epsilons, "s",
                       outline="state")  # fmt: skip
     panels = maps(fig)
     assert len(panels) == 1 + len(arms) * len(epsilons)
@@ -56,7 +60,7 @@ def test_every_axes_is_a_map_and_the_truth_appears_once(arms, epsilons):
         f"epsilon = {e:g}" for e in epsilons
     )
     assert sorted(ax.get_ylabel() for ax in panels if ax.get_ylabel()) == sorted(
-        arm_name(a) for a in arms
+        arm_title(spec) for spec in specs
     )
     # the truth's map is drawn with the true rates: its colours follow the rates' order
     truth = next(ax for ax in panels if ax.get_title() == "true rates")
@@ -69,7 +73,7 @@ def test_every_axes_is_a_map_and_the_truth_appears_once(arms, epsilons):
 def test_areas_without_a_shape_are_counted_in_a_note():
     rng = np.random.default_rng(6)
     rates = area_rates(["pg_certified"], [1.0], rng)
-    fig = figure_maps(geometry(AREAS[:6]), "code", rates, ["pg_certified"], [1.0], "s")
+    fig = figure_maps(geometry(AREAS[:6]), "code", rates, [Arm("pg", "certified")], [1.0], "s")
     note = fig._supxlabel.get_text()
     assert "2 of 8 areas have no shape" in note and "00007" in note
     plt.close(fig)
@@ -87,7 +91,7 @@ def test_study1_maps_share_one_colour_bar_and_draw_state_outlines():
     means = pd.DataFrame(
         [(4, mech, eps, county, rng.uniform(1e-4, 5e-4))
          for mech in ("md", "pg_state") for eps in epsilons for county in range(len(AREAS))],
-        columns=["scenario", "mechanism", "epsilon", "county", "rate"],
+        columns=["scenario", "arm", "epsilon", "county", "rate"],
     )  # fmt: skip
     fig = study1_maps(counties, scenario, means, epsilons)
     axes = maps(fig)
@@ -97,3 +101,11 @@ def test_study1_maps_share_one_colour_bar_and_draw_state_outlines():
     # two states, each outline one line collection drawn over every map
     assert all(len(ax.collections) == 2 for ax in axes)
     plt.close(fig)
+
+
+def test_arm_titles_come_from_the_arm_fields_not_its_name():
+    assert arm_title(Arm("truncated", "certified")) == "Truncated PG (certified)"
+    assert arm_title(Arm("md", "certified")) == "MD (exact alpha)"
+    assert arm_title(Arm("pg", "paper", "untruncated")) == "untruncated"
+    # a name that reads like another arm's is not parsed: the config named it
+    assert arm_title(Arm("truncated", "exact", "pg_paper")) == "pg_paper"

@@ -79,16 +79,16 @@ def test_tiny_run_makes_figures(clean_run):
 
 def test_study1_summaries_and_appendix_c_labels(clean_run):
     """The main summary keeps the issue's columns; Appendix C's adds age_group, labelled as
-    configured (age groups, scenarios, the seven mechanisms and the truth rows)."""
+    configured (age groups, scenarios, the seven arms and the truth rows)."""
     import json
 
     import yaml
 
-    from dpsynth.study1 import MECHANISMS, METRICS
+    from dpsynth.study1 import ARM_NAMES, METRICS
 
     tiny = yaml.safe_load((REPO / TEST_CONFIG).read_text())["study1"]
     main = pd.read_parquet(clean_run / "results/study1/summary.parquet")
-    columns = ["scenario", "mechanism", "epsilon", "metric", "median", "lower", "upper"]
+    columns = ["scenario", "arm", "epsilon", "metric", "median", "lower", "upper"]
     assert list(main.columns) == columns
     appendix = pd.read_parquet(clean_run / "results/study1/appendix_c/summary.parquet")
     assert list(appendix.columns) == ["age_group", *columns]
@@ -97,8 +97,8 @@ def test_study1_summaries_and_appendix_c_labels(clean_run):
     for group in groups:
         rows = appendix[appendix["age_group"] == group]
         assert set(rows["scenario"]) == set(tiny["appendix_c"]["scenarios"]) <= {1, 2, 3, 4}
-        assert set(rows["mechanism"]) == {*MECHANISMS, "truth"}
-        truth = rows[rows["mechanism"] == "truth"]
+        assert set(rows["arm"]) == {*ARM_NAMES, "truth"}
+        truth = rows[rows["arm"] == "truth"]
         assert len(truth) == len(tiny["appendix_c"]["scenarios"]) * len(METRICS)
         assert truth["epsilon"].isna().all()
         # the older group's totals are modelled from its national rate, not 35-44's

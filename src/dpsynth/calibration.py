@@ -3,6 +3,10 @@
 A :class:`Calibration` is made from epsilon, the public total y., populations and prior
 rates (never from the confidential counts), so it can be cached, published beside the
 synthetic data and shared by every dataset that has the same public inputs.
+
+Its table form (:meth:`Calibration.to_frame`, one row per cell, :data:`FRAME_COLUMNS`)
+is the one way a calibration goes to a table and back (:meth:`Calibration.from_frame`,
+the epsilon found by its exact label, :func:`dpsynth.design.epsilon_label`).
 """
 
 from __future__ import annotations
@@ -17,6 +21,10 @@ import pandas as pd
 MECHANISMS = ("md", "pg", "truncated")
 METHODS = ("paper", "certified", "exact")
 _ARRAY_FIELDS = ("a", "b", "population", "prior_rate", "lower", "upper")
+#: Columns of a calibration's table form (:meth:`Calibration.to_frame`): the values the
+#: calibration chose, one row per cell; the public inputs (populations, prior rates) are
+#: the caller's and come back as arguments of :meth:`Calibration.from_frame`.
+FRAME_COLUMNS = ("epsilon", "cell", "a", "b", "lower", "upper", "total", "tail", "inflation")
 
 
 def _frozen_array(values, name: str, dtype=float) -> np.ndarray | None:
@@ -143,10 +151,75 @@ class Calibration:
         return cls(**data)
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per cell with the public hyperparameters (for publishing beside a release)."""
+        """The table form, one row per cell (:data:`FRAME_COLUMNS`): epsilon, the cell's
+        index, a, b (NaN for md), its bounds (0 and y. when not truncated), the total, the
+        tail (NaN when not truncated) and the inflation. Inverse of :meth:`from_frame`."""
+        lower, upper = self.bounds()
+        return pd.DataFrame(
+            {
+                "epsilon": self.epsilon,
+                "cell": np.arange(self.n_cells),
+                "a": self.a,
+                "b": np.full(self.n_cells, np.nan) if self.b is None else self.b,
+                "lower": lower,
+                "upper": upper,
+                "total": self.total,
+                "tail": np.nan if self.tail is None else self.tail,
+                "inflation": self.inflation,
+            }
+        )[list(FRAME_COLUMNS)]
+
+    @classmethod
+    def from_frame(
+        cls,
+        frame: pd.DataFrame,
+        mechanism: str,
+        method: str,
+        population=None,
+        prior_rate=None,
+        *,
+        epsilon: float | None = None,
+    ) -> Calibration:
+        """The calibration of ``mechanism`` / ``method`` held by ``frame`` (the rows of
+        :meth:`to_frame`, possibly of several epsilons and with extra columns such as a
+        study's ``arm``). ``epsilon`` picks its rows by label (required when the frame holds
+        more than one); ``population`` and ``prior_rate`` are the public inputs it was made
+        from (the prior is dropped for md). Raises KeyError when no row has ``epsilon``."""
+        from dpsynth.design import at_epsilon, epsilon_labels
+
+        if epsilon is not None:
+            frame = frame[at_epsilon(frame["epsilon"], epsilon)]
+            if frame.empty:
+                raise KeyError(f"no {mechanism}/{method} calibration at epsilon={epsilon!r}")
+        labels = set(epsilon_labels(frame["epsilon"]))
+        if len(labels) != 1:
+            raise ValueError(
+                f"a calibration table of {len(labels)} epsilons {sorted(map(str, labels))}; "
+                "expected one, or pass epsilon="
+            )
+        rows = frame.sort_values("cell")
+        truncated = mechanism == "truncated"
+        return cls(
+            mechanism,
+            method,
+            float(rows["epsilon"].iloc[0]),
+            int(rows["total"].iloc[0]),
+            rows["a"].to_numpy(),
+            None if mechanism == "md" else rows["b"].to_numpy(),
+            population,
+            None if mechanism == "md" else prior_rate,
+            rows["lower"].to_numpy() if truncated else None,
+            rows["upper"].to_numpy() if truncated else None,
+            tail=float(rows["tail"].iloc[0]) if truncated else None,
+            inflation=float(rows["inflation"].iloc[0]),
+        )
+
+    def hyperparameter_frame(self) -> pd.DataFrame:
+        """The hyperparameters a release publishes beside its synthetic data, one row per
+        cell: a, b, population, prior_rate, lower and upper, those the calibration has (no
+        epsilon or total: the manifest states them). A view of :meth:`to_frame`'s values
+        with the public inputs, not a second table form: it does not come back."""
         cols = {
             name: getattr(self, name) for name in _ARRAY_FIELDS if getattr(self, name) is not None
         }
-        frame = pd.DataFrame(cols)
-        frame.insert(0, "cell", np.arange(self.n_cells))
-        return frame
+        return pd.DataFrame(cols)

@@ -1,11 +1,12 @@
-"""Study 1 (Quick (2021), Section 3): score each mechanism on the datasets of one scenario.
+"""Study 1 (Quick (2021), Section 3): score each arm on the datasets of one scenario.
 
-One call of :func:`score_datasets` is one workflow job: a scenario, a mechanism, a chunk of
+One call of :func:`score_datasets` is one unit of work: a scenario, an arm, a chunk of
 epsilons and a chunk of datasets. For every dataset and epsilon it draws one vector of
 posterior rates (the paper's utility proxy: lambda for PG, theta y./n for MD; noisy counts
 over n for the geometric baseline) and records the rMSE and the group rates.
 
-Mechanism labels (the ``mechanism`` column of the summary):
+The arms (:data:`ARMS`, :class:`dpsynth.arms.Arm` values; their names fill the ``arm``
+column of the artifacts and the config's ``study1.mechanisms``):
 
 - ``md``: multinomial-Dirichlet, alpha = y./(e^eps - 1).
 - ``pg_national`` / ``pg_state``: Poisson-gamma smoothing toward the national rate or the
@@ -16,6 +17,10 @@ Mechanism labels (the ``mechanism`` column of the summary):
   totals (eq 19), eps = eps_prior + eps_synth, the synthesis step calibrated by eq 15.
 - ``geometric``: two-sided geometric output perturbation, post-processed to non-negative
   counts summing to y..
+
+:class:`Design` is the study's design built from the config (:meth:`Design.from_config`):
+its arms, epsilon grid, map epsilons and job chunks, so that the workflow never computes
+them.
 """
 
 from __future__ import annotations
@@ -26,24 +31,31 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from dpsynth.arms import Arm, arm_named
 from dpsynth.baselines.geometric import geometric_release_each
 from dpsynth.data.scenarios import Scenario, draw_datasets, make_scenario
-from dpsynth.design import chunk_members
+from dpsynth.design import at_epsilon, chunk_labels, chunk_members, grid_from_config
 from dpsynth.metrics import BAND_COLUMNS, group_rate_per_100k, pooled_mean, rmse_per_100k
 from dpsynth.privacy.calibrate import calibrate
 from dpsynth.privacy.sanitised_prior import sanitised_prior_calibration
 from dpsynth.sampling.synthesize import posterior_rates, posterior_rates_per_dataset
 from dpsynth.seeding import job_rng
 
-MECHANISMS = (
-    "md",
-    "pg_national",
-    "pg_state",
-    "pg_national_certified",
-    "pg_state_certified",
-    "pg_state_sanitised",
-    "geometric",
-)
+#: Study 1's arms, in the order of the figures' legends (``title``: the legend's text):
+#: Quick (2021), Section 3's MD and PG with national and state priors, the sanitised state
+#: prior of its eq 19, and the certified calibrations and the geometric baseline we add.
+ARMS = (
+    Arm("md", "paper", "md", title="Multinomial-Dirichlet"),
+    Arm("pg", "paper", "pg_national", "national", "PG, national prior"),
+    Arm("pg", "paper", "pg_state", "state", "PG, state prior"),
+    Arm("pg", "certified", "pg_national_certified", "national",
+        "PG, national prior (certified)"),
+    Arm("pg", "certified", "pg_state_certified", "state", "PG, state prior (certified)"),
+    Arm("pg", "paper", "pg_state_sanitised", "sanitised", "PG, sanitised state prior"),
+    Arm("geometric", None, "geometric", title="Geometric noise"),
+)  # fmt: skip
+#: The arms' names (the values of the artifacts' ``arm`` column).
+ARM_NAMES = tuple(arm.name for arm in ARMS)
 METRICS = (
     "rmse",
     "rate_urban",
@@ -106,15 +118,20 @@ def truth_metrics(scenario: Scenario, geo: Geography) -> dict[str, float]:
     return {k: float(v[0]) for k, v in group_metrics(scenario.rate[None, :], scenario, geo).items()}
 
 
-def _calibration(mechanism: str, epsilon: float, scenario: Scenario, state_prior):
-    """The data-independent calibration of the mechanisms that have one (``state_prior``:
-    the state rates of the truth, used by the pg_state variants)."""
+def study1_arm(arm: Arm | str) -> Arm:
+    """One of :data:`ARMS`, or the arm of that name."""
+    return arm if isinstance(arm, Arm) else arm_named(ARMS, arm)
+
+
+def _calibration(arm: Arm, epsilon: float, scenario: Scenario, state_prior):
+    """The data-independent calibration of an arm that has one (``state_prior``: the
+    state rates of the truth, used by the arms with the ``state`` prior; the ``national``
+    prior is calibrate's default, y. / sum n in every county)."""
     n, total = scenario.population, scenario.total
-    if mechanism == "md":
-        return calibrate("md", epsilon, total, n)
-    method = "certified" if mechanism.endswith("_certified") else "paper"
-    prior = None if mechanism.startswith("pg_national") else state_prior
-    return calibrate("pg", epsilon, total, n, prior, method=method)
+    if arm.mechanism == "md":
+        return calibrate("md", epsilon, total, n, method=arm.method)
+    prior = state_prior if arm.prior == "state" else None
+    return calibrate(arm.mechanism, epsilon, total, n, prior, method=arm.method)
 
 
 def score_datasets(
@@ -122,31 +139,34 @@ def score_datasets(
     geo: Geography,
     datasets: np.ndarray,
     dataset_ids: np.ndarray,
-    mechanism: str,
+    arm: Arm | str,
     epsilons,
     rng: np.random.Generator,
     *,
     prior_budget_fraction: float = 0.1,
     map_epsilons=(),
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Score ``mechanism`` on ``datasets`` (rows) at each epsilon.
+    """Score ``arm`` (one of :data:`ARMS`, or its name) on ``datasets`` (rows) at each
+    epsilon.
 
     Returns the long frame ``dataset, epsilon, metric, value`` and, for the epsilons in
-    ``map_epsilons``, the per-county sums of the rate draws over these datasets
-    (``epsilon, county, rate_sum, count``) from which the workflow maps mean rates.
+    ``map_epsilons`` (found by label), the per-county sums of the rate draws over these
+    datasets (``epsilon, county, rate_sum, count``) from which the workflow maps mean rates.
     """
-    if mechanism not in MECHANISMS:
-        raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
+    if not isinstance(arm, Arm) and arm not in ARM_NAMES:
+        raise ValueError(f"arm must be one of {ARM_NAMES}, got {arm!r}")
+    arm = study1_arm(arm)
     datasets = np.asarray(datasets)
     dataset_ids = np.asarray(dataset_ids)
     n = scenario.population
-    state_prior = geo.state_rates(n, scenario.rate) if "state" in mechanism else None
+    state_prior = geo.state_rates(n, scenario.rate) if arm.prior == "state" else None
     epsilons = [float(epsilon) for epsilon in epsilons]
+    mapped = at_epsilon(epsilons, list(map_epsilons))
     values, sums = [], []
-    for epsilon in epsilons:
-        if mechanism == "geometric":
+    for epsilon, is_mapped in zip(epsilons, mapped, strict=True):
+        if arm.baseline:
             rates = geometric_release_each(datasets, epsilon, rng) / n
-        elif mechanism == "pg_state_sanitised":
+        elif arm.prior == "sanitised":
             # The noisy prior depends on the data: one calibration per dataset, each
             # drawing its prior noise and then its rates (the order of the draws).
             rates = np.empty(datasets.shape, dtype=float)
@@ -158,16 +178,17 @@ def score_datasets(
                     epsilon,
                     prior_budget_fraction * epsilon,
                     rng,
-                    method="paper",
+                    mechanism=arm.mechanism,
+                    method=arm.method,
                 )
                 rates[row] = posterior_rates(y, cal_y, 1, rng)[0]
         else:
             # Calibrations are data-independent: one per epsilon, shared by every dataset.
-            cal = _calibration(mechanism, epsilon, scenario, state_prior)
+            cal = _calibration(arm, epsilon, scenario, state_prior)
             rates = posterior_rates_per_dataset(datasets, cal, rng)
         metrics = group_metrics(rates, scenario, geo)
         values.extend(metrics[metric] for metric in METRICS)
-        if any(np.isclose(epsilon, m) for m in map_epsilons):
+        if is_mapped:
             sums.append((epsilon, rates.sum(axis=0)))
     # long frame: epsilon, then metric, then dataset (the order of the loops above)
     size = dataset_ids.size
@@ -223,7 +244,7 @@ def run_rng(seed: int, run_labels, *labels) -> np.random.Generator:
     """The generator of one unit of a Study-1 run: ``job_rng(seed, "study1", *run_labels,
     *labels)``; ``run_labels`` is empty for 35-44 (its historical key) and ``("appendix_c",
     <age group>)`` for an older group. Units: ``("datasets", scenario)`` and ``("score",
-    scenario, mechanism, chunk)``: each has its own stream however jobs group them."""
+    scenario, arm name, chunk)``: each has its own stream however jobs group them."""
     return job_rng(seed, "study1", *run_labels, *labels)
 
 
@@ -242,9 +263,12 @@ def datasets_frame(scenario: Scenario, n_datasets: int, rng) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class Design:
-    """Study 1's design (config ``study1``): the epsilon grid, L, how scoring is chunked
-    (the units of random streams), the map epsilons and the sanitised prior's share."""
+    """Study 1's design (config ``study1``): its arms, the epsilon grid (the log-spaced
+    grid plus the map epsilons, 6 significant digits), L, how scoring is chunked (the units
+    of random streams), the map epsilons and the sanitised prior's share of epsilon. Built
+    from the config by :meth:`from_config`; the workflow passes it along unopened."""
 
+    arms: tuple
     epsilons: tuple
     epsilons_per_job: int
     datasets: int
@@ -252,13 +276,52 @@ class Design:
     map_epsilons: tuple = ()
     prior_budget_fraction: float = 0.1
 
+    #: The config keys of ``study1`` a design is made of (:meth:`from_config`).
+    KEYS = ("mechanisms", "epsilons", "map_epsilons", "epsilons_per_job", "datasets",
+            "datasets_per_job", "prior_budget_fraction")  # fmt: skip
+
+    @classmethod
+    def from_config(cls, study1) -> Design:
+        """The design of the config's ``study1`` entry (defaults filled by the schema):
+        ``mechanisms`` names the arms (:data:`ARMS`), ``epsilons`` is ``{start, stop,
+        num}``."""
+        epsilons, map_epsilons = grid_from_config(study1["epsilons"], study1["map_epsilons"])
+        return cls(
+            arms=tuple(study1_arm(name) for name in study1["mechanisms"]),
+            epsilons=epsilons,
+            epsilons_per_job=int(study1["epsilons_per_job"]),
+            datasets=int(study1["datasets"]),
+            datasets_per_job=int(study1["datasets_per_job"]),
+            map_epsilons=map_epsilons,
+            prior_budget_fraction=float(study1["prior_budget_fraction"]),
+        )
+
+    @staticmethod
+    def entry(study1) -> dict:
+        """The part of the config's ``study1`` entry a design is made of: what a job
+        receives (a plain mapping, so that a change reruns exactly the jobs it concerns)."""
+        return {key: study1[key] for key in Design.KEYS}
+
+    @property
+    def chunks(self) -> list[str]:
+        """Labels ``e{i}_d{j}`` of the scoring units of one scenario x arm."""
+        return chunk_labels(len(self.epsilons), self.epsilons_per_job, self.datasets,
+                            self.datasets_per_job)  # fmt: skip
+
+    @property
+    def units(self) -> list[tuple[str, str]]:
+        """(arm name, chunk) of every scoring unit of one scenario: a job of its own
+        (job_structure: split) or one of a scenario's bundle (bundled)."""
+        return [(arm.name, chunk) for arm in self.arms for chunk in self.chunks]
+
 
 def score_chunk(
-    scenario_path, datasets_path, mechanism: str, chunk: str, design: Design, rng
+    scenario_path, datasets_path, arm: Arm | str, chunk: str, design: Design, rng
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Scores and county sums of one unit (a mechanism and chunk ``e{i}_d{j}``) of a
+    """Scores and county sums of one unit (an arm and chunk ``e{i}_d{j}``) of a
     scenario, from the scenario and datasets artifacts; both frames start with the
-    columns ``scenario, mechanism``."""
+    columns ``scenario, arm`` (the arm's name)."""
+    arm = arm_named(design.arms, arm) if isinstance(arm, str) else arm
     scenario, geo = load_scenario(scenario_path)
     epsilons, ids = chunk_members(
         chunk, design.epsilons, design.epsilons_per_job, design.datasets, design.datasets_per_job
@@ -268,14 +331,14 @@ def score_chunk(
         geo,
         load_datasets(datasets_path, ids),
         ids,
-        mechanism,
+        arm,
         epsilons,
         rng,
         prior_budget_fraction=design.prior_budget_fraction,
         map_epsilons=design.map_epsilons,
     )
     for frame in (scores, county_sums):
-        frame.insert(0, "mechanism", mechanism)
+        frame.insert(0, "arm", arm.name)
         frame.insert(0, "scenario", scenario.number)
     return scores, county_sums
 
@@ -301,13 +364,13 @@ def load_datasets(path, ids) -> np.ndarray:
 
 
 def summarise_scores(scores: pd.DataFrame, scenario_paths) -> pd.DataFrame:
-    """Median and 95% band per scenario x mechanism x epsilon x metric, plus truth rows.
+    """Median and 95% band per scenario x arm x epsilon x metric, plus truth rows.
 
-    Truth rows have mechanism ``truth``, no epsilon, and median = lower = upper.
+    Truth rows have arm ``truth``, no epsilon, and median = lower = upper.
     """
     from dpsynth.metrics import summarise_frame
 
-    summary = summarise_frame(scores, ["scenario", "mechanism", "epsilon", "metric"])
+    summary = summarise_frame(scores, ["scenario", "arm", "epsilon", "metric"])
     truth_rows = []
     for path in scenario_paths:
         scenario, geo = load_scenario(path)
@@ -315,7 +378,7 @@ def summarise_scores(scores: pd.DataFrame, scenario_paths) -> pd.DataFrame:
             truth_rows.append(
                 {
                     "scenario": scenario.number,
-                    "mechanism": "truth",
+                    "arm": "truth",
                     "epsilon": np.nan,
                     "metric": metric,
                     "median": value,
@@ -324,11 +387,11 @@ def summarise_scores(scores: pd.DataFrame, scenario_paths) -> pd.DataFrame:
                 }
             )
     out = pd.concat([summary, pd.DataFrame(truth_rows)], ignore_index=True)
-    return out.sort_values(["scenario", "mechanism", "metric", "epsilon"], ignore_index=True)
+    return out.sort_values(["scenario", "arm", "metric", "epsilon"], ignore_index=True)
 
 
 #: Columns of a Study-1 summary (``results/study1/summary.parquet``, ages 35-44).
-SUMMARY_COLUMNS = ("scenario", "mechanism", "epsilon", "metric", *BAND_COLUMNS)
+SUMMARY_COLUMNS = ("scenario", "arm", "epsilon", "metric", *BAND_COLUMNS)
 
 
 def stack_age_groups(summaries: dict) -> pd.DataFrame:
@@ -353,8 +416,8 @@ def stack_age_groups(summaries: dict) -> pd.DataFrame:
 
 
 def county_means(county_sums: pd.DataFrame) -> pd.DataFrame:
-    """Mean synthetic rate per scenario x mechanism x epsilon x county over all datasets."""
-    keys = ["scenario", "mechanism", "epsilon", "county"]
+    """Mean synthetic rate per scenario x arm x epsilon x county over all datasets."""
+    keys = ["scenario", "arm", "epsilon", "county"]
     return pooled_mean(county_sums, keys, "rate_sum", "count")
 
 
@@ -368,16 +431,16 @@ def behaviour_checks(summary: pd.DataFrame) -> dict:
       (the paper's "14/2 = 7" under MD) and urban / rural ratio, beside the truth.
     """
 
-    def rows(scenario, mechanism, metric):
+    def rows(scenario, arm, metric):
         sel = summary[
             (summary["scenario"] == scenario)
-            & (summary["mechanism"] == mechanism)
+            & (summary["arm"] == arm)
             & (summary["metric"] == metric)
         ]
         return sel.set_index("epsilon").sort_index()
 
     out: dict = {}
-    if {"md", "pg_national"} <= set(summary["mechanism"]) and 1 in set(summary["scenario"]):
+    if {"md", "pg_national"} <= set(summary["arm"]) and 1 in set(summary["scenario"]):
         ratio = rows(1, "md", "rmse")["median"] / rows(1, "pg_national", "rmse")["median"]
         out["scenario1_md_over_pg_national_rmse"] = {
             "min": float(ratio.min()),
@@ -387,28 +450,26 @@ def behaviour_checks(summary: pd.DataFrame) -> dict:
         if scenario not in set(summary["scenario"]):
             continue
         md = rows(scenario, "md", "rmse")
-        for mech in ("pg_national", "pg_state"):
-            pg = rows(scenario, mech, "rmse")
+        for arm in ("pg_national", "pg_state"):
+            pg = rows(scenario, arm, "rmse")
             below = (pg["upper"] < md["lower"]).reindex(md.index, fill_value=False)
             ties = below[~below].index
-            out[f"scenario{scenario}_{mech}_band_below_md_up_to_epsilon"] = (
+            out[f"scenario{scenario}_{arm}_band_below_md_up_to_epsilon"] = (
                 float(below[below].index.max()) if below.any() else None
             )
-            out[f"scenario{scenario}_{mech}_first_tie_epsilon"] = (
+            out[f"scenario{scenario}_{arm}_first_tie_epsilon"] = (
                 float(ties.min()) if len(ties) else None
             )
     if 4 in set(summary["scenario"]):
         for metric in ("ratio_nm_ny", "ratio_urban_rural"):
             truth = summary[
                 (summary["scenario"] == 4)
-                & (summary["mechanism"] == "truth")
+                & (summary["arm"] == "truth")
                 & (summary["metric"] == metric)
             ]["median"]
             out[f"scenario4_{metric}_truth"] = float(truth.iloc[0])
-            for mech in ("md", "pg_state"):
-                sel = rows(4, mech, metric)
+            for arm in ("md", "pg_state"):
+                sel = rows(4, arm, metric)
                 if len(sel):
-                    out[f"scenario4_{metric}_{mech}_smallest_epsilon"] = float(
-                        sel["median"].iloc[0]
-                    )
+                    out[f"scenario4_{metric}_{arm}_smallest_epsilon"] = float(sel["median"].iloc[0])
     return out

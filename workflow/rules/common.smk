@@ -4,7 +4,8 @@ import os
 from snakemake.io import report as captioned
 
 from dpsynth.data.age_groups import AGE_GROUPS
-from dpsynth.design import chunk_labels, epsilon_chunks, epsilon_grid
+from dpsynth.design import calibration_chunk
+from dpsynth.study1 import Design as Study1Design
 
 #: The conda environment of every job (`--sdm conda`): Python and the pinned packages of
 #: requirements.txt, written from it by tools/write_environment.py (a test checks that they
@@ -62,35 +63,25 @@ def all_targets():
     return targets
 
 
-def study1_epsilons():
-    """Study 1's epsilon grid: the log-spaced grid plus the map epsilons."""
-    grid = config["study1"]["epsilons"]
-    extra = config["study1"]["map_epsilons"]
-    return epsilon_grid(grid["start"], grid["stop"], grid["num"], extra)
-
-
-def study1_chunks():
-    """Labels of Study 1's scoring jobs within one scenario x mechanism."""
-    s1 = config["study1"]
-    return chunk_labels(
-        len(study1_epsilons()),
-        s1["epsilons_per_job"],
-        s1["datasets"],
-        s1["datasets_per_job"],
-    )
-
-
-def study1_units():
-    """(mechanism, chunk) of every scoring unit of one scenario: a job of its own
-    (job_structure: split) or one of a scenario's bundle (bundled)."""
-    return [(m, c) for m in config["study1"]["mechanisms"] for c in study1_chunks()]
+def study1_design():
+    """Study 1's design (arms, epsilon grid, chunks), built by the library from the config."""
+    return Study1Design.from_config(config["study1"])
 
 
 def study1_unit_paths(kind):
-    """The bundle's outputs of one kind (scores, county_sums), in study1_units() order."""
+    """The bundle's outputs of one kind (scores, county_sums), in the design's unit order."""
     return [
-        f"results/{{study}}/{kind}/{{scenario}}/{m}/{c}.parquet"
-        for m, c in study1_units()
+        f"results/{{study}}/{kind}/{{scenario}}/{arm}/{chunk}.parquet"
+        for arm, chunk in study1_design().units
+    ]
+
+
+def study1_unit_inputs(wildcards, kind):
+    """Every unit's output of one kind in a run, scenario by scenario (the summary's input)."""
+    return [
+        f"results/{wildcards.study}/{kind}/{scenario}/{arm}/{chunk}.parquet"
+        for scenario in study1_run_scenarios(wildcards.study)
+        for arm, chunk in study1_design().units
     ]
 
 
@@ -193,11 +184,13 @@ def study_chunk_labels(name, kind):
     """A study's epsilon chunks (kind "e": calibration units) or epsilon x dataset chunks
     ("e_d": draw units), from its checked definition."""
     d = STUDIES[name]
-    if kind == "e":
-        return epsilon_chunks(len(d.epsilons), d.epsilons_per_job)
-    return chunk_labels(
-        len(d.epsilons), d.epsilons_per_job, d.datasets, d.datasets_per_job
-    )
+    return d.calibration_chunks if kind == "e" else d.chunks
+
+
+def study_calibration_path(wildcards):
+    """The calibrations a draw chunk uses (an input function)."""
+    echunk = calibration_chunk(wildcards.chunk)
+    return f"results/studies/{wildcards.study}/calibrations/{wildcards.arm}/{echunk}.parquet"
 
 
 def study_chunk_paths(name, folder, kind):

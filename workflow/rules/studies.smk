@@ -19,18 +19,11 @@ studies_figures = lambda: [
     for stem in study_figure_stems(name)
     for path in figure_paths(f"studies/{name}/{stem}")
 ] + [f"results/studies/{name}/guide.csv" for name in STUDIES_ENABLED]
-study_echunks = lambda w: epsilon_chunks(
-    len(STUDIES[w.study].epsilons), STUDIES[w.study].epsilons_per_job
-)
-study_chunks = lambda w: chunk_labels(
-    len(STUDIES[w.study].epsilons),
-    STUDIES[w.study].epsilons_per_job,
-    STUDIES[w.study].datasets,
-    STUDIES[w.study].datasets_per_job,
-)
+study_echunks = lambda w: STUDIES[w.study].calibration_chunks
+study_chunks = lambda w: STUDIES[w.study].chunks
 study_arm_inputs = lambda w, kind, chunks: expand(
     f"results/studies/{w.study}/{kind}/{{arm}}/{{chunk}}.parquet",
-    arm=[arm.label for arm in STUDIES[w.study].arms],
+    arm=[arm.name for arm in STUDIES[w.study].arms],
     chunk=chunks(w),
 )
 study_inputs = lambda w: {
@@ -108,9 +101,7 @@ if config["job_structure"] == "split":
         input:
             unpack(study_inputs),
             strata="results/studies/{study}/strata.parquet",
-            calibrations=lambda w: (
-                f"results/studies/{w.study}/calibrations/{w.arm}/{w.chunk.split('_')[0]}.parquet"
-            ),
+            calibrations=study_calibration_path,
         output:
             metrics="results/studies/{study}/metrics/{arm}/{chunk}.parquet",
             area_sums="results/studies/{study}/area_sums/{arm}/{chunk}.parquet",
@@ -162,8 +153,6 @@ else:
                 seed=config["seed"],
                 study=bundled_study,
                 entry=config["studies"][bundled_study],
-                echunks=study_chunk_labels(bundled_study, "e"),
-                chunks=study_chunk_labels(bundled_study, "e_d"),
             script:
                 "../scripts/study_arm_bundle.py"
 

@@ -1,23 +1,17 @@
-# Study 1 (Quick 2021, JRSS-A, Section 3): four heterogeneity scenarios x mechanisms x epsilon grid.
-# Jobs: one per scenario x mechanism x (epsilon chunk, dataset chunk); see config/README.md.
+# Study 1 (Quick 2021, JRSS-A, Section 3): four heterogeneity scenarios x arms x epsilon grid.
+# Jobs: one per scenario x arm x (epsilon chunk, dataset chunk); see config/README.md. The
+# library builds the design (arms, epsilon grid, chunks) from the config: study1_design().
 # The wildcard `study` is the run's folder: study1 (ages 35-44, the paper's study) or
 # study1/appendix_c/<age> (Appendix C's older groups; truth, totals and populations
 # modelled), so the same rules build both.
 
 S1 = config["study1"]
 S1C = S1["appendix_c"]
-S1_EPSILONS = study1_epsilons()
-S1_CHUNKS = study1_chunks()
+S1_DESIGN = study1_design()
 #: The report's subcategory of the main study's figures (Appendix C has its own).
 S1_MAIN = "Figures 1-2 and maps (ages 35-44)"
-S1_DESIGN = {
-    "epsilons": S1_EPSILONS,
-    "epsilons_per_job": S1["epsilons_per_job"],
-    "datasets": S1["datasets"],
-    "datasets_per_job": S1["datasets_per_job"],
-    "map_epsilons": S1["map_epsilons"],
-    "prior_budget_fraction": S1["prior_budget_fraction"],
-}
+#: What a job receives to rebuild the design (Study1Design.from_config): config values.
+S1_DESIGN_ENTRY = Study1Design.entry(S1)
 
 # Lambdas, not defs: `snakemake --lint` wants named functions in common.smk only.
 appendix_c_figures = lambda: (
@@ -95,7 +89,7 @@ if config["job_structure"] == "split":
         params:
             seed=config["seed"],
             rng_labels=lambda w: study1_rng_labels(w.study),
-            design=S1_DESIGN,
+            design=S1_DESIGN_ENTRY,
         script:
             "../scripts/study1_datasets.py"
 
@@ -104,12 +98,12 @@ if config["job_structure"] == "split":
             scenario="results/{study}/scenario_{scenario}.parquet",
             datasets="results/{study}/datasets/scenario_{scenario}.parquet",
         output:
-            scores="results/{study}/scores/{scenario}/{mechanism}/{chunk}.parquet",
-            county_sums="results/{study}/county_sums/{scenario}/{mechanism}/{chunk}.parquet",
+            scores="results/{study}/scores/{scenario}/{arm}/{chunk}.parquet",
+            county_sums="results/{study}/county_sums/{scenario}/{arm}/{chunk}.parquet",
         log:
-            "logs/{study}/score_{scenario}_{mechanism}_{chunk}.log",
+            "logs/{study}/score_{scenario}_{arm}_{chunk}.log",
         benchmark:
-            "logs/benchmarks/{study}/score_{scenario}_{mechanism}_{chunk}.tsv"
+            "logs/benchmarks/{study}/score_{scenario}_{arm}_{chunk}.tsv"
         wildcard_constraints:
             study=STUDY1_RUNS,
             scenario="[1-4]",
@@ -123,7 +117,7 @@ if config["job_structure"] == "split":
         params:
             seed=config["seed"],
             rng_labels=lambda w: study1_rng_labels(w.study),
-            design=S1_DESIGN,
+            design=S1_DESIGN_ENTRY,
         script:
             "../scripts/study1_score.py"
 
@@ -156,8 +150,7 @@ else:
             urban_threshold=S1["urban_threshold"],
             seed=config["seed"],
             rng_labels=lambda w: study1_rng_labels(w.study),
-            design=S1_DESIGN,
-            units=study1_units(),
+            design=S1_DESIGN_ENTRY,
         script:
             "../scripts/study1_scenario_bundle.py"
 
@@ -169,20 +162,8 @@ rule study1_summary:
             study=w.study,
             scenario=study1_run_scenarios(w.study),
         ),
-        scores=lambda w: expand(
-            "results/{study}/scores/{scenario}/{mechanism}/{chunk}.parquet",
-            study=w.study,
-            scenario=study1_run_scenarios(w.study),
-            mechanism=S1["mechanisms"],
-            chunk=S1_CHUNKS,
-        ),
-        county_sums=lambda w: expand(
-            "results/{study}/county_sums/{scenario}/{mechanism}/{chunk}.parquet",
-            study=w.study,
-            scenario=study1_run_scenarios(w.study),
-            mechanism=S1["mechanisms"],
-            chunk=S1_CHUNKS,
-        ),
+        scores=lambda w: study1_unit_inputs(w, "scores"),
+        county_sums=lambda w: study1_unit_inputs(w, "county_sums"),
     output:
         summary="results/{study}/summary.parquet",
         county_means="results/{study}/county_means.parquet",
@@ -249,7 +230,7 @@ rule study1_maps:
     conda:
         DPSYNTH_ENV
     params:
-        map_epsilons=S1["map_epsilons"],
+        design=S1_DESIGN_ENTRY,
     script:
         "../scripts/study1_maps.py"
 

@@ -1,5 +1,5 @@
 """One Study-1 scenario in one job (job_structure: bundled): the scenario, its datasets
-and every mechanism x chunk's scores, each unit with the stream it has as its own job."""
+and every arm x chunk's scores, each unit with the stream it has as its own job."""
 
 import logging
 
@@ -26,12 +26,12 @@ truth = pd.read_parquet(snakemake.input.truth)
 write_parquet(scenario_frame(number, counties, truth, over_35, p.urban_threshold), out.scenario)
 scenario, _ = load_scenario(out.scenario)
 rng = run_rng(p.seed, p.rng_labels, "datasets", number)
-write_parquet(datasets_frame(scenario, p.design["datasets"], rng), out.datasets)
-design = Design(**p.design)
-outputs = zip(p.units, out.scores, out.county_sums, strict=True)
-for (mechanism, chunk), scores_path, sums_path in outputs:
-    rng = run_rng(p.seed, p.rng_labels, "score", number, mechanism, chunk)
-    scores, county_sums = score_chunk(out.scenario, out.datasets, mechanism, chunk, design, rng)
-    logging.info("%s %s: %d score rows", mechanism, chunk, len(scores))
+design = Design.from_config(p.design)
+write_parquet(datasets_frame(scenario, design.datasets, rng), out.datasets)
+outputs = zip(design.units, out.scores, out.county_sums, strict=True)
+for (arm, chunk), scores_path, sums_path in outputs:
+    rng = run_rng(p.seed, p.rng_labels, "score", number, arm, chunk)
+    scores, county_sums = score_chunk(out.scenario, out.datasets, arm, chunk, design, rng)
+    logging.info("%s %s: %d score rows", arm, chunk, len(scores))
     write_parquet(scores, scores_path)
     write_parquet(county_sums, sums_path)

@@ -1,4 +1,4 @@
-"""Score one mechanism on one chunk of datasets and epsilons of one Study-1 scenario."""
+"""Score one arm on one chunk of datasets and epsilons of one Study-1 scenario."""
 
 import logging
 
@@ -7,15 +7,15 @@ from dpsynth.study1 import Design, run_rng, score_chunk
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 p, w = snakemake.params, snakemake.wildcards
-unit = ("score", int(w.scenario), w.mechanism, w.chunk)
+unit = ("score", int(w.scenario), w.arm, w.chunk)
 scores, county_sums = score_chunk(
     snakemake.input.scenario,
     snakemake.input.datasets,
-    w.mechanism,
+    w.arm,
     w.chunk,
-    Design(**p.design),
+    Design.from_config(p.design),
     run_rng(p.seed, p.rng_labels, *unit),
 )
-logging.info("%s %s: %d score rows", w.mechanism, w.chunk, len(scores))
+logging.info("%s %s: %d score rows", w.arm, w.chunk, len(scores))
 write_parquet(scores, snakemake.output.scores)
 write_parquet(county_sums, snakemake.output.county_sums)

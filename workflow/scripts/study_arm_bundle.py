@@ -5,6 +5,7 @@ import logging
 
 import pandas as pd
 
+from dpsynth.design import calibration_chunk
 from dpsynth.io import write_parquet
 from dpsynth.seeding import job_rng
 from dpsynth.study.definition import study_definition
@@ -13,22 +14,23 @@ from dpsynth.study.simulate import calibrate_chunk, simulate_chunk
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 p, out = snakemake.params, snakemake.output
 definition = study_definition(p.study, p.entry)
-arm = next(arm for arm in definition.arms if arm.label == snakemake.wildcards.arm)
+arm = definition.arm(snakemake.wildcards.arm)
 strata = pd.read_parquet(snakemake.input.strata)
-calibrations = dict(zip(p.echunks, out.calibrations, strict=True))
-for echunk, status_path in zip(p.echunks, out.status, strict=True):
+calibrations = dict(zip(definition.calibration_chunks, out.calibrations, strict=True))
+for echunk, status_path in zip(definition.calibration_chunks, out.status, strict=True):
     frame, status = calibrate_chunk(definition, arm, strata, echunk)
     write_parquet(frame, calibrations[echunk])
     write_parquet(status, status_path)
-for chunk, metrics_path, sums_path in zip(p.chunks, out.metrics, out.area_sums, strict=True):
+outputs = zip(definition.chunks, out.metrics, out.area_sums, strict=True)
+for chunk, metrics_path, sums_path in outputs:
     metrics, area_sums = simulate_chunk(
         definition,
         arm,
         strata,
-        pd.read_parquet(calibrations[chunk.split("_")[0]]),
+        pd.read_parquet(calibrations[calibration_chunk(chunk)]),
         chunk,
-        job_rng(p.seed, *definition.stream, arm.label, chunk),
+        job_rng(p.seed, *definition.stream, arm.name, chunk),
     )
-    logging.info("%s %s: %d rows of measures", arm.label, chunk, len(metrics))
+    logging.info("%s %s: %d rows of measures", arm.name, chunk, len(metrics))
     write_parquet(metrics, metrics_path)
     write_parquet(area_sums, sums_path)

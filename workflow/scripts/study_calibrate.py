@@ -11,7 +11,7 @@ from dpsynth.study.simulate import calibrate_chunk
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 w = snakemake.wildcards
 definition = study_definition(w.study, snakemake.params.entry)
-arm = next(arm for arm in definition.arms if arm.label == w.arm)
+arm = definition.arm(w.arm)
 frame, status = calibrate_chunk(definition, arm, pd.read_parquet(snakemake.input.strata), w.echunk)
 write_parquet(frame, snakemake.output.calibrations)
 write_parquet(status, snakemake.output.status)

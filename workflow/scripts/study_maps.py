@@ -15,7 +15,7 @@ figure = figure_maps(
     geometry,
     d.geometry_key,
     area_rates,
-    [arm.label for arm in d.arms],
+    d.arms,
     list(d.map_epsilons),
     d.name,
     d.geometry_outline,

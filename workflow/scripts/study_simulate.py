@@ -12,7 +12,7 @@ from dpsynth.study.simulate import simulate_chunk
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 w = snakemake.wildcards
 definition = study_definition(w.study, snakemake.params.entry)
-arm = next(arm for arm in definition.arms if arm.label == w.arm)
+arm = definition.arm(w.arm)
 metrics, area_sums = simulate_chunk(
     definition,
     arm,

@@ -8,6 +8,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from dpsynth.arms import Arm
+from dpsynth.design import at_epsilon
 from dpsynth.study.guide import CALIBRATION_METRICS
 
 METHOD_LABELS = {"paper": "paper calibration, nominal eps", "exact": "exact bivariate",
@@ -15,15 +17,21 @@ METHOD_LABELS = {"paper": "paper calibration, nominal eps", "exact": "exact biva
 MECHANISM_NAMES = {"md": "MD", "pg": "PG", "truncated": "Truncated PG"}
 
 
-def arm_name(arm: str) -> str:
-    """``truncated_certified`` -> ``Truncated PG (certified)``; an arm the config names
-    otherwise (e.g. Study 2's ``untruncated``) keeps its name."""
-    mechanism, _, method = arm.partition("_")
-    if mechanism not in MECHANISM_NAMES or method not in METHOD_LABELS:
-        return arm
-    if mechanism == "md":
+def arm_title(arm: Arm) -> str:
+    """An arm's legend, from its fields: ``Truncated PG (certified)`` for the arm
+    ``truncated`` / ``certified`` under its default name; an arm the config names otherwise
+    (e.g. Study 2's ``untruncated``) keeps its name."""
+    if arm.baseline or arm.name != Arm(arm.mechanism, arm.method).name:
+        return arm.name
+    if arm.mechanism == "md":
         return "MD (exact alpha)"  # Quick (2021), eq 5: paper and certified are one calibration
-    return f"{MECHANISM_NAMES[mechanism]} ({METHOD_LABELS[method]})"
+    return f"{MECHANISM_NAMES[arm.mechanism]} ({METHOD_LABELS[arm.method]})"
+
+
+def _summary_titles(summary: pd.DataFrame) -> dict[str, str]:
+    """The legend of each arm of a study's summary (its ``arm, mechanism, method`` rows)."""
+    rows = summary[["arm", "mechanism", "method"]].drop_duplicates()
+    return {r.arm: arm_title(Arm(r.mechanism, r.method, r.arm)) for r in rows.itertuples()}
 
 
 def measure_title(measure: str) -> str:
@@ -45,7 +53,7 @@ def figure_measures(summary: pd.DataFrame, study: str, adjusted: bool):
     measures = list(dict.fromkeys(["rmse", "rank_correlation", *sorted(draws["metric"])]))
     measures = [m for m in measures if m in set(draws["metric"])]
     arms = sorted(draws["arm"].unique())
-    colours = _colours(arms)
+    colours, titles = _colours(arms), _summary_titles(draws)
     ncols = 2 if len(measures) == 4 else min(3, len(measures))
     nrows = -(-len(measures) // ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols, 3.6 * nrows + 0.9),
@@ -54,7 +62,7 @@ def figure_measures(summary: pd.DataFrame, study: str, adjusted: bool):
         rows = draws[draws["metric"] == measure]
         for arm in arms:
             sel = rows[rows["arm"] == arm].sort_values("epsilon")
-            ax.plot(sel["epsilon"], sel["median"], color=colours[arm], label=arm_name(arm))
+            ax.plot(sel["epsilon"], sel["median"], color=colours[arm], label=titles[arm])
             ax.fill_between(sel["epsilon"], sel["lower"], sel["upper"], color=colours[arm],
                             alpha=0.15, lw=0)  # fmt: skip
         if measure != "rmse":
@@ -79,10 +87,12 @@ def figure_measures(summary: pd.DataFrame, study: str, adjusted: bool):
     return fig
 
 
-def figure_guide(guide: pd.DataFrame, epsilons, study: str):
+def figure_guide(guide: pd.DataFrame, epsilons, study: str, arms=()):
     """For each measure and arm, the smallest epsilon from which the median (filled) and
-    the 95% band (open) stay within tolerance; arrows at the right: not in the grid."""
+    the 95% band (open) stay within tolerance; arrows at the right: not in the grid.
+    ``arms`` (:class:`~dpsynth.arms.Arm` values, the study's) give the legends."""
     measures = list(dict.fromkeys(guide["measure"]))
+    titles = {spec.name: arm_title(spec) for spec in arms}
     arms = sorted(guide["arm"].unique())
     colours = _colours(arms)
     top = max(epsilons) * 2.2
@@ -101,7 +111,7 @@ def figure_guide(guide: pd.DataFrame, epsilons, study: str):
                 ax.plot(x, k + dy, marker=marker, ms=size, color=colours[arm],
                         mfc=colours[arm] if fill else "none", ls="none")  # fmt: skip
     for arm in arms:
-        ax.plot([], [], "o", color=colours[arm], label=arm_name(arm))
+        ax.plot([], [], "o", color=colours[arm], label=titles.get(arm, arm))
     ax.plot([], [], "o", ms=5, color="grey", label="median within tolerance (dot)")
     ax.plot(
         [],
@@ -129,10 +139,10 @@ def figure_guide(guide: pd.DataFrame, epsilons, study: str):
 
 def figure_maps(geometry, key: str, area_rates: pd.DataFrame, arms, epsilons, study: str,
                 outline: str | None = None):  # fmt: skip
-    """The true area rates (left, once), then the mean synthetic rates of each arm (rows)
-    at each map epsilon (columns), on one colour scale (the truth's 1-99% range) with one
-    colour bar; every axes holds a map. Shapes without a rate are light grey, and areas of
-    the strata without a shape are counted in a note."""
+    """The true area rates (left, once), then the mean synthetic rates of each arm (rows;
+    :class:`~dpsynth.arms.Arm` values) at each map epsilon (columns), on one colour scale
+    (the truth's 1-99% range) with one colour bar; every axes holds a map. Shapes without a
+    rate are light grey, and areas of the strata without a shape are counted in a note."""
     from dpsynth.plots.maps import CONUS_ALBERS, boundaries, map_grid
 
     frame = geometry[[key, *([outline] if outline else []), "geometry"]].copy()
@@ -143,13 +153,13 @@ def figure_maps(geometry, key: str, area_rates: pd.DataFrame, arms, epsilons, st
     frame["truth"] = lookup(truth)
     lo, hi = np.nanquantile(frame["truth"], [0.01, 0.99])
     rows = []
-    for r, arm in enumerate(arms):
-        cells = []
+    for r, spec in enumerate(arms):
+        arm, cells = spec.name, []
         for eps in epsilons:
-            sel = area_rates[(area_rates["arm"] == arm) & (area_rates["epsilon"] == eps)]
+            sel = area_rates[(area_rates["arm"] == arm) & at_epsilon(area_rates["epsilon"], eps)]
             frame[f"{arm}|{eps:g}"] = lookup(sel)
             cells.append((f"{arm}|{eps:g}", f"epsilon = {eps:g}" if r == 0 else ""))
-        rows.append((arm_name(arm), cells))
+        rows.append((arm_title(spec), cells))
     fig = map_grid(
         frame,
         ("truth", "true rates"),

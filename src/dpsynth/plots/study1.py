@@ -5,24 +5,20 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from dpsynth.design import at_epsilon
+from dpsynth.study1 import ARMS
+
 SCENARIO_TITLES = {
     1: "Scenario 1: same n, same rate",
     2: "Scenario 2: real n, same rate",
     3: "Scenario 3: same n, real rates",
     4: "Scenario 4: real n, real rates",
 }
-MECHANISM_LABELS = {
-    "md": "Multinomial-Dirichlet",
-    "pg_national": "PG, national prior",
-    "pg_state": "PG, state prior",
-    "pg_national_certified": "PG, national prior (certified)",
-    "pg_state_certified": "PG, state prior (certified)",
-    "pg_state_sanitised": "PG, sanitised state prior",
-    "geometric": "Geometric noise",
-}
+#: Each arm's legend text (:data:`dpsynth.study1.ARMS`), in the legends' order.
+ARM_TITLES = {arm.name: arm.title for arm in ARMS}
 #: Where curves coincide (in scenario 1 MD and the PG variants do: the paper's point) they
 #: stay visible: drawn wide to narrow, MD widest and lowest, PG-state narrowest on top.
-MECHANISM_STYLES = {
+ARM_STYLES = {
     "md": dict(color="tab:red", linestyle="-", lw=5.0, alpha=0.45, zorder=2),
     "pg_national": dict(color="tab:blue", linestyle="-", lw=2.8, zorder=3),
     "pg_state": dict(color="tab:green", linestyle="-", lw=1.2, zorder=4),
@@ -40,15 +36,15 @@ def _band(ax, rows: pd.DataFrame, label: str, **style) -> None:
                     color=style["color"], zorder=1)  # fmt: skip
 
 
-def _pair_panel(ax, rows: pd.DataFrame, mechanism: str, first, second) -> None:
-    """Two group rates of one mechanism against epsilon (bands), true values dashed.
+def _pair_panel(ax, rows: pd.DataFrame, arm: str, first, second) -> None:
+    """Two group rates of one arm against epsilon (bands), true values dashed.
 
     ``first`` and ``second`` are (metric, legend label) pairs."""
     for (metric, label), color in zip((first, second), ("tab:purple", "tab:orange"), strict=True):
-        sel = rows[(rows["mechanism"] == mechanism) & (rows["metric"] == metric)]
+        sel = rows[(rows["arm"] == arm) & (rows["metric"] == metric)]
         if len(sel):
             _band(ax, sel, label, color=color, linestyle="-")
-        truth = rows[(rows["mechanism"] == "truth") & (rows["metric"] == metric)]
+        truth = rows[(rows["arm"] == "truth") & (rows["metric"] == metric)]
         if len(truth):
             ax.axhline(truth["median"].iloc[0], color=color, linestyle="--", lw=1)
     ax.set_xscale("log")
@@ -56,19 +52,19 @@ def _pair_panel(ax, rows: pd.DataFrame, mechanism: str, first, second) -> None:
     ax.set_ylabel("rate per 100,000")
 
 
-def figure_rmse(summary: pd.DataFrame, mechanisms=None):
+def figure_rmse(summary: pd.DataFrame, arms=None):
     """Figure 1: rMSE x 100,000 against epsilon, one panel per scenario."""
     rows = summary[summary["metric"] == "rmse"]
-    mechanisms = mechanisms or [m for m in MECHANISM_LABELS if m in set(rows["mechanism"])]
+    arms = arms or [m for m in ARM_TITLES if m in set(rows["arm"])]
     scenarios = sorted(rows["scenario"].unique())
     ncols = min(2, len(scenarios))
     nrows = -(-len(scenarios) // ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(5.5 * ncols, 4 * nrows + 1), squeeze=False)
     for ax, scenario in zip(axes.flat, scenarios, strict=False):
-        for mech in mechanisms:
-            sel = rows[(rows["scenario"] == scenario) & (rows["mechanism"] == mech)]
+        for arm in arms:
+            sel = rows[(rows["scenario"] == scenario) & (rows["arm"] == arm)]
             if len(sel):
-                _band(ax, sel, MECHANISM_LABELS[mech], **MECHANISM_STYLES[mech])
+                _band(ax, sel, ARM_TITLES[arm], **ARM_STYLES[arm])
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_title(SCENARIO_TITLES.get(int(scenario), f"Scenario {scenario}"))
@@ -88,21 +84,21 @@ def figure_rmse(summary: pd.DataFrame, mechanisms=None):
     return fig
 
 
-def figure_disparities(summary: pd.DataFrame, scenario: int = 4, mechanisms=None):
+def figure_disparities(summary: pd.DataFrame, scenario: int = 4, arms=None):
     """Figure 2: (a) urban vs rural and (b) New Mexico vs New York rates against epsilon."""
     rows = summary[summary["scenario"] == scenario]
-    mechanisms = mechanisms or ["md", "pg_state", "pg_state_certified"]
-    mechanisms = [m for m in mechanisms if m in set(rows["mechanism"])]
+    arms = arms or ["md", "pg_state", "pg_state_certified"]
+    arms = [m for m in arms if m in set(rows["arm"])]
     panels = [
         ("(a) Urban vs rural", ("rate_urban", "urban"), ("rate_rural", "rural")),
         ("(b) New Mexico vs New York", ("rate_nm", "NM"), ("rate_ny", "NY")),
     ]
-    fig, axes = plt.subplots(len(mechanisms), 2, figsize=(11, 3.2 * len(mechanisms)))
-    axes = axes.reshape(len(mechanisms), 2)
-    for r, mech in enumerate(mechanisms):
+    fig, axes = plt.subplots(len(arms), 2, figsize=(11, 3.2 * len(arms)))
+    axes = axes.reshape(len(arms), 2)
+    for r, arm in enumerate(arms):
         for c, (title, first, second) in enumerate(panels):
-            _pair_panel(axes[r, c], rows, mech, first, second)
-            axes[r, c].set_title(f"{title}: {MECHANISM_LABELS[mech]}", fontsize=10)
+            _pair_panel(axes[r, c], rows, arm, first, second)
+            axes[r, c].set_title(f"{title}: {ARM_TITLES[arm]}", fontsize=10)
             axes[r, c].legend(fontsize=8, frameon=False)
     fig.suptitle(
         f"Study 1, scenario {scenario}: group rates (median, 95% band); dashed = truth", y=1.0
@@ -126,17 +122,17 @@ def figure_maps(counties, scenario_frame, county_means, epsilons, scenario: int 
     frame["truth"] = rate * PER_100K
     means = county_means[county_means["scenario"] == scenario]
     rows = []
-    for mech in ("md", "pg_state"):
+    for arm in ("md", "pg_state"):
         cells = []
         for eps in epsilons:
-            sel = means[(means["mechanism"] == mech) & np.isclose(means["epsilon"], eps)]
+            sel = means[(means["arm"] == arm) & at_epsilon(means["epsilon"], eps)]
             if sel.empty:
                 continue
-            column = f"{mech}_{eps:g}"
+            column = f"{arm}_{eps:g}"
             frame[column] = sel.sort_values("county")["rate"].to_numpy() * PER_100K
             cells.append((column, f"epsilon = {eps:g}" if not rows else ""))
         if cells:
-            rows.append((MECHANISM_LABELS[mech], cells))
+            rows.append((ARM_TITLES[arm], cells))
     # One colour scale for every panel, spanning the truth (1st-99th percentile): synthetic
     # rates outside it saturate, which is exactly what the eye should catch.
     lo, hi = np.nanquantile(frame["truth"], [0.01, 0.99])
@@ -175,12 +171,12 @@ def _age_groups(summary: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(summary["age_group"]))  # first-seen order (youngest first)
 
 
-def figure_appendix_rmse(summary: pd.DataFrame, mechanisms=None, correlation=None):
+def figure_appendix_rmse(summary: pd.DataFrame, arms=None, correlation=None):
     """Appendix C: rMSE x 100,000 against epsilon, one row per age group, one column per
     scenario (median and 95% band over the datasets, log-log axes)."""
     rows = summary[summary["metric"] == "rmse"]
     groups = _age_groups(summary)
-    mechanisms = mechanisms or [m for m in MECHANISM_LABELS if m in set(rows["mechanism"])]
+    arms = arms or [m for m in ARM_TITLES if m in set(rows["arm"])]
     scenarios = sorted(rows["scenario"].unique())
     nrows, ncols = len(groups), len(scenarios)
     fig, axes = plt.subplots(
@@ -190,10 +186,10 @@ def figure_appendix_rmse(summary: pd.DataFrame, mechanisms=None, correlation=Non
         for c, scenario in enumerate(scenarios):
             ax = axes[r, c]
             here = rows[(rows["age_group"] == group) & (rows["scenario"] == scenario)]
-            for mech in mechanisms:
-                sel = here[here["mechanism"] == mech]
+            for arm in arms:
+                sel = here[here["arm"] == arm]
                 if len(sel):
-                    _band(ax, sel, MECHANISM_LABELS[mech], **MECHANISM_STYLES[mech])
+                    _band(ax, sel, ARM_TITLES[arm], **ARM_STYLES[arm])
             ax.set_xscale("log")
             ax.set_yscale("log")
             title = SCENARIO_TITLES.get(int(scenario), f"Scenario {scenario}")
@@ -210,22 +206,22 @@ def figure_appendix_rmse(summary: pd.DataFrame, mechanisms=None, correlation=Non
 
 
 def figure_appendix_disparities(
-    summary: pd.DataFrame, scenario: int = 4, mechanisms=("md", "pg_state"), correlation=None
+    summary: pd.DataFrame, scenario: int = 4, arms=("md", "pg_state"), correlation=None
 ):
     """Appendix C: urban vs rural and New Mexico vs New York rates against epsilon in
-    ``scenario``, one row per age group, one column per comparison x mechanism; dashed
+    ``scenario``, one row per age group, one column per comparison x arm; dashed
     lines are the (modelled) true values."""
     groups = _age_groups(summary)
     rows = summary[summary["scenario"] == scenario]
-    mechanisms = [m for m in mechanisms if m in set(rows["mechanism"])]
+    arms = [m for m in arms if m in set(rows["arm"])]
     note = _appendix_note(correlation)
-    if rows.empty or not mechanisms:
+    if rows.empty or not arms:
         fig, ax = plt.subplots(figsize=(8, 2))
         ax.axis("off")
         ax.text(
             0.5,
             0.5,
-            f"Scenario {scenario} (or its mechanisms) is not in this Appendix C run:\n"
+            f"Scenario {scenario} (or its arms) is not in this Appendix C run:\n"
             "add it to study1.appendix_c.scenarios",
             ha="center",
             va="center",
@@ -236,16 +232,16 @@ def figure_appendix_disparities(
         ("Urban vs rural", ("rate_urban", "urban"), ("rate_rural", "rural")),
         ("NM vs NY", ("rate_nm", "NM"), ("rate_ny", "NY")),
     ]
-    columns = [(panel, mech) for panel in panels for mech in mechanisms]
+    columns = [(panel, arm) for panel in panels for arm in arms]
     nrows, ncols = len(groups), len(columns)
     fig, axes = plt.subplots(
         nrows, ncols, figsize=(3.8 * ncols, 3.0 * nrows + 0.8), squeeze=False, layout="constrained"
     )
     for r, group in enumerate(groups):
         here = rows[rows["age_group"] == group]
-        for c, ((title, first, second), mech) in enumerate(columns):
-            _pair_panel(axes[r, c], here, mech, first, second)
-            axes[r, c].set_title(f"Ages {group}. {title}: {MECHANISM_LABELS[mech]}", fontsize=8)
+        for c, ((title, first, second), arm) in enumerate(columns):
+            _pair_panel(axes[r, c], here, arm, first, second)
+            axes[r, c].set_title(f"Ages {group}. {title}: {ARM_TITLES[arm]}", fontsize=8)
             axes[r, c].legend(fontsize=7, frameon=False)
     fig.suptitle(
         f"Study 1, Appendix C, scenario {scenario}: group rates (median, 95% band); "

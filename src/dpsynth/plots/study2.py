@@ -15,15 +15,17 @@ import pandas as pd
 from matplotlib.ticker import FuncFormatter
 
 from dpsynth import study2
+from dpsynth.design import at_epsilon
 from dpsynth.units import PER_100K
 
-MECHANISM_LABELS = {
+#: Legend text and colour of Study 2's arms (named in config/config.yaml's studies).
+ARM_TITLES = {
     "untruncated": "Untruncated PG (paper eq 6)",
     "truncated_paper": "Truncated PG, paper eq 13",
     "truncated_exact": "Truncated PG, exact bivariate",
     "truncated_certified": "Truncated PG, certified",
 }
-MECHANISM_COLORS = {
+ARM_COLORS = {
     "untruncated": "tab:red",
     "truncated_paper": "tab:blue",
     "truncated_exact": "tab:green",
@@ -59,16 +61,16 @@ def figure_toy(total: int, expected, epsilon: float, true_y1: int, tail: float):
     fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(11, 4.2))
     for label, cal in calibrations.items():
         z1, ratio, y1 = study2.toy_ratio_curve(cal)
-        color = MECHANISM_COLORS[label]
+        color = ARM_COLORS[label]
         ax_a.plot(
             z1,
             ratio,
             color=color,
-            label=f"{MECHANISM_LABELS[label]}: a = ({cal.a[0]:.3g}, {cal.a[1]:.3g}), "
+            label=f"{ARM_TITLES[label]}: a = ({cal.a[0]:.3g}, {cal.a[1]:.3g}), "
             f"y_1 = {y1} vs {y1 - 1}",
         )
         z1, probs = study2.toy_predictive(cal, true_y1)
-        ax_b.plot(z1, probs, color=color, marker=".", ms=3, label=MECHANISM_LABELS[label])
+        ax_b.plot(z1, probs, color=color, marker=".", ms=3, label=ARM_TITLES[label])
         if cal.truncated:
             for bound in cal.bounds():
                 ax_a.axvline(bound[0], color=color, linestyle=":", linewidth=1)
@@ -143,7 +145,7 @@ def _county_table(area_rates: pd.DataFrame, arm: str, epsilon=None) -> pd.Series
     """Rate per county of ``arm`` (``truth``, ``prior`` or an arm at ``epsilon``)."""
     rows = area_rates[area_rates["arm"] == arm]
     if epsilon is not None:
-        rows = rows[rows["epsilon"] == epsilon]
+        rows = rows[at_epsilon(rows["epsilon"], epsilon)]
     return rows.set_index("area")["rate"]
 
 
@@ -162,8 +164,8 @@ def figure_county_rates(area_rates: pd.DataFrame, epsilons, primary: str, scenar
                 synth,
                 s=14,
                 alpha=0.8,
-                color=MECHANISM_COLORS[arm],
-                label=MECHANISM_LABELS[arm],
+                color=ARM_COLORS[arm],
+                label=ARM_TITLES[arm],
             )
         lim = [truth.min() * 0.8, truth.max() * 1.1]
         ax.plot(lim, lim, color="black", linewidth=0.8)
@@ -194,7 +196,7 @@ def figure_maps(counties, area_rates: pd.DataFrame, epsilon: float, primary: str
     frame["truth"] = frame["county"].map(_county_table(area_rates, "truth"))
     frame["synthetic"] = frame["county"].map(_county_table(area_rates, primary, epsilon))
     values = pd.concat([frame["truth"], frame["synthetic"]]).dropna()
-    title = f"Synthetic: {MECHANISM_LABELS[primary]},\neps = {epsilon:g} (mean over datasets)"
+    title = f"Synthetic: {ARM_TITLES[primary]},\neps = {epsilon:g} (mean over datasets)"
     fig = map_grid(
         frame,
         ("truth", "True (confidential) rates"),
@@ -209,13 +211,13 @@ def figure_maps(counties, area_rates: pd.DataFrame, epsilon: float, primary: str
 # ---- Figures 5, 6 and the shapes: metrics against epsilon ---------------------------------
 def _metric_panel(ax, summary, metric, primary, title, prior_label):
     rows = summary[summary["metric"] == metric]
-    for arm in MECHANISM_LABELS:
+    for arm in ARM_TITLES:
         line = rows[rows["arm"] == arm].sort_values("epsilon")
         if line.empty or arm == "untruncated":
             continue
-        color = MECHANISM_COLORS[arm]
+        color = ARM_COLORS[arm]
         if arm == primary:
-            ax.plot(line["epsilon"], line["median"], color=color, label=MECHANISM_LABELS[arm])
+            ax.plot(line["epsilon"], line["median"], color=color, label=ARM_TITLES[arm])
             ax.fill_between(line["epsilon"], line["lower"], line["upper"], color=color, alpha=0.2)
         else:
             ax.plot(
@@ -224,7 +226,7 @@ def _metric_panel(ax, summary, metric, primary, title, prior_label):
                 color=color,
                 linewidth=0.8,
                 alpha=0.8,
-                label=f"{MECHANISM_LABELS[arm]} (median)",
+                label=f"{ARM_TITLES[arm]} (median)",
             )
     if len(rows):
         ax.axhline(rows["truth"].iloc[0], color="black", linestyle="--", linewidth=1,
@@ -257,13 +259,13 @@ def figure_shapes(summary: pd.DataFrame, total: int, scenario: str):
     """The distribution of the gamma shapes a across strata against epsilon: median (line),
     2.5-97.5% range (band) and maximum (dashed) per calibration; y./(e^eps - 1) dotted."""
     fig, ax = plt.subplots(figsize=(7.5, 5))
-    for arm, label in MECHANISM_LABELS.items():
+    for arm, label in ARM_TITLES.items():
         med = summary[(summary["arm"] == arm) & (summary["metric"] == "gamma_shape")]
         top = summary[(summary["arm"] == arm) & (summary["metric"] == "gamma_shape_max")]
         if med.empty:
             continue
         med, top = med.sort_values("epsilon"), top.sort_values("epsilon")
-        color = MECHANISM_COLORS[arm]
+        color = ARM_COLORS[arm]
         ax.plot(med["epsilon"], med["median"], color=color, label=f"{label}: median")
         ax.fill_between(med["epsilon"], med["lower"], med["upper"], color=color, alpha=0.15)
         ax.plot(

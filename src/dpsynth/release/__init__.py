@@ -264,9 +264,7 @@ def write_release(tmp: Path, request, strata, cal, synthetic, budget, root) -> d
         f"set sums to the total {cal.total}) and '{request.population_column}' the public "
         "population",
     )
-    hyper = pd.concat(
-        [strata.keys.reset_index(drop=True), cal.to_frame().drop(columns="cell")], axis=1
-    )
+    hyper = pd.concat([strata.keys.reset_index(drop=True), cal.hyperparameter_frame()], axis=1)
     hyper_path = tmp / f"hyperparameters{suffix}"
     _write_table(hyper, hyper_path)
     files["hyperparameters"] = (

@@ -76,7 +76,7 @@ def preview(request: ReleaseRequest, hyperparameters: Path | None = None) -> dic
     info["calibration"] = calibration
     info["sampler_estimate"] = {"bytes": size, "multiply_adds": work, "rounding_floor": floor}
     if hyperparameters is not None:
-        table = strata.keys.reset_index(drop=True).join(cal.to_frame().drop(columns="cell"))
+        table = strata.keys.reset_index(drop=True).join(cal.hyperparameter_frame())
         hyperparameters = Path(hyperparameters)
         if hyperparameters.suffix == ".csv":
             table.to_csv(hyperparameters, index=False)

@@ -11,9 +11,12 @@ unique) and nothing that needs the data (:mod:`dpsynth.study.table` does that).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from dpsynth.arms import Arm, arm_named
+from dpsynth.design import GridError, chunk_labels, epsilon_chunks, grid_from_config
 
 #: Mechanism -> the calibration methods a study may run it with.
 METHODS = {
@@ -28,21 +31,6 @@ ON_FAILURE = ("fail", "skip")
 
 class StudyConfigError(ValueError):
     """A study's config entry is wrong; the message names the key and what is expected."""
-
-
-@dataclass(frozen=True)
-class Arm:
-    """One line of a study's figures: a mechanism and a calibration method, and its name
-    (file-safe; by default ``<mechanism>_<method>``, e.g. ``truncated_certified``)."""
-
-    mechanism: str
-    method: str
-    name: str = ""
-
-    @property
-    def label(self) -> str:
-        """The arm's name: in file names, random streams, tables and legends."""
-        return self.name or f"{self.mechanism}_{self.method}"
 
 
 @dataclass(frozen=True)
@@ -102,6 +90,21 @@ class StudyDefinition:
     rounding: str
     on_calibration_failure: str
     wonder: bool
+
+    @property
+    def calibration_chunks(self) -> list[str]:
+        """Labels ``e{i}`` of the calibration jobs of one arm (:mod:`dpsynth.design`)."""
+        return epsilon_chunks(len(self.epsilons), self.epsilons_per_job)
+
+    @property
+    def chunks(self) -> list[str]:
+        """Labels ``e{i}_d{j}`` of the draw jobs of one arm (:mod:`dpsynth.design`)."""
+        return chunk_labels(len(self.epsilons), self.epsilons_per_job, self.datasets,
+                            self.datasets_per_job)  # fmt: skip
+
+    def arm(self, name: str) -> Arm:
+        """The arm called ``name``."""
+        return arm_named(self.arms, name)
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -171,31 +174,11 @@ def _arms(name: str, entry) -> tuple[Arm, ...]:
         return _fail(name, "arms", f"got {entry!r}; expected mechanism: [methods], e.g. "
                      "{pg: [certified], truncated: [certified, exact]}, or a list of "
                      "{name, mechanism, method}")  # fmt: skip
-    labels = [arm.label for arm in arms]
+    labels = [arm.name for arm in arms]
     repeated = sorted({label for label in labels if labels.count(label) > 1})
     if repeated:
         _fail(name, "arms", f"arm(s) {repeated} given twice; expected distinct arms")
     return tuple(arms)
-
-
-def epsilon_values(name: str, spec, map_epsilons: Sequence[float]) -> tuple[float, ...]:
-    """The study's epsilon grid: ``{start, stop, num}`` (log-spaced) or a list, plus the
-    map epsilons, rounded to 6 significant digits, sorted."""
-    from dpsynth.design import epsilon_grid
-
-    if isinstance(spec, Mapping):
-        start = _finite_positive(name, "epsilons.start", spec.get("start"))
-        stop = _finite_positive(name, "epsilons.stop", spec.get("stop"))
-        num = spec.get("num")
-        if isinstance(num, bool) or not isinstance(num, int) or num < 1:
-            _fail(name, "epsilons.num", f"got {num!r}; expected an integer >= 1")
-        if stop < start:
-            _fail(name, "epsilons.stop", f"got {stop!r} < start = {start!r}")
-        return tuple(epsilon_grid(start, stop, num, map_epsilons))
-    if isinstance(spec, list) and spec:
-        values = [_finite_positive(name, f"epsilons[{k}]", v) for k, v in enumerate(spec)]
-        return tuple(epsilon_grid(values[0], values[0], 1, [*values, *map_epsilons]))
-    return _fail(name, "epsilons", f"got {spec!r}; expected {{start, stop, num}} or a list")
 
 
 def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDefinition:
@@ -249,13 +232,12 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
         prior = Prior(source, column=prior_entry["column"])
 
     arms = _arms(name, get("arms"))
-    map_epsilons = tuple(
-        _finite_positive(name, f"map_epsilons[{k}]", v)
-        for k, v in enumerate(get("map_epsilons") or [])
-    )
-    if map_epsilons and area is None:
+    if get("map_epsilons") and area is None:
         _fail(name, "map_epsilons", f"maps need an area key: set studies.{name}.area")
-    epsilons = epsilon_values(name, get("epsilons"), map_epsilons)
+    try:
+        epsilons, map_epsilons = grid_from_config(get("epsilons"), get("map_epsilons"))
+    except GridError as error:
+        _fail(name, error.key, error.problem)
 
     disparities, seen = [], set()
     for k, spec in enumerate(get("disparities") or []):

@@ -1,8 +1,9 @@
 """A study's calibrations and draws: one arm, a chunk of its epsilons (and datasets).
 
 Calibrations see only public inputs (the total, the populations, the prior rates); they
-are stored as a table, one row per stratum and epsilon, and come back exactly (the
-epsilon column holds the grid's own float64, matched by equality).
+are stored in their table form (:meth:`dpsynth.calibration.Calibration.to_frame`, one row
+per stratum and epsilon, an ``arm`` column first) and come back exactly
+(:meth:`~dpsynth.calibration.Calibration.from_frame`), found by their epsilon's label.
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ import time
 import numpy as np
 import pandas as pd
 
-from dpsynth.calibration import Calibration
-from dpsynth.study.definition import Arm, StudyDefinition
+from dpsynth.arms import Arm
+from dpsynth.calibration import FRAME_COLUMNS, Calibration
+from dpsynth.design import at_epsilon
+from dpsynth.study.definition import StudyDefinition
 from dpsynth.study.measures import Measures
 
-CALIBRATION_COLUMNS = ["epsilon", "cell", "a", "b", "lower", "upper", "total", "tail",
-                       "inflation"]  # fmt: skip
 STATUS_COLUMNS = ["arm", "epsilon", "ok", "error"]
 log = logging.getLogger(__name__)
 
@@ -40,31 +41,14 @@ def calibrate_arm(
                      **options)  # fmt: skip
 
 
-def calibration_frame(cal: Calibration) -> pd.DataFrame:
-    """One row per stratum: epsilon, a, b, bounds, total, tail, inflation."""
-    lower, upper = cal.bounds()
-    return pd.DataFrame(
-        {
-            "epsilon": cal.epsilon,
-            "cell": np.arange(cal.n_cells),
-            "a": cal.a,
-            "b": np.full(cal.n_cells, np.nan) if cal.b is None else cal.b,
-            "lower": lower,
-            "upper": upper,
-            "total": cal.total,
-            "tail": np.nan if cal.tail is None else cal.tail,
-            "inflation": cal.inflation,
-        }
-    )[CALIBRATION_COLUMNS]
-
-
 def calibrate_chunk(
     definition: StudyDefinition, arm: Arm, strata: pd.DataFrame, echunk: str
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The calibrations of ``arm`` over the epsilon chunk ``echunk`` (``e{i}``), as a table
-    (:func:`calibration_frame` rows, an ``arm`` column first), and the status of each
-    epsilon (``STATUS_COLUMNS``). An epsilon that cannot be calibrated stops the study
-    (``on_calibration_failure: fail``) or is recorded as skipped (``skip``)."""
+    (:meth:`~dpsynth.calibration.Calibration.to_frame` rows, an ``arm`` column first), and
+    the status of each epsilon (``STATUS_COLUMNS``). An epsilon that cannot be calibrated
+    stops the study (``on_calibration_failure: fail``) or is recorded as skipped
+    (``skip``)."""
     from dpsynth.design import epsilon_chunk
 
     frames, status = [], []
@@ -75,47 +59,42 @@ def calibrate_chunk(
         except (ValueError, RuntimeError) as error:
             if definition.on_calibration_failure == "fail":
                 raise RuntimeError(
-                    f"{arm.label} at epsilon={epsilon:g} cannot be calibrated: {error}. Set "
+                    f"{arm.name} at epsilon={epsilon:g} cannot be calibrated: {error}. Set "
                     f"studies.{definition.name}.on_calibration_failure: skip to leave it out"
                 ) from error
-            log.warning("%s at epsilon=%g skipped: %s", arm.label, epsilon, error)
-            status.append((arm.label, epsilon, False, str(error)))
+            log.warning("%s at epsilon=%g skipped: %s", arm.name, epsilon, error)
+            status.append((arm.name, epsilon, False, str(error)))
             continue
         # timings go to the log only: artifacts are the same bytes on every run
-        log.info("%s at epsilon=%g: %.2f s, median a %.4g", arm.label, epsilon,
+        log.info("%s at epsilon=%g: %.2f s, median a %.4g", arm.name, epsilon,
                  time.perf_counter() - start, float(np.median(cal.a)))  # fmt: skip
-        frames.append(calibration_frame(cal))
-        status.append((arm.label, epsilon, True, ""))
+        frames.append(cal.to_frame())
+        status.append((arm.name, epsilon, True, ""))
     frame = (
         pd.concat(frames, ignore_index=True)
         if frames
-        else pd.DataFrame(columns=CALIBRATION_COLUMNS)
+        else pd.DataFrame(columns=list(FRAME_COLUMNS))
     )
-    frame.insert(0, "arm", arm.label)
+    frame.insert(0, "arm", arm.name)
     return frame, pd.DataFrame(status, columns=STATUS_COLUMNS)
 
 
-def calibration_from_frame(
-    frame: pd.DataFrame, arm: Arm, epsilon: float, strata: pd.DataFrame, population: str
+def arm_calibration(
+    definition: StudyDefinition,
+    arm: Arm,
+    calibrations: pd.DataFrame,
+    epsilon: float,
+    strata: pd.DataFrame,
 ) -> Calibration:
-    """Inverse of :func:`calibration_frame` (epsilon matched exactly)."""
-    rows = frame[frame["epsilon"].to_numpy() == epsilon].sort_values("cell")
-    if rows.empty:
-        raise KeyError(f"no calibration of {arm.label} at epsilon={epsilon!r}")
-    truncated = arm.mechanism == "truncated"
-    return Calibration(
+    """``arm``'s calibration at ``epsilon`` from its table (:func:`calibrate_chunk`'s),
+    with the strata's public populations and prior rates."""
+    return Calibration.from_frame(
+        calibrations,
         arm.mechanism,
         arm.method,
-        float(epsilon),
-        int(rows["total"].iloc[0]),
-        rows["a"].to_numpy(),
-        None if arm.mechanism == "md" else rows["b"].to_numpy(),
-        strata[population].to_numpy(dtype=float),
-        None if arm.mechanism == "md" else strata["prior_rate"].to_numpy(dtype=float),
-        rows["lower"].to_numpy() if truncated else None,
-        rows["upper"].to_numpy() if truncated else None,
-        tail=float(rows["tail"].iloc[0]) if truncated else None,
-        inflation=float(rows["inflation"].iloc[0]),
+        strata[definition.population].to_numpy(dtype=float),
+        strata["prior_rate"].to_numpy(dtype=float),
+        epsilon=epsilon,
     )
 
 
@@ -168,13 +147,13 @@ def simulate_chunk(
     sums = [pd.DataFrame({"arm": [], "epsilon": [], "area": [], "sum": [],
                           "n": np.array([], dtype=int)})]  # fmt: skip
     for epsilon in epsilons:
-        if not (calibrations["epsilon"].to_numpy() == epsilon).any():
+        if not at_epsilon(calibrations["epsilon"], epsilon).any():
             continue  # skipped calibration (on_calibration_failure: skip)
-        cal = calibration_from_frame(calibrations, arm, epsilon, strata, d.population)
+        cal = arm_calibration(d, arm, calibrations, epsilon, strata)
         values, area_sum = draw_and_measure(y, cal, measures, ids.size, rng, batch=d.batch)
-        metrics.append(values.assign(arm=arm.label, epsilon=epsilon, dataset=ids))
-        if epsilon in d.map_epsilons:
-            sums.append(pd.DataFrame({"arm": arm.label, "epsilon": epsilon,
+        metrics.append(values.assign(arm=arm.name, epsilon=epsilon, dataset=ids))
+        if d.map_epsilons and at_epsilon([epsilon], d.map_epsilons)[0]:
+            sums.append(pd.DataFrame({"arm": arm.name, "epsilon": epsilon,
                                       "area": list(measures.areas), "sum": area_sum,
                                       "n": ids.size}))  # fmt: skip
     columns = ["arm", "epsilon", "dataset"]

@@ -56,7 +56,7 @@ def summarise_study(
     """Summary rows (:data:`SUMMARY_COLUMNS`).
 
     ``metrics``: one row per dataset (``arm, epsilon, dataset`` and the measures);
-    ``calibrations``: :func:`~dpsynth.study.simulate.calibration_frame` rows with ``arm``;
+    ``calibrations``: :meth:`~dpsynth.calibration.Calibration.to_frame` rows with ``arm``;
     ``status``: one row per (arm, epsilon) with ``ok`` and ``error``.
     """
     y = strata[definition.count].to_numpy()
@@ -78,7 +78,7 @@ def summarise_study(
                                    "metric": "calibration_skipped",
                                    **dict.fromkeys(BAND_COLUMNS, 1.0), "truth": 0.0}))  # fmt: skip
     summary = pd.concat(parts, ignore_index=True)
-    arms = {arm.label: arm for arm in definition.arms}
+    arms = {arm.name: arm for arm in definition.arms}
     summary["mechanism"] = summary["arm"].map(lambda a: arms[a].mechanism)
     summary["method"] = summary["arm"].map(lambda a: arms[a].method)
     summary["study"] = definition.name

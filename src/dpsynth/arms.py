@@ -1,0 +1,93 @@
+"""The studies' vocabulary, written once: mechanism, calibration method, prior, arm.
+
+- A **mechanism** draws synthetic counts given their total: ``md``
+  (multinomial-Dirichlet, Quick (2021), Section 2.1), ``pg`` (Poisson-gamma, Quick (2021),
+  Section 2.2) or ``truncated`` (truncated PG, Quick (2022), Section 2.3); the one list is
+  :data:`dpsynth.calibration.MECHANISMS`.
+- A **calibration method** chooses a mechanism's hyperparameters for an epsilon:
+  ``paper``, ``exact`` or ``certified`` (:data:`dpsynth.calibration.METHODS`).
+- A **baseline** perturbs the counts themselves and has no calibration: ``geometric``
+  (two-sided geometric output perturbation, the baseline Study 1 adds to Quick (2021)'s
+  Section 3).
+- A **prior** says where a PG arm's prior rates come from (:data:`PRIORS`); ``None`` is
+  the study's own (``studies.<name>.prior`` in the config).
+- An **arm** (:class:`Arm`) is one line of a study's figures, the thing a legend names: a
+  mechanism or baseline, a method, a prior, and its name. A study's arms are a table of
+  :class:`Arm` values (Study 1's: :data:`dpsynth.study1.ARMS`; the study stage's: the
+  config's ``arms``), and every computation dispatches on an arm's fields, never on its
+  name.
+- A **dataset** is one draw of confidential counts; a **scenario** (Study 1, Quick (2021),
+  Section 3) or a **study** (the study stage, :mod:`dpsynth.study`) is the public setting
+  (strata, populations, true rates) the datasets are drawn in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from dpsynth.calibration import MECHANISMS, METHODS
+
+#: Arms that perturb the counts and have no calibration (no method).
+BASELINES = ("geometric",)
+#: Study 1's priors (Quick (2021), Section 3): ``national`` (y. / sum n in every county),
+#: ``state`` (the state rates of the truth, treated as public) and ``sanitised`` (the
+#: state rates released with geometric noise, eq 19, paid from the arm's epsilon).
+PRIORS = ("national", "state", "sanitised")
+#: Columns of :func:`arms_frame`.
+ARM_COLUMNS = ("name", "mechanism", "method", "prior", "title")
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm of a study: a mechanism (or baseline), a calibration method, a prior, and
+    its name (file-safe; in file names, random streams, tables and legends; by default
+    ``<mechanism>_<method>``, e.g. ``truncated_certified``) and legend title (by default
+    the name)."""
+
+    mechanism: str
+    method: str | None = None
+    name: str = ""
+    prior: str | None = None
+    title: str = ""
+
+    def __post_init__(self) -> None:
+        if self.mechanism in BASELINES:
+            if self.method is not None:
+                raise ValueError(f"baseline {self.mechanism!r} has no calibration method")
+        elif self.mechanism not in MECHANISMS:
+            raise ValueError(
+                f"mechanism must be one of {MECHANISMS} or a baseline {BASELINES}, got "
+                f"{self.mechanism!r}"
+            )
+        elif self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        if self.prior is not None and self.prior not in PRIORS:
+            raise ValueError(f"prior must be one of {PRIORS} or None, got {self.prior!r}")
+        if not self.name:
+            name = self.mechanism if self.method is None else f"{self.mechanism}_{self.method}"
+            object.__setattr__(self, "name", name)
+        if not self.title:
+            object.__setattr__(self, "title", self.name)
+
+    @property
+    def baseline(self) -> bool:
+        """Whether the arm perturbs the counts instead of drawing from a calibration."""
+        return self.mechanism in BASELINES
+
+
+def arms_frame(arms) -> pd.DataFrame:
+    """A table of arms, one row each (:data:`ARM_COLUMNS`)."""
+    return pd.DataFrame(
+        [[getattr(arm, column) for column in ARM_COLUMNS] for arm in arms],
+        columns=list(ARM_COLUMNS),
+    )
+
+
+def arm_named(arms, name: str) -> Arm:
+    """The arm called ``name`` among ``arms``."""
+    for arm in arms:
+        if arm.name == name:
+            return arm
+    raise ValueError(f"no arm {name!r}; expected one of {[arm.name for arm in arms]}")
