@@ -148,7 +148,10 @@ def figure_maps(geometry, key: str, area_rates: pd.DataFrame, arms, epsilons, st
     frame = geometry[[key, *([outline] if outline else []), "geometry"]].copy()
     frame[key] = frame[key].astype(str)
     frame = frame.to_crs(CONUS_ALBERS) if frame.crs is not None else frame
-    lookup = lambda sel: frame[key].map(sel.set_index("area")["rate"])  # noqa: E731
+
+    def lookup(selection):  # each shape's rate, by its key
+        return frame[key].map(selection.set_index("area")["rate"])
+
     truth = area_rates[area_rates["arm"] == "truth"]
     frame["truth"] = lookup(truth)
     lo, hi = np.nanquantile(frame["truth"], [0.01, 0.99])
