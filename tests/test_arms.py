@@ -94,7 +94,7 @@ def test_scoring_an_arm_or_its_name_is_the_same():
 
 
 STUDY1 = {
-    "mechanisms": ["md", "pg_state", "geometric"],
+    "arms": ["md", "pg_state", "geometric"],
     "epsilons": {"start": 0.1, "stop": 10, "num": 3},
     "map_epsilons": [1.0, 3.3333333],
     "epsilons_per_job": 2,
@@ -117,4 +117,4 @@ def test_study1_design_is_built_by_the_library_from_the_config():
     entry = Design.entry(STUDY1)
     assert "urban_threshold" not in entry and Design.from_config(entry) == design
     with pytest.raises(ValueError, match="no arm 'pg_county'"):
-        Design.from_config({**STUDY1, "mechanisms": ["pg_county"]})
+        Design.from_config({**STUDY1, "arms": ["pg_county"]})

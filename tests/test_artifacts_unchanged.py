@@ -22,9 +22,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.process]
 #: leaves it alone. When a change of numbers or figures is intended, move it to the commit
 #: that makes the change and say so (which artifacts change, and why) in CHANGELOG.md.
 BASELINE = "3cc9d15"
-#: Table columns renamed on purpose since BASELINE, as compare_runs' --rename OLD=NEW:
-#: Study 1's arm column (was ``mechanism``; issue #16's one vocabulary).
-RENAMES: dict[str, str] = {"mechanism": "arm"}
+#: Names changed on purpose since BASELINE, as compare_runs' --rename OLD=NEW: Study 1's arm
+#: column (was ``mechanism``) and its config key (``study1.arms``, was ``study1.mechanisms``,
+#: in results/run_config.yaml); issue #16's one vocabulary.
+RENAMES: dict[str, str] = {"mechanism": "arm", "study1.mechanisms": "study1.arms"}
 
 RUN = ["--profile", "workflow/profiles/default", "--cores", "2", "--configfile", TEST_CONFIG]
 

@@ -202,6 +202,29 @@ def test_rename_on_purpose_passes_and_only_where_it_applies(runs, capsys):
     assert run(before, after, "--rename", "median=centre", capsys=capsys)[0] == 0
 
 
+def test_a_dotted_rename_moves_a_key_of_the_documents_only(runs, capsys):
+    before, after = runs
+    config = {"seed": 7, "study": {"arms": [1, 2]}}
+    (before / "results/run_config.yaml").write_text(
+        yaml.safe_dump({"seed": 7, "study": {"mechanisms": [1, 2]}})
+    )
+    (after / "results/run_config.yaml").write_text(yaml.safe_dump(config))
+    code, out = run(before, after, capsys=capsys)
+    assert code == 1 and "run_config.yaml" in out
+    moved = ("--rename", "study.mechanisms=study.arms")
+    assert run(before, after, *moved, capsys=capsys)[0] == 0
+    # the key moved, its value must not change
+    config["study"]["arms"] = [1, 3]
+    (after / "results/run_config.yaml").write_text(yaml.safe_dump(config))
+    assert run(before, after, *moved, capsys=capsys)[0] == 1
+    # and a dotted rename leaves table columns alone
+    config["study"]["arms"] = [1, 2]
+    (after / "results/run_config.yaml").write_text(yaml.safe_dump(config))
+    renamed_column(after)
+    code, out = run(before, after, *moved, "--rename", "x.median=x.centre", capsys=capsys)
+    assert code == 1 and "summary.parquet" in out and "run_config.yaml" not in out, out
+
+
 def test_not_a_run_folder_is_refused(runs, tmp_path, capsys):
     code = compare_runs.main([str(runs[0]), str(tmp_path / "nowhere")])
     assert code == 2

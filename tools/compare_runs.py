@@ -11,7 +11,9 @@ writes. Every file under them is compared with its namesake in the other run:
   dtypes, the same index, every value exactly equal (NaN equals NaN); ``--rename OLD=NEW``
   (repeatable) says that a column OLD of BEFORE is NEW in AFTER, on purpose (in every
   table of BEFORE with a column OLD whose namesake in AFTER has none);
-- JSON and YAML by their parsed content (NaN equals NaN);
+- JSON and YAML by their parsed content (NaN equals NaN); a dotted ``--rename
+  OLD.PATH=NEW.PATH`` (e.g. ``study1.mechanisms=study1.arms``) says that a key of BEFORE's
+  documents moved, on purpose (column renames have no dot and apply to tables only);
 - PNG, PDF and anything else by bytes; a PNG whose bytes differ is read with matplotlib's
   image reader to tell a change of metadata only (same pixels) from a visual one.
 
@@ -256,6 +258,27 @@ def png_difference(before: Path, after: Path) -> str:
     )
 
 
+def rename_keys(document, renames: dict):
+    """``document`` with each dotted key path OLD of ``renames`` moved to NEW (where OLD
+    exists and NEW does not); undotted renames are table columns and are left alone."""
+    for old, new in renames.items():
+        if "." not in old:
+            continue
+        *old_parents, old_key = old.split(".")
+        *new_parents, new_key = new.split(".")
+        source = document
+        for key in old_parents:
+            source = source.get(key) if isinstance(source, dict) else None
+        if not isinstance(source, dict) or old_key not in source:
+            continue
+        target = document
+        for key in new_parents:
+            target = target.setdefault(key, {}) if isinstance(target, dict) else None
+        if isinstance(target, dict) and new_key not in target:
+            target[new_key] = source.pop(old_key)
+    return document
+
+
 def compare_file(relative: str, before: Path, after: Path, renames: dict) -> Outcome:
     kind = kind_of(relative)
     if before.read_bytes() == after.read_bytes():
@@ -266,7 +289,8 @@ def compare_file(relative: str, before: Path, after: Path, renames: dict) -> Out
             problems = compare_tables(read(before), read(after), renames)
         elif kind in ("json", "yaml"):
             load = (lambda p: json.loads(p.read_text())) if kind == "json" else _load_yaml
-            problems = list(value_differences(load(before), load(after), ""))
+            old_doc = rename_keys(load(before), renames)
+            problems = list(value_differences(old_doc, load(after), ""))
         elif kind == "png":
             problems = [png_difference(before, after)]
         else:
@@ -349,7 +373,8 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="OLD=NEW",
-        help="a table column OLD of BEFORE is NEW in AFTER, on purpose (repeatable)",
+        help="a table column OLD of BEFORE is NEW in AFTER, on purpose; with dots, a key "
+        "path of its JSON/YAML documents (repeatable)",
     )
     args = parser.parse_args(argv)
     for run in (args.before, args.after):

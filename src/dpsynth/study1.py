@@ -6,7 +6,7 @@ posterior rates (the paper's utility proxy: lambda for PG, theta y./n for MD; no
 over n for the geometric baseline) and records the rMSE and the group rates.
 
 The arms (:data:`ARMS`, :class:`dpsynth.arms.Arm` values; their names fill the ``arm``
-column of the artifacts and the config's ``study1.mechanisms``):
+column of the artifacts and the config's ``study1.arms``):
 
 - ``md``: multinomial-Dirichlet, alpha = y./(e^eps - 1).
 - ``pg_national`` / ``pg_state``: Poisson-gamma smoothing toward the national rate or the
@@ -277,17 +277,17 @@ class Design:
     prior_budget_fraction: float = 0.1
 
     #: The config keys of ``study1`` a design is made of (:meth:`from_config`).
-    KEYS = ("mechanisms", "epsilons", "map_epsilons", "epsilons_per_job", "datasets",
+    KEYS = ("arms", "epsilons", "map_epsilons", "epsilons_per_job", "datasets",
             "datasets_per_job", "prior_budget_fraction")  # fmt: skip
 
     @classmethod
     def from_config(cls, study1) -> Design:
         """The design of the config's ``study1`` entry (defaults filled by the schema):
-        ``mechanisms`` names the arms (:data:`ARMS`), ``epsilons`` is ``{start, stop,
+        ``arms`` names the arms (:data:`ARMS`), ``epsilons`` is ``{start, stop,
         num}``."""
         epsilons, map_epsilons = grid_from_config(study1["epsilons"], study1["map_epsilons"])
         return cls(
-            arms=tuple(study1_arm(name) for name in study1["mechanisms"]),
+            arms=tuple(study1_arm(name) for name in study1["arms"]),
             epsilons=epsilons,
             epsilons_per_job=int(study1["epsilons_per_job"]),
             datasets=int(study1["datasets"]),
