@@ -21,7 +21,7 @@ from dpsynth.privacy.calibrate import calibrate
 from dpsynth.study.definition import study_definition
 from dpsynth.study.measures import study_measures
 from dpsynth.study.table import age_bands, load_study_table
-from dpsynth.study2 import county_urban, scenario_table
+from dpsynth.study2.tables import county_urban, scenario_table
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FuncFormatter
 
-from dpsynth import study2
 from dpsynth.design import at_epsilon
+from dpsynth.study2 import toy
 from dpsynth.units import PER_100K
 
 #: Legend text and colour of Study 2's arms (named in config/config.yaml's studies).
@@ -54,13 +54,13 @@ def figure_toy(total: int, expected, epsilon: float, true_y1: int, tail: float):
     calibrations = dict(
         zip(
             ("untruncated", "truncated_exact"),
-            study2.toy_calibrations(total, expected, epsilon, tail),
+            toy.calibrations(total, expected, epsilon, tail),
             strict=True,
         )
     )
     fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(11, 4.2))
     for label, cal in calibrations.items():
-        z1, ratio, y1 = study2.toy_ratio_curve(cal)
+        z1, ratio, y1 = toy.ratio_curve(cal)
         color = ARM_COLORS[label]
         ax_a.plot(
             z1,
@@ -69,7 +69,7 @@ def figure_toy(total: int, expected, epsilon: float, true_y1: int, tail: float):
             label=f"{ARM_TITLES[label]}: a = ({cal.a[0]:.3g}, {cal.a[1]:.3g}), "
             f"y_1 = {y1} vs {y1 - 1}",
         )
-        z1, probs = study2.toy_predictive(cal, true_y1)
+        z1, probs = toy.predictive(cal, true_y1)
         ax_b.plot(z1, probs, color=color, marker=".", ms=3, label=ARM_TITLES[label])
         if cal.truncated:
             for bound in cal.bounds():
