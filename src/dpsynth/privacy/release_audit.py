@@ -12,7 +12,13 @@ a small public instance, and for every data vector y with the total and every ne
   does (:meth:`Design.calibrate`, :meth:`Design.sampler`) and computes the probability that
   each implemented sampler draws each support point
   (:func:`dpsynth.sampling.implemented.implemented_pmf`),
-* forms the probability of every whole output (v, z_1, ..., z_N) under y and under x.
+* forms the probability of every whole output (v, z_1, ..., z_N) under y and under x,
+  where "no release" is an output of its own: a calibration the prior admits for neither
+  (both refused), or a sampler that cannot be built for one table (``Design.sampler``
+  raising, as a release would then stop), which its neighbour may not share. A release
+  that happens for y and not for x is then mass that x cannot produce, so it shows in
+  ``unmatched`` and ``delta`` instead of crashing the audit (a count-dependent refusal was
+  the leak the adversarial audit found; docs/privacy.md, Part 5).
 
 It reports the largest privacy loss |log P_y(o) - log P_x(o)| over outputs both can
 produce (the realised epsilon of the whole release), the largest hockey-stick divergence
@@ -90,19 +96,26 @@ def audit_release(
     n_cells, sets = population.size, design.budget.sets
     eps_total, delta_total = design.budget.epsilon, design.budget.delta
     data = compositions(total, np.zeros(n_cells, np.int64), np.full(n_cells, total))
+    slot = {tuple(z): k for k, z in enumerate(data)}
+    refused = np.zeros(len(data) ** sets + 1)  # every set's outcome, then "no release"
+    refused[-1] = 1.0
     cache: dict = {}
 
     def set_pmf(y, key, rates):
-        """The N sets' joint pmf; one outcome ("refused") when the prior admits no
-        calibration (infeasible bounds), as a release would stop there."""
+        """The N sets' joint pmf over the compositions of the total, then the probability
+        of no release (1 when the prior admits no calibration or the sampler cannot be
+        built for y, as a release would stop there)."""
         if (tuple(y), key) not in cache:
             try:
                 cal = design.calibrate(total, population, rates)
-            except ValueError:
-                cache[(tuple(y), key)] = np.ones(1)
+                sampler = design.sampler(y, cal)
+            except (ValueError, RuntimeError):
+                cache[(tuple(y), key)] = refused
             else:
-                pmf = implemented_pmf(design.sampler(y, cal))[1]
-                cache[(tuple(y), key)] = _joint(pmf, sets)
+                support, pmf = implemented_pmf(sampler)
+                one_set = np.zeros(len(data))
+                one_set[[slot[tuple(z)] for z in support]] = pmf
+                cache[(tuple(y), key)] = np.append(_joint(one_set, sets), 0.0)
         return cache[(tuple(y), key)]
 
     outside = 0.0
