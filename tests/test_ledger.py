@@ -94,6 +94,7 @@ def test_spend_entries_spent_round_trip(tmp_path):
         "release": "out/a1",
         "time": "2024-05-01T12:00:00Z",
         "version": dpsynth.__version__,
+        "guarantee": None,
     }
 
 
@@ -345,8 +346,24 @@ def test_format_summary_tables(tmp_path):
         assert "deaths.csv" in detail and "Releases:" in detail
         releases = detail.split("Releases:")[1].strip().splitlines()[2:]
         assert [r.split() for r in releases] == [
-            ["2024-05-01T12:00:00Z", "1", "1e-06", "old-name.csv", "rel/one", dpsynth.__version__],
-            ["2024-05-04T12:00:00Z", "0.25", "0", "deaths.csv", "rel/two", dpsynth.__version__],
+            [
+                "2024-05-01T12:00:00Z",
+                "1",
+                "1e-06",
+                "-",
+                "old-name.csv",
+                "rel/one",
+                dpsynth.__version__,
+            ],
+            [
+                "2024-05-04T12:00:00Z",
+                "0.25",
+                "0",
+                "-",
+                "deaths.csv",
+                "rel/two",
+                dpsynth.__version__,
+            ],
         ]
     assert "No releases of dataset" in format_summary(ledger, "0" * 64)
 
@@ -362,3 +379,23 @@ def test_format_summary_rejects_ambiguous_prefix(tmp_path):
     assert row.split()[2:4] == ["1", "1"]  # A alone: 1 release, epsilon 1
     with pytest.raises(ValueError, match="hex"):
         format_summary(ledger, "deaths.csv")
+
+
+def test_a_nominal_release_is_marked_and_no_budget_is_checked_across_it(tmp_path):
+    """A nominal release's epsilon is a target the exact audit found exceeded: counted
+    against a budget it would understate the spending, so --budget refuses once one is
+    recorded for the dataset (or for a nominal release itself); the summary marks it."""
+    ledger = Ledger(tmp_path / "ledger.jsonl")
+    ledger.spend(A, 0.5, 0.0, budget=5.0, label="a.csv", guarantee="certified")
+    with pytest.raises(LedgerError, match="this release is nominal"):
+        ledger.spend(A, 0.5, 0.0, budget=5.0, guarantee="nominal")
+    assert ledger.spent(A) == (0.5, 0.0, 1)  # nothing recorded
+    ledger.spend(A, 0.5, 0.0, guarantee="nominal")  # without a budget: recorded, marked
+    with pytest.raises(LedgerError, match="1 earlier release of it is nominal"):
+        ledger.spend(A, 0.1, 0.0, budget=5.0, guarantee="certified")
+    ledger.spend(B, 0.1, 0.0, budget=5.0, guarantee="certified")  # other tables unaffected
+    summary = format_summary(ledger)
+    assert "2 (1 nominal)" in summary and "bounds nothing" in summary
+    assert [e.guarantee for e in Ledger(ledger.path).entries(A)] == ["certified", "nominal"]
+    with pytest.raises(ValueError, match="guarantee"):
+        ledger.spend(A, 0.1, 0.0, guarantee="proven")

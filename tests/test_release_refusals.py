@@ -281,3 +281,17 @@ def test_whole_release_audits_at_totals_in_the_hundreds(seed):
         audit = audit_release(design, population, total, prior_rate=prior)
         assert audit.pairs == 2 * total
         assert audit.epsilon <= 1.0 and audit.delta <= 1e-12 and audit.unmatched <= 1e-12
+
+
+def test_the_ledger_records_each_release_guarantee_and_budgets_only_certified_ones(tmp_path):
+    path = tmp_path / "s.csv"
+    TWO_CELLS.assign(count=[143, 127]).to_csv(path, index=False)
+    ledger = tmp_path / "ledger.jsonl"
+    build_release(request_for(path, tmp_path / "a", ledger=ledger, budget=3.0))
+    nominal = dict(ledger=ledger, budget=3.0, mechanism="pg", method="paper", allow_nominal=True)
+    with pytest.raises(ReleaseError, match="this release is nominal"):
+        build_release(request_for(path, tmp_path / "b", **nominal))
+    assert not (tmp_path / "b").exists()
+    build_release(request_for(path, tmp_path / "c", ledger=ledger, mechanism="pg", method="paper",
+                              allow_nominal=True))  # fmt: skip
+    assert [e.guarantee for e in Ledger(ledger).entries()] == ["certified", "nominal"]

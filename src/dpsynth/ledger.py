@@ -39,6 +39,8 @@ from pathlib import Path
 
 from dpsynth import __version__
 
+#: What an entry's guarantee may be (None: recorded before the field existed).
+GUARANTEES = ("certified", "nominal", None)
 #: Relative tolerance of the budget check (floating-point sums only, not a privacy margin).
 BUDGET_RTOL = 1e-12
 
@@ -72,6 +74,9 @@ class Entry:
     label: str | None = None  # human name of the input, e.g. its file name
     release: str | None = None  # free form, e.g. the release folder
     version: str | None = None  # dpsynth version that recorded the entry
+    #: "certified" (a proven guarantee) or "nominal" (a target the exact audit found
+    #: exceeded: its epsilon bounds nothing); None for entries recorded before the field
+    guarantee: str | None = None
 
     @property
     def short(self) -> str:
@@ -87,6 +92,7 @@ class Entry:
             "release": self.release,
             "time": _format_time(self.time),
             "version": self.version,
+            "guarantee": self.guarantee,
         }
         return json.dumps(record, ensure_ascii=False, allow_nan=False)
 
@@ -128,6 +134,7 @@ class Ledger:
         label: str | None = None,
         release: str | None = None,
         time: datetime | None = None,
+        guarantee: str | None = None,
     ) -> Entry:
         """Record a release of ``dataset`` at (epsilon, delta) and return its entry.
 
@@ -135,6 +142,9 @@ class Ledger:
         spent on the dataset plus ``epsilon`` would exceed it. Check and append happen under
         one exclusive lock, so concurrent calls can neither lose entries nor jointly
         overspend. ``time`` (timezone-aware) defaults to now; it is stored in UTC.
+        ``guarantee`` is ``"certified"`` or ``"nominal"``: a nominal release's epsilon bounds
+        nothing, so no budget can be checked once one is recorded for the dataset (or when
+        this release is nominal): ``budget`` then refuses.
         """
         dataset = _check_dataset(dataset)
         epsilon = _check_number("epsilon", epsilon)
@@ -147,6 +157,8 @@ class Ledger:
             budget = _check_number("budget", budget)
             if not budget > 0:
                 raise ValueError(f"budget must be a finite number > 0, got {budget!r}")
+        if guarantee not in GUARANTEES:
+            raise ValueError(f"guarantee must be one of {GUARANTEES}, got {guarantee!r}")
         for name, text in (("label", label), ("release", release)):
             if text is not None and not isinstance(text, str):
                 raise ValueError(f"{name} must be a string or None, got {text!r}")
@@ -162,6 +174,7 @@ class Ledger:
             label=label,
             release=release,
             version=__version__,
+            guarantee=guarantee,
         )
         line = (entry.to_json() + "\n").encode("utf-8")
         with self._locked_for_append() as f:
@@ -254,11 +267,12 @@ def format_summary(ledger: Ledger, dataset: str | None = None) -> str:
     rows = []
     for group in groups.values():
         eps, dlt, n = _totals(group)
+        nominal = sum(e.guarantee == "nominal" for e in group)
         rows.append(
             [
                 _label(group),
                 group[0].short,
-                str(n),
+                f"{n} ({nominal} nominal)" if nominal else str(n),
                 _num(eps),
                 _num(dlt),
                 _format_time(min(e.time for e in group)),
@@ -268,6 +282,10 @@ def format_summary(ledger: Ledger, dataset: str | None = None) -> str:
     header = ["label", "dataset", "releases", "epsilon", "delta", "first", "last"]
     lines = [f"Privacy budget spent (basic composition), ledger {ledger.path}", ""]
     lines += _table(header, rows, right={2, 3, 4})
+    if any(e.guarantee == "nominal" for e in found):
+        note = ("nominal: a release whose epsilon is a target the exact audit found exceeded "
+                "(--allow-nominal); a total that includes one bounds nothing")  # fmt: skip
+        lines += ["", note]
     if dataset is not None:
         lines += ["", "Releases:"]
         release_rows = [
@@ -275,13 +293,14 @@ def format_summary(ledger: Ledger, dataset: str | None = None) -> str:
                 _format_time(e.time),
                 _num(e.epsilon),
                 _num(e.delta),
+                e.guarantee or "-",
                 e.label or "-",
                 e.release or "-",
                 e.version or "-",
             ]
             for e in found
         ]
-        header = ["time", "epsilon", "delta", "label", "release", "dpsynth"]
+        header = ["time", "epsilon", "delta", "guarantee", "label", "release", "dpsynth"]
         lines += _table(header, release_rows, right={1, 2})
     return "\n".join(lines)
 
@@ -304,6 +323,23 @@ def _check_number(name: str, value: object) -> float:
 
 
 def _check_budget(previous: list[Entry], entry: Entry, budget: float) -> None:
+    nominal = [e for e in [*previous, entry] if e.guarantee == "nominal"]
+    if nominal:
+        who = entry.label or _label(previous)
+        which = (
+            "this release is"
+            if entry in nominal
+            else (
+                f"{len(nominal)} earlier release{'' if len(nominal) == 1 else 's'} of it "
+                f"{'is' if len(nominal) == 1 else 'are'}"
+            )
+        )
+        raise LedgerError(
+            f"no privacy budget can be checked for dataset {who} ({entry.short}): {which} "
+            "nominal (--allow-nominal), whose epsilon is a target the exact audit found "
+            "exceeded, not a bound. Release with a certified method, or without --budget. "
+            "Nothing was recorded."
+        )
     spent_eps, spent_delta, n = _totals(previous)
     total = math.fsum([*(e.epsilon for e in previous), entry.epsilon])
     if total <= budget * (1 + BUDGET_RTOL):
@@ -350,11 +386,13 @@ def _parse_entry(raw: bytes) -> Entry:
     if time.tzinfo is None:
         raise ValueError(f"expected an ISO-8601 time with a UTC offset, got {stamp!r}")
     optional = {}
-    for key in ("label", "release", "version"):
+    for key in ("label", "release", "version", "guarantee"):
         value = record.get(key)
         if value is not None and not isinstance(value, str):
             raise ValueError(f"expected {key} to be a string or null, got {value!r}")
         optional[key] = value
+    if optional["guarantee"] not in GUARANTEES:
+        raise ValueError(f"expected guarantee in {GUARANTEES}, got {optional['guarantee']!r}")
     return Entry(dataset, epsilon, delta, time.astimezone(UTC), **optional)
 
 

@@ -229,6 +229,11 @@ def _spend(request: ReleaseRequest, strata: Strata, budget: Budget) -> None:
             budget=request.budget,
             label=request.input.name,
             release=str(request.out.resolve()),
+            guarantee=(
+                "certified"
+                if (request.mechanism, request.method) in manifest.CERTIFIED
+                else "nominal"
+            ),
         )
     except LedgerError as err:
         raise ReleaseError(str(err)) from err
