@@ -295,3 +295,22 @@ def test_the_ledger_records_each_release_guarantee_and_budgets_only_certified_on
     build_release(request_for(path, tmp_path / "c", ledger=ledger, mechanism="pg", method="paper",
                               allow_nominal=True))  # fmt: skip
     assert [e.guarantee for e in Ledger(ledger).entries()] == ["certified", "nominal"]
+
+
+def test_a_sampler_refusal_states_no_number_that_depends_on_the_counts(tmp_path, monkeypatch):
+    """The one count-dependent refusal (docs/privacy.md, Part 5): the steward's message
+    carries none of the sampler's numbers (bound reached, log P(sum = y.)), which depend on
+    the counts; the library's own message stays the cause, for debugging."""
+    path = tmp_path / "s.csv"
+    TWO_CELLS.assign(count=[143, 127]).to_csv(path, index=False)
+    detail = "smallest bound reached is 3.21e-09, log P(sum = y.) = -41.7"
+
+    def refuse(self, counts, cal):
+        raise ValueError(detail)
+
+    monkeypatch.setattr(Design, "sampler", refuse)
+    with pytest.raises(ReleaseError, match="depends on the counts") as err:
+        build_release(request_for(path, tmp_path / "out", ledger=tmp_path / "l.jsonl"))
+    assert "3.21e-09" not in str(err.value) and "-41.7" not in str(err.value)
+    assert str(err.value.__cause__) == detail
+    assert not (tmp_path / "out").exists()

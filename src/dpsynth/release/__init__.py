@@ -157,8 +157,15 @@ def build_release(request: ReleaseRequest) -> dict:
 
     try:
         sampler = design.sampler(strata.counts, cal)
-    except ValueError as err:
-        raise ReleaseError(f"{request.input}: {err}") from err
+    except (ValueError, RuntimeError) as err:
+        # Whether this happens depends on the counts (docs/privacy.md, Part 5), and so do
+        # the sampler's numbers in ``err``: the message states neither.
+        raise ReleaseError(
+            f"{request.input}: the release sampler could not be built within its target for "
+            "this table (the one refusal that depends on the counts, docs/privacy.md, Part "
+            "5); nothing was published, and the budget recorded in the ledger stays spent. "
+            "Please report it (the calibration is public: dpsynth calibrate prints it)"
+        ) from err
     synthetic = _draw(sampler, budget.sets, root, cal.n_cells, request.progress)
 
     parent = request.out.resolve().parent
