@@ -114,3 +114,33 @@ def test_the_command_line_reads_strata_as_a_file_or_the_word_input(tmp_path):
     assert _request(parser.parse_args([*base, "--strata", "input"]), out=None).strata == "input"
     listed = _request(parser.parse_args([*base, "--strata", "strata.csv"]), out=None).strata
     assert str(listed) == "strata.csv" and not isinstance(listed, str)
+
+
+@pytest.mark.parametrize("shown", ["False", "True"])
+def test_a_wonder_export_without_zero_values_needs_a_public_list(tmp_path, shown):
+    """CDC WONDER states in its footer whether rows with zero deaths were exported; without
+    them the release's strata would say which counties had deaths."""
+    from pathlib import Path
+
+    good = Path(__file__).parent / "fixtures" / "wonder" / "good.txt"
+    text = good.read_text().replace(
+        '"Show Totals: True"', f'"Show Totals: True"\n"Show Zero Values: {shown}"'
+    )
+    export = tmp_path / "export.txt"
+    export.write_text(text)
+    request = dict(input=export, out=tmp_path / "out", epsilon=1.0, mechanism="md",
+                   keys=("county_code", "age_group_code"), wonder=True, test_seed=1, progress=False,
+                   ledger=tmp_path / "ledger.jsonl")  # fmt: skip
+    if shown == "False":
+        with pytest.raises(ReleaseError, match="Show Zero Values: False"):
+            build_release(ReleaseRequest(**request))
+        with pytest.raises(ReleaseError, match="Show Zero Values: False"):
+            build_release(ReleaseRequest(**request, strata="input"))  # not a declaration
+        counties = pd.DataFrame({"county_code": ["01001", "01003", "01005", "04001", "04003"],
+                                 "age_group_code": "35-44",
+                                 "population": [3120, 9810, 2450, 6010, 1000]})  # fmt: skip
+        counties.to_csv(tmp_path / "counties.csv", index=False)
+        info = build_release(ReleaseRequest(**request, strata=tmp_path / "counties.csv"))
+        assert info["strata"] == 5 and info["strata_list"]["source"] == "external-file"
+    else:
+        assert build_release(ReleaseRequest(**request))["strata"] == 4

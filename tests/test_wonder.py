@@ -151,3 +151,10 @@ def test_rows_after_footer_are_ignored_even_if_malformed(tmp_path):
 )
 def test_snake_case(raw, expected):
     assert snake_case(raw) == expected
+
+
+def test_the_footer_query_parameters_are_kept():
+    frame = read_wonder(FIXTURES / "good.txt")
+    query = frame.attrs["query"]
+    assert query["Group By"] == "County; Age Group" and query["Show Totals"] == "True"
+    assert query["Age Group"] == "35-44 years" and "Caveats" not in query

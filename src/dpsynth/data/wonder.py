@@ -7,7 +7,8 @@ Layout assumed (the one WONDER's mortality databases write):
 - data rows follow; a row whose only content is its ``Notes`` field is a footnote row and
   is skipped; a row whose ``Notes`` is ``Total`` is a subtotal/total row (see below);
 - a line whose only field is ``---`` starts the footer (dataset name, query parameters,
-  citation, caveats), which is ignored entirely.
+  citation, caveats): its one-field ``Name: value`` lines (``Show Zero Values: False``)
+  are kept in ``frame.attrs["query"]`` (a dict), the rest is ignored.
 
 Values: ``Suppressed``, ``Missing`` and ``Not Applicable`` stand in for numbers and are
 never turned into zeros: the number becomes ``<NA>`` and the row gets a boolean flag
@@ -127,10 +128,17 @@ def read_wonder(
     header: list[str] | None = None
     header_line = 0
     rows: list[dict[str, object]] = []
+    query: dict[str, str] = {}
+    footer = False
     for fields in reader:
         line = reader.line_num
         if not any(field.strip() for field in fields):
             continue  # blank line
+        if footer:
+            name, sep, value = fields[0].partition(":")
+            if len(fields) == 1 and sep and name.strip() and name.strip() not in query:
+                query[name.strip()] = value.strip()
+            continue
         if header is None:
             if fields[0].strip().lower() != "notes":
                 raise ValueError(
@@ -147,7 +155,8 @@ def read_wonder(
                 )
             continue
         if len(fields) == 1 and fields[0].strip() == "---":
-            break  # footer: query notes and citations follow
+            footer = True  # query parameters, notes and citations follow
+            continue
         if len(fields) != len(header):
             raise ValueError(
                 f"{path}, line {line}: {len(fields)} tab-separated fields; expected "
@@ -166,7 +175,9 @@ def read_wonder(
 
     if header is None:
         raise ValueError(f"{path}: no header row; the file is empty (expected a WONDER export)")
-    return _to_frame(path, header_line, header, rows, keep_totals)
+    frame = _to_frame(path, header_line, header, rows, keep_totals)
+    frame.attrs["query"] = query
+    return frame
 
 
 def _parse_row(header: list[str], fields: list[str], is_total: bool) -> dict[str, object]:

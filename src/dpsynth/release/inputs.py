@@ -86,6 +86,16 @@ def _read_input(request: ReleaseRequest) -> tuple[pd.DataFrame, str, list[str], 
             frame = read_wonder(path)
         except ValueError as err:
             raise ReleaseError(str(err)) from err
+        zeros = frame.attrs.get("query", {}).get("Show Zero Values")
+        listed = request.strata not in (None, "input")
+        if zeros is not None and zeros.lower() not in ("true", "enabled") and not listed:
+            raise ReleaseError(
+                f"{path}: the export was made with 'Show Zero Values: {zeros}', so its "
+                "strata without deaths are missing and the release would publish which "
+                "strata have deaths. Export again with Show Zero Values ticked, or give "
+                "--strata FILE (a public list of every stratum and its population; "
+                "unlisted strata count 0)"
+            )
         keys = [snake_case(k) for k in request.keys]
         labels = [k[: -len("_code")] for k in keys if k.endswith("_code")]
         descriptive = {*WONDER_DESCRIPTIVE, *labels}
