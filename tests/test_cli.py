@@ -352,8 +352,9 @@ def _large_input(tmp_path) -> Path:
 def test_sigterm_cleans_up_without_a_traceback(tmp_path, private_ledger):
     _large_input(tmp_path)
     process = subprocess.Popen(
-        [str(DPSYNTH), "synthesize", "--input", "large.csv", "--keys", "stratum", "--epsilon",
-         "1", "--mechanism", "truncated", "--sets", "3", "--out", "r", "--quiet"],
+        [str(DPSYNTH), "synthesize", "--input", "large.csv", "--keys", "stratum", "--strata",
+         "input", "--epsilon", "1", "--mechanism", "truncated", "--sets", "3", "--out", "r",
+         "--quiet"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     # The ledger entry is written just before the sampler is built: the run is then busy.

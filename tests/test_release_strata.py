@@ -144,3 +144,15 @@ def test_a_wonder_export_without_zero_values_needs_a_public_list(tmp_path, shown
         assert info["strata"] == 5 and info["strata_list"]["source"] == "external-file"
     else:
         assert build_release(ReleaseRequest(**request))["strata"] == 4
+
+
+def test_one_key_column_needs_a_source_for_its_list(tmp_path):
+    """Deaths by county alone: a county left out for having no death leaves no trace, so
+    the default check cannot pass it; a public list or a declaration can."""
+    by_region = FULL.groupby("region", as_index=False)[["count", "population"]].sum()
+    by_region["prior_rate"] = 0.005
+    one_key = dict(keys=("region",))
+    with pytest.raises(ReleaseError, match="one key column"):
+        release(tmp_path, by_region, "refused", **one_key)
+    info = release(tmp_path, by_region, "declared", strata="input", **one_key)
+    assert info["strata_list"]["source"] == "declared"

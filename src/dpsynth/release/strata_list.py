@@ -5,10 +5,12 @@ the list does not depend on the counts: an input that leaves out the strata with
 (CDC WONDER exports do, unless "Show Zero Values" is ticked) publishes which strata have
 events, at any epsilon. So the list must come from public knowledge, one of:
 
-- ``cross-product`` (the default): the keys' values form a full cross product, every
-  combination present; checked, and refused otherwise, naming missing combinations. (It
-  cannot see a key value that has no row at all, e.g. a county with no event in any age
-  group: an external list is the complete answer.)
+- ``cross-product`` (the default): two or more key columns whose values form a full cross
+  product, every combination present; checked, and refused otherwise, naming missing
+  combinations. (It cannot see a key value that has no row at all, e.g. a county with no
+  event in any age group: an external list is the complete answer.) With one key column
+  there is nothing to check (a county left out leaves no trace), so one of the two
+  sources below is required.
 - ``external-file`` (``--strata FILE``): a public file lists every stratum with its
   population (and prior rate, if the prior is a column); the input's counts are matched to
   it by key, a listed stratum with no row gets count 0, and an input row that is not listed
@@ -56,7 +58,16 @@ def _examples(frame: pd.DataFrame) -> str:
 
 
 def check_cross_product(frame: pd.DataFrame, keys: list[str], source: str) -> None:
-    """Refuse (ReleaseError) an input whose key values miss some of their combinations."""
+    """Refuse (ReleaseError) an input whose key values miss some of their combinations, or
+    that has one key column (whose list of values nothing can check)."""
+    if len(keys) == 1:
+        raise ReleaseError(
+            f"{source}: with one key column ({keys[0]!r}) nothing shows whether a stratum "
+            "was left out because it has no event, and the release publishes its strata. "
+            "Give --strata FILE (a public list of every stratum and its population; "
+            "unlisted strata count 0), or --strata input if the input lists every stratum, "
+            "zero counts included"
+        )
     values = [frame[key].drop_duplicates().sort_values() for key in keys]
     expected = math.prod(len(v) for v in values)
     if expected == len(frame):
