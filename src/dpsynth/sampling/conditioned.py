@@ -110,8 +110,8 @@ e^eps P_x(S) + (1 + e^eps) max(tv_y, tv_x) (tv_y = TV(P_y, q_y) <= ``tv_bound``)
 tau, as :func:`release_sampler` ensures or raises. ``tv_bound`` itself depends on y and
 must not be published (tau may be). Not covered: the build failing for some y and not
 for a neighbour (the event "no release" is visible). Two such failures depend on y and are
-closed off: the tilt is checked and found by bisection when the damped Newton steps of
-the default mode stop far from y. (:func:`_solve_tilt_bounded_release`; a failed tilt left
+closed off: the tilt is checked and found by bisection when the damped Newton steps
+stop far from y. (:func:`_solve_tilt_bounded_checked`, in both modes; a failed tilt left
 the event sum = y. no mass for some y and not for their neighbours), a tail whose cuts
 still leave that event no mass (the build raises) is skipped by :func:`release_sampler`
 for the next, smaller tail, and a tau within reach of
@@ -248,9 +248,9 @@ def _tilted_moments(rows: _PaddedRows, base: list[np.ndarray], log_c: float):
     return mean, var
 
 
-def _solve_tilt_bounded_release(rows: _PaddedRows, base: list[np.ndarray], total: int) -> float:
-    """The release mode's tilt: :func:`_solve_tilt_bounded`, checked, and bisection when it
-    did not converge.
+def _solve_tilt_bounded_checked(rows: _PaddedRows, base: list[np.ndarray], total: int) -> float:
+    """The tilt of truncated cells in both modes: :func:`_solve_tilt_bounded`, checked, and
+    bisection when it did not converge (where Newton converges, the same tilt).
 
     The damped Newton steps can cycle (a cell pinned at a bound has almost no variance) and
     stop after their 60 iterations far from the total; the tilted product measure then
@@ -392,7 +392,7 @@ class ConditionedSampler:
                 + v * log_p[r, None]
                 for r, v, valid in rows.groups
             ]
-            log_c = _solve_tilt_bounded(rows, base, total)
+            log_c = _solve_tilt_bounded_checked(rows, base, total)
         else:
             log_c = _solve_tilt_untruncated(shape, log_p, total)
             success = 1.0 - np.exp(log_p + log_c)  # scipy's nbinom counts failures
@@ -540,7 +540,7 @@ class ConditionedSampler:
                 + v * log_p[r, None]
                 for r, v, valid in rows.groups
             ]
-            return _solve_tilt_bounded_release(rows, base, self.total)
+            return _solve_tilt_bounded_checked(rows, base, self.total)
         return _solve_tilt_untruncated(shape, log_p, self.total)
 
     def _build_release(self, counts, shape, log_p, lower, upper, tail) -> None:
