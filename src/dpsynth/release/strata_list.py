@@ -111,18 +111,13 @@ def match_to_list(
             f"{list_source}: column(s) {other} are not the keys {keys} or {value_columns}; "
             "remove them (unnamed columns are refused so that nothing is used by accident)"
         )
-    duplicated = listed.duplicated(subset=keys, keep=False)
-    if duplicated.any():
-        raise ReleaseError(
-            f"{list_source}: duplicate stratum/strata {_examples(listed.loc[duplicated, keys])}"
-            "; expected each stratum once"
-        )
-    doubled = frame.duplicated(subset=keys, keep=False)
-    if doubled.any():
-        raise ReleaseError(
-            f"{source}: duplicate stratum/strata {_examples(frame.loc[doubled, keys])}; "
-            "expected each stratum once"
-        )
+    for table, where in ((listed, list_source), (frame, source)):
+        duplicated = table.duplicated(subset=keys, keep=False)
+        if duplicated.any():
+            raise ReleaseError(
+                f"{where}: duplicate stratum/strata {_examples(table.loc[duplicated, keys])}; "
+                "expected each stratum once"
+            )
     # Matched on the keys as text, so a Parquet input with integer codes matches a CSV list.
     text = {key: str for key in keys}
     counts = frame[[*keys, count]].astype(text)

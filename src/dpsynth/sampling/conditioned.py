@@ -220,13 +220,7 @@ def _solve_tilt_bounded(rows: _PaddedRows, base: list[np.ndarray], total: int) -
     """
     log_c = 0.0
     for _ in range(60):
-        mean = var = 0.0
-        for (_, values, _), logw in zip(rows.groups, base, strict=True):
-            tilted = logw + log_c * values
-            prob = np.exp(tilted - logsumexp(tilted, axis=1, keepdims=True))
-            cell_mean = np.sum(prob * values, axis=1)
-            mean += float(cell_mean.sum())
-            var += float(np.sum(prob * values**2) - np.sum(cell_mean**2))
+        mean, var = _tilted_moments(rows, base, log_c)
         excess = mean - total
         if abs(excess) < 0.05 * max(1.0, np.sqrt(var)):
             break
