@@ -212,6 +212,23 @@ def _solve_tilt_untruncated(shape: np.ndarray, log_p: np.ndarray, total: int) ->
     return brentq(excess, low, high, xtol=1e-10, rtol=1e-10)
 
 
+def _window_weights(shape, log_p, start, stop) -> tuple[_PaddedRows, list[np.ndarray]]:
+    """Each cell's values on its window [start, stop] and their untilted log NB weights,
+    log Gamma(v + shape) - log v! + v log p (grouped rows, ``-inf`` in the padding)."""
+    rows = _PaddedRows(start, stop - start + 1)
+    base = [
+        np.where(valid, gammaln(v + shape[r, None]) - gammaln(v + 1.0), -np.inf)
+        + v * log_p[r, None]
+        for r, v, valid in rows.groups
+    ]
+    return rows, base
+
+
+def _tilt_converged(mean: float, var: float, total: int) -> bool:
+    """The tilted cells' total mean is within 0.05 of its sd (at least 0.05) of the total."""
+    return abs(mean - total) < 0.05 * max(1.0, math.sqrt(max(var, 0.0)))
+
+
 def _solve_tilt_bounded(rows: _PaddedRows, base: list[np.ndarray], total: int) -> float:
     """log c with sum_k E[tilted cell k on its bounded window] close to total.
 
@@ -221,9 +238,9 @@ def _solve_tilt_bounded(rows: _PaddedRows, base: list[np.ndarray], total: int) -
     log_c = 0.0
     for _ in range(60):
         mean, var = _tilted_moments(rows, base, log_c)
-        excess = mean - total
-        if abs(excess) < 0.05 * max(1.0, np.sqrt(var)):
+        if _tilt_converged(mean, var, total):
             break
+        excess = mean - total
         # var -> 0 only when total is an end of the feasible range: lean towards it
         step = -excess / var if var > 1e-12 else -np.sign(excess) * 2.0
         log_c += float(np.clip(step, -2.0, 2.0))
@@ -253,13 +270,8 @@ def _solve_tilt_bounded_checked(rows: _PaddedRows, base: list[np.ndarray], total
     where Newton lands). The tilted total's mean increases with log c (its derivative is
     the variance), so bisection on a bracket always converges; any tilt leaves q unchanged.
     """
-
-    def close(mean, var):
-        return abs(mean - total) < 0.05 * max(1.0, math.sqrt(max(var, 0.0)))
-
     log_c = _solve_tilt_bounded(rows, base, total)
-    mean, var = _tilted_moments(rows, base, log_c)
-    if close(mean, var):
+    if _tilt_converged(*_tilted_moments(rows, base, log_c), total):
         return log_c
     low, high = -1.0, 1.0
     for _ in range(60):  # widen the bracket (the total may sit at an end of the feasible range)
@@ -273,7 +285,7 @@ def _solve_tilt_bounded_checked(rows: _PaddedRows, base: list[np.ndarray], total
     for _ in range(200):
         log_c = 0.5 * (low + high)
         mean, var = _tilted_moments(rows, base, log_c)
-        if close(mean, var) or high - low < 1e-12:
+        if _tilt_converged(mean, var, total) or high - low < 1e-12:
             break
         if mean < total:
             low = log_c
@@ -380,12 +392,7 @@ class ConditionedSampler:
         window_cut = 0.0
         if self.calibration.truncated:
             start, stop = lower, upper
-            rows = _PaddedRows(start, stop - start + 1)
-            base = [
-                np.where(valid, gammaln(v + shape[r, None]) - gammaln(v + 1.0), -np.inf)
-                + v * log_p[r, None]
-                for r, v, valid in rows.groups
-            ]
+            rows, base = _window_weights(shape, log_p, start, stop)
             log_c = _solve_tilt_bounded_checked(rows, base, total)
         else:
             log_c = _solve_tilt_untruncated(shape, log_p, total)
@@ -398,12 +405,7 @@ class ConditionedSampler:
             # cannot occur given the sum), which holds a share F_k(y.) of the NB's mass
             below_total = nbinom.cdf(total, shape, success)
             window_cut = 2 * (tail / 10) * float(np.sum(1.0 / below_total))
-            rows = _PaddedRows(start, stop - start + 1)
-            base = [
-                np.where(valid, gammaln(v + shape[r, None]) - gammaln(v + 1.0), -np.inf)
-                + v * log_p[r, None]
-                for r, v, valid in rows.groups
-            ]
+            rows, base = _window_weights(shape, log_p, start, stop)
         self.log_tilt = float(log_c)
         offsets = np.zeros(self.n_cells, np.int64)
         pmfs: list[np.ndarray | None] = [None] * self.n_cells
@@ -528,13 +530,9 @@ class ConditionedSampler:
     def _release_log_tilt(self, shape, log_p, lower, upper) -> float:
         """The default mode's tilt, checked (any tilt leaves q unchanged)."""
         if self.calibration.truncated:
-            rows = _PaddedRows(lower, upper - lower + 1)
-            base = [
-                np.where(valid, gammaln(v + shape[r, None]) - gammaln(v + 1.0), -np.inf)
-                + v * log_p[r, None]
-                for r, v, valid in rows.groups
-            ]
-            return _solve_tilt_bounded_checked(rows, base, self.total)
+            return _solve_tilt_bounded_checked(
+                *_window_weights(shape, log_p, lower, upper), self.total
+            )
         return _solve_tilt_untruncated(shape, log_p, self.total)
 
     def _build_release(self, counts, shape, log_p, lower, upper, tail) -> None:
