@@ -146,14 +146,13 @@ def build_release(request: ReleaseRequest) -> dict:
     # Spent before anything is drawn: a release that fails later still counts. A public
     # prior makes the calibration and every check on it public, so they come first and a
     # refusal costs nothing; a sanitised prior is drawn, so its budget is spent before it.
-    if public_prior(request, strata) is not None:
-        rates, prior_table, prior_block = _prior(request, strata, budget, root)
-        cal = _checked_calibration(request, design, strata, rates)
+    spend_first = public_prior(request, strata) is None
+    if spend_first:
         _spend(request, strata, budget)
-    else:
+    rates, prior_table, prior_block = _prior(request, strata, budget, root)
+    cal = _checked_calibration(request, design, strata, rates)
+    if not spend_first:
         _spend(request, strata, budget)
-        rates, prior_table, prior_block = _prior(request, strata, budget, root)
-        cal = _checked_calibration(request, design, strata, rates)
 
     try:
         sampler = design.sampler(strata.counts, cal)
@@ -296,7 +295,7 @@ def write_release(tmp: Path, request, strata, cal, synthetic, budget, root) -> d
         total=cal.total,
         tail=cal.tail,
         strata=cells,
-        strata_list=strata.strata_list,
+        strata_list=request.strata_source,
         population_column=request.population_column,
         rounding=request.rounding,
     )

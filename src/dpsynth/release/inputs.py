@@ -45,8 +45,6 @@ class Strata:
     #: strata whose fractional count ``--rounding nearest`` rounded (private: it depends
     #: on the confidential counts, so only the steward's folder states it)
     rounded: int = 0
-    #: how the release knows it lists every stratum (``strata_list.STATEMENTS``)
-    strata_list: str = "cross-product"
 
     @property
     def total(self) -> int:
@@ -87,7 +85,7 @@ def _read_input(request: ReleaseRequest) -> tuple[pd.DataFrame, str, list[str], 
         except ValueError as err:
             raise ReleaseError(str(err)) from err
         zeros = frame.attrs.get("query", {}).get("Show Zero Values")
-        listed = request.strata not in (None, "input")
+        listed = request.strata_source == "external-file"
         if zeros is not None and zeros.lower() not in ("true", "enabled") and not listed:
             raise ReleaseError(
                 f"{path}: the export was made with 'Show Zero Values: {zeros}', so its "
@@ -198,7 +196,7 @@ def load_strata(request: ReleaseRequest) -> Strata:
     )
     frame, count, keys, dropped = _read_input(request)
     source = str(request.input)
-    listed = request.strata not in (None, "input")
+    listed = request.strata_source == "external-file"
     _check_columns(request, frame, count, keys, dropped, prior_in_input, listed)
     if listed:
         values = [request.population_column]
@@ -218,9 +216,8 @@ def load_strata(request: ReleaseRequest) -> Strata:
         )
     except ValueError as err:
         raise ReleaseError(str(err)) from err
-    if request.strata is None:
+    if request.strata_source == "cross-product":
         check_cross_product(frame, keys, source)
-    strata_list = {None: "cross-product", "input": "declared"}.get(request.strata, "external-file")
     frame = frame.sort_values(keys, kind="stable").reset_index(drop=True)
     counts = pd.to_numeric(frame[count]).to_numpy(dtype=float).astype(np.int64)
     populations = pd.to_numeric(frame[request.population_column]).to_numpy(dtype=float)
@@ -256,6 +253,4 @@ def load_strata(request: ReleaseRequest) -> Strata:
             raise ReleaseError(
                 f"--sanitised-prior-by column(s) {absent} are not key columns; keys are {keys}"
             )
-    return Strata(
-        key_frame, counts, populations, prior_rate, prior_source, count, rounded, strata_list
-    )
+    return Strata(key_frame, counts, populations, prior_rate, prior_source, count, rounded)

@@ -80,6 +80,12 @@ class ReleaseRequest:
         return self.mechanism != "md"
 
     @property
+    def strata_source(self) -> str:
+        """Where the list of every stratum comes from (``strata_list.STATEMENTS``):
+        ``cross-product`` (checked), ``declared`` (``--strata input``) or ``external-file``."""
+        return {None: "cross-product", "input": "declared"}.get(self.strata, "external-file")
+
+    @property
     def private_dir(self) -> Path:
         """The steward's folder, beside the release and never inside it."""
         return self.out.parent / f"{self.out.name}.private"
