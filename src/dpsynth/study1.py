@@ -127,11 +127,9 @@ def _calibration(arm: Arm, epsilon: float, scenario: Scenario, state_prior):
     """The data-independent calibration of an arm that has one (``state_prior``: the
     state rates of the truth, used by the arms with the ``state`` prior; the ``national``
     prior is calibrate's default, y. / sum n in every county)."""
-    n, total = scenario.population, scenario.total
-    if arm.mechanism == "md":
-        return calibrate("md", epsilon, total, n, method=arm.method)
-    prior = state_prior if arm.prior == "state" else None
-    return calibrate(arm.mechanism, epsilon, total, n, prior, method=arm.method)
+    prior = state_prior if arm.prior == "state" else None  # md has no prior
+    return calibrate(arm.mechanism, epsilon, scenario.total, scenario.population, prior,
+                     method=arm.method)  # fmt: skip
 
 
 def score_datasets(
