@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from dpsynth.calibration import FRAME_COLUMNS, Calibration
+from dpsynth.design import at_epsilon
 from dpsynth.privacy.calibrate import calibrate
 
 
@@ -111,22 +112,21 @@ def test_table_round_trip_is_exact(mechanism, method, epsilon):
     buffer = io.BytesIO()
     table.to_parquet(buffer, index=False)
     table = pd.read_parquet(io.BytesIO(buffer.getvalue()))
-    again = Calibration.from_frame(table, mechanism, method, POPULATION, PRIOR, epsilon=epsilon)
+    rows = table[at_epsilon(table["epsilon"], epsilon)]
+    again = Calibration.from_frame(rows, mechanism, method, POPULATION, PRIOR)
     assert again == cals[1]
     alone = Calibration.from_frame(cals[1].to_frame(), mechanism, method, POPULATION, PRIOR)
     assert alone == cals[1]
 
 
-def test_from_frame_finds_epsilon_by_label_not_by_closeness():
+def test_from_frame_refuses_a_table_of_several_calibrations():
+    """A table of two epsilons' calibrations is not one calibration: the caller selects
+    one epsilon's rows by label (the study stage does, dpsynth.study.simulate)."""
     cals = [calibrate("pg", e, 60, POPULATION, PRIOR) for e in (1.0, 1.00001)]
     table = pd.concat([cal.to_frame() for cal in cals], ignore_index=True)
-    assert (
-        Calibration.from_frame(table, "pg", "paper", POPULATION, PRIOR, epsilon=1.00001)
-        == (cals[1])
-    )
-    with pytest.raises(KeyError, match="epsilon=1.001"):
-        Calibration.from_frame(table, "pg", "paper", POPULATION, PRIOR, epsilon=1.001)
-    with pytest.raises(ValueError, match="not a grid value"):
-        Calibration.from_frame(table, "pg", "paper", POPULATION, PRIOR, epsilon=1.0000001)
-    with pytest.raises(ValueError, match="2 epsilons"):
+    with pytest.raises(ValueError, match="not one calibration"):
         Calibration.from_frame(table, "pg", "paper", POPULATION, PRIOR)
+    with pytest.raises(ValueError, match="not one calibration"):
+        Calibration.from_frame(table.iloc[1:4], "pg", "paper", POPULATION, PRIOR)
+    rows = table[at_epsilon(table["epsilon"], 1.00001)]
+    assert Calibration.from_frame(rows, "pg", "paper", POPULATION, PRIOR) == cals[1]

@@ -5,8 +5,9 @@ rates (never from the confidential counts), so it can be cached, published besid
 synthetic data and shared by every dataset that has the same public inputs.
 
 Its table form (:meth:`Calibration.to_frame`, one row per cell, :data:`FRAME_COLUMNS`)
-is the one way a calibration goes to a table and back (:meth:`Calibration.from_frame`,
-the epsilon found by its exact label, :func:`dpsynth.design.epsilon_label`).
+is the one way a calibration goes to a table and back (:meth:`Calibration.from_frame`).
+A table of many calibrations (a study's, one per arm and epsilon) is looked up by the
+caller, by its epsilon's label (:func:`dpsynth.design.at_epsilon`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ _ARRAY_FIELDS = ("a", "b", "population", "prior_rate", "lower", "upper")
 #: calibration chose, one row per cell; the public inputs (populations, prior rates) are
 #: the caller's and come back as arguments of :meth:`Calibration.from_frame`.
 FRAME_COLUMNS = ("epsilon", "cell", "a", "b", "lower", "upper", "total", "tail", "inflation")
+#: The columns of the table form that repeat one value of the calibration on every row.
+_REPEATED_COLUMNS = ("epsilon", "total", "tail", "inflation")
 
 
 def _frozen_array(values, name: str, dtype=float) -> np.ndarray | None:
@@ -177,25 +180,20 @@ class Calibration:
         method: str,
         population=None,
         prior_rate=None,
-        *,
-        epsilon: float | None = None,
     ) -> Calibration:
-        """The calibration of ``mechanism`` / ``method`` held by ``frame`` (the rows of
-        :meth:`to_frame`, possibly of several epsilons and with extra columns such as a
-        study's ``arm``). ``epsilon`` picks its rows by label (required when the frame holds
-        more than one); ``population`` and ``prior_rate`` are the public inputs it was made
-        from (the prior is dropped for md). Raises KeyError when no row has ``epsilon``."""
-        from dpsynth.design import at_epsilon, epsilon_labels
-
-        if epsilon is not None:
-            frame = frame[at_epsilon(frame["epsilon"], epsilon)]
-            if frame.empty:
-                raise KeyError(f"no {mechanism}/{method} calibration at epsilon={epsilon!r}")
-        labels = set(epsilon_labels(frame["epsilon"]))
-        if len(labels) != 1:
+        """The calibration of ``mechanism`` / ``method`` held by ``frame``: the rows of one
+        :meth:`to_frame` (possibly with extra columns such as a study's ``arm``), each cell
+        once. ``population`` and ``prior_rate`` are the public inputs it was made from (the
+        prior is dropped for md). A table of several calibrations is refused: select one
+        epsilon's rows first (:func:`dpsynth.design.at_epsilon`)."""
+        cells = frame["cell"].to_numpy()
+        repeated = frame[list(_REPEATED_COLUMNS)].nunique(dropna=False)
+        if not np.array_equal(np.sort(cells), np.arange(len(frame))) or (repeated > 1).any():
             raise ValueError(
-                f"a calibration table of {len(labels)} epsilons {sorted(map(str, labels))}; "
-                "expected one, or pass epsilon="
+                f"a table of {len(frame)} rows that are not one calibration's (cells 0..n-1 "
+                "once each, one value of each of "
+                f"{', '.join(_REPEATED_COLUMNS)}); expected the rows of one calibration "
+                "(select one epsilon's rows first)"
             )
         rows = frame.sort_values("cell")
         truncated = mechanism == "truncated"

@@ -3,7 +3,7 @@
 Calibrations see only public inputs (the total, the populations, the prior rates); they
 are stored in their table form (:meth:`dpsynth.calibration.Calibration.to_frame`, one row
 per stratum and epsilon, an ``arm`` column first) and come back exactly
-(:meth:`~dpsynth.calibration.Calibration.from_frame`), found by their epsilon's label.
+(:meth:`~dpsynth.calibration.Calibration.from_frame`), each found by its epsilon's label.
 """
 
 from __future__ import annotations
@@ -80,21 +80,16 @@ def calibrate_chunk(
 
 
 def arm_calibration(
-    definition: StudyDefinition,
-    arm: Arm,
-    calibrations: pd.DataFrame,
-    epsilon: float,
-    strata: pd.DataFrame,
+    definition: StudyDefinition, arm: Arm, rows: pd.DataFrame, strata: pd.DataFrame
 ) -> Calibration:
-    """``arm``'s calibration at ``epsilon`` from its table (:func:`calibrate_chunk`'s),
-    with the strata's public populations and prior rates."""
+    """``arm``'s calibration from its rows of one epsilon (of :func:`calibrate_chunk`'s
+    table), with the strata's public populations and prior rates."""
     return Calibration.from_frame(
-        calibrations,
+        rows,
         arm.mechanism,
         arm.method,
         strata[definition.population].to_numpy(dtype=float),
         strata["prior_rate"].to_numpy(dtype=float),
-        epsilon=epsilon,
     )
 
 
@@ -147,9 +142,10 @@ def simulate_chunk(
     sums = [pd.DataFrame({"arm": [], "epsilon": [], "area": [], "sum": [],
                           "n": np.array([], dtype=int)})]  # fmt: skip
     for epsilon in epsilons:
-        if not at_epsilon(calibrations["epsilon"], epsilon).any():
+        rows = calibrations[at_epsilon(calibrations["epsilon"], epsilon)]
+        if rows.empty:
             continue  # skipped calibration (on_calibration_failure: skip)
-        cal = arm_calibration(d, arm, calibrations, epsilon, strata)
+        cal = arm_calibration(d, arm, rows, strata)
         values, area_sum = draw_and_measure(y, cal, measures, ids.size, rng, batch=d.batch)
         metrics.append(values.assign(arm=arm.name, epsilon=epsilon, dataset=ids))
         if d.map_epsilons and at_epsilon([epsilon], d.map_epsilons)[0]:
