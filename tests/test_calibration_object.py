@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -27,13 +25,6 @@ def truncated_cal(**overrides):
     )
     fields.update(overrides)
     return Calibration(**fields)
-
-
-def test_round_trip_through_json():
-    cal = truncated_cal()
-    again = Calibration.from_dict(json.loads(json.dumps(cal.to_dict())))
-    assert again == cal
-    assert again != truncated_cal(a=[0.5, 2.0, 1.5])
 
 
 def test_arrays_are_frozen_copies():

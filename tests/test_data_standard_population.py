@@ -5,13 +5,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from dpsynth.data.counties import DataFileError
 from dpsynth.data.pennsylvania import PENNLC_AGE_BANDS
 from dpsynth.data.standard_population import (
-    age_adjusted_rate,
     load_standard_population,
     standard_weights,
 )
@@ -56,24 +53,6 @@ def test_pennlc_band_weights_sum_to_one_and_follow_the_table(table):
 def test_bands_off_the_table_edges_are_rejected(table):
     with pytest.raises(ValueError, match="group edges"):
         standard_weights(table, {"x": (0, 42)})
-
-
-@settings(max_examples=50, deadline=None)
-@given(rate=st.floats(1e-6, 1e-2), populations=st.lists(st.integers(1, 10**6), min_size=4,
-                                                        max_size=4))  # fmt: skip
-def test_a_constant_rate_is_its_own_age_adjusted_rate(rate, populations):
-    weights = pd.Series({"a": 0.2, "b": 0.3, "c": 0.5})
-    bands = ["a", "b", "c", "c"]
-    cases = [rate * p for p in populations]
-    assert age_adjusted_rate(cases, populations, bands, weights, per=1) == pytest.approx(rate)
-
-
-def test_age_adjusted_rate_is_the_weighted_band_rates():
-    weights = pd.Series({"young": 0.75, "old": 0.25})
-    rate = age_adjusted_rate([1, 30], [1000, 1000], ["young", "old"], weights, per=1000)
-    assert rate == pytest.approx(0.75 * 1 + 0.25 * 30)
-    with pytest.raises(ValueError, match="no strata"):
-        age_adjusted_rate([1], [10], ["young"], weights)
 
 
 def test_load_rejects_gaps(table, tmp_path):

@@ -8,6 +8,8 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpsynth.study.rates import GroupRates
 
@@ -95,3 +97,23 @@ def test_group_rates_refuses_an_empty_band():
     only_young = strata["age"].eq("young").to_numpy()
     with pytest.raises(ValueError, match="no population in age band"):
         rates_of(strata, {"young only": only_young})
+
+
+@settings(max_examples=50, deadline=None)
+@given(rate=st.floats(1e-6, 1e-2), populations=st.lists(st.integers(1, 10**6), min_size=4,
+                                                        max_size=4))  # fmt: skip
+def test_a_constant_rate_is_its_own_age_adjusted_rate(rate, populations):
+    weights = pd.Series({"a": 0.2, "b": 0.3, "c": 0.5})
+    adjuster = GroupRates(populations, {"all": np.ones(4, bool)}, band=["a", "b", "c", "c"],
+                          weights=weights)  # fmt: skip
+    cases = [rate * p for p in populations]
+    assert adjuster.rates(cases)[0] == pytest.approx(rate * 100_000)
+
+
+def test_the_age_adjusted_rate_is_the_weighted_band_rates():
+    weights = pd.Series({"young": 0.75, "old": 0.25})
+    adjuster = GroupRates([1000, 1000], {"all": np.ones(2, bool)}, band=["young", "old"],
+                          weights=weights)  # fmt: skip
+    assert adjuster.rates([1, 30])[0] == pytest.approx((0.75 * 1 + 0.25 * 30) / 1000 * 100_000)
+    with pytest.raises(ValueError, match="no population in age band"):
+        GroupRates([10], {"all": np.ones(1, bool)}, band=["young"], weights=weights)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -136,22 +135,6 @@ class Calibration:
         return True
 
     __hash__ = None  # mutable-looking arrays: not hashable
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict (arrays as lists); inverse of :meth:`from_dict`."""
-        out: dict[str, Any] = {}
-        for field in dataclasses.fields(self):
-            value = getattr(self, field.name)
-            out[field.name] = value.tolist() if isinstance(value, np.ndarray) else value
-        return out
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Calibration:
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ValueError(f"unknown Calibration keys: {sorted(unknown)}")
-        return cls(**data)
 
     def to_frame(self) -> pd.DataFrame:
         """The table form, one row per cell (:data:`FRAME_COLUMNS`): epsilon, the cell's

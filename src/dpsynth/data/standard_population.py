@@ -1,4 +1,4 @@
-"""The US 2000 standard population and direct age adjustment.
+"""The US 2000 standard population and its weights for direct age adjustment.
 
 The shipped table (``data/us_standard_population_2000.csv``) has the 19 age groups of the
 2000 US standard population (Census P25-1130 projection, as published by NCHS and SEER):
@@ -6,7 +6,8 @@ The shipped table (``data/us_standard_population_2000.csv``) has the 19 age grou
 Its total, 274,633,642, is the 274,634,000 of NCHS's table rounded to thousands.
 
 Weights for any set of bands whose edges fall on the table's edges come from
-:func:`standard_weights`; :func:`age_adjusted_rate` applies them.
+:func:`standard_weights`; :class:`dpsynth.study.rates.GroupRates` applies them (the one
+implementation of direct age adjustment).
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import numpy as np
 import pandas as pd
 
 from dpsynth.data.counties import DataFileError, require_columns, require_counts
-from dpsynth.units import PER_100K
 
 STANDARD_COLUMNS = ("age_start", "age_end", "population")
 
@@ -69,31 +69,3 @@ def standard_weights(table: pd.DataFrame, bands: Mapping[str, tuple[int, int | N
         totals[name] = float(table.loc[rows, "population"].sum())
     weights = pd.Series(totals, name="weight")
     return weights / weights.sum()
-
-
-def age_adjusted_rate(
-    cases, population, age_band, weights: pd.Series, per: float = PER_100K
-) -> float:
-    """Directly age-adjusted rate per ``per``: ``sum_b w_b * cases_b / population_b``.
-
-    ``cases``, ``population`` and ``age_band`` are aligned sequences (one element per
-    stratum, several strata per band allowed: they are summed within the band).
-    ``weights`` is :func:`standard_weights`' output; every band of ``weights`` must appear
-    with positive population, else ``ValueError``.
-    """
-    frame = pd.DataFrame(
-        {
-            "cases": np.asarray(cases, dtype=float),
-            "population": np.asarray(population, dtype=float),
-            "band": np.asarray(age_band, dtype=str),
-        }
-    )
-    by_band = frame.groupby("band")[["cases", "population"]].sum()
-    missing = [b for b in weights.index if b not in by_band.index]
-    if missing:
-        raise ValueError(f"no strata for age band(s) {missing}")
-    by_band = by_band.loc[weights.index]
-    if (by_band["population"] <= 0).any():
-        raise ValueError("every age band needs a positive population")
-    rates = by_band["cases"] / by_band["population"]
-    return float((weights * rates).sum() * per)
