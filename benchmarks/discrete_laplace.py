@@ -19,20 +19,25 @@ from __future__ import annotations
 
 import argparse
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
+import yaml
 from mechanisms import best_time  # benchmarks/ is on the path when run as a script
 
 import dpsynth.baselines.geometric as geometric
 import dpsynth.privacy.sanitised_prior as sanitised_prior
 import dpsynth.study1 as study1
 from dpsynth.data.scenarios import Scenario
-from dpsynth.design import epsilon_grid
 from dpsynth.privacy.discrete_laplace import SENSITIVITY, sample_discrete_laplace, scale_for
-from dpsynth.study1 import Geography, score_datasets
+from dpsynth.study1 import Design, Geography, score_datasets
 
+#: Study 1's design as config/config.yaml states it (grid, datasets per job, prior share).
+DESIGN = Design.from_config(
+    yaml.safe_load((Path(__file__).parents[1] / "config/config.yaml").read_text())["study1"]
+)
 N_COUNTIES = 3085
-N_DATASETS = 100  # datasets_per_job of config/config.yaml
+N_DATASETS = DESIGN.datasets_per_job
 N_SANITISED = 20
 
 
@@ -96,7 +101,7 @@ def main() -> None:
     rng = np.random.default_rng(1)
     scenario, geo, datasets = synthetic_study1(rng)
     ids = np.arange(N_DATASETS)
-    epsilons = epsilon_grid(0.01, 100, 25, extra=(1.0, 10.0))
+    epsilons = list(DESIGN.epsilons)
     exact = (geometric.geometric_noise, study1.geometric_release_each)
     versions = {
         "float (former)": (float_geometric_noise, former_release_each),
@@ -118,11 +123,22 @@ def main() -> None:
 
             results[label, "noise"] = best_time(draw_noise, args.repeats)
             results[label, "job"] = best_time(
-                lambda: score_datasets(scenario, geo, datasets, ids, "geometric", epsilons, rng),
+                lambda: score_datasets(
+                    scenario,
+                    geo,
+                    datasets,
+                    ids,
+                    "geometric",
+                    epsilons,
+                    rng,
+                    prior_budget_fraction=DESIGN.prior_budget_fraction,
+                ),
                 args.repeats,
             )
             results[label, "prior"] = best_time(
-                lambda noise=noise: [noise(0.1 * e, 49, rng) for e in epsilons for _ in ids],
+                lambda noise=noise: [
+                    noise(DESIGN.prior_budget_fraction * e, 49, rng) for e in epsilons for _ in ids
+                ],
                 args.repeats,
             )
             results[label, "sanitised job"] = best_time(
@@ -134,6 +150,7 @@ def main() -> None:
                     "pg_state_sanitised",
                     epsilons,
                     rng,
+                    prior_budget_fraction=DESIGN.prior_budget_fraction,
                 ),
                 args.repeats,
             )
@@ -141,13 +158,20 @@ def main() -> None:
         geometric.geometric_noise = sanitised_prior.geometric_noise = exact[0]
         study1.geometric_release_each = exact[1]
     print()
-    print(f"Study 1 use: {N_DATASETS} datasets x {len(epsilons)} epsilons (0.01 to 100)")
+    print(
+        f"Study 1 use: {N_DATASETS} datasets x {len(epsilons)} epsilons "
+        f"({min(epsilons):g} to {max(epsilons):g})"
+    )
     print("| what | float (former) s | exact s | ratio |")
     print("|---|---|---|---|")
     for key, what in (
         ("noise", f"geometric noise, {N_DATASETS} x {N_COUNTIES} draws per eps"),
         ("job", "score_datasets(..., 'geometric', ...): one job"),
-        ("prior", "geometric_noise(0.1 eps, 49), once per dataset and eps (state prior)"),
+        (
+            "prior",
+            f"geometric_noise({DESIGN.prior_budget_fraction:g} eps, 49), once per dataset and "
+            "eps (state prior)",
+        ),
         (
             "sanitised job",
             f"score_datasets(..., 'pg_state_sanitised', ...), {N_SANITISED} datasets",

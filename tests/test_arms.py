@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from workflow_helpers import schema_defaults
 
 from dpsynth.arms import ARM_COLUMNS, Arm, arm_named, arms_frame
 from dpsynth.calibration import MECHANISMS, METHODS
@@ -12,6 +13,8 @@ from dpsynth.data.scenarios import draw_datasets, make_scenario
 from dpsynth.design import epsilon_label
 from dpsynth.privacy.calibrate import calibrate
 from dpsynth.study1 import ARM_NAMES, ARMS, Design, Geography, _calibration, score_datasets
+
+PRIOR_SHARE = schema_defaults()["study1"]["prior_budget_fraction"]
 
 
 def test_an_arm_is_named_by_its_mechanism_and_method_unless_named():
@@ -83,14 +86,15 @@ def test_scoring_an_arm_or_its_name_is_the_same():
     data = draw_datasets(scenario, 3, np.random.default_rng(3))
     arm = arm_named(ARMS, "pg_state_sanitised")
     runs = [score_datasets(scenario, geo, data, np.arange(3), a, [0.5, 1.0],
-                           np.random.default_rng(5), map_epsilons=[1.0])
+                           np.random.default_rng(5), map_epsilons=[1.0],
+                           prior_budget_fraction=PRIOR_SHARE)
             for a in (arm, arm.name)]  # fmt: skip
     for first, second in zip(runs[0], runs[1], strict=True):
         assert first.equals(second)
     assert set(runs[0][1]["epsilon"]) == {1.0}
     with pytest.raises(ValueError, match="arm must be one of"):
         score_datasets(scenario, geo, data, np.arange(3), "pg_county", [1.0],
-                       np.random.default_rng(5))  # fmt: skip
+                       np.random.default_rng(5), prior_budget_fraction=PRIOR_SHARE)  # fmt: skip
 
 
 STUDY1 = {

@@ -2,9 +2,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from workflow_helpers import schema_defaults
 
 from dpsynth.data.scenarios import draw_datasets, make_scenario
 from dpsynth.study1 import ARM_NAMES, METRICS, Geography, score_datasets, truth_metrics
+
+PRIOR_SHARE = schema_defaults()["study1"]["prior_budget_fraction"]
 
 STATES = np.array(["NM", "NM", "NY", "NY", "TX", "TX"])
 URBAN = np.array([False, False, True, True, True, False])
@@ -32,6 +35,7 @@ def test_every_arm_scores_every_metric(setup, arm):
         [0.5, 5.0],
         np.random.default_rng(1),
         map_epsilons=[5.0],
+        prior_budget_fraction=PRIOR_SHARE,
     )
     assert set(scores["metric"]) == set(METRICS)
     assert len(scores) == 5 * 2 * len(METRICS)
@@ -58,7 +62,14 @@ def test_md_and_pg_national_agree_in_scenario_1():
     for mech in ("md", "pg_national"):
         many = np.repeat(y, 4000, axis=0)
         scores, _ = score_datasets(
-            scenario, geo, many, np.arange(len(many)), mech, [1.0], np.random.default_rng(9)
+            scenario,
+            geo,
+            many,
+            np.arange(len(many)),
+            mech,
+            [1.0],
+            np.random.default_rng(9),
+            prior_budget_fraction=PRIOR_SHARE,
         )
         out[mech] = scores[scores["metric"] == "rate_urban"]["value"].to_numpy()
     se = np.hypot(out["md"].std(), out["pg_national"].std()) / np.sqrt(4000)

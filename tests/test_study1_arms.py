@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from workflow_helpers import schema_defaults
 
 from dpsynth.data.scenarios import draw_datasets, make_scenario
 from dpsynth.privacy.calibrate import calibrate
 from dpsynth.study1 import Geography, score_datasets
+
+PRIOR_SHARE = schema_defaults()["study1"]["prior_budget_fraction"]
 
 STATES = np.repeat(["NM", "NY", "TX", "OH"], 10)
 _rng = np.random.default_rng(2021)
@@ -50,7 +53,8 @@ def medians(study, mechanism: str, epsilon: float, seed: int = 11) -> dict[str, 
     """Median over the L datasets of each metric of one arm at one epsilon."""
     scenario, geo, data = study
     scores, _ = score_datasets(scenario, geo, data, np.arange(L), mechanism, [epsilon],
-                               np.random.default_rng(seed))  # fmt: skip
+                               np.random.default_rng(seed),
+                               prior_budget_fraction=PRIOR_SHARE)  # fmt: skip
     return scores.groupby("metric")["value"].median().to_dict()
 
 

@@ -55,6 +55,15 @@ def generated_files(workdir: Path) -> dict[str, bytes]:
     return out
 
 
+def schema_defaults() -> dict:
+    """Every default of the config schema (the one source of defaults), as a config."""
+    from dpsynth.config_check import check_config
+
+    config: dict = {}
+    check_config(config, REPO / "workflow/schemas/config.schema.yaml")
+    return config
+
+
 def merged(base: dict, overlay: dict) -> dict:
     """``overlay`` over ``base`` key by key, as ``snakemake --configfile`` merges them."""
     out = dict(base)

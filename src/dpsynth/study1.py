@@ -141,13 +141,15 @@ def score_datasets(
     epsilons,
     rng: np.random.Generator,
     *,
-    prior_budget_fraction: float = 0.1,
+    prior_budget_fraction: float,
     map_epsilons=(),
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Score ``arm`` (one of :data:`ARMS`, or its name) on ``datasets`` (rows) at each
     epsilon.
 
-    Returns the long frame ``dataset, epsilon, metric, value`` and, for the epsilons in
+    ``prior_budget_fraction`` is the share of each epsilon the sanitised state prior spends
+    (config ``study1.prior_budget_fraction``; unused by the other arms). Returns the long
+    frame ``dataset, epsilon, metric, value`` and, for the epsilons in
     ``map_epsilons`` (found by label), the per-county sums of the rate draws over these
     datasets (``epsilon, county, rate_sum, count``) from which the workflow maps mean rates.
     """
@@ -271,8 +273,8 @@ class Design:
     epsilons_per_job: int
     datasets: int
     datasets_per_job: int
+    prior_budget_fraction: float
     map_epsilons: tuple = ()
-    prior_budget_fraction: float = 0.1
 
     #: The config keys of ``study1`` a design is made of (:meth:`from_config`).
     KEYS = ("arms", "epsilons", "map_epsilons", "epsilons_per_job", "datasets",
