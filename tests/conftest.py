@@ -1,9 +1,11 @@
-"""Shared fixtures: no test writes the steward's real ledger; the fast lane starts no process."""
+"""Shared fixtures: no test writes the steward's real ledger or private folders; the fast lane
+starts no process."""
 
 from __future__ import annotations
 
 import os
 import subprocess
+from pathlib import Path
 
 import matplotlib
 import pytest
@@ -24,6 +26,16 @@ def private_ledger(tmp_path_factory, monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def private_area(tmp_path_factory, monkeypatch):
+    """Every test (and every dpsynth process it starts) has its own steward's folder
+    ($XDG_DATA_HOME/dpsynth): the private folders of its releases go there, never into the
+    real home. Returns the folder that holds the default private folders."""
+    data_home = tmp_path_factory.mktemp("data_home")
+    monkeypatch.setenv("XDG_DATA_HOME", str(data_home))
+    return data_home / "dpsynth" / "private"
+
+
+@pytest.fixture(autouse=True)
 def no_process_in_the_fast_lane(monkeypatch):
     """In the fast lane a test that starts a process fails, naming the marker it lacks."""
     if FAST_LANE:
@@ -35,3 +47,16 @@ def no_process_in_the_fast_lane(monkeypatch):
             )
 
         monkeypatch.setattr(subprocess, "Popen", refuse)
+
+
+@pytest.fixture
+def private_folder(private_area):
+    """``of(out)``: the one private folder of the release in ``out`` at the default place
+    (a folder of :func:`private_area` whose name starts with ``out``'s and a dash)."""
+
+    def of(out: Path) -> Path:
+        found = [p for p in private_area.iterdir() if p.name.startswith(f"{out.name}-")]
+        assert len(found) == 1, f"expected one private folder of {out}, found {found}"
+        return found[0]
+
+    return of

@@ -94,17 +94,21 @@ def test_help_explains_every_option_and_the_unit_of_privacy(tmp_path):
         assert action.option_strings[-1] in text
     flat = " ".join(text.split())
     assert " ".join(NEIGHBOURS.split()) in flat
-    assert "TOTAL privacy budget" in flat and "release.private/" in flat
+    assert "TOTAL privacy budget" in flat and "~/.local/share/dpsynth/private/" in flat
     assert "--seed" not in text.replace("--insecure-test-seed", "")
 
 
-def test_manifest_files_and_private_folder(strata_csv, tmp_path):
+def test_manifest_files_and_private_folder(strata_csv, tmp_path, private_area):
     out = tmp_path / "release"
-    ok(
+    printed = ok(
         "synthesize", "--input", "counts.csv", *KEYS, "--epsilon", "2", "--mechanism",
         "truncated", "--sets", "4", "--out", "release", "--quiet", cwd=tmp_path,
-    )  # fmt: skip
+    ).stdout  # fmt: skip
     info = manifest(out)
+    # the private folder: in the steward's area, named after the release; the CLI says where
+    private = private_area / f"release-{info['seed_commitment'][:16]}"
+    assert f"never publish them): {private}\n" in printed
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["counts.csv", "release"]
     validate(info)
     assert (info["mechanism"], info["method"], info["purpose"]) == (
         "truncated",
@@ -120,11 +124,11 @@ def test_manifest_files_and_private_folder(strata_csv, tmp_path):
     text = (out / "manifest.json").read_text()
     input_sha = hashlib.sha256(strata_csv.read_bytes()).hexdigest()
     assert input_sha not in text and "counts.csv" not in text and "command" not in info
-    provenance = json.loads((tmp_path / "release.private" / "provenance.json").read_text())
+    provenance = json.loads((private / "provenance.json").read_text())
     assert provenance["input_sha256"] == input_sha
     opened = f"{provenance['seed_commitment_salt']}:{provenance['root_key']}".encode()
     assert info["seed_commitment"] == hashlib.sha256(opened).hexdigest()
-    summary = (tmp_path / "release.private" / "summary.md").read_text()
+    summary = (private / "summary.md").read_text()
     assert "| north | 55 |" in summary  # the original total of region north, private only
     synthetic = pd.read_parquet(out / "synthetic.parquet")
     hyper = pd.read_parquet(out / "hyperparameters.parquet")
@@ -132,6 +136,39 @@ def test_manifest_files_and_private_folder(strata_csv, tmp_path):
     for _, rows in synthetic.groupby("set"):
         assert np.all(rows["count"].to_numpy() >= hyper["lower"].to_numpy())
         assert np.all(rows["count"].to_numpy() <= hyper["upper"].to_numpy())
+
+
+def test_private_dir_is_where_the_steward_says_and_never_in_the_release(
+    strata_csv, tmp_path, private_area, private_ledger
+):
+    args = ["synthesize", "--input", "counts.csv", *KEYS, "--epsilon", "1", "--mechanism",
+            "pg", "--quiet"]  # fmt: skip
+    printed = ok(*args, "--out", "rel", "--private-dir", "vault/rel", cwd=tmp_path).stdout
+    assert printed.endswith("never publish them): vault/rel\n")
+    assert (tmp_path / "vault" / "rel" / "provenance.json").exists()
+    assert not private_area.exists()
+    refused = run(*args, "--out", "rel2", "--private-dir", "rel2/keys", cwd=tmp_path)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert "private folder rel2/keys lies inside the release folder rel2" in refused.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["counts.csv", "rel", "vault"]
+    assert len(private_ledger.read_text().splitlines()) == 1  # the refusal spent nothing
+
+
+def test_a_private_folder_left_beside_the_release_is_warned_about(strata_csv, tmp_path):
+    """Private folders of earlier dpsynth versions sit beside their release: publishing the
+    parent publishes them, so a release next to one says so."""
+    (tmp_path / "rel.private").mkdir()
+    (tmp_path / "rel.private" / "provenance.json").write_text('{"dpsynth_release_format": 3}')
+    result = ok(
+        "synthesize", "--input", "counts.csv", *KEYS, "--epsilon", "1", "--mechanism", "pg",
+        "--out", "rel", "--quiet", cwd=tmp_path,
+    )  # fmt: skip
+    assert "warning: rel.private, beside the release, is an earlier release's" in result.stderr
+    quiet = ok(
+        "synthesize", "--input", "counts.csv", *KEYS, "--epsilon", "1", "--mechanism", "pg",
+        "--out", "other", "--quiet", cwd=tmp_path,
+    )  # fmt: skip
+    assert quiet.stderr == ""
 
 
 def test_abbreviated_options_are_refused(strata_csv, tmp_path):
@@ -190,7 +227,7 @@ def test_ledger_command_shows_the_spending(strata_csv, tmp_path):
     assert "counts.csv" in text and "0.75" in text
 
 
-def test_wonder_export_with_county_map(tmp_path):
+def test_wonder_export_with_county_map(tmp_path, private_folder):
     ok(
         "synthesize", "--input", str(WONDER_FIXTURE), "--wonder", "--keys", "county_code",
         "age_group_code", "--sanitised-prior-by", "--epsilon", "1", "--mechanism", "truncated",
@@ -200,20 +237,20 @@ def test_wonder_export_with_county_map(tmp_path):
     info = manifest(tmp_path / "r")
     assert info["keys"] == ["county_code", "age_group_code"]
     assert info["total"] == 7 + 31 + 0 + 22  # the fixture's data rows; its Total row dropped
-    assert (tmp_path / "r.private" / "map_county_code.png").stat().st_size > 0
+    assert (private_folder(tmp_path / "r") / "map_county_code.png").stat().st_size > 0
     synthetic = pd.read_parquet(tmp_path / "r" / "synthetic.parquet")
     assert synthetic["county_code"].tolist() == ["01001", "01003", "01005", "04001"]
     assert "crude_rate" not in synthetic.columns and "county" not in synthetic.columns
 
 
-def test_the_default_county_frame_is_the_projects_data_folder(tmp_path):
+def test_the_default_county_frame_is_the_projects_data_folder(tmp_path, private_folder):
     """Without --county-frame the map uses data/counties_1980.parquet of the folder dpsynth
     runs in; where there is none, the private summary says so and how to give one."""
     args = ["synthesize", "--input", str(WONDER_FIXTURE), "--wonder", "--keys", "county_code",
             "age_group_code", "--sanitised-prior-by", "--epsilon", "1",
             "--mechanism", "pg"]  # fmt: skip
     ok(*args, "--out", "here", cwd=tmp_path)
-    summary = (tmp_path / "here.private" / "summary.md").read_text()
+    summary = (private_folder(tmp_path / "here") / "summary.md").read_text()
     assert "county frame `data/counties_1980.parquet` not found" in summary
     assert "--county-frame" in summary
     (tmp_path / "data").mkdir()
@@ -221,10 +258,10 @@ def test_the_default_county_frame_is_the_projects_data_folder(tmp_path):
         REPO / "data" / "counties_1980.parquet"
     )
     ok(*args, "--out", "there", cwd=tmp_path)
-    assert (tmp_path / "there.private" / "map_county_code.png").stat().st_size > 0
+    assert (private_folder(tmp_path / "there") / "map_county_code.png").stat().st_size > 0
 
 
-def test_pennlc_by_county_and_age_with_a_sanitised_prior(tmp_path):
+def test_pennlc_by_county_and_age_with_a_sanitised_prior(tmp_path, private_folder):
     """The shipped Pennsylvania strata, summed over race and sex for eight counties."""
     strata = pd.read_parquet(REPO / "data" / "pennlc_strata.parquet")
     counties = pd.read_parquet(REPO / "data" / "pennsylvania_counties.parquet")
@@ -261,7 +298,7 @@ def test_pennlc_by_county_and_age_with_a_sanitised_prior(tmp_path):
     )
     np.testing.assert_allclose(hyper["a"].to_numpy(), cal.a, rtol=1e-12)
     np.testing.assert_array_equal(hyper["lower"].to_numpy(), cal.lower)
-    assert (tmp_path / "pa.private" / "map_fips.png").exists()
+    assert (private_folder(tmp_path / "pa") / "map_fips.png").exists()
 
 
 # --- bad input: exit 2, a message naming the file, column and keys, no folder left ------
@@ -349,7 +386,7 @@ def _large_input(tmp_path) -> Path:
 
 
 @pytest.mark.process
-def test_sigterm_cleans_up_without_a_traceback(tmp_path, private_ledger):
+def test_sigterm_cleans_up_without_a_traceback(tmp_path, private_ledger, private_area):
     _large_input(tmp_path)
     process = subprocess.Popen(
         [str(DPSYNTH), "synthesize", "--input", "large.csv", "--keys", "stratum", "--strata",
@@ -368,10 +405,13 @@ def test_sigterm_cleans_up_without_a_traceback(tmp_path, private_ledger):
     assert process.returncode == 143, (stdout, stderr)
     assert "terminated; nothing was published" in stderr and "Traceback" not in stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["large.csv"]
+    assert not private_area.exists() or not any(private_area.iterdir())
 
 
 @pytest.mark.process
-def test_two_concurrent_runs_into_one_folder_cannot_both_succeed(strata_csv, tmp_path):
+def test_two_concurrent_runs_into_one_folder_cannot_both_succeed(
+    strata_csv, tmp_path, private_area, private_folder
+):
     args = [str(DPSYNTH), "synthesize", "--input", "counts.csv", *KEYS, "--epsilon", "1"]
     args += ["--mechanism", "truncated", "--out", "r", "--quiet"]
     runs = [
@@ -380,10 +420,13 @@ def test_two_concurrent_runs_into_one_folder_cannot_both_succeed(strata_csv, tmp
     ]
     codes = sorted(p.wait(timeout=300) for p in runs)
     assert codes == [0, 2, 2]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["counts.csv", "r", "r.private"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["counts.csv", "r"]
+    assert [private_folder(tmp_path / "r")] == list(private_area.iterdir())  # no partials
 
 
-def test_calibrate_prints_the_promise_and_spends_nothing(strata_csv, tmp_path, private_ledger):
+def test_calibrate_prints_the_promise_and_spends_nothing(
+    strata_csv, tmp_path, private_ledger, private_area
+):
     text = ok(
         "calibrate", "--input", "counts.csv", *KEYS, "--epsilon", "3", "--sets", "3",
         "--mechanism", "truncated", "--hyperparameters", "h.csv", cwd=tmp_path,
@@ -395,7 +438,7 @@ def test_calibrate_prints_the_promise_and_spends_nothing(strata_csv, tmp_path, p
         method="certified",
     )  # fmt: skip
     np.testing.assert_allclose(hyper["a"], cal.a, rtol=1e-12)
-    assert not private_ledger.exists()
+    assert not private_ledger.exists() and not private_area.exists()
     nominal = run(
         "calibrate", "--input", "counts.csv", *KEYS, "--epsilon", "1", "--mechanism", "pg",
         "--method", "paper", cwd=tmp_path,
@@ -423,7 +466,7 @@ def test_fractional_counts_are_refused_naming_the_rounding_option(tmp_path):
         assert sorted(p.name for p in tmp_path.iterdir()) == ["counts.csv"]
 
 
-def test_rounding_nearest_releases_the_rounded_table(tmp_path):
+def test_rounding_nearest_releases_the_rounded_table(tmp_path, private_folder):
     """--rounding nearest is a preprocessing and nothing else: the release equals, byte for
     byte, the release of the table rounded half to even beforehand (same test seed)."""
     FRACTIONAL.to_csv(tmp_path / "counts.csv", index=False)
@@ -444,9 +487,9 @@ def test_rounding_nearest_releases_the_rounded_table(tmp_path):
     assert info["rounding"]["mode"] == "nearest" and whole["rounding"]["mode"] == "refuse"
     assert "rounded table" in info["rounding"]["statement"]
     assert "3" not in json.dumps(info["rounding"])  # how many were rounded stays private
-    provenance = json.loads((tmp_path / "a.private" / "provenance.json").read_text())
+    provenance = json.loads((private_folder(tmp_path / "a") / "provenance.json").read_text())
     assert provenance["rounding"] == {"mode": "nearest", "strata_rounded": 3}
-    summary = (tmp_path / "a.private" / "summary.md").read_text()
+    summary = (private_folder(tmp_path / "a") / "summary.md").read_text()
     assert "3 fractional count(s) rounded half to even" in summary
 
     text = ok("calibrate", "--input", "counts.csv", *args[:-3], "--rounding", "nearest",

@@ -58,10 +58,11 @@ def _section(title: str) -> str:
 
 
 @pytest.mark.process
-def test_readme_synthesize_walkthrough_runs_as_written(tmp_path):
+def test_readme_synthesize_walkthrough_runs_as_written(tmp_path, private_area):
     """The analyst section's shell block, run as written (bash, from a copy of the project's
-    layout): it writes pa.csv, a release of 10 sets in release/ and spends the budget it
-    states in the (test's private) ledger, which `dpsynth ledger` then prints."""
+    layout): it writes pa.csv, a release of 10 sets in release/ (its private folder in the
+    test's steward area, where the command says) and spends the budget it states in the
+    (test's private) ledger, which `dpsynth ledger` then prints."""
     import os
     import subprocess
     import sys
@@ -78,6 +79,9 @@ def test_readme_synthesize_walkthrough_runs_as_written(tmp_path):
     manifest = json.loads((tmp_path / "release" / "manifest.json").read_text())
     assert (manifest["sets"], manifest["mechanism"]) == (10, "truncated")
     assert manifest["budget"]["epsilon_total"] == pytest.approx(1.2)
+    private = private_area / f"release-{manifest['seed_commitment'][:16]}"
+    assert (private / "provenance.json").exists() and f": {private}\n" in result.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".venv", "data", "pa.csv", "release"]
     ledger = Path(os.environ["DPSYNTH_LEDGER"]).read_text().splitlines()
     assert len(ledger) == 1 and json.loads(ledger[0])["epsilon"] == pytest.approx(1.2)
     assert "pa.csv" in result.stdout.split("Privacy budget spent")[1]  # `dpsynth ledger`

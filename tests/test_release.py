@@ -8,6 +8,7 @@ folder inside the release, row-order dependence, unsafe folders, inputs that sli
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -155,13 +156,13 @@ def test_only_named_columns_reach_the_release(csv, tmp_path):
 
 
 # --- 4. randomness -------------------------------------------------------------------
-def test_releases_draw_from_chacha_keyed_by_the_operating_system(csv, tmp_path):
+def test_releases_draw_from_chacha_keyed_by_the_operating_system(csv, tmp_path, private_folder):
     info = build_release(request_for(csv, tmp_path / "o", test_seed=None))
     assert info["purpose"] == "publication"
     assert "ChaCha20" in info["randomness"] and "operating system" in info["randomness"]
     generator = RootKey.fresh().generator("set:0")
     assert type(generator.bit_generator).__name__ == "ChaCha"
-    provenance = json.loads((tmp_path / "o.private" / "provenance.json").read_text())
+    provenance = json.loads((private_folder(tmp_path / "o") / "provenance.json").read_text())
     assert provenance["from_test_seed"] is False
     assert int(provenance["root_key"]).bit_length() > 200  # 256 random bits, not a small seed
 
@@ -226,15 +227,80 @@ def test_ledger_adds_up_releases_and_enforces_a_budget(csv, tmp_path, private_le
     assert len(Ledger(private_ledger).entries()) == 2
 
 
-# --- 9. private files beside the release -------------------------------------------------
-def test_release_folder_holds_only_what_the_manifest_lists(csv, tmp_path):
+# --- 9. private files apart from the release ---------------------------------------------
+def test_release_folder_holds_only_what_the_manifest_lists(csv, tmp_path, private_area):
     info = build_release(request_for(csv, tmp_path / "out", sets=2))
     listed = {entry["path"] for entry in info["files"].values()}
     assert set(listing(tmp_path / "out")) == listed | {"manifest.json"}
-    private = tmp_path / "out.private"
+    assert listing(tmp_path) == ["out", "s.csv"]  # nothing beside the release
+    # by default in the steward's folder, named after --out and the seed commitment
+    private = private_area / f"out-{info['seed_commitment'][:16]}"
+    assert listing(private_area) == [private.name]
     assert {"provenance.json", "summary.md"} <= set(listing(private))
-    assert listing(tmp_path) == ["out", "out.private", "s.csv"]
     assert oct(private.stat().st_mode & 0o777) == "0o700"
+    assert oct(private_area.stat().st_mode & 0o777) == "0o700"
+    assert oct((tmp_path / "out").stat().st_mode & 0o777) == "0o755"
+
+
+def test_the_default_private_area_is_in_the_home_without_xdg(csv, tmp_path, monkeypatch):
+    monkeypatch.delenv("XDG_DATA_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    info = build_release(request_for(csv, tmp_path / "out"))
+    area = tmp_path / "home" / ".local" / "share" / "dpsynth" / "private"
+    assert listing(area) == [f"out-{info['seed_commitment'][:16]}"]
+
+
+def test_releases_never_share_a_private_folder(csv, tmp_path, private_area):
+    """Same --out name in two places, and one --out replaced with --force: each release
+    gets its own private folder, and a replaced release's key is kept."""
+    infos = [build_release(request_for(csv, tmp_path / "a" / "out")),
+             build_release(request_for(csv, tmp_path / "b" / "out")),
+             build_release(request_for(csv, tmp_path / "b" / "out", force=True))]  # fmt: skip
+    names = [f"out-{info['seed_commitment'][:16]}" for info in infos]
+    assert listing(private_area) == sorted(names) and len(set(names)) == 3
+    for info, name, out in zip(infos, names, ("a", "b", "b"), strict=True):
+        provenance = json.loads((private_area / name / "provenance.json").read_text())
+        assert provenance["release"] == str(tmp_path / out / "out")
+        opened = f"{provenance['seed_commitment_salt']}:{provenance['root_key']}".encode()
+        assert hashlib.sha256(opened).hexdigest() == info["seed_commitment"]
+
+
+def test_private_dir_puts_the_private_folder_where_it_says(csv, tmp_path, private_area):
+    keys = tmp_path / "vault" / "2026"
+    build_release(request_for(csv, tmp_path / "out", private_dir=keys))
+    assert {"provenance.json", "summary.md"} <= set(listing(keys))
+    assert oct(keys.stat().st_mode & 0o777) == "0o700"
+    assert not private_area.exists()
+    assert listing(tmp_path) == ["out", "s.csv", "vault"]
+    # --force replaces an earlier private folder there, and nothing else
+    with pytest.raises(ReleaseError, match="not empty; choose another --private-dir"):
+        build_release(request_for(csv, tmp_path / "new", private_dir=keys))
+    build_release(request_for(csv, tmp_path / "out", private_dir=keys, force=True))
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    (photos / "holiday.jpg").write_text("precious")
+    with pytest.raises(ReleaseError, match="holds no dpsynth private folder"):
+        build_release(request_for(csv, tmp_path / "out", private_dir=photos, force=True))
+    with pytest.raises(ReleaseError, match="holds no dpsynth private folder"):  # a release
+        build_release(request_for(csv, tmp_path / "new", private_dir=tmp_path / "out", force=True))
+    assert (photos / "holiday.jpg").read_text() == "precious"
+
+
+def test_no_public_file_names_the_private_folder(csv, tmp_path, private_area, private_folder):
+    """A path can name the steward (a user name): the public folder never holds it."""
+    STRATA.drop(columns="prior_rate").to_csv(tmp_path / "n.csv", index=False)
+    build_release(request_for(tmp_path / "n.csv", tmp_path / "a", sanitised_prior_by=("region",)))
+    build_release(request_for(csv, tmp_path / "b", private_dir=tmp_path / "steward_keys",
+                              output_format="csv"))  # fmt: skip
+    for out, private in ((tmp_path / "a", private_folder(tmp_path / "a")),
+                         (tmp_path / "b", tmp_path / "steward_keys")):  # fmt: skip
+        assert (private / "provenance.json").exists()
+        secrets_ = {str(private), str(private.resolve()), str(private.parent.resolve())}
+        assert len(listing(out)) >= 3
+        for path in out.iterdir():
+            data = path.read_bytes()
+            for text in secrets_:
+                assert text.encode() not in data, (path, text)
 
 
 # --- 10. row order ---------------------------------------------------------------------
@@ -274,17 +340,24 @@ def test_working_directory_and_its_ancestors_are_refused(csv, tmp_path, monkeypa
     assert listing(work) == []
 
 
-def test_a_failure_while_writing_leaves_nothing(csv, tmp_path, monkeypatch):
+@pytest.mark.parametrize("step", ["write_private", "install"])
+@pytest.mark.parametrize("private_dir", [None, "keys"])
+def test_a_failure_while_writing_leaves_nothing(csv, tmp_path, monkeypatch, private_area,
+                                                step, private_dir):  # fmt: skip
     def fail(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(release_folder, "install", fail)
+    import dpsynth.release
+
+    monkeypatch.setattr(release_folder if step == "install" else dpsynth.release, step, fail)
+    keys = None if private_dir is None else tmp_path / private_dir
     with pytest.raises(RuntimeError, match="disk full"):
-        build_release(request_for(csv, tmp_path / "out"))
+        build_release(request_for(csv, tmp_path / "out", private_dir=keys))
     assert listing(tmp_path) == ["s.csv"]
+    assert not private_area.exists() or listing(private_area) == []
 
 
-def test_stale_partials_of_dead_processes_are_removed(csv, tmp_path):
+def test_stale_partials_of_dead_processes_are_removed(csv, tmp_path, private_area):
     dead = tmp_path / ".out.999999999.abc123.partial"
     dead.mkdir()
     (dead / "provenance.json").write_text("{}")  # a killed run's private files
@@ -294,8 +367,13 @@ def test_stale_partials_of_dead_processes_are_removed(csv, tmp_path):
     assert removed == [dead] and not dead.exists() and alive.exists()
     alive.rmdir()
     dead.mkdir()
+    private_area.mkdir(parents=True)
+    dead_private = private_area / ".out-0123456789abcdef.999999999.abc123.partial"
+    dead_private.mkdir()
+    (dead_private / "provenance.json").write_text("{}")
     build_release(request_for(csv, tmp_path / "out"))  # the next release cleans up
-    assert listing(tmp_path) == ["out", "out.private", "s.csv"]
+    assert listing(tmp_path) == ["out", "s.csv"]
+    assert not dead_private.exists() and len(listing(private_area)) == 1
 
 
 def test_empty_out_folder_is_taken_over(csv, tmp_path):

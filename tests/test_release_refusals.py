@@ -143,12 +143,14 @@ def test_a_target_below_the_rounding_floor_is_refused_for_every_table(tmp_path, 
 def test_a_ledger_inside_the_release_folders_is_refused(tmp_path):
     path = tmp_path / "s.csv"
     TWO_CELLS.assign(count=[143, 127]).to_csv(path, index=False)
-    build_release(request_for(path, tmp_path / "out"))
-    for inside in (tmp_path / "out.private" / "ledger.jsonl", tmp_path / "out" / "l.jsonl"):
+    keys = tmp_path / "keys"
+    build_release(request_for(path, tmp_path / "out", private_dir=keys))
+    for inside in (keys / "ledger.jsonl", tmp_path / "out" / "l.jsonl"):
+        request = request_for(
+            path, tmp_path / "out", private_dir=keys, force=True, ledger=inside, budget=1.5
+        )
         with pytest.raises(ReleaseError, match="ledger .* inside"):
-            build_release(
-                request_for(path, tmp_path / "out", force=True, ledger=inside, budget=1.5)
-            )
+            build_release(request)
         assert not inside.exists()
     # outside the release folders the ledger keeps counting across --force
     ledger = tmp_path / "ledger.jsonl"
@@ -156,6 +158,58 @@ def test_a_ledger_inside_the_release_folders_is_refused(tmp_path):
     with pytest.raises(ReleaseError, match="budget"):
         build_release(request_for(path, tmp_path / "out", force=True, ledger=ledger, budget=1.5))
     assert len(Ledger(ledger).entries()) == 1
+
+
+#: --private-dir relative to --out "rel/2026": (where, what the refusal says).
+NOT_APART = {
+    "the release folder itself": ("rel/2026", "is the release folder"),
+    "inside the release folder": ("rel/2026/keys", "lies inside the release folder"),
+    "around the release folder": ("rel", "lies inside the private folder"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NOT_APART))
+@pytest.mark.parametrize("existing", [False, True])
+def test_a_private_folder_not_apart_from_the_release_is_refused_before_anything(
+    tmp_path, private_ledger, case, existing
+):
+    """The release folder is published whole: a private folder in it, around it or equal to
+    it is refused, naming both, before any file is written or any budget spent (also over
+    an earlier release with --force)."""
+    path = tmp_path / "s.csv"
+    TWO_CELLS.assign(count=[143, 127]).to_csv(path, index=False)
+    out = tmp_path / "rel" / "2026"
+    if existing:
+        build_release(request_for(path, out, ledger=tmp_path / "first.jsonl"))
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    where, problem = NOT_APART[case]
+    private = tmp_path / where
+    with pytest.raises(ReleaseError, match=problem) as err:
+        build_release(request_for(path, out, private_dir=private, force=existing))
+    assert f"private folder {private}" in str(err.value)
+    assert f"release folder {out}" in str(err.value)
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+    assert not private_ledger.exists()
+
+
+def test_a_release_in_the_private_area_is_refused(tmp_path, private_ledger, private_area):
+    """With the default private folder, a release among the private folders would put them
+    beside it: refused, naming both, before anything."""
+    path = tmp_path / "s.csv"
+    TWO_CELLS.assign(count=[143, 127]).to_csv(path, index=False)
+    out = private_area / "rel"
+    with pytest.raises(ReleaseError, match="lies in the steward's private area") as err:
+        build_release(request_for(path, out))
+    assert str(out) in str(err.value) and str(private_area) in str(err.value)
+    assert not private_area.exists() and not private_ledger.exists()
+
+
+def test_a_private_folder_beside_the_release_is_the_stewards_explicit_choice(tmp_path):
+    """Beside the release (the hazard of publishing their parent) only when asked for."""
+    path = tmp_path / "s.csv"
+    TWO_CELLS.assign(count=[143, 127]).to_csv(path, index=False)
+    build_release(request_for(path, tmp_path / "rel", private_dir=tmp_path / "rel.keys"))
+    assert (tmp_path / "rel.keys" / "provenance.json").exists()
 
 
 @pytest.mark.parametrize(

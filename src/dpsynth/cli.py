@@ -43,9 +43,13 @@ output (--out release/):
   release/synthetic.parquet      PUBLIC: all sets, long: set, keys..., count, population
   release/hyperparameters.parquet PUBLIC: keys..., a, b, population, prior_rate, lower, upper
   release/prior.parquet          PUBLIC, with --sanitised-prior-by: noisy group totals
-  release.private/               PRIVATE, beside the release, never inside it: the root
-                                 key, the input's SHA-256, summary.md with the original
-                                 totals and plots; never publish it
+
+private folder (--private-dir, default a new folder in $XDG_DATA_HOME/dpsynth/private/,
+i.e. ~/.local/share/dpsynth/private/release-<16 hex digits of the seed commitment>/):
+  provenance.json, summary.md    PRIVATE, never publish: the root key, the input's SHA-256,
+                                 the original totals and plots. Kept apart from the
+                                 release, so publishing the folder that holds the release
+                                 does not publish the key; the command prints where it went
 
 randomness: ChaCha20 keyed with 256 bits from the operating system; a user seed only with
 --insecure-test-seed, which marks the release "reproducible test, not for publication".
@@ -298,14 +302,25 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         type=Path,
         metavar="DIR",
-        help="release folder to create (public); the private folder DIR.private is made "
-        "beside it. Built in hidden partial folders and renamed into place when complete",
+        help="release folder to create (public: publish it whole). Built in a hidden partial "
+        "folder and renamed into place when complete",
+    )
+    io.add_argument(
+        "--private-dir",
+        type=Path,
+        metavar="DIR",
+        help="the steward's private folder to create (root key, original totals; never "
+        "publish it). Default: a new folder in $XDG_DATA_HOME/dpsynth/private/ "
+        "(~/.local/share/dpsynth/private/) named after --out and the manifest's "
+        "seed_commitment. Refused if it is --out, inside it or around it; a folder beside "
+        "--out is published with it whenever their parent folder is",
     )
     io.add_argument(
         "--force",
         action="store_true",
-        help="replace --out (and DIR.private) if it holds an earlier dpsynth release; "
-        "folders that are not dpsynth releases are never replaced",
+        help="replace --out if it holds an earlier dpsynth release, and --private-dir if it "
+        "holds an earlier private folder; other folders are never replaced (a default "
+        "private folder is always new, earlier ones are kept)",
     )
     io.add_argument(
         "--format",
@@ -350,7 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--quiet", action="store_true", help="no progress bar (shown only on a terminal anyway)"
     )
 
-    summary = syn.add_argument_group("summary (DIR.private/summary.md)")
+    summary = syn.add_argument_group("summary (summary.md in the private folder)")
     summary.add_argument(
         "--group-by",
         metavar="COLUMN",
@@ -402,6 +417,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _synthesize(args) -> int:
     from dpsynth.release import ReleaseError, build_release
+    from dpsynth.release.folder import PROVENANCE
 
     try:
         request = _request(
@@ -415,6 +431,7 @@ def _synthesize(args) -> int:
             fips_column=args.fips_column,
             county_frame=args.county_frame,
             output_format=args.output_format,
+            private_dir=args.private_dir,
             force=args.force,
             progress=False if args.quiet else None,
         )
@@ -427,13 +444,22 @@ def _synthesize(args) -> int:
         print(f"dpsynth synthesize: error: {err}", file=sys.stderr)
         return 2
     budget = info["budget"]
+    private = request.private_folder(info["seed_commitment"])
     print(
         f"wrote {args.out}: {info['sets']} synthetic set(s) of {info['strata']} strata "
         f"(total {info['total']}), {info['mechanism']} / {info['method']} "
         f"({info['guarantee']['status']}), epsilon {budget['epsilon_total']:g} in total "
-        f"({budget['epsilon_per_set']:g} per set), delta {budget['delta_total']:g}; "
-        f"private files in {args.out}.private (never publish them)"
+        f"({budget['epsilon_per_set']:g} per set), delta {budget['delta_total']:g}\n"
+        f"private files (root key, original totals; never publish them): {private}"
     )
+    beside = args.out.parent / f"{args.out.name}.private"  # where dpsynth once wrote them
+    if (beside / PROVENANCE).is_file() and beside.resolve() != private.resolve():
+        print(
+            f"dpsynth synthesize: warning: {beside}, beside the release, is an earlier "
+            "release's private folder (dpsynth once wrote them there); whoever publishes the "
+            "folder that holds the release publishes it too: move it elsewhere",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -9,8 +9,9 @@ over its epsilon budget::
     ledger.spend(dataset_hash, 1.0, 0.0, budget=5.0, label="deaths.csv", release="out/")
     print(format_summary(ledger))
 
-The ledger lives outside any release folder (``default_ledger_path``) and must never be
-published: it holds hashes of the confidential inputs, which confirm a guessed dataset.
+The ledger lives outside any release folder (``default_ledger_path``, in the steward's
+folder :func:`steward_home`) and must never be published: it holds hashes of the
+confidential inputs, which confirm a guessed dataset.
 
 One line per release (JSON Lines, appended, never rewritten)::
 
@@ -51,16 +52,22 @@ class LedgerError(Exception):
     """The ledger refuses a release (budget), or a ledger file cannot be read."""
 
 
-def default_ledger_path() -> Path:
-    """``$DPSYNTH_LEDGER`` if set, else ``$XDG_DATA_HOME/dpsynth/ledger.jsonl``.
+def steward_home() -> Path:
+    """The steward's own dpsynth folder, ``$XDG_DATA_HOME/dpsynth``: where the ledger and
+    the releases' private folders go by default. Never publish it.
 
     ``XDG_DATA_HOME`` defaults to ``~/.local/share`` when unset or empty.
     """
+    data_home = os.environ.get("XDG_DATA_HOME") or "~/.local/share"
+    return Path(data_home).expanduser() / "dpsynth"
+
+
+def default_ledger_path() -> Path:
+    """``$DPSYNTH_LEDGER`` if set, else ``ledger.jsonl`` in :func:`steward_home`."""
     explicit = os.environ.get("DPSYNTH_LEDGER")
     if explicit:
         return Path(explicit).expanduser()
-    data_home = os.environ.get("XDG_DATA_HOME") or "~/.local/share"
-    return Path(data_home).expanduser() / "dpsynth" / "ledger.jsonl"
+    return steward_home() / "ledger.jsonl"
 
 
 @dataclass(frozen=True)

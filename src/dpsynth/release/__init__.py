@@ -4,16 +4,22 @@ This is the library side of ``dpsynth synthesize`` (``dpsynth.cli`` only parses 
 The guarantee is about the whole release, under the neighbouring relation of
 :data:`~dpsynth.release.request.NEIGHBOURS`, proved in ``docs/privacy.md``.
 
-Layout. ``--out release/`` gives two sibling folders::
+Layout. ``--out release/`` gives two folders, apart::
 
     release/                 PUBLIC: publish it whole
         manifest.json        what the release is and promises (docs/manifest.md)
         synthetic.parquet    the sets, long: set, keys..., count, population (sorted by key)
         hyperparameters.parquet  keys..., a, b, population, prior_rate, lower, upper
         prior.parquet        with --sanitised-prior-by: the groups' noisy totals and rates
-    release.private/         PRIVATE: never publish; beside the release, never inside it
+    ~/.local/share/dpsynth/private/release-<16 hex digits>/
+                             PRIVATE: never publish. By default in the steward's folder
+                             ($XDG_DATA_HOME/dpsynth, beside the ledger), named after --out
+                             and the start of the manifest's seed_commitment; or wherever
+                             --private-dir says, never inside the release nor around it
         provenance.json      the root key, the commitment's salt, the input's path and SHA-256
         summary.md, *.png    synthetic vs original totals (and a county map)
+
+The public folder never names the private one (``tests/test_release.py`` checks).
 
 Steps (each module has one idea): :mod:`.request` (options, budget split),
 :mod:`.inputs` (reading, checking, sorting), :mod:`.design` (prior, calibration,
@@ -121,8 +127,13 @@ def build_release(request: ReleaseRequest) -> dict:
     """Check, calibrate, record the spending, draw and install; return the manifest."""
     budget = plan_budget(request)
     manifest.check_method(request)
+    root = RootKey.from_seed(request.test_seed) if request.test_seed is not None else None
+    root = root or RootKey.fresh()
+    salt = secrets.token_hex(16)
+    private = request.private_folder(root.commitment(salt))
     folder.check_destination(request.out, request.force)
-    folder.check_destination(request.private_dir, request.force)
+    folder.check_apart(request.out, private)
+    folder.check_destination(private, request.force, private=True)
     strata = load_strata(request)
     for option, name in (("--group-by", request.group_by), ("--fips-column", request.fips_column)):
         if name is not None and name not in strata.keys.columns:
@@ -140,19 +151,17 @@ def build_release(request: ReleaseRequest) -> dict:
             "rate, no budget) instead of spending --prior-epsilon on it"
         )
     design = Design(request.mechanism, request.method, budget, request.tail, request.inflation)
-    root = RootKey.from_seed(request.test_seed) if request.test_seed is not None else None
-    root = root or RootKey.fresh()
 
     # Spent before anything is drawn: a release that fails later still counts. A public
     # prior makes the calibration and every check on it public, so they come first and a
     # refusal costs nothing; a sanitised prior is drawn, so its budget is spent before it.
     spend_first = public_prior(request, strata) is None
     if spend_first:
-        _spend(request, strata, budget)
+        _spend(request, strata, budget, private)
     rates, prior_table, prior_block = _prior(request, strata, budget, root)
     cal = _checked_calibration(request, design, strata, rates)
     if not spend_first:
-        _spend(request, strata, budget)
+        _spend(request, strata, budget, private)
 
     try:
         sampler = design.sampler(strata.counts, cal)
@@ -167,19 +176,22 @@ def build_release(request: ReleaseRequest) -> dict:
         ) from err
     synthetic = _draw(sampler, budget.sets, root, cal.n_cells, request.progress)
 
-    parent = request.out.resolve().parent
-    parent.mkdir(parents=True, exist_ok=True)
-    with folder.parent_lock(parent):
-        folder.remove_stale_partials(parent)  # left by killed runs; they may hold a key
+    if request.private_dir is None:  # the steward's area: its listing is private too
+        private.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with folder.parent_locks((private, request.out)) as parents:
+        for parent in parents:
+            folder.remove_stale_partials(parent)  # left by killed runs; they may hold a key
     partials = {}
     try:
-        partials[request.private_dir] = folder.new_partial(request.private_dir)
+        partials[private] = folder.new_partial(private)
         partials[request.out] = folder.new_partial(request.out)
-        info = write_release(partials[request.out], request, strata, cal, synthetic, budget, root)
+        info = write_release(
+            partials[request.out], request, strata, cal, synthetic, budget, root, salt
+        )
         info["sampler"] = {"tail": sampler.tail, "tv_bound": sampler.tv_bound}
-        write_private(partials[request.private_dir], request, strata, cal, synthetic, root, info)
+        write_private(partials[private], request, strata, cal, synthetic, root, info)
         _finish_manifest(partials[request.out], info, prior_table, prior_block, design)
-        folder.install(partials, request.force)
+        folder.install(partials, request.force, private)
     finally:
         for partial in partials.values():
             if partial.exists():
@@ -213,11 +225,11 @@ def _checked_calibration(request, design: Design, strata: Strata, rates):
     return cal
 
 
-def _spend(request: ReleaseRequest, strata: Strata, budget: Budget) -> None:
+def _spend(request: ReleaseRequest, strata: Strata, budget: Budget, private: Path) -> None:
     from dpsynth.ledger import Ledger, LedgerError, default_ledger_path
 
     path = Path(request.ledger or default_ledger_path())
-    for folder_ in (request.out, request.private_dir):
+    for folder_ in (request.out, private):
         if path.resolve().is_relative_to(folder_.resolve()):
             # the folder is replaced by this release (--force) or refused: the ledger would
             # be lost, or published, and its budget reset
@@ -252,8 +264,9 @@ def _write_table(frame: pd.DataFrame, path: Path) -> None:
         frame.to_parquet(path, index=False)
 
 
-def write_release(tmp: Path, request, strata, cal, synthetic, budget, root) -> dict:
-    """Write the public files; return what the manifest and provenance need."""
+def write_release(tmp: Path, request, strata, cal, synthetic, budget, root, salt) -> dict:
+    """Write the public files; return what the manifest and provenance need (``salt``: the
+    seed commitment's, :meth:`RootKey.commitment`)."""
     suffix = ".csv" if request.output_format == "csv" else ".parquet"
     keys = list(strata.keys.columns)
     sets, cells = synthetic.shape
@@ -287,7 +300,7 @@ def write_release(tmp: Path, request, strata, cal, synthetic, budget, root) -> d
     )
     return dict(
         files=files,
-        salt=secrets.token_hex(16),
+        salt=salt,
         suffix=suffix,
         keys=keys,
         budget=budget,

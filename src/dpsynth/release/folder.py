@@ -1,17 +1,22 @@
 """Installing a release folder safely: whole or not at all, never over someone else's.
 
-A release (and the steward's private folder beside it) is written into a hidden partial
-folder ``.<name>.<pid>.<random>.partial`` next to its destination and renamed into place
-only when complete, under an exclusive lock on the destination's parent folder, so:
+A release and the steward's private folder (wherever ``--private-dir`` puts it) are each
+written into a hidden partial folder ``.<name>.<pid>.<random>.partial`` next to their
+destination and renamed into place only when both are complete, under exclusive locks on
+the destinations' parent folders, so:
 
-* a killed run leaves no release, only a partial folder, which the next release into the
-  same parent removes (its process is gone) before it starts;
+* a killed run leaves no release and no private folder, only partial folders, which the
+  next release into the same parent folders removes (their process is gone) before it
+  starts;
 * two concurrent runs into one ``--out`` cannot both succeed: the second finds the first's
   release in place and stops, naming it;
-* an existing folder is replaced only with ``force`` and only when it holds a dpsynth
-  manifest (a release of ours, or our private folder); an empty folder is taken over;
+* an existing folder is replaced only with ``force`` and only when it is a dpsynth folder
+  of the same kind (a release with our manifest, a private folder with our provenance);
+  an empty folder is taken over;
 * the working directory and its ancestors are refused outright (``--out .`` would
-  otherwise replace the folder the command runs in).
+  otherwise replace the folder the command runs in);
+* the private folder is never the release folder, inside it, or around it
+  (:func:`check_apart`): the release is published whole.
 """
 
 from __future__ import annotations
@@ -36,39 +41,64 @@ PROVENANCE = "provenance.json"
 _PARTIAL = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]+\.partial$")
 
 
-def _is_ours(folder: Path) -> bool:
-    for marker in (MANIFEST, PROVENANCE):
-        path = folder / marker
-        if path.is_file():
-            try:
-                return FORMAT_KEY in json.loads(path.read_text())
-            except (OSError, ValueError):
-                return False
-    return False
+def _is_ours(folder: Path, marker: str) -> bool:
+    path = folder / marker
+    if not path.is_file():
+        return False
+    try:
+        return FORMAT_KEY in json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
 
 
-def check_destination(out: Path, force: bool) -> None:
-    """Refuse a destination that cannot or must not be replaced (checked again at install)."""
+def check_destination(out: Path, force: bool, *, private: bool = False) -> None:
+    """Refuse a destination that cannot or must not be replaced (checked again at install).
+
+    ``private``: ``out`` is the steward's private folder (``--private-dir``), which replaces
+    only a private folder of ours; else the release folder (``--out``), only a release.
+    """
+    option, marker = ("--private-dir", PROVENANCE) if private else ("--out", MANIFEST)
+    kind = "private folder" if private else "release"
     resolved = out.resolve()
     cwd = Path.cwd().resolve()
     if resolved == cwd or resolved in cwd.parents:
         raise ReleaseError(
             f"{out}: is the working directory or one of its ancestors; choose a new folder "
-            "for the release (e.g. --out release/)"
+            f"for {option}"
         )
     if out.exists() and not out.is_dir():
-        raise ReleaseError(f"{out}: exists and is not a folder; expected a folder for the release")
+        raise ReleaseError(f"{out}: exists and is not a folder; expected a folder for {option}")
     if out.is_dir() and any(out.iterdir()):
         if not force:
             raise ReleaseError(
-                f"{out}: folder exists and is not empty; choose another --out or pass --force "
-                "to replace a dpsynth release"
+                f"{out}: folder exists and is not empty; choose another {option} or pass "
+                f"--force to replace a dpsynth {kind}"
             )
-        if not _is_ours(out):
+        if not _is_ours(out, marker):
             raise ReleaseError(
-                f"{out}: folder exists and holds no dpsynth release ({MANIFEST} with "
-                f"{FORMAT_KEY!r}); --force replaces only dpsynth releases"
+                f"{out}: folder exists and holds no dpsynth {kind} ({marker} with "
+                f"{FORMAT_KEY!r}); --force replaces only a dpsynth {kind} there"
             )
+
+
+def check_apart(out: Path, private: Path) -> None:
+    """Refuse a private folder that is the release folder, lies inside it or holds it:
+    the release folder is published whole, and a private folder around it would be
+    replaced or published with it."""
+    release, steward = out.resolve(), private.resolve()
+    if steward == release:
+        problem = f"the private folder {private} is the release folder {out}"
+    elif steward.is_relative_to(release):
+        problem = f"the private folder {private} lies inside the release folder {out}"
+    elif release.is_relative_to(steward):
+        problem = f"the release folder {out} lies inside the private folder {private}"
+    else:
+        return
+    raise ReleaseError(
+        f"{problem}: the release folder is published whole and the private folder (the root "
+        "key, the original totals) never, so they must be apart; choose a --private-dir "
+        "outside --out and not around it"
+    )
 
 
 @contextlib.contextmanager
@@ -82,6 +112,17 @@ def parent_lock(parent: Path) -> Iterator[None]:
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+@contextlib.contextmanager
+def parent_locks(destinations) -> Iterator[list[Path]]:
+    """:func:`parent_lock` on every destination's parent folder (each once, in sorted
+    order, so two runs never wait for each other in a cycle); yields the parents."""
+    parents = sorted({Path(dest).parent.resolve() for dest in destinations})
+    with contextlib.ExitStack() as stack:
+        for parent in parents:
+            stack.enter_context(parent_lock(parent))
+        yield parents
 
 
 def _alive(pid: int) -> bool:
@@ -115,23 +156,22 @@ def new_partial(destination: Path) -> Path:
     return path
 
 
-def install(partials: dict[Path, Path], force: bool) -> None:
-    """Rename each finished partial folder onto its destination, under the parent's lock.
+def install(partials: dict[Path, Path], force: bool, private: Path) -> None:
+    """Rename each finished partial folder onto its destination, under the parents' locks.
 
-    ``partials`` maps destination -> finished partial. Every destination is checked before
-    any is touched; an old dpsynth folder is replaced only with ``force``.
+    ``partials`` maps destination -> finished partial, in the order they are renamed (the
+    private folder first: a run killed in between leaves a private folder without its
+    release, never a release without its key). Every destination is checked before any is
+    touched; an old dpsynth folder is replaced only with ``force``. ``private`` (one of the
+    destinations) stays readable by its owner only (0700), the others become 0755.
     """
-    parents = {dest.parent.resolve() for dest in partials}
-    if len(parents) != 1:
-        raise ValueError("all destinations of one release must share a parent folder")
-    parent = next(iter(parents))
-    with parent_lock(parent):
+    with parent_locks(partials):
         for dest in partials:
-            check_destination(dest, force)
+            check_destination(dest, force, private=dest == private)
         for dest, partial in partials.items():
-            os.chmod(partial, 0o755 if dest.suffix != ".private" else 0o700)
+            os.chmod(partial, 0o700 if dest == private else 0o755)
             if dest.is_dir():
-                old = parent / f".{dest.name}.{os.getpid()}.{secrets.token_hex(6)}.partial"
+                old = dest.parent / f".{dest.name}.{os.getpid()}.{secrets.token_hex(6)}.partial"
                 os.rename(dest, old)
                 os.rename(partial, dest)
                 shutil.rmtree(old)

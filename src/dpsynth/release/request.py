@@ -18,6 +18,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from dpsynth.ledger import steward_home
+
 #: The unit of privacy, stated once and copied into the manifest and ``--help``.
 NEIGHBOURS = (
     "Two tables of counts are neighbours when they differ by one event moved from one "
@@ -72,6 +74,9 @@ class ReleaseRequest:
     fips_column: str | None = None
     county_frame: Path | None = None
     output_format: str = "parquet"
+    #: the steward's private folder (root key, summary of the original totals); None: a
+    #: new folder in the steward's private area (:meth:`private_folder`)
+    private_dir: Path | None = None
     force: bool = False
     progress: bool | None = None  # None: only on a terminal
 
@@ -85,10 +90,29 @@ class ReleaseRequest:
         ``cross-product`` (checked), ``declared`` (``--strata input``) or ``external-file``."""
         return {None: "cross-product", "input": "declared"}.get(self.strata, "external-file")
 
-    @property
-    def private_dir(self) -> Path:
-        """The steward's folder, beside the release and never inside it."""
-        return self.out.parent / f"{self.out.name}.private"
+    def private_folder(self, commitment: str) -> Path:
+        """Where the release whose manifest has seed commitment ``commitment`` puts its
+        private folder: ``private_dir``, or by default a new folder
+        ``<out name>-<first 16 hex digits of the commitment>`` in :func:`private_area`,
+        away from the release so that publishing the folder that holds the release does not
+        publish its key. The commitment links a published manifest to its private folder.
+        """
+        if self.private_dir is not None:
+            return self.private_dir
+        area = private_area()
+        if self.out.resolve().is_relative_to(area.resolve()):
+            raise ReleaseError(
+                f"--out {self.out} lies in the steward's private area {area}, where the "
+                "private folders go by default; put the release elsewhere (or give "
+                "--private-dir)"
+            )
+        return area / f"{self.out.resolve().name}-{commitment[:16]}"
+
+
+def private_area() -> Path:
+    """The folder of the releases' private folders by default: ``private/`` in the
+    steward's folder (``$XDG_DATA_HOME/dpsynth``, beside the default ledger)."""
+    return steward_home() / "private"
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The data steward's private summary: synthetic vs original totals, and a county map.
 
-Written into the private folder beside the release (never inside it): it shows the
-original, confidential totals.
+Written into the steward's private folder (apart from the release, never inside it): it
+shows the original, confidential totals.
 """
 
 from __future__ import annotations
@@ -134,8 +134,8 @@ def write_summary(folder: Path, request, strata, cal, synthetic, guarantee: str)
     lines = [
         "# Synthetic release: summary for the data steward",
         "",
-        "**Private: this file shows the original (confidential) totals. Do not publish "
-        "the `private/` folder.**",
+        "**Private: this file shows the original (confidential) totals. Never publish "
+        "this folder.**",
         "",
         f"- input: `{request.input.name}`, {cal.n_cells} strata, total {cal.total} events",
         f"- mechanism `{cal.mechanism}`, calibration `{cal.method}`: {guarantee}",
