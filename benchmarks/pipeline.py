@@ -40,25 +40,18 @@ import numpy as np
 import pandas as pd
 from study1 import gamma_floor
 from workflow_helpers import merged
-from workflow_timing import BIN, copy_project
+from workflow_timing import BIN, copy_project, single_thread_env
 
 XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 
 
 def run_logged(work: Path, *args: str) -> float:
     """Run snakemake in ``work`` with progress lines on stderr; wall seconds."""
-    env = dict(
-        os.environ,
-        OPENBLAS_NUM_THREADS="1",
-        OMP_NUM_THREADS="1",
-        MKL_NUM_THREADS="1",
-        PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-    )
     start = time.perf_counter()
     with subprocess.Popen(
         [str(BIN / "snakemake"), *args],
         cwd=work,
-        env=env,
+        env=single_thread_env(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,

@@ -15,7 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from workflow_helpers import BIN, REPO, copy_project
 
-__all__ = ["BIN", "REPO", "copy_project", "timed_snakemake"]
+__all__ = ["BIN", "REPO", "copy_project", "single_thread_env", "timed_snakemake"]
 
 # Runs a command and prints the peak resident memory of its process tree's largest member,
 # so that the measurement covers that one run only.
@@ -25,21 +25,26 @@ PEAK_RSS = (
 )
 
 
-def timed_snakemake(work: Path, *args: str) -> tuple[float, int]:
-    """Wall seconds and peak KiB (largest single process) of one Snakemake run in ``work``."""
-    env = dict(
+def single_thread_env() -> dict[str, str]:
+    """This environment with one BLAS/OpenMP thread per process and the environment's
+    ``bin`` (snakemake's) first on PATH: how every benchmark runs Snakemake."""
+    return dict(
         os.environ,
         OPENBLAS_NUM_THREADS="1",
         OMP_NUM_THREADS="1",
         MKL_NUM_THREADS="1",
         PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
     )
+
+
+def timed_snakemake(work: Path, *args: str) -> tuple[float, int]:
+    """Wall seconds and peak KiB (largest single process) of one Snakemake run in ``work``."""
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-c", PEAK_RSS, str(BIN / "snakemake"), *args],
         cwd=work,
         check=True,
-        env=env,
+        env=single_thread_env(),
         capture_output=True,
         text=True,
     )

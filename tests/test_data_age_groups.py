@@ -1,5 +1,6 @@
 """The modelled county age groups: the model's pieces and the shipped file."""
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 
 from dpsynth.data.age_groups import (
     AGE_GROUPS,
+    age_bounds,
     age_group_wide,
     aggregate_age_groups,
     group_edges,
@@ -161,3 +163,13 @@ def test_group_population_selects_one_group_in_the_requested_order(shipped):
         group_population(shipped, "40-49")
     with pytest.raises(KeyError):
         group_population(shipped, "35-44", ["99999"])
+
+
+def test_age_labels_read_as_their_bounds():
+    assert age_bounds("<1") == (0, 1)
+    assert age_bounds("1-4") == (1, 5)
+    assert age_bounds("35-44") == (35, 45)
+    assert age_bounds("85+") == (85, None)
+    for label in ("35", "35-", "+85", "35 to 44"):
+        with pytest.raises(ValueError, match=re.escape(f"age group '{label}'")):
+            age_bounds(label)

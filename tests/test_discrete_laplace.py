@@ -7,6 +7,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from conftest import discrete_laplace_log_cdf
 from scipy import stats
 
 from dpsynth.privacy import discrete_laplace as dl
@@ -25,21 +26,9 @@ ALPHA = 1e-3  # significance of each goodness-of-fit test (fixed seeds: determin
 ALPHA_UNSEEDED = 1e-5
 
 
-def log_cdf(k, scale) -> np.ndarray:
-    """log P(X <= k): q^|k| / (1 + q) for k < 0, 1 - q^(k+1) / (1 + q) for k >= 0."""
-    c = float(1 / Fraction(scale))
-    k = np.atleast_1d(np.asarray(k, dtype=float))
-    log_1pq = math.log1p(math.exp(-c))
-    out = np.empty(k.shape)
-    negative = k < 0
-    out[negative] = -np.abs(k[negative]) * c - log_1pq
-    out[~negative] = np.log1p(-np.exp(-(k[~negative] + 1) * c - log_1pq))
-    return out
-
-
 def bin_probabilities(edges, scale) -> np.ndarray:
     """P(edges[i] <= X < edges[i+1]) for integer edges (first/last bins open-ended)."""
-    cdf = np.exp(log_cdf(np.asarray(edges[1:-1]) - 1, scale))
+    cdf = np.exp(discrete_laplace_log_cdf(np.asarray(edges[1:-1]) - 1, scale))
     cdf = np.concatenate([[0.0], cdf, [1.0]])
     return np.diff(cdf)
 
@@ -65,7 +54,7 @@ def integer_edges(scale, n: int) -> np.ndarray:
     would lump every tail value together)."""
     k = np.arange(0, 400)
     pmf = np.exp(discrete_laplace_log_pmf(k, scale))
-    tail = 1 - np.exp(log_cdf(k, scale))  # P(X > k)
+    tail = 1 - np.exp(discrete_laplace_log_cdf(k, scale))  # P(X > k)
     single = (n * pmf >= 5) & (n * tail >= 5)
     last = int(np.argmin(single)) - 1 if not single.all() else k[-1]
     assert last >= 0
@@ -127,7 +116,9 @@ def test_pmf_sums_to_one_and_matches_closed_form():
         np.testing.assert_allclose(pmf[4000:4010], (1 - q) / (1 + q) * q ** np.arange(10))
         np.testing.assert_array_equal(pmf, pmf[::-1])
         # the cdf used by the goodness-of-fit tests agrees with the pmf
-        np.testing.assert_allclose(np.exp(log_cdf(k[:-1], scale)), np.cumsum(pmf)[:-1], atol=1e-12)
+        np.testing.assert_allclose(
+            np.exp(discrete_laplace_log_cdf(k[:-1], scale)), np.cumsum(pmf)[:-1], atol=1e-12
+        )
     # the geometric mechanism's pmf at scale Delta / eps: q^|k| (1 - q) / (1 + q),
     # q = e^(-eps / Delta)
     k = np.arange(-30, 31)

@@ -17,7 +17,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import randomgen
-from scipy import stats
+from conftest import chi_square_p_value, empirical, random_bounds
 
 from dpsynth import calibrate
 from dpsynth.calibration import Calibration
@@ -38,29 +38,6 @@ P_VALUE_FLOOR = 1e-4
 
 
 # --- helpers ------------------------------------------------------------------------------
-
-
-def empirical(draws: np.ndarray, support: np.ndarray) -> np.ndarray:
-    base = support.max() + 1
-    place = base ** np.arange(support.shape[1] - 1, -1, -1)  # lexicographic order
-    keys, counts = np.unique(draws @ place, return_counts=True)
-    position = np.searchsorted(support @ place, keys)
-    assert np.array_equal(support[position] @ place, keys), "a draw fell outside the support"
-    out = np.zeros(support.shape[0])
-    out[position] = counts
-    return out
-
-
-def chi_square_p_value(counts: np.ndarray, probs: np.ndarray) -> float:
-    expected = probs * counts.sum()
-    assert np.all(counts[probs == 0] == 0), "a draw has implemented probability 0"
-    order = np.argsort(expected)
-    small = np.cumsum(expected[order]) < 5  # pool the rarest outcomes
-    pooled_obs = np.append(counts[order][~small], counts[order][small].sum())
-    pooled_exp = np.append(expected[order][~small], expected[order][small].sum())
-    if pooled_exp[-1] == 0:
-        pooled_obs, pooled_exp = pooled_obs[:-1], pooled_exp[:-1]
-    return float(stats.chisquare(pooled_obs, pooled_exp).pvalue)
 
 
 def public_inputs(n_cells: int, total: int, seed: int, spread: float = 2.5):
@@ -291,12 +268,7 @@ def random_instance(seed: int):
             "population": np.exp(rng.uniform(0.0, 12.0, n_cells)),
         }
     if mechanism == "truncated":
-        lower = rng.integers(0, total // n_cells + 1, n_cells)
-        upper = lower + rng.integers(0, total + 1, n_cells)
-        if lower.sum() > total:
-            lower[:] = 0
-        if np.minimum(upper, total).sum() < total:
-            upper[:] = total
+        lower, upper = random_bounds(rng, n_cells, total)
         extra.update(lower=lower, upper=upper)
     cal = Calibration(mechanism=mechanism, method="paper", epsilon=1.0, total=total, a=a, **extra)
     return cal, y

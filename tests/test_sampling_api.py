@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import random_bounds
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -29,12 +30,7 @@ def instances(draw):
             "population": rng.uniform(1.0, 1e5, n_cells),
         }
     if mechanism == "truncated":
-        lower = rng.integers(0, max(1, total // n_cells + 1), n_cells)
-        upper = lower + rng.integers(0, total + 1, n_cells)
-        if lower.sum() > total:
-            lower[:] = 0
-        if np.minimum(upper, total).sum() < total:
-            upper[:] = total
+        lower, upper = random_bounds(rng, n_cells, total)
         kwargs.update(lower=lower, upper=upper)
     cal = Calibration(mechanism=mechanism, method="paper", epsilon=1.0, total=total, a=a, **kwargs)
     return cal, y, seed

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import chi_square_p_value, empirical
 from scipy import integrate, stats
 
 from dpsynth.calibration import Calibration
@@ -64,29 +65,6 @@ CASES = {
         [2, 2, 1, 3],
     ),
 }
-
-
-def empirical(draws: np.ndarray, support: np.ndarray) -> np.ndarray:
-    base = support.max() + 1
-    place = base ** np.arange(support.shape[1] - 1, -1, -1)  # lexicographic order
-    keys, counts = np.unique(draws @ place, return_counts=True)
-    position = np.searchsorted(support @ place, keys)
-    assert np.array_equal(support[position] @ place, keys), "a draw fell outside the support"
-    out = np.zeros(support.shape[0])
-    out[position] = counts
-    return out
-
-
-def chi_square_p_value(counts: np.ndarray, probs: np.ndarray) -> float:
-    expected = probs * counts.sum()
-    order = np.argsort(expected)
-    # pool the rarest outcomes until every pooled cell expects at least 5
-    small = np.cumsum(expected[order]) < 5
-    pooled_obs = np.append(counts[order][~small], counts[order][small].sum())
-    pooled_exp = np.append(expected[order][~small], expected[order][small].sum())
-    if pooled_exp[-1] == 0:
-        pooled_obs, pooled_exp = pooled_obs[:-1], pooled_exp[:-1]
-    return float(stats.chisquare(pooled_obs, pooled_exp).pvalue)
 
 
 def mc_tv_scale(probs: np.ndarray, n: int) -> float:

@@ -8,22 +8,11 @@ import math
 
 import numpy as np
 import pytest
+from conftest import discrete_laplace_log_cdf
 from scipy import stats
 
 from dpsynth.privacy.discrete_laplace import discrete_laplace_log_pmf, scale_for
 from dpsynth.privacy.sanitised_prior import SanitisedPrior, sanitised_group_prior
-
-
-def log_cdf(k, scale) -> np.ndarray:
-    """log P(e <= k) of the discrete Laplace (closed form)."""
-    c = float(1 / scale)
-    k = np.atleast_1d(np.asarray(k, dtype=float))
-    log_1pq = math.log1p(math.exp(-c))
-    out = np.empty(k.shape)
-    negative = k < 0
-    out[negative] = -np.abs(k[negative]) * c - log_1pq
-    out[~negative] = np.log1p(-np.exp(-(k[~negative] + 1) * c - log_1pq))
-    return out
 
 
 def test_fields_and_post_processing():
@@ -66,7 +55,7 @@ def test_noise_is_discrete_laplace_with_sensitivity_two(epsilon_prior):
     inner = k[pmf * n_groups >= 5]  # one bin per value; the two tails pooled
     lo, hi = inner.min(), inner.max()
     observed = [(noise < lo).sum(), *[(noise == v).sum() for v in inner], (noise > hi).sum()]
-    tail = np.exp(log_cdf(lo - 1, scale))[0]  # P(e < lo) = P(e > hi)
+    tail = np.exp(discrete_laplace_log_cdf(lo - 1, scale))[0]  # P(e < lo) = P(e > hi)
     expected = np.array([tail, *np.exp(discrete_laplace_log_pmf(inner, scale)), tail])
     assert expected.sum() == pytest.approx(1.0, rel=1e-9)
     assert stats.chisquare(observed, expected / expected.sum() * n_groups).pvalue > 1e-3
@@ -158,8 +147,8 @@ def test_exact_privacy_of_the_released_totals_and_rates(epsilon_prior):
             # floored rates (floor 0.5): outputs "floor" (noisy <= 0) or v = 1, 2, ...
             rate_loss = []
             for g in range(3):
-                floor_y = log_cdf(-t_y[g], scale)[0]
-                floor_x = log_cdf(-t_x[g], scale)[0]
+                floor_y = discrete_laplace_log_cdf(-t_y[g], scale)[0]
+                floor_x = discrete_laplace_log_cdf(-t_x[g], scale)[0]
                 above = np.arange(1, 11)
                 rate_loss.append(
                     np.concatenate(

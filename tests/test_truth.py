@@ -87,40 +87,32 @@ def test_total_is_matched_for_any_total(total, seed):
     assert truth["expected"].sum() == pytest.approx(total, rel=1e-9)
 
 
-def test_strong_dependence_gives_positive_spatial_autocorrelation():
+def log_rate_morans_i(params: TruthModel, seeds) -> list[float]:
+    """Moran's I of the modelled log rates on a 15 x 15 grid, one per seed."""
     counties, edges = grid(15)
-    params = TruthModel(state_sd=0.0, iid_sd=0.0, spatial_sd=0.3, spatial_dependence=0.99)
-    values = [
+    sizes = populations(counties)
+    return [
         morans_i_reference(
             np.log(
-                model_truth(
-                    counties, edges, populations(counties), params, np.random.default_rng(seed)
-                )["rate"]
+                model_truth(counties, edges, sizes, params, np.random.default_rng(seed))["rate"]
             ),
             counties,
             edges,
         )
-        for seed in range(5)
+        for seed in seeds
     ]
+
+
+def test_strong_dependence_gives_positive_spatial_autocorrelation():
+    params = TruthModel(state_sd=0.0, iid_sd=0.0, spatial_sd=0.3, spatial_dependence=0.99)
+    values = log_rate_morans_i(params, range(5))
     # under independence I is about 0 with sd about 0.03 on this graph
     assert min(values) > 0.15
 
 
 def test_no_spatial_component_gives_moran_near_zero():
-    counties, edges = grid(15)
     params = TruthModel(state_sd=0.0, iid_sd=0.3, spatial_sd=0.0)
-    values = [
-        morans_i_reference(
-            np.log(
-                model_truth(
-                    counties, edges, populations(counties), params, np.random.default_rng(seed)
-                )["rate"]
-            ),
-            counties,
-            edges,
-        )
-        for seed in range(10)
-    ]
+    values = log_rate_morans_i(params, range(10))
     # E[I] = -1/(n-1) under independence; one I has sd about 0.03, a mean of ten about 0.01
     assert abs(np.mean(values)) < 0.04
 

@@ -167,6 +167,16 @@ _BOUNDS = {
     "exclusiveMaximum": "<",
 }
 
+#: Size keywords: (what is sized, the bound, the unit counted).
+_SIZES = {
+    "minItems": ("a list of", "at least", "item"),
+    "maxItems": ("a list of", "at most", "item"),
+    "minLength": ("a string of", "at least", "character"),
+    "maxLength": ("a string of", "at most", "character"),
+    "minProperties": ("a mapping with", "at least", "key"),
+    "maxProperties": ("a mapping with", "at most", "key"),
+}
+
 
 def _dotted(path) -> str:
     """``study2.pennlc.subgroups[0].name`` from a jsonschema path (keys and list indices)."""
@@ -246,20 +256,11 @@ def _expected(keyword: str, wanted: Any, schema: Mapping) -> str | None:
         return f"exactly {_plain(wanted)}"
     if keyword == "pattern":
         return f"a string matching {wanted}"
-    if keyword == "minItems":
-        return f"a list of at least {wanted} item{'s' if wanted != 1 else ''}"
-    if keyword == "maxItems":
-        return f"a list of at most {wanted} item{'s' if wanted != 1 else ''}"
+    if keyword in _SIZES:
+        sized, bound, unit = _SIZES[keyword]
+        return f"{sized} {bound} {wanted} {unit}{'s' if wanted != 1 else ''}"
     if keyword == "uniqueItems":
         return "a list without repeated items"
-    if keyword == "minLength":
-        return f"a string of at least {wanted} character{'s' if wanted != 1 else ''}"
-    if keyword == "maxLength":
-        return f"a string of at most {wanted} character{'s' if wanted != 1 else ''}"
-    if keyword == "minProperties":
-        return f"a mapping with at least {wanted} key{'s' if wanted != 1 else ''}"
-    if keyword == "maxProperties":
-        return f"a mapping with at most {wanted} key{'s' if wanted != 1 else ''}"
     if keyword == "multipleOf":
         return f"a multiple of {wanted}"
     return None

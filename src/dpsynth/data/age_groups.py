@@ -25,6 +25,7 @@ Every population this module produces is modelled, not observed.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -35,17 +36,28 @@ from dpsynth.data.counties import DataFileError, require_columns, require_counts
 #: Width assumed for the open top group (90+) when interpolating medians and midpoints.
 OPEN_GROUP_WIDTH = 10
 
+
+def age_bounds(label: str) -> tuple[int, int | None]:
+    """(first age, first age past the group; None = open) of an age-group label:
+    ``<1`` (0, 1), ``35-44`` (35, 45) or ``85+`` (85, None). The one reading of the
+    labels of every table of age groups."""
+    match = re.fullmatch(r"<(\d+)|(\d+)-(\d+)|(\d+)\+", label)
+    if match is None:
+        raise ValueError(f"age group {label!r}: expected a label such as '<1', '35-44' or '85+'")
+    below, first, last, open_from = match.groups()
+    if below is not None:
+        return 0, int(below)
+    if open_from is not None:
+        return int(open_from), None
+    return int(first), int(last) + 1
+
+
 #: Shipped age groups: name -> (first age, first age past the group; None = open).
 #: 35-44 is Study 1's group, 45-54 ... 85+ those of the paper's Appendix C, and 35+ the
 #: population of the urban/rural rule (urban = modelled 35+ population over 50,000).
 AGE_GROUPS: dict[str, tuple[int, int | None]] = {
-    "35-44": (35, 45),
-    "45-54": (45, 55),
-    "55-64": (55, 65),
-    "65-74": (65, 75),
-    "75-84": (75, 85),
-    "85+": (85, None),
-    "35+": (35, None),
+    label: age_bounds(label)
+    for label in ("35-44", "45-54", "55-64", "65-74", "75-84", "85+", "35+")
 }
 
 #: Columns of ``data/county_age_groups_1980.parquet``.

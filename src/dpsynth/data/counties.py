@@ -65,30 +65,28 @@ def require_columns(frame: pd.DataFrame, columns, path) -> None:
         )
 
 
+def _refuse_rows(values: pd.Series, bad: pd.Series, column: str, path, must: str, note: str = ""):
+    """Raise :class:`DataFileError` naming the first row where ``bad`` holds, if any:
+    ``"column '<column>' must <must>; row <i> has <value><note>"``."""
+    if bad.any():
+        first = int(np.flatnonzero(bad.to_numpy())[0])
+        raise DataFileError(
+            path, f"column {column!r} must {must}; row {first} has {values.iloc[first]!r}{note}"
+        )
+
+
 def require_counts(values: pd.Series, column: str, path) -> None:
     """Raise unless ``values`` are present, finite and non-negative."""
     numbers = pd.to_numeric(values, errors="coerce")
     bad = numbers.isna() | ~np.isfinite(numbers.astype(float)) | (numbers < 0)
-    if bad.any():
-        first = int(np.flatnonzero(bad.to_numpy())[0])
-        raise DataFileError(
-            path,
-            f"column {column!r} must be a non-negative number; row {first} has "
-            f"{values.iloc[first]!r} ({int(bad.sum())} bad row(s))",
-        )
+    note = f" ({int(bad.sum())} bad row(s))"
+    _refuse_rows(values, bad, column, path, "be a non-negative number", note)
 
 
 def validate_fips(values: pd.Series, column: str, path, *, unique: bool) -> None:
     """Raise unless every value is a five-digit string (and, if asked, unique)."""
-    text = values.astype("string")
-    bad = ~text.str.fullmatch(r"\d{5}").fillna(False)
-    if bad.any():
-        first = int(np.flatnonzero(bad.to_numpy())[0])
-        raise DataFileError(
-            path,
-            f"column {column!r} must hold 5-digit FIPS strings; row {first} has "
-            f"{values.iloc[first]!r}",
-        )
+    bad = ~values.astype("string").str.fullmatch(r"\d{5}").fillna(False)
+    _refuse_rows(values, bad, column, path, "hold 5-digit FIPS strings")
     if unique and values.duplicated().any():
         dups = sorted(values[values.duplicated()].unique())[:5]
         raise DataFileError(path, f"duplicate FIPS in column {column!r}: {dups}")

@@ -37,24 +37,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from dpsynth.data.age_groups import age_bounds
 from dpsynth.data.pennsylvania import PENNLC_AGE_BANDS
 
 #: The paper's 13 age groups: label -> (first age, first age past; None = open).
 STANDIN_AGE_GROUPS: dict[str, tuple[int, int | None]] = {
-    "<1": (0, 1),
-    "1-4": (1, 5),
-    "5-9": (5, 10),
-    "10-14": (10, 15),
-    "15-19": (15, 20),
-    "20-24": (20, 25),
-    "25-34": (25, 35),
-    "35-44": (35, 45),
-    "45-54": (45, 55),
-    "55-64": (55, 65),
-    "65-74": (65, 75),
-    "75-84": (75, 85),
-    "85+": (85, None),
-}
+    label: age_bounds(label)
+    for label in ("<1", "1-4", "5-9", "10-14", "15-19", "20-24", "25-34", "35-44", "45-54",
+                  "55-64", "65-74", "75-84", "85+")
+}  # fmt: skip
 #: Quick (2022) Table 1's nine cancer types (ICD-9 ranges in the comments).
 CANCERS = (
     "lip_oral",  # 140-149

@@ -35,6 +35,19 @@ def _describe(frame: pd.DataFrame, mask: pd.Series, keys: Sequence[str]) -> str:
     return text
 
 
+def _refuse(
+    frame: pd.DataFrame,
+    mask: pd.Series,
+    keys: Sequence[str],
+    source: str,
+    problem: str,
+    expected: str,
+) -> None:
+    """Raise ``"<source>: <problem> <the rows where mask holds>; <expected>"`` if any does."""
+    if mask.any():
+        raise ValueError(f"{source}: {problem} {_describe(frame, mask, keys)}; {expected}")
+
+
 def _require_columns(frame: pd.DataFrame, columns: Sequence[str], source: str) -> None:
     missing = [column for column in columns if column not in frame.columns]
     if missing:
@@ -48,11 +61,7 @@ def _as_float(frame: pd.DataFrame, column: str, keys: Sequence[str], source: str
     """The column as floats (NaN for missing); a non-numeric entry is an error."""
     values = pd.to_numeric(frame[column], errors="coerce").astype(float)
     bad = values.isna() & frame[column].notna()
-    if bad.any():
-        raise ValueError(
-            f"{source}: column {column!r} is not numeric at {_describe(frame, bad, keys)}; "
-            "expected numbers"
-        )
+    _refuse(frame, bad, keys, source, f"column {column!r} is not numeric at", "expected numbers")
     return values
 
 
@@ -86,69 +95,47 @@ def validate_strata(
         )
 
     counts = _as_float(frame, count, keys, source)
-    if counts.isna().any():
-        raise ValueError(
-            f"{source}: missing {count!r} at {_describe(frame, counts.isna(), keys)}; "
-            "expected a count for every stratum (suppressed cells must be resolved first)"
-        )
-    infinite = ~np.isfinite(counts)
-    if infinite.any():
-        raise ValueError(
-            f"{source}: infinite {count!r} at {_describe(frame, infinite, keys)}; "
-            "expected whole numbers of events"
-        )
-    huge = counts.abs() > MAX_COUNT
-    if huge.any():
-        raise ValueError(
-            f"{source}: {count!r} beyond 2^53 at {_describe(frame, huge, keys)}; "
-            "expected counts that a float64 holds exactly"
-        )
-    fractional = counts != np.round(counts)
-    if fractional.any():
-        raise ValueError(
-            f"{source}: non-integer {count!r} at {_describe(frame, fractional, keys)}; "
-            "expected whole numbers of events (fractional counts, as some public tables "
-            "allocate cases, must be rounded by the data steward first)"
-        )
-    negative = counts < 0
-    if negative.any():
-        raise ValueError(
-            f"{source}: negative {count!r} at {_describe(frame, negative, keys)}; "
-            "expected counts >= 0"
-        )
+
+    def refuse(mask, problem, expected):
+        _refuse(frame, mask, keys, source, problem, expected)
+
+    refuse(
+        counts.isna(),
+        f"missing {count!r} at",
+        "expected a count for every stratum (suppressed cells must be resolved first)",
+    )
+    refuse(~np.isfinite(counts), f"infinite {count!r} at", "expected whole numbers of events")
+    refuse(
+        counts.abs() > MAX_COUNT,
+        f"{count!r} beyond 2^53 at",
+        "expected counts that a float64 holds exactly",
+    )
+    refuse(
+        counts != np.round(counts),
+        f"non-integer {count!r} at",
+        "expected whole numbers of events (fractional counts, as some public tables "
+        "allocate cases, must be rounded by the data steward first)",
+    )
+    refuse(counts < 0, f"negative {count!r} at", "expected counts >= 0")
 
     populations = _as_float(frame, population, keys, source)
-    absent = populations.isna()
-    if absent.any():
-        raise ValueError(
-            f"{source}: missing {population!r} at {_describe(frame, absent, keys)}; "
-            "expected a population for every stratum"
-        )
-    not_positive = populations <= 0
-    if not_positive.any():
-        raise ValueError(
-            f"{source}: {population!r} <= 0 at {_describe(frame, not_positive, keys)}; "
-            "expected populations > 0"
-        )
-    not_finite = ~np.isfinite(populations)
-    if not_finite.any():
-        raise ValueError(
-            f"{source}: infinite {population!r} at {_describe(frame, not_finite, keys)}; "
-            "expected finite populations"
-        )
-    above = counts > populations
-    if above.any():
-        raise ValueError(
-            f"{source}: {count!r} above {population!r} at {_describe(frame, above, keys)}; "
-            "expected at most one event per person (count <= population)"
-        )
-
-    duplicated = frame.duplicated(subset=keys, keep=False)
-    if duplicated.any():
-        raise ValueError(
-            f"{source}: duplicate key(s) {_describe(frame, duplicated, keys)}; "
-            f"expected each {keys} to appear once"
-        )
+    refuse(
+        populations.isna(),
+        f"missing {population!r} at",
+        "expected a population for every stratum",
+    )
+    refuse(populations <= 0, f"{population!r} <= 0 at", "expected populations > 0")
+    refuse(~np.isfinite(populations), f"infinite {population!r} at", "expected finite populations")
+    refuse(
+        counts > populations,
+        f"{count!r} above {population!r} at",
+        "expected at most one event per person (count <= population)",
+    )
+    refuse(
+        frame.duplicated(subset=keys, keep=False),
+        "duplicate key(s)",
+        f"expected each {keys} to appear once",
+    )
 
     if counts.sum() == 0:
         raise ValueError(
@@ -176,20 +163,25 @@ def validate_county_strata(
     _require_columns(frame, [fips], source)
     codes = frame[fips]
     malformed = ~codes.map(lambda code: isinstance(code, str) and len(code) == 5 and code.isdigit())
-    if malformed.any():
-        raise ValueError(
-            f"{source}: malformed FIPS at {_describe(frame, malformed, [fips])}; "
-            "expected 5-digit strings such as '01001'"
-        )
+    _refuse(
+        frame,
+        malformed,
+        [fips],
+        source,
+        "malformed FIPS at",
+        "expected 5-digit strings such as '01001'",
+    )
     validate_strata(frame, count=count, population=population, keys=(fips,), source=source)
 
     known = set(counties["fips"])
-    unknown = ~codes.isin(known)
-    if unknown.any():
-        raise ValueError(
-            f"{source}: FIPS not in the county frame: {_describe(frame, unknown, [fips])}; "
-            f"expected one of the {len(known)} counties of the frame"
-        )
+    _refuse(
+        frame,
+        ~codes.isin(known),
+        [fips],
+        source,
+        "FIPS not in the county frame:",
+        f"expected one of the {len(known)} counties of the frame",
+    )
     if require_all:
         absent = sorted(known - set(codes))
         if absent:

@@ -143,6 +143,14 @@ def map_grid(frame, truth, rows, *, norm, label: str, outlines=None, cmap: str =
     return fig
 
 
+def truth_scale(truth) -> mcolors.Normalize:
+    """The colour scale of a map grid that compares with the truth: the truth's 1st to
+    99th percentile (missing values ignored), clipped, so that synthetic values outside
+    it saturate, which is what the eye should catch."""
+    lo, hi = np.nanquantile(truth, [0.01, 0.99])
+    return mcolors.Normalize(vmin=lo, vmax=hi, clip=True)
+
+
 def boundaries(frame, by: str):
     """The outlines of the groups of ``frame``'s polygons (e.g. states from counties)."""
     return frame[[by, "geometry"]].dissolve(by).boundary

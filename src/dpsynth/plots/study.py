@@ -3,7 +3,6 @@ epsilon guide, and maps of the area rates."""
 
 from __future__ import annotations
 
-import matplotlib.colors as mcolors
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -143,7 +142,7 @@ def figure_maps(geometry, key: str, area_rates: pd.DataFrame, arms, epsilons, st
     :class:`~dpsynth.arms.Arm` values) at each map epsilon (columns), on one colour scale
     (the truth's 1-99% range) with one colour bar; every axes holds a map. Shapes without a
     rate are light grey, and areas of the strata without a shape are counted in a note."""
-    from dpsynth.plots.maps import CONUS_ALBERS, boundaries, map_grid
+    from dpsynth.plots.maps import CONUS_ALBERS, boundaries, map_grid, truth_scale
 
     frame = geometry[[key, *([outline] if outline else []), "geometry"]].copy()
     frame[key] = frame[key].astype(str)
@@ -154,7 +153,6 @@ def figure_maps(geometry, key: str, area_rates: pd.DataFrame, arms, epsilons, st
 
     truth = area_rates[area_rates["arm"] == "truth"]
     frame["truth"] = lookup(truth)
-    lo, hi = np.nanquantile(frame["truth"], [0.01, 0.99])
     rows = []
     for r, spec in enumerate(arms):
         arm, cells = spec.name, []
@@ -167,7 +165,7 @@ def figure_maps(geometry, key: str, area_rates: pd.DataFrame, arms, epsilons, st
         frame,
         ("truth", "true rates"),
         rows,
-        norm=mcolors.Normalize(vmin=lo, vmax=hi, clip=True),
+        norm=truth_scale(frame["truth"]),
         label="rate per 100,000",
         outlines=boundaries(frame, outline) if outline else None,
     )

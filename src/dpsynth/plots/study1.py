@@ -111,10 +111,7 @@ def figure_maps(counties, scenario_frame, county_means, epsilons, scenario: int 
     """County maps: the (modelled) true rates (left) and the mean synthetic rates of MD and
     PG-state (rows) at each map epsilon (columns), on one colour scale (per 100,000) with
     one colour bar and the state outlines."""
-    import matplotlib.colors as mcolors
-    import numpy as np
-
-    from dpsynth.plots.maps import CONUS_ALBERS, boundaries, map_grid
+    from dpsynth.plots.maps import CONUS_ALBERS, boundaries, map_grid, truth_scale
     from dpsynth.units import PER_100K
 
     frame = counties[["fips", "state", "geometry"]].to_crs(CONUS_ALBERS)
@@ -133,14 +130,11 @@ def figure_maps(counties, scenario_frame, county_means, epsilons, scenario: int 
             cells.append((column, f"epsilon = {eps:g}" if not rows else ""))
         if cells:
             rows.append((ARM_TITLES[arm], cells))
-    # One colour scale for every panel, spanning the truth (1st-99th percentile): synthetic
-    # rates outside it saturate, which is exactly what the eye should catch.
-    lo, hi = np.nanquantile(frame["truth"], [0.01, 0.99])
     fig = map_grid(
         frame,
         ("truth", "Modelled true rates"),
         rows,
-        norm=mcolors.Normalize(vmin=lo, vmax=hi, clip=True),
+        norm=truth_scale(frame["truth"]),
         label="deaths per 100,000 (ages 35-44)",
         outlines=boundaries(frame, "state"),
     )

@@ -21,6 +21,21 @@ RTOL = 1e-10
 MAX_ITER = 10_000
 
 
+def _fixed_point(update, a: np.ndarray, what: str, epsilon: float) -> np.ndarray:
+    """Iterate ``a <- update(a)`` from ``a`` until the largest relative change is at most
+    :data:`RTOL`; a ``RuntimeError`` naming ``what`` and ``epsilon`` after :data:`MAX_ITER`
+    steps."""
+    for _ in range(MAX_ITER):
+        a_new = update(a)
+        if np.max(np.abs(a_new - a) / a_new) <= RTOL:
+            return a_new
+        a = a_new
+    raise RuntimeError(
+        f"{what} did not converge to relative tolerance {RTOL} in {MAX_ITER} iterations "
+        f"at epsilon={epsilon}"
+    )
+
+
 def pg_nu(a, total: int, population, prior_rate) -> np.ndarray:
     """Penalty nu_i of Quick (2022), eq (6): (y.[1 - r_i]^+ + a_(i) + y. - 1) / (a_(i) + y. - 1).
 
@@ -45,8 +60,8 @@ def pg_paper_shapes(epsilon: float, total: int, population, prior_rate) -> np.nd
     positive solution) or when the iteration does not converge.
     """
     exp_eps = np.exp(epsilon)
-    a = np.full(len(population), total / np.expm1(epsilon))
-    for _ in range(MAX_ITER):
+
+    def update(a):
         nu = pg_nu(a, total, population, prior_rate)
         if np.any(nu >= exp_eps):
             worst = int(np.argmax(nu))
@@ -55,14 +70,10 @@ def pg_paper_shapes(epsilon: float, total: int, population, prior_rate) -> np.nd
                 f"nu_{worst} = {nu[worst]:.6g} >= e^epsilon = {exp_eps:.6g}; use a larger "
                 "epsilon or method='certified'"
             )
-        a_new = total / (exp_eps / nu - 1.0)
-        if np.max(np.abs(a_new - a) / a_new) <= RTOL:
-            return a_new
-        a = a_new
-    raise RuntimeError(
-        f"PG paper calibration did not converge to relative tolerance {RTOL} in {MAX_ITER} "
-        f"iterations at epsilon={epsilon}"
-    )
+        return total / (exp_eps / nu - 1.0)
+
+    start = np.full(len(population), total / np.expm1(epsilon))
+    return _fixed_point(update, start, "PG paper calibration", epsilon)
 
 
 def truncated_v(a, total: int, lower, upper) -> np.ndarray:
@@ -88,8 +99,8 @@ def truncated_paper_shapes(epsilon: float, total: int, lower, upper) -> np.ndarr
     lower = np.asarray(lower, dtype=float)
     upper = np.asarray(upper, dtype=float)
     floor = truncated_shape_floor(lower)
-    a = np.maximum((upper - lower) / np.expm1(epsilon) - 2.0 * lower, floor)
-    for _ in range(MAX_ITER):
+
+    def update(a):
         v = truncated_v(a, total, lower, upper)
         if np.any(v >= exp_eps) or np.any(v <= 0):
             worst = int(np.argmax(np.where(v > 0, v, np.inf)))
@@ -98,11 +109,7 @@ def truncated_paper_shapes(epsilon: float, total: int, lower, upper) -> np.ndarr
                 f"epsilon={epsilon}: v_{worst} = {v[worst]:.6g} is not in (0, e^epsilon = "
                 f"{exp_eps:.6g}); use a larger epsilon or method='certified'"
             )
-        a_new = np.maximum((upper - lower) / (exp_eps / v - 1.0) - 2.0 * lower, floor)
-        if np.max(np.abs(a_new - a) / a_new) <= RTOL:
-            return a_new
-        a = a_new
-    raise RuntimeError(
-        f"truncated paper calibration did not converge to relative tolerance {RTOL} in "
-        f"{MAX_ITER} iterations at epsilon={epsilon}"
-    )
+        return np.maximum((upper - lower) / (exp_eps / v - 1.0) - 2.0 * lower, floor)
+
+    start = np.maximum((upper - lower) / np.expm1(epsilon) - 2.0 * lower, floor)
+    return _fixed_point(update, start, "truncated paper calibration", epsilon)

@@ -30,6 +30,16 @@ import numpy as np
 
 
 @numba.njit(cache=True)
+def split_range(left, right, t, offsets, lengths):
+    """(k_min, k_max): the values the ``left`` child can take when its parent holds ``t``,
+    both children within their pmfs' supports (node ``v``'s pmf runs over ``offsets[v]`` to
+    ``offsets[v] + lengths[v] - 1``); empty when k_max < k_min."""
+    off_l = offsets[left]
+    off_r = offsets[right]
+    return max(off_l, t - (off_r + lengths[right] - 1)), min(off_l + lengths[left] - 1, t - off_r)
+
+
+@numba.njit(cache=True)
 def draw_tree(
     n_draws: int,
     total: int,
@@ -63,15 +73,12 @@ def draw_tree(
             if right < 0:
                 node_value[left] = t
                 continue
-            off_l = offsets[left]
-            off_r = offsets[right]
-            k_min = max(off_l, t - (off_r + lengths[right] - 1))
-            k_max = min(off_l + lengths[left] - 1, t - off_r)
+            k_min, k_max = split_range(left, right, t, offsets, lengths)
             k = k_min
             if k_max > k_min:
                 width = k_max - k_min + 1
-                left_at = starts[left] - off_l
-                right_at = starts[right] - off_r + t
+                left_at = starts[left] - offsets[left]
+                right_at = starts[right] - offsets[right] + t
                 mass = 0.0
                 for m in range(width):
                     kk = k_min + m
@@ -354,13 +361,10 @@ def exact_choice(weight_hi, weight_lo, n, source):
 def split_weights(left, right, t, offsets, starts, lengths, values_hi, values_lo, out_hi, out_lo):
     """The weights w_k = left(k) * right(t - k) (dd products) of splitting value t of a node
     between its children; fills ``out_*[:width]`` and returns (k_min, width)."""
-    off_l = offsets[left]
-    off_r = offsets[right]
-    k_min = max(off_l, t - (off_r + lengths[right] - 1))
-    k_max = min(off_l + lengths[left] - 1, t - off_r)
+    k_min, k_max = split_range(left, right, t, offsets, lengths)
     width = k_max - k_min + 1
-    left_at = starts[left] - off_l
-    right_at = starts[right] - off_r + t
+    left_at = starts[left] - offsets[left]
+    right_at = starts[right] - offsets[right] + t
     for m in range(max(width, 0)):
         kk = k_min + m
         out_hi[m], out_lo[m] = dd_mul(
