@@ -55,13 +55,15 @@ def build_standin():
     ``study2_table`` job builds it), its strata with the national prior, and its measures."""
     import tempfile
 
-    entry = yaml.safe_load((REPO / "config/config.yaml").read_text())["studies"]["standin"]
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    entry = config["studies"]["standin"]
     table = scenario_table(
         "standin",
         load_pennlc(REPO / "data/pennlc_strata.parquet"),
         load_pennsylvania_counties(REPO / "data/pennsylvania_counties.parquet"),
         load_standard_population(REPO / "data/us_standard_population_2000.csv"),
         job_rng(SEED, "study2", "standin", "standin"),
+        standin_total=config["study2"]["standin"]["total"],
     )
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "table.parquet"

@@ -7,12 +7,13 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from workflow_helpers import REPO
+from workflow_helpers import REPO, schema_defaults
 
 from dpsynth.data.pennsylvania import load_pennlc, load_pennsylvania_counties
 from dpsynth.data.pennsylvania_standin import (
     CANCERS,
     STANDIN_AGE_GROUPS,
+    StandinModel,
     expand_populations,
     standin_strata,
 )
@@ -124,9 +125,10 @@ def test_truncated_shapes_are_orders_of_magnitude_smaller_on_pennlc(pennlc):
 def test_standin_has_the_papers_shape_and_total(pennlc, standard):
     counties = sorted(pennlc["county"].unique())
     urban = pd.Series([k % 3 == 0 for k in range(len(counties))], index=counties)
-    strata = standin_strata(pennlc, standard, urban, np.random.default_rng(1))
+    total = schema_defaults()["study2"]["standin"]["total"]
+    strata = standin_strata(pennlc, standard, urban, np.random.default_rng(1), StandinModel(total))
     assert len(strata) == 67 * 9 * 13 * 3 * 2 == 47_034
-    assert strata["cases"].sum() == 26_116
+    assert strata["cases"].sum() == total
     assert (strata["population"] >= 1).all()
     assert set(strata["cancer"].astype(str)) == set(CANCERS)
     assert not strata.duplicated(["county", "cancer", "age", "race", "sex"]).any()

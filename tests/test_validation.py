@@ -8,9 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpsynth.data.validation import validate_county_strata, validate_strata
-
-COUNTIES = pd.DataFrame({"fips": ["01001", "01003", "01005", "35001"]})
+from dpsynth.data.validation import validate_strata
 
 
 def strata(**overrides) -> pd.DataFrame:
@@ -29,7 +27,6 @@ def strata(**overrides) -> pd.DataFrame:
 def test_good_strata_pass_and_are_returned_unchanged():
     frame = strata()
     assert validate_strata(frame, source="x.csv") is frame
-    assert validate_county_strata(frame, COUNTIES, source="x.csv") is frame
 
 
 @pytest.mark.parametrize(
@@ -83,23 +80,6 @@ def test_many_offenders_are_summarised():
     )
     with pytest.raises(ValueError, match="and 7 more"):
         validate_strata(frame)
-
-
-def test_county_not_in_frame():
-    frame = strata(fips=["01001", "01003", "99999"])
-    with pytest.raises(ValueError, match=r"x\.csv: FIPS not in the county frame: fips='99999'"):
-        validate_county_strata(frame, COUNTIES, source="x.csv")
-
-
-def test_malformed_fips():
-    frame = strata(fips=["01001", "1003", "01005"])
-    with pytest.raises(ValueError, match=r"malformed FIPS at fips='1003'; expected 5-digit"):
-        validate_county_strata(frame, COUNTIES, source="x.csv")
-
-
-def test_require_all_lists_absent_counties():
-    with pytest.raises(ValueError, match=r"without a row: '35001'"):
-        validate_county_strata(strata(), COUNTIES, source="x.csv", require_all=True)
 
 
 @given(

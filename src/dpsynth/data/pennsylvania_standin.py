@@ -79,7 +79,8 @@ class StandinModel:
     chosen so the cancer mix, age gradient and race/sex patterns look like 1980 US
     mortality in broad strokes."""
 
-    total: int = 26_116
+    #: deaths in the table (config ``study2.standin.total``, the paper's 26,116).
+    total: int
     #: share of the deaths the national rates predict (the state is a little above).
     national_share: float = 0.95
     #: per cancer: share of deaths, age slope per decade, sex factor (f, m).
@@ -205,7 +206,7 @@ def standin_strata(
     standard: pd.DataFrame,
     urban: pd.Series,
     rng: np.random.Generator,
-    model: StandinModel | None = None,
+    model: StandinModel,
 ) -> pd.DataFrame:
     """The 47,034 synthetic strata: ``county, cancer, age, race, sex, population,
     national_rate, true_rate, cases`` (cases sum to ``model.total``).
@@ -213,7 +214,6 @@ def standin_strata(
     ``urban`` is a boolean Series indexed by county (the same rule the study uses);
     ``rng`` draws the county effects and the counts.
     """
-    model = model or StandinModel()
     population = expand_populations(pennlc, standard)
     counties = sorted(population["county"].unique())
     missing = sorted(set(counties) - set(urban.index))

@@ -145,55 +145,6 @@ def validate_strata(
     return frame
 
 
-def validate_county_strata(
-    frame: pd.DataFrame,
-    counties: pd.DataFrame,
-    *,
-    count: str = "count",
-    population: str = "population",
-    fips: str = "fips",
-    source: str = "county strata",
-    require_all: bool = False,
-) -> pd.DataFrame:
-    """Study 1's checks: :func:`validate_strata` keyed by FIPS, plus the county frame.
-
-    Expected: FIPS codes are 5-digit strings; every FIPS is a county of ``counties``
-    (its ``fips`` column); with ``require_all`` every county of ``counties`` has a row.
-    """
-    _require_columns(frame, [fips], source)
-    codes = frame[fips]
-    malformed = ~codes.map(lambda code: isinstance(code, str) and len(code) == 5 and code.isdigit())
-    _refuse(
-        frame,
-        malformed,
-        [fips],
-        source,
-        "malformed FIPS at",
-        "expected 5-digit strings such as '01001'",
-    )
-    validate_strata(frame, count=count, population=population, keys=(fips,), source=source)
-
-    known = set(counties["fips"])
-    _refuse(
-        frame,
-        ~codes.isin(known),
-        [fips],
-        source,
-        "FIPS not in the county frame:",
-        f"expected one of the {len(known)} counties of the frame",
-    )
-    if require_all:
-        absent = sorted(known - set(codes))
-        if absent:
-            shown = ", ".join(repr(code) for code in absent[:SHOWN])
-            more = f" and {len(absent) - SHOWN} more" if len(absent) > SHOWN else ""
-            raise ValueError(
-                f"{source}: counties of the frame without a row: {shown}{more}; "
-                "expected a row for every county"
-            )
-    return frame
-
-
 def read_table(path: Path) -> pd.DataFrame:
     """A CSV (``.csv``, ``.csv.gz``, ``.txt``) or Parquet (``.parquet``, ``.pq``) file.
 

@@ -56,14 +56,17 @@ def scenario_table(
     standard: pd.DataFrame,
     rng: np.random.Generator,
     *,
-    standin_total: int = 26116,
+    standin_total: int | None = None,
 ) -> pd.DataFrame:
     """The input table of a Study 2 scenario, with each county's ``urban`` flag.
 
-    ``rng`` draws the stand-in (unused for pennLC, which is real).
+    ``rng`` draws the stand-in (unused for pennLC, which is real) and ``standin_total`` is
+    its number of deaths (config ``study2.standin.total``).
     """
     if scenario not in SCENARIOS:
         raise ValueError(f"scenario must be one of {SCENARIOS}, got {scenario!r}")
+    if scenario == "standin" and standin_total is None:
+        raise ValueError("the stand-in needs standin_total (config study2.standin.total)")
     if scenario == "standin":
         from dpsynth.data.pennsylvania_standin import StandinModel, standin_strata
 
