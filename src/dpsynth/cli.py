@@ -30,7 +30,7 @@ Unit of privacy: {neighbours}
 
 --epsilon is the TOTAL budget of the whole release: the sanitised prior (if any) takes
 --prior-epsilon, and the --sets synthetic sets share the rest equally. --delta (default
-1e-12) bounds the sampler's numerical error; the release is (epsilon, delta)-DP. The
+{delta:g}) bounds the sampler's numerical error; the release is (epsilon, delta)-DP. The
 default calibration (certified) is proven; paper and exact are nominal and need
 --allow-nominal.
 """
@@ -123,7 +123,7 @@ def _inflation(text: str) -> float:
 
 def _add_strata_options(syn: argparse.ArgumentParser) -> None:
     """Input, columns, mechanism and budget: what ``synthesize`` and ``calibrate`` share."""
-    from dpsynth.release.request import DEFAULT_DELTA
+    from dpsynth.release.request import DEFAULT_PRIOR_SHARE, DEFAULTS
 
     io = syn.add_argument_group("input")
     io.add_argument(
@@ -158,7 +158,7 @@ def _add_strata_options(syn: argparse.ArgumentParser) -> None:
     cols.add_argument(
         "--rounding",
         choices=ROUNDING,
-        default="refuse",
+        default=DEFAULTS["rounding"],
         help="fractional counts (some tables allocate cases fractionally): refuse them with "
         "an error (default) or round every count to the nearest whole number, half to even, "
         "before anything else; the guarantee is then about the rounded table, and the "
@@ -177,16 +177,16 @@ def _add_strata_options(syn: argparse.ArgumentParser) -> None:
     )
     cols.add_argument(
         "--population-column",
-        default="population",
+        default=DEFAULTS["population_column"],
         metavar="NAME",
-        help="column of populations, > 0 (default: population)",
+        help="column of populations, > 0 (default: %(default)s)",
     )
     cols.add_argument(
         "--prior-rate-column",
-        default="prior_rate",
+        default=DEFAULTS["prior_rate_column"],
         metavar="NAME",
         help="column of prior rates per person, > 0, in the input (declared public by you) "
-        "or in --prior (default: prior_rate); not used by md",
+        "or in --prior (default: %(default)s); not used by md",
     )
     prior = cols.add_mutually_exclusive_group()
     prior.add_argument(
@@ -216,7 +216,8 @@ def _add_strata_options(syn: argparse.ArgumentParser) -> None:
         "--prior-epsilon",
         type=_positive_float,
         metavar="EPS",
-        help="the part of --epsilon spent on the sanitised prior (default: 10%% of --epsilon)",
+        help="the part of --epsilon spent on the sanitised prior (default: "
+        f"{DEFAULT_PRIOR_SHARE * 100:g}%% of --epsilon)",
     )
 
     mech = syn.add_argument_group("mechanism and privacy")
@@ -229,7 +230,7 @@ def _add_strata_options(syn: argparse.ArgumentParser) -> None:
     mech.add_argument(
         "--delta",
         type=_positive_float,
-        default=DEFAULT_DELTA,
+        default=DEFAULTS["delta"],
         help="total delta: bound on the sampler's numerical error over all sets (default: "
         "%(default)g)",
     )
@@ -242,7 +243,7 @@ def _add_strata_options(syn: argparse.ArgumentParser) -> None:
     mech.add_argument(
         "--method",
         choices=METHODS,
-        default="certified",
+        default=DEFAULTS["method"],
         help="calibration: certified (proven; default), paper (the papers' closed forms) or "
         "exact (smallest shapes whose exact bivariate ratio stays within epsilon); paper and "
         "exact are nominal for pg and truncated and need --allow-nominal",
@@ -263,21 +264,22 @@ def _add_strata_options(syn: argparse.ArgumentParser) -> None:
     mech.add_argument(
         "--inflation",
         type=_inflation,
-        default=1.0,
+        default=DEFAULTS["inflation"],
         metavar="XI",
-        help="truncated only: widen the bounds, L from n*rate/XI and U from XI*n*rate (default: 1)",
+        help="truncated only: widen the bounds, L from n*rate/XI and U from XI*n*rate "
+        "(default: %(default)s)",
     )
     mech.add_argument(
         "--sets",
         type=_positive_int,
-        default=1,
+        default=DEFAULTS["sets"],
         metavar="N",
-        help="number of synthetic sets; they share the budget (default: 1)",
+        help="number of synthetic sets; they share the budget (default: %(default)s)",
     )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from dpsynth.release.request import DEFAULT_MAX_MEMORY, NEIGHBOURS
+    from dpsynth.release.request import DEFAULTS, NEIGHBOURS
 
     parser = argparse.ArgumentParser(
         prog="dpsynth",
@@ -289,7 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
     syn = commands.add_parser(
         "synthesize",
         help="release synthetic counts of a table of strata",
-        description=DESCRIPTION.format(neighbours=NEIGHBOURS),
+        description=DESCRIPTION.format(neighbours=NEIGHBOURS, delta=DEFAULTS["delta"]),
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
@@ -326,14 +328,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--format",
         dest="output_format",
         choices=("parquet", "csv"),
-        default="parquet",
-        help="file format of the synthetic sets and the hyperparameters (default: parquet)",
+        default=DEFAULTS["output_format"],
+        help="file format of the synthetic sets and the hyperparameters (default: %(default)s)",
     )
 
     io.add_argument(
         "--max-memory",
         type=_positive_float,
-        default=DEFAULT_MAX_MEMORY / 2**30,
+        default=DEFAULTS["max_memory"] / 2**30,
         metavar="GIB",
         help="refuse (before drawing) a sampler estimated to need more memory, in GiB "
         "(default: %(default)g)",

@@ -15,7 +15,7 @@ is (epsilon, delta)-DP under the neighbouring relation of :data:`NEIGHBOURS`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 
 from dpsynth.ledger import steward_home
@@ -107,6 +107,10 @@ class ReleaseRequest:
                 "--private-dir)"
             )
         return area / f"{self.out.resolve().name}-{commitment[:16]}"
+
+
+#: The default of every option of a request: the one source the command line shows and uses.
+DEFAULTS = {f.name: f.default for f in fields(ReleaseRequest) if f.default is not MISSING}
 
 
 def private_area() -> Path:
