@@ -21,41 +21,17 @@ os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.abspath(".snakemake/j
 import pandas as pd
 
 from dpsynth.io import write_json, write_parquet
-from dpsynth.pseudo_posterior.study import (
-    SYNTHESIZERS,
-    StudySettings,
-    run_synthesizer,
-)
-from dpsynth.pseudo_posterior.tables import (
-    draws_table,
-    fit_metadata,
-    records_table,
-)
+from dpsynth.pseudo_posterior.study import StudySettings, fit_synthesizers
+from dpsynth.pseudo_posterior.tables import draws_table, fit_metadata, records_table
 from dpsynth.seeding import job_rng
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 dataset = snakemake.wildcards.dataset
-settings = StudySettings.from_config(snakemake.params.section, dataset)
-y = pd.read_parquet(snakemake.input.data).sort_values("record")["y"].to_numpy()
-rng = job_rng(snakemake.params.seed, "pseudo_posterior", dataset, "fit")
-
-fits = {}
-for name in SYNTHESIZERS:
-    try:
-        fits[name] = result = run_synthesizer(name, y, settings, fits, rng)
-    except Exception:
-        logging.exception("%s: fitting %s failed", dataset, name)
-        raise
-    logging.info(
-        "%s: Delta %.4f (target %s), constant %s, R-hat %s, ESS %s, %d fit(s)",
-        name,
-        result.bounds.delta,
-        result.target_delta,
-        result.constant,
-        result.fit.rhat,
-        result.fit.ess,
-        max(1, len(result.history)),
-    )
+fits = fit_synthesizers(
+    pd.read_parquet(snakemake.input.data).sort_values("record")["y"].to_numpy(),
+    StudySettings.from_config(snakemake.params.section, dataset),
+    job_rng(snakemake.params.seed, "pseudo_posterior", dataset, "fit"),
+)
 write_parquet(draws_table(fits), snakemake.output.draws)
 write_parquet(records_table(fits), snakemake.output.records)
 write_json(fit_metadata(fits), snakemake.output.fits)

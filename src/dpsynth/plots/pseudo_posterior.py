@@ -7,6 +7,8 @@ matplotlib ``Figure`` (built without pyplot, so no global backend state is touch
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
@@ -200,3 +202,27 @@ def synthetic_violins(synthetic: pd.DataFrame, summary: pd.DataFrame, dataset: s
     ax.set_ylabel("value")
     _heading(fig, dataset, "the data and one synthetic data set per synthesizer", summary)
     return fig
+
+
+#: The figures of one data set (the workflow's ``figure`` wildcard): each draws from the
+#: gathered tables (``records``, ``summary``, ``posterior``, ``utility``, ``synthetic``).
+FIGURES = {
+    "lipschitz": lambda t, d: lipschitz_violins(t["records"], t["summary"], d),
+    "weights": lambda t, d: weight_violins(t["records"], t["summary"], d),
+    "utility_quantiles": lambda t, d: utility_violins(
+        t["utility"], t["summary"], d, ("q15", "q90")
+    ),
+    "utility_centre": lambda t, d: utility_violins(
+        t["utility"], t["summary"], d, ("mean", "median")
+    ),
+    "posterior_mu": lambda t, d: posterior_density(t["posterior"], t["summary"], d),
+    "reweighting": lambda t, d: reweighting_scatter(t["records"], t["summary"], d),
+    "synthetic": lambda t, d: synthetic_violins(t["synthetic"], t["summary"], d),
+}
+
+
+def dataset_figure(kind: str, tables: Mapping[str, pd.DataFrame], dataset: str) -> Figure:
+    """Figure ``kind`` (a key of :data:`FIGURES`) of ``dataset`` from the gathered tables."""
+    if kind not in FIGURES:
+        raise ValueError(f"figure must be one of {list(FIGURES)}, got {kind!r}")
+    return FIGURES[kind](tables, dataset)

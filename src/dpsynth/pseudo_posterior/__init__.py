@@ -18,7 +18,10 @@ Modules, one idea each:
 - ``weights``: the LW (Algorithm 1), CW (Algorithm 2) and SW weights.
 - ``equal_privacy``: scaling weights until a fit's Delta matches a target.
 - ``reweighting``: Algorithm 3, raising weights below the maximum bound.
-- ``synthesis``: posterior-predictive synthetic data and their utility statistics.
+- ``synthesis``: posterior-predictive synthetic data and their utility statistics, as
+  the tables the workflow saves.
 - ``simulate``: the two simulated data sets of the study.
 - ``study``: the synthesizers of the study, fitted in the order they depend on each other.
+- ``tables``: the tables the workflow saves, the summary and checks, and every data set's
+  tables gathered into one of each.
 """

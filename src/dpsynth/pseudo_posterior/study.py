@@ -7,6 +7,7 @@ re-weighted LW_final and CW_final (Algorithm 3) keep the Delta of LW and CW.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -23,6 +24,8 @@ from dpsynth.pseudo_posterior.likelihood import check_family
 from dpsynth.pseudo_posterior.lipschitz import LipschitzBounds, check_quantile, lipschitz_bounds
 from dpsynth.pseudo_posterior.posterior import PosteriorFit
 from dpsynth.pseudo_posterior.weights import cw_weights, lw_weights
+
+logger = logging.getLogger(__name__)
 
 SYNTHESIZERS = ("unweighted", "LW", "CW", "SW", "LW_final", "CW_final")
 REFERENCES = {
@@ -141,3 +144,29 @@ def run_synthesizer(
         )
     check_convergence(result.fit, settings.checks, label=name)
     return result
+
+
+def fit_synthesizers(
+    y: np.ndarray, settings: StudySettings, rng: np.random.Generator
+) -> dict[str, SynthesizerFit]:
+    """Every synthesizer of :data:`SYNTHESIZERS` fitted on ``y``, in that order (each
+    after the fits it needs), all drawing from ``rng``; each fit is logged (a failure too,
+    before it is raised)."""
+    fits: dict[str, SynthesizerFit] = {}
+    for name in SYNTHESIZERS:
+        try:
+            fits[name] = result = run_synthesizer(name, y, settings, fits, rng)
+        except Exception:
+            logger.exception("fitting %s failed", name)
+            raise
+        logger.info(
+            "%s: Delta %.4f (target %s), constant %s, R-hat %s, ESS %s, %d fit(s)",
+            name,
+            result.bounds.delta,
+            result.target_delta,
+            result.constant,
+            result.fit.rhat,
+            result.fit.ess,
+            max(1, len(result.history)),
+        )
+    return fits

@@ -7,6 +7,9 @@ and 90th percentiles, mean and median of each synthetic data set against the dat
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 
@@ -14,6 +17,9 @@ from dpsynth.pseudo_posterior.likelihood import sample_records
 from dpsynth.pseudo_posterior.posterior import PosteriorFit
 
 STATISTICS = ("q15", "q90", "mean", "median")
+DATA = "data"  # label of the confidential data in utility and synthetic tables
+
+logger = logging.getLogger(__name__)
 
 
 def synthetic_datasets(fit: PosteriorFit, count: int, rng: np.random.Generator) -> np.ndarray:
@@ -36,3 +42,30 @@ def utility_statistics(datasets: np.ndarray) -> pd.DataFrame:
             "median": np.median(datasets, axis=1),
         }
     )
+
+
+def synthetic_tables(
+    fits: Mapping[str, PosteriorFit], count: int, rng: np.random.Generator
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``count`` synthetic data sets of every fit (in the order of ``fits``, all drawing
+    from ``rng``) and the utility statistics of each, with the data's first.
+
+    Returns ``(utility, synthetic)``: ``utility`` has one row per synthesizer and
+    replicate (the data: :data:`DATA`, replicate 0) with :data:`STATISTICS`; ``synthetic``
+    has ``synthesizer, record, value`` for the data and each synthesizer's first
+    synthetic data set. The fits share their data ``y``.
+    """
+    if not fits:
+        raise ValueError("synthetic_tables needs at least one fit; got none")
+    y = next(iter(fits.values())).y
+    records = np.arange(y.size)
+    utility = [utility_statistics(y).assign(synthesizer=DATA, replicate=0)]
+    synthetic = [pd.DataFrame({"synthesizer": DATA, "record": records, "value": y})]
+    for name, fit in fits.items():
+        sets = synthetic_datasets(fit, count, rng)
+        utility.append(
+            utility_statistics(sets).assign(synthesizer=name, replicate=range(len(sets)))
+        )
+        synthetic.append(pd.DataFrame({"synthesizer": name, "record": records, "value": sets[0]}))
+        logger.info("%s: %d synthetic data sets", name, len(sets))
+    return pd.concat(utility, ignore_index=True), pd.concat(synthetic, ignore_index=True)

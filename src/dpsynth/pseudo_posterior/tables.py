@@ -7,11 +7,15 @@
   nuts) and their diagnostics.
 - summary: per synthesizer, privacy, weights, the posterior of the mean and utility.
 - checks: the seed's qualitative claims, each a measured value and whether it holds.
+- gathered: every data set's records, summary, posterior of mu, utility and synthetic
+  data in one table each (a ``dataset`` column first), and every data set's checks.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -20,9 +24,9 @@ from dpsynth.metrics import summarise
 from dpsynth.pseudo_posterior.likelihood import parameter_names
 from dpsynth.pseudo_posterior.posterior import PosteriorFit
 from dpsynth.pseudo_posterior.study import SYNTHESIZERS, SynthesizerFit
-from dpsynth.pseudo_posterior.synthesis import STATISTICS
+from dpsynth.pseudo_posterior.synthesis import DATA, STATISTICS
 
-DATA = "data"  # label of the confidential data in utility and synthetic tables
+logger = logging.getLogger(__name__)
 
 
 def draws_table(fits: Mapping[str, SynthesizerFit]) -> pd.DataFrame:
@@ -101,6 +105,67 @@ def load_fits(
             sampler=meta.get("sampler", "nuts"),
         )
     return fits
+
+
+@dataclass(frozen=True)
+class DatasetTables:
+    """What the workflow saved of one data set: its fits (``records``, ``draws``,
+    ``metadata``: :func:`records_table`, :func:`draws_table`, :func:`fit_metadata`) and
+    its synthetic data (``utility``, ``synthetic``: :func:`~dpsynth.pseudo_posterior.
+    synthesis.synthetic_tables`)."""
+
+    records: pd.DataFrame
+    draws: pd.DataFrame
+    metadata: Mapping
+    utility: pd.DataFrame
+    synthetic: pd.DataFrame
+
+
+#: The study's gathered tables (:func:`gather_datasets`), one row set per data set.
+GATHERED = ("records", "summary", "posterior", "utility", "synthetic")
+
+
+def gather_datasets(
+    datasets: Mapping[str, DatasetTables], tolerance: float
+) -> tuple[dict[str, pd.DataFrame], dict[str, list[dict]]]:
+    """Every data set's tables in one of each, and every data set's checks.
+
+    Returns ``(tables, checks)``. ``tables`` maps each name of :data:`GATHERED` to one
+    frame whose first column, ``dataset``, names the data set (data sets in the order of
+    ``datasets``): ``records`` (``synthesizer, record, weight, lipschitz``), ``summary``
+    (:func:`summary_table`), ``posterior`` (``synthesizer, draw, mu``), ``utility`` and
+    ``synthetic`` as saved. ``checks`` maps each data set to its :func:`study_checks` at
+    ``tolerance``; each check is logged.
+    """
+    if not datasets:
+        raise ValueError("gather_datasets needs at least one data set; got none")
+    tables: dict[str, list[pd.DataFrame]] = {key: [] for key in GATHERED}
+    checks = {}
+    for dataset, saved in datasets.items():
+        summary = summary_table(saved.records, saved.draws, saved.metadata, saved.utility)
+        checks[dataset] = study_checks(summary, tolerance)
+        for check in checks[dataset]:
+            logger.info(
+                "%s %s: %.4g (%s)",
+                dataset,
+                check["check"],
+                check["value"],
+                "holds" if check["passed"] else "DOES NOT HOLD",
+            )
+        own = {
+            "records": saved.records[["synthesizer", "record", "weight", "lipschitz"]],
+            "summary": summary,
+            "posterior": saved.draws[["synthesizer", "draw", "mu"]],
+            "utility": saved.utility,
+            "synthetic": saved.synthetic,
+        }
+        for key, frame in own.items():
+            tables[key].append(frame.assign(dataset=dataset))
+    gathered = {}
+    for key, frames in tables.items():
+        frame = pd.concat(frames, ignore_index=True)
+        gathered[key] = frame[["dataset", *[c for c in frame.columns if c != "dataset"]]]
+    return gathered, checks
 
 
 def summary_table(

@@ -5,5 +5,7 @@ heart-disease deaths from CDC WONDER; those counts cannot be had here. Two sourc
 
 - :mod:`dpsynth.data.truth.model`: the modelled truth, 35-44 and the older age groups;
 - :mod:`dpsynth.data.truth.observed`: smoothed observed rates of a CDC WONDER export;
-- :mod:`dpsynth.data.truth.summary`: plain-number summaries of a truth (Moran's I).
+- :mod:`dpsynth.data.truth.summary`: plain-number summaries of a truth (Moran's I);
+- :mod:`dpsynth.data.truth.build`: one age group's truth and summary from the config, as
+  the workflow saves them.
 """

@@ -1,0 +1,41 @@
+"""Map of Study 1's true county rates per 100,000 (ages 35-44, 1980)."""
+
+from __future__ import annotations
+
+import logging
+
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
+
+from dpsynth.plots.maps import county_choropleth
+
+logger = logging.getLogger(__name__)
+
+#: What the map's title calls the truth of each ``truth.source``.
+SOURCE_LABELS = {"model": "modelled truth", "wonder": "smoothed observed rates"}
+
+
+def truth_map(counties, truth: pd.DataFrame, source: str) -> Figure:
+    """Choropleth of ``truth``'s ``rate_per_100k`` on ``counties`` (a GeoDataFrame with
+    ``fips``; a county without a rate is drawn as missing), log colour scale with plain
+    numbers; the title names the ``source`` (``truth.source``: model or wonder)."""
+    if source not in SOURCE_LABELS:
+        raise ValueError(f"truth.source must be one of {list(SOURCE_LABELS)}, got {source!r}")
+    frame = counties.merge(
+        truth[["fips", "rate_per_100k"]], on="fips", how="left", validate="one_to_one"
+    )
+    logger.info("%d counties, %d without a rate", len(frame), frame["rate_per_100k"].isna().sum())
+    fig = county_choropleth(
+        frame,
+        "rate_per_100k",
+        title=f"True heart-disease death rates, ages 35-44, 1980 ({SOURCE_LABELS[source]})",
+        cmap="magma_r",
+        norm="log",
+        legend_label="deaths per 100,000 (log scale)",
+    )
+    # plain numbers (20, 30, ..., 100) on the log colour bar instead of 2 x 10^1
+    plain = FuncFormatter(lambda value, _: f"{value:g}")
+    fig.axes[-1].yaxis.set_major_formatter(plain)
+    fig.axes[-1].yaxis.set_minor_formatter(plain)
+    return fig
