@@ -14,9 +14,11 @@ import pandas as pd
 from matplotlib.figure import Figure
 from scipy.stats import gaussian_kde
 
-ORDER = ("unweighted", "LW", "CW", "SW", "LW_final", "CW_final")
+from dpsynth.pseudo_posterior.study import SYNTHESIZERS
+from dpsynth.pseudo_posterior.synthesis import DATA
+
 COLORS = {
-    "data": "0.35",
+    DATA: "0.35",
     "unweighted": "tab:gray",
     "LW": "tab:blue",
     "CW": "tab:orange",
@@ -62,7 +64,7 @@ def _heading(fig: Figure, dataset: str, what: str, summary: pd.DataFrame) -> Non
     fig.suptitle(f"{dataset_title(dataset)}: {what}\n{line}", fontsize=10)
 
 
-def _present(frame: pd.DataFrame, order=ORDER) -> list[str]:
+def _present(frame: pd.DataFrame, order=SYNTHESIZERS) -> list[str]:
     names = set(frame["synthesizer"])
     return [name for name in order if name in names]
 
@@ -133,7 +135,7 @@ def utility_violins(
     names = _present(utility)
     fig = Figure(figsize=(5.5 * len(statistics), 4.2), layout="constrained")
     axes = fig.subplots(1, len(statistics), squeeze=False)[0]
-    data = utility[utility.synthesizer == "data"].iloc[0]
+    data = utility[utility.synthesizer == DATA].iloc[0]
     for ax, stat in zip(axes, statistics, strict=True):
         groups = [utility.loc[utility.synthesizer == n, stat] for n in names]
         _violins(ax, groups, names, _epsilons(summary, dataset))
@@ -194,7 +196,7 @@ def reweighting_scatter(records: pd.DataFrame, summary: pd.DataFrame, dataset: s
 def synthetic_violins(synthetic: pd.DataFrame, summary: pd.DataFrame, dataset: str) -> Figure:
     """One synthetic data set per synthesizer against the data."""
     synthetic = _one(synthetic, dataset)
-    names = _present(synthetic, ("data", *ORDER))
+    names = _present(synthetic, (DATA, *SYNTHESIZERS))
     fig = Figure(figsize=(7, 4), layout="constrained")
     ax = fig.add_subplot()
     groups = [synthetic.loc[synthetic.synthesizer == n, "value"] for n in names]
