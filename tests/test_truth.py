@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,7 @@ import scipy.sparse
 import scipy.stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from workflow_helpers import REPO, TEST_CONFIG, copy_project, snakemake
+from workflow_helpers import REPO, TEST_CONFIG, copy_project, schema_defaults, snakemake
 
 from dpsynth.data import read_wonder
 from dpsynth.data.counties import queen_adjacency
@@ -27,6 +28,9 @@ from dpsynth.data.truth.model import (
 )
 from dpsynth.data.truth.observed import smooth_observed_rates, truth_from_wonder
 from dpsynth.data.truth.summary import morans_i, truth_summary
+
+#: The model of the default config (the schema holds its values).
+DEFAULT_MODEL = TruthModel.from_config(schema_defaults()["truth"]["model"])
 
 FIXTURES = REPO / "tests" / "fixtures" / "wonder"
 
@@ -68,7 +72,7 @@ def morans_i_reference(values, counties, edges):
 def test_expected_deaths_sum_to_the_total():
     counties, edges = grid(12, islands=2)
     truth = model_truth(
-        counties, edges, populations(counties), TruthModel(), np.random.default_rng(1)
+        counties, edges, populations(counties), DEFAULT_MODEL, np.random.default_rng(1)
     )
     assert truth["expected"].sum() == pytest.approx(11364, rel=1e-10)
     assert np.allclose(truth["expected"], truth["population"] * truth["rate"])
@@ -80,7 +84,7 @@ def test_expected_deaths_sum_to_the_total():
 @settings(max_examples=20, deadline=None)
 def test_total_is_matched_for_any_total(total, seed):
     counties, edges = grid(5)
-    params = TruthModel(total_deaths=total, state_sd=0.5, spatial_sd=0.7, iid_sd=0.3)
+    params = replace(DEFAULT_MODEL, total_deaths=total, state_sd=0.5, spatial_sd=0.7, iid_sd=0.3)
     truth = model_truth(
         counties, edges, populations(counties, seed % 7), params, np.random.default_rng(seed)
     )
@@ -104,14 +108,16 @@ def log_rate_morans_i(params: TruthModel, seeds) -> list[float]:
 
 
 def test_strong_dependence_gives_positive_spatial_autocorrelation():
-    params = TruthModel(state_sd=0.0, iid_sd=0.0, spatial_sd=0.3, spatial_dependence=0.99)
+    params = replace(
+        DEFAULT_MODEL, state_sd=0.0, iid_sd=0.0, spatial_sd=0.3, spatial_dependence=0.99
+    )
     values = log_rate_morans_i(params, range(5))
     # under independence I is about 0 with sd about 0.03 on this graph
     assert min(values) > 0.15
 
 
 def test_no_spatial_component_gives_moran_near_zero():
-    params = TruthModel(state_sd=0.0, iid_sd=0.3, spatial_sd=0.0)
+    params = replace(DEFAULT_MODEL, state_sd=0.0, iid_sd=0.3, spatial_sd=0.0)
     values = log_rate_morans_i(params, range(10))
     # E[I] = -1/(n-1) under independence; one I has sd about 0.03, a mean of ten about 0.01
     assert abs(np.mean(values)) < 0.04
@@ -120,9 +126,9 @@ def test_no_spatial_component_gives_moran_near_zero():
 def test_reproducible_for_a_fixed_generator():
     counties, edges = grid(8, islands=1)
     sizes = populations(counties)
-    first = model_truth(counties, edges, sizes, TruthModel(), np.random.default_rng(42))
-    again = model_truth(counties, edges, sizes, TruthModel(), np.random.default_rng(42))
-    other = model_truth(counties, edges, sizes, TruthModel(), np.random.default_rng(43))
+    first = model_truth(counties, edges, sizes, DEFAULT_MODEL, np.random.default_rng(42))
+    again = model_truth(counties, edges, sizes, DEFAULT_MODEL, np.random.default_rng(42))
+    other = model_truth(counties, edges, sizes, DEFAULT_MODEL, np.random.default_rng(43))
     pd.testing.assert_frame_equal(first, again)
     assert not np.allclose(first["rate"], other["rate"])
 
@@ -130,7 +136,7 @@ def test_reproducible_for_a_fixed_generator():
 def test_islands_get_finite_independent_effects():
     counties, edges = grid(6, islands=3)
     truth = model_truth(
-        counties, edges, populations(counties), TruthModel(), np.random.default_rng(5)
+        counties, edges, populations(counties), DEFAULT_MODEL, np.random.default_rng(5)
     )
     islands = truth[truth["fips"].str.startswith("20")]
     assert len(islands) == 3
@@ -143,7 +149,7 @@ def test_only_islands():
     edges = pd.DataFrame({"fips_a": [], "fips_b": []}, dtype=str)
     sizes = pd.Series([100, 200, 300], index=counties["fips"])
     truth = model_truth(
-        counties, edges, sizes, TruthModel(total_deaths=6), np.random.default_rng(0)
+        counties, edges, sizes, replace(DEFAULT_MODEL, total_deaths=6), np.random.default_rng(0)
     )
     assert truth["expected"].sum() == pytest.approx(6)
 
@@ -151,7 +157,7 @@ def test_only_islands():
 def test_state_effect_is_shared_within_a_state():
     counties, edges = grid(6)
     truth = model_truth(
-        counties, edges, populations(counties), TruthModel(), np.random.default_rng(3)
+        counties, edges, populations(counties), DEFAULT_MODEL, np.random.default_rng(3)
     )
     per_state = truth.groupby(counties["state_fips"])["state_effect"].nunique()
     assert (per_state == 1).all()
@@ -184,32 +190,35 @@ def test_car_marginal_variances_follow_the_precision():
 )
 def test_bad_parameters_rejected(kwargs):
     with pytest.raises(ValueError):
-        TruthModel(**kwargs)
+        replace(DEFAULT_MODEL, **kwargs)
 
 
 def test_from_config_reads_keys_and_rejects_unknown():
-    params = TruthModel.from_config({"total_deaths": 100, "spatial_sd": 0.5})
+    section = {**DEFAULT_MODEL.__dict__, "total_deaths": 100, "spatial_sd": 0.5}
+    params = TruthModel.from_config(section)
     assert params.total_deaths == 100 and params.spatial_sd == 0.5
     with pytest.raises(ValueError, match="unknown key"):
-        TruthModel.from_config({"spatial_sigma": 0.5})
+        TruthModel.from_config({**section, "spatial_sigma": 0.5})
+    with pytest.raises(ValueError, match=r"missing key\(s\) \['iid_sd'\]"):
+        TruthModel.from_config({k: v for k, v in section.items() if k != "iid_sd"})
 
 
 def test_population_must_cover_every_county():
     counties, edges = grid(3)
     sizes = populations(counties).iloc[1:]
     with pytest.raises(ValueError, match="no size for 1 county"):
-        model_truth(counties, edges, sizes, TruthModel(), np.random.default_rng(0))
+        model_truth(counties, edges, sizes, DEFAULT_MODEL, np.random.default_rng(0))
     zero = populations(counties)
     zero.iloc[2] = 0
     with pytest.raises(ValueError, match="non-positive"):
-        model_truth(counties, edges, zero, TruthModel(), np.random.default_rng(0))
+        model_truth(counties, edges, zero, DEFAULT_MODEL, np.random.default_rng(0))
 
 
 # ---- older age groups (Study 1's Appendix C) ------------------------------------------
 
 
 def related(counties, edges, correlation, seed, total=5000.0, params=None, reference=None):
-    params = params or TruthModel()
+    params = params or DEFAULT_MODEL
     if reference is None:
         reference = model_truth(
             counties, edges, populations(counties), params, np.random.default_rng(seed + 1000)
@@ -256,7 +265,9 @@ def test_related_truth_matches_its_total(correlation):
 
 def test_related_truth_correlates_with_the_reference_on_the_log_scale():
     counties, edges = grid(12)
-    params = TruthModel(state_sd=0.1, spatial_sd=0.2, spatial_dependence=0.9, iid_sd=0.15)
+    params = replace(
+        DEFAULT_MODEL, state_sd=0.1, spatial_sd=0.2, spatial_dependence=0.9, iid_sd=0.15
+    )
     for rho in (0.3, 0.7, 0.9):
         values, spread, ref_spread = [], [], []
         for seed in range(20):
@@ -296,13 +307,13 @@ def test_related_truth_is_reproducible_and_uses_its_generator():
 def test_related_truth_rejects_bad_input():
     counties, edges = grid(4)
     reference = model_truth(
-        counties, edges, populations(counties), TruthModel(), np.random.default_rng(0)
+        counties, edges, populations(counties), DEFAULT_MODEL, np.random.default_rng(0)
     )
     sizes = populations(counties)
 
     def run(ref=reference, correlation=0.7, size=sizes):
         return model_truth_related(
-            counties, edges, size, ref, TruthModel(), correlation, np.random.default_rng(0)
+            counties, edges, size, ref, DEFAULT_MODEL, correlation, np.random.default_rng(0)
         )
 
     for bad in (1.2, -1.01, np.nan):
@@ -487,8 +498,7 @@ def test_config_schema_requires_an_export_for_the_wonder_source():
     config = {"seed": 1, "figure_formats": ["png"]}
     validate(config, schema)
     assert config["truth"]["source"] == "model"
-    # the schema's defaults are the library's defaults
-    assert TruthModel.from_config(config["truth"]["model"]) == TruthModel()
+    assert TruthModel.from_config(config["truth"]["model"]) == DEFAULT_MODEL
 
 
 def test_library_morans_i_matches_the_tests_own():

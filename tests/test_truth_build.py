@@ -12,7 +12,8 @@ from dpsynth.data.age_groups import age_group_frame
 from dpsynth.data.truth.build import build_older_truth, build_truth
 from dpsynth.data.truth.summary import truth_summary
 
-MODEL = {"total_deaths": 500.0, "state_sd": 0.1, "spatial_sd": 0.2, "iid_sd": 0.1}
+MODEL = {"total_deaths": 500.0, "state_sd": 0.1, "spatial_sd": 0.2, "spatial_dependence": 0.9,
+         "iid_sd": 0.1}  # fmt: skip
 
 
 def inputs(side=6, seed=0):

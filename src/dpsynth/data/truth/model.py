@@ -43,18 +43,19 @@ from dpsynth.data.counties import queen_adjacency
 class TruthModel:
     """Parameters of the modelled truth (see the module docstring for the model).
 
-    Defaults are this project's choices, not the paper's (the paper does not report its
-    fitted variances): a state effect, a strongly dependent spatial field and a little
-    county noise, so the map shows regional patterns as posterior medians of a spatial
-    model would. The log-scale variance of a rate is about state_sd^2 + spatial_sd^2 +
-    iid_sd^2; the workflow's summary JSON reports the spread the defaults produce.
+    Its values are the config's (``truth.model``, whose defaults the schema holds): this
+    project's choices, not the paper's (the paper does not report its fitted variances): a
+    state effect, a strongly dependent spatial field and a little county noise, so the map
+    shows regional patterns as posterior medians of a spatial model would. The log-scale
+    variance of a rate is about state_sd^2 + spatial_sd^2 + iid_sd^2; the workflow's
+    summary JSON reports the spread the defaults produce.
     """
 
-    total_deaths: float = 11364.0
-    state_sd: float = 0.15
-    spatial_sd: float = 0.20
-    spatial_dependence: float = 0.99
-    iid_sd: float = 0.10
+    total_deaths: float
+    state_sd: float
+    spatial_sd: float
+    spatial_dependence: float
+    iid_sd: float
 
     def __post_init__(self) -> None:
         if not self.total_deaths > 0:
@@ -71,11 +72,15 @@ class TruthModel:
 
     @classmethod
     def from_config(cls, section: Mapping) -> TruthModel:
-        """Build from the config's ``truth.model`` mapping; unknown keys are an error."""
+        """Build from the config's ``truth.model`` mapping (defaults filled by the schema);
+        unknown or missing keys are an error."""
         known = {field.name for field in fields(cls)}
         unknown = sorted(set(section) - known)
         if unknown:
             raise ValueError(f"truth.model: unknown key(s) {unknown}; expected {sorted(known)}")
+        missing = sorted(known - set(section))
+        if missing:
+            raise ValueError(f"truth.model: missing key(s) {missing} (the schema fills them)")
         return cls(**{key: float(value) for key, value in section.items()})
 
 
