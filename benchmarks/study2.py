@@ -43,7 +43,7 @@ from dpsynth.study.measures import study_measures
 from dpsynth.study.prior import prior_rates
 from dpsynth.study.simulate import calibrate_arm, draw_and_measure
 from dpsynth.study.table import load_study_table
-from dpsynth.study2 import scenario_table
+from dpsynth.study2.tables import study_table
 
 REPO = Path(__file__).resolve().parents[1]
 SEED = 20190601
@@ -57,7 +57,7 @@ def build_standin():
 
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
     entry = config["studies"]["standin"]
-    table = scenario_table(
+    table = study_table(
         "standin",
         load_pennlc(REPO / "data/pennlc_strata.parquet"),
         load_pennsylvania_counties(REPO / "data/pennsylvania_counties.parquet"),

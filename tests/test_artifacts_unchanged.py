@@ -26,6 +26,10 @@ BASELINE = "3cc9d15"
 #: column (was ``mechanism``) and its config key (``study1.arms``, was ``study1.mechanisms``,
 #: in results/run_config.yaml); issue #16's one vocabulary.
 RENAMES: dict[str, str] = {"mechanism": "arm", "study1.mechanisms": "study1.arms"}
+#: Config keys added on purpose since BASELINE (compare_runs' --added), found in
+#: results/run_config.yaml: Study 2's arms with their legend titles (``study2.arms``, which
+#: the studies pennlc and standin run) and the studies' titles.
+ADDED = ("study2.arms", "studies.*.title", "studies.*.arms.*.title")
 
 RUN = ["--profile", "workflow/profiles/default", "--cores", "2", "--configfile", TEST_CONFIG]
 
@@ -132,7 +136,7 @@ def test_each_run_imports_its_own_library(which, request):
 def test_every_artifact_of_the_tiny_run_is_unchanged(baseline_run, today_run):
     """Same files under results/ and figures/, the same tables, JSON and YAML by content,
     the same figures byte for byte."""
-    outcomes = compare_runs.compare_runs(baseline_run, today_run, RENAMES)
+    outcomes = compare_runs.compare_runs(baseline_run, today_run, RENAMES, ADDED)
     table = compare_runs.report(outcomes, baseline_run, today_run)
     compared = [o for o in outcomes if o.status != "excluded"]
     assert any(o.kind == "parquet" for o in compared), table
@@ -142,5 +146,5 @@ def test_every_artifact_of_the_tiny_run_is_unchanged(baseline_run, today_run):
         f"{len(changed)} artifacts of the tiny run differ from those of commit {BASELINE}:\n"
         f"{table}\nA refactoring changes no artifact. If the change is intended, move "
         "BASELINE (tests/test_artifacts_unchanged.py) and say so in CHANGELOG.md; a column "
-        "renamed on purpose goes into RENAMES."
+        "renamed on purpose goes into RENAMES, a config key added on purpose into ADDED."
     )

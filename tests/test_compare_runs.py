@@ -225,6 +225,28 @@ def test_a_dotted_rename_moves_a_key_of_the_documents_only(runs, capsys):
     assert code == 1 and "summary.parquet" in out and "run_config.yaml" not in out, out
 
 
+def test_keys_added_on_purpose_pass_and_only_those(runs, capsys):
+    before, after = runs
+    (before / "results/run_config.yaml").write_text(
+        yaml.safe_dump({"seed": 7, "studies": {"a": {"arms": [{"name": "x"}, {"name": "y"}]}}})
+    )
+    config = {
+        "seed": 7,
+        "new": {"k": 1},
+        "studies": {"a": {"title": "A", "arms": [{"name": "x", "title": "X"}, {"name": "y"}]}},
+    }
+    (after / "results/run_config.yaml").write_text(yaml.safe_dump(config))
+    added = ("--added", "new", "--added", "studies.*.title", "--added", "studies.*.arms.*.title")
+    assert run(before, after, *added[:4], capsys=capsys)[0] == 1  # the arm's title is not named
+    assert run(before, after, *added, capsys=capsys)[0] == 0
+    # a key BEFORE has is compared, named or not
+    (before / "results/run_config.yaml").write_text(
+        yaml.safe_dump({"seed": 7, "new": {"k": 2}, "studies": config["studies"]})
+    )
+    code, out = run(before, after, *added, capsys=capsys)
+    assert code == 1 and "new.k: 2 != 1" in out, out
+
+
 def test_not_a_run_folder_is_refused(runs, tmp_path, capsys):
     code = compare_runs.main([str(runs[0]), str(tmp_path / "nowhere")])
     assert code == 2

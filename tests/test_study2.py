@@ -22,7 +22,7 @@ from dpsynth.privacy.calibrate import calibrate
 from dpsynth.study.definition import study_definition
 from dpsynth.study.measures import study_measures
 from dpsynth.study.table import age_bands, load_study_table
-from dpsynth.study2.tables import county_urban, scenario_table
+from dpsynth.study2.tables import county_urban, study_table
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +64,7 @@ def test_urban_means_density_above_the_statewide_mean():
 
 
 def test_the_pennlc_table_flags_each_county_by_the_urban_rule(pennlc, counties, standard):
-    table = scenario_table("pennlc", pennlc, counties, standard, np.random.default_rng(0))
+    table = study_table("pennlc", pennlc, counties, standard, np.random.default_rng(0))
     assert len(table) == len(pennlc)
     flags = table.groupby("county", observed=True)["urban"].agg(["min", "max"])
     assert (flags["min"] == flags["max"]).all()  # one flag per county
@@ -79,7 +79,7 @@ def test_pennlc_disparities_are_ratios_of_age_adjusted_rates_by_hand(
 ):
     """The study `pennlc` as config/config.yaml defines it, measured on the true counts,
     against direct age adjustment with pandas group sums."""
-    table = scenario_table("pennlc", pennlc, counties, standard, np.random.default_rng(0))
+    table = study_table("pennlc", pennlc, counties, standard, np.random.default_rng(0))
     table.to_parquet(tmp_path / "table.parquet")
     entry = yaml.safe_load((REPO / "config/config.yaml").read_text())["studies"]["pennlc"]
     entry = {**entry, "table": str(tmp_path / "table.parquet"),

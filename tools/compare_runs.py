@@ -14,6 +14,9 @@ writes. Every file under them is compared with its namesake in the other run:
 - JSON and YAML by their parsed content (NaN equals NaN); a dotted ``--rename
   OLD.PATH=NEW.PATH`` (e.g. ``study1.mechanisms=study1.arms``) says that a key of BEFORE's
   documents moved, on purpose (column renames have no dot and apply to tables only);
+  ``--added PATH`` (repeatable; dotted, ``*`` standing for any one key or list index, e.g.
+  ``studies.*.title``) says that keys of AFTER's documents at PATH that BEFORE lacks are
+  new on purpose (a new config key in results/run_config.yaml): they are left out;
 - PNG, PDF and anything else by bytes; a PNG whose bytes differ is read with matplotlib's
   image reader to tell a change of metadata only (same pixels) from a visual one.
 
@@ -279,7 +282,34 @@ def rename_keys(document, renames: dict):
     return document
 
 
-def compare_file(relative: str, before: Path, after: Path, renames: dict) -> Outcome:
+def drop_added(before, after, added):
+    """``after`` without the keys that ``before`` lacks at a path of ``added`` (dotted key
+    paths, ``*`` for any one key or list index): the keys added on purpose."""
+    patterns = [tuple(path.split(".")) for path in added]
+
+    def named(path):
+        return any(
+            len(pattern) == len(path)
+            and all(p in ("*", k) for p, k in zip(pattern, path, strict=True))
+            for pattern in patterns
+        )
+
+    def walk(old, new, path):
+        if isinstance(new, dict):
+            old = old if isinstance(old, dict) else {}
+            return {key: walk(old.get(key), value, (*path, str(key)))
+                    for key, value in new.items()
+                    if key in old or not named((*path, str(key)))}  # fmt: skip
+        if isinstance(new, list):
+            old = old if isinstance(old, list) else []
+            return [walk(old[i] if i < len(old) else None, value, (*path, str(i)))
+                    for i, value in enumerate(new)]  # fmt: skip
+        return new
+
+    return walk(before, after, ())
+
+
+def compare_file(relative: str, before: Path, after: Path, renames: dict, added=()) -> Outcome:
     kind = kind_of(relative)
     if before.read_bytes() == after.read_bytes():
         return Outcome(relative, "same", kind)
@@ -290,7 +320,8 @@ def compare_file(relative: str, before: Path, after: Path, renames: dict) -> Out
         elif kind in ("json", "yaml"):
             load = (lambda p: json.loads(p.read_text())) if kind == "json" else _load_yaml
             old_doc = rename_keys(load(before), renames)
-            problems = list(value_differences(old_doc, load(after), ""))
+            new_doc = drop_added(old_doc, load(after), added)
+            problems = list(value_differences(old_doc, new_doc, ""))
         elif kind == "png":
             problems = [png_difference(before, after)]
         else:
@@ -302,7 +333,8 @@ def compare_file(relative: str, before: Path, after: Path, renames: dict) -> Out
     return Outcome(relative, "differs", kind, "; ".join(problems))
 
 
-def compare_runs(before: Path, after: Path, renames: dict | None = None) -> list[Outcome]:
+def compare_runs(before: Path, after: Path, renames: dict | None = None,
+                 added=()) -> list[Outcome]:  # fmt: skip
     """Every file of either run, compared (see the module docstring)."""
     renames = renames or {}
     old, new = run_files(Path(before)), run_files(Path(after))
@@ -316,7 +348,7 @@ def compare_runs(before: Path, after: Path, renames: dict | None = None) -> list
         elif relative not in old:
             outcomes.append(Outcome(relative, "extra", kind_of(relative), "only in after"))
         else:
-            outcomes.append(compare_file(relative, old[relative], new[relative], renames))
+            outcomes.append(compare_file(relative, old[relative], new[relative], renames, added))
     return outcomes
 
 
@@ -376,13 +408,21 @@ def main(argv: list[str] | None = None) -> int:
         help="a table column OLD of BEFORE is NEW in AFTER, on purpose; with dots, a key "
         "path of its JSON/YAML documents (repeatable)",
     )
+    parser.add_argument(
+        "--added",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="keys of AFTER's JSON/YAML documents at the dotted PATH ('*': any one key or "
+        "list index) that BEFORE lacks are new on purpose (repeatable)",
+    )
     args = parser.parse_args(argv)
     for run in (args.before, args.after):
         if not any((run / folder).is_dir() for folder in FOLDERS):
             print(f"{run}: not a run folder (no {' or '.join(FOLDERS)}/)", file=sys.stderr)
             return 2
     renames = dict(args.rename)
-    outcomes = compare_runs(args.before, args.after, renames)
+    outcomes = compare_runs(args.before, args.after, renames, args.added)
     print(report(outcomes, args.before, args.after))
     return 1 if any(o.status not in ("same", "excluded") for o in outcomes) else 0
 

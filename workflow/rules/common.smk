@@ -71,7 +71,7 @@ def study1_design():
 def study1_unit_paths(kind):
     """The bundle's outputs of one kind (scores, county_sums), in the design's unit order."""
     return [
-        f"results/{{study}}/{kind}/{{scenario}}/{arm}/{chunk}.parquet"
+        f"results/{{run}}/{kind}/{{scenario}}/{arm}/{chunk}.parquet"
         for arm, chunk in study1_design().units
     ]
 
@@ -79,8 +79,8 @@ def study1_unit_paths(kind):
 def study1_unit_inputs(wildcards, kind):
     """Every unit's output of one kind in a run, scenario by scenario (the summary's input)."""
     return [
-        f"results/{wildcards.study}/{kind}/{scenario}/{arm}/{chunk}.parquet"
-        for scenario in study1_run_scenarios(wildcards.study)
+        f"results/{wildcards.run}/{kind}/{scenario}/{arm}/{chunk}.parquet"
+        for scenario in study1_run_scenarios(wildcards.run)
         for arm, chunk in study1_design().units
     ]
 
@@ -119,7 +119,7 @@ def study1_run_age_group(run):
 
 def study1_truth(wildcards):
     """The true rates of the age group of a Study-1 run (an input function)."""
-    slug = age_group_slug(study1_run_age_group(wildcards.study))
+    slug = age_group_slug(study1_run_age_group(wildcards.run))
     return f"results/data/truth_{slug}.parquet"
 
 

@@ -1,7 +1,7 @@
 # Study 1 (Quick 2021, JRSS-A, Section 3): four heterogeneity scenarios x arms x epsilon grid.
 # Jobs: one per scenario x arm x (epsilon chunk, dataset chunk); see config/README.md. The
 # library builds the design (arms, epsilon grid, chunks) from the config: study1_design().
-# The wildcard `study` is the run's folder: study1 (ages 35-44, the paper's study) or
+# The wildcard `run` is the run's folder: study1 (ages 35-44, the paper's study) or
 # study1/appendix_c/<age> (Appendix C's older groups; truth, totals and populations
 # modelled), so the same rules build both.
 
@@ -55,13 +55,13 @@ if config["job_structure"] == "split":
             counties=config["data"]["counties"],
             age_groups=config["data"]["age_groups"],
         output:
-            "results/{study}/scenario_{scenario}.parquet",
+            "results/{run}/scenario_{scenario}.parquet",
         log:
-            "logs/{study}/scenario_{scenario}.log",
+            "logs/{run}/scenario_{scenario}.log",
         benchmark:
-            "logs/benchmarks/{study}/scenario_{scenario}.tsv"
+            "logs/benchmarks/{run}/scenario_{scenario}.tsv"
         wildcard_constraints:
-            study=STUDY1_RUNS,
+            run=STUDY1_RUNS,
             scenario="[1-4]",
         conda:
             DPSYNTH_ENV
@@ -73,39 +73,39 @@ if config["job_structure"] == "split":
 
     rule study1_datasets:
         input:
-            "results/{study}/scenario_{scenario}.parquet",
+            "results/{run}/scenario_{scenario}.parquet",
         output:
-            "results/{study}/datasets/scenario_{scenario}.parquet",
+            "results/{run}/datasets/scenario_{scenario}.parquet",
         log:
-            "logs/{study}/datasets_{scenario}.log",
+            "logs/{run}/datasets_{scenario}.log",
         benchmark:
-            "logs/benchmarks/{study}/datasets_{scenario}.tsv"
+            "logs/benchmarks/{run}/datasets_{scenario}.tsv"
         wildcard_constraints:
-            study=STUDY1_RUNS,
+            run=STUDY1_RUNS,
             scenario="[1-4]",
         conda:
             DPSYNTH_ENV
         threads: 1
         params:
             seed=config["seed"],
-            rng_labels=lambda w: study1_rng_labels(w.study),
+            rng_labels=lambda w: study1_rng_labels(w.run),
             design=S1_DESIGN_ENTRY,
         script:
             "../scripts/study1_datasets.py"
 
     rule study1_score:
         input:
-            scenario="results/{study}/scenario_{scenario}.parquet",
-            datasets="results/{study}/datasets/scenario_{scenario}.parquet",
+            scenario="results/{run}/scenario_{scenario}.parquet",
+            datasets="results/{run}/datasets/scenario_{scenario}.parquet",
         output:
-            scores="results/{study}/scores/{scenario}/{arm}/{chunk}.parquet",
-            county_sums="results/{study}/county_sums/{scenario}/{arm}/{chunk}.parquet",
+            scores="results/{run}/scores/{scenario}/{arm}/{chunk}.parquet",
+            county_sums="results/{run}/county_sums/{scenario}/{arm}/{chunk}.parquet",
         log:
-            "logs/{study}/score_{scenario}_{arm}_{chunk}.log",
+            "logs/{run}/score_{scenario}_{arm}_{chunk}.log",
         benchmark:
-            "logs/benchmarks/{study}/score_{scenario}_{arm}_{chunk}.tsv"
+            "logs/benchmarks/{run}/score_{scenario}_{arm}_{chunk}.tsv"
         wildcard_constraints:
-            study=STUDY1_RUNS,
+            run=STUDY1_RUNS,
             scenario="[1-4]",
             chunk=r"e\d+_d\d+",
         conda:
@@ -116,7 +116,7 @@ if config["job_structure"] == "split":
             mem_mb=1500,
         params:
             seed=config["seed"],
-            rng_labels=lambda w: study1_rng_labels(w.study),
+            rng_labels=lambda w: study1_rng_labels(w.run),
             design=S1_DESIGN_ENTRY,
         script:
             "../scripts/study1_score.py"
@@ -129,16 +129,16 @@ else:
             counties=config["data"]["counties"],
             age_groups=config["data"]["age_groups"],
         output:
-            scenario="results/{study}/scenario_{scenario}.parquet",
-            datasets="results/{study}/datasets/scenario_{scenario}.parquet",
+            scenario="results/{run}/scenario_{scenario}.parquet",
+            datasets="results/{run}/datasets/scenario_{scenario}.parquet",
             scores=study1_unit_paths("scores"),
             county_sums=study1_unit_paths("county_sums"),
         log:
-            "logs/{study}/scenario_bundle_{scenario}.log",
+            "logs/{run}/scenario_bundle_{scenario}.log",
         benchmark:
-            "logs/benchmarks/{study}/scenario_bundle_{scenario}.tsv"
+            "logs/benchmarks/{run}/scenario_bundle_{scenario}.tsv"
         wildcard_constraints:
-            study=STUDY1_RUNS,
+            run=STUDY1_RUNS,
             scenario="[1-4]",
         conda:
             DPSYNTH_ENV
@@ -149,7 +149,7 @@ else:
         params:
             urban_threshold=S1["urban_threshold"],
             seed=config["seed"],
-            rng_labels=lambda w: study1_rng_labels(w.study),
+            rng_labels=lambda w: study1_rng_labels(w.run),
             design=S1_DESIGN_ENTRY,
         script:
             "../scripts/study1_scenario_bundle.py"
@@ -158,21 +158,21 @@ else:
 rule study1_summary:
     input:
         scenarios=lambda w: expand(
-            "results/{study}/scenario_{scenario}.parquet",
-            study=w.study,
-            scenario=study1_run_scenarios(w.study),
+            "results/{run}/scenario_{scenario}.parquet",
+            run=w.run,
+            scenario=study1_run_scenarios(w.run),
         ),
         scores=lambda w: study1_unit_inputs(w, "scores"),
         county_sums=lambda w: study1_unit_inputs(w, "county_sums"),
     output:
-        summary="results/{study}/summary.parquet",
-        county_means="results/{study}/county_means.parquet",
+        summary="results/{run}/summary.parquet",
+        county_means="results/{run}/county_means.parquet",
     log:
-        "logs/{study}/summary.log",
+        "logs/{run}/summary.log",
     benchmark:
-        "logs/benchmarks/{study}/summary.tsv"
+        "logs/benchmarks/{run}/summary.tsv"
     wildcard_constraints:
-        study=STUDY1_RUNS,
+        run=STUDY1_RUNS,
     conda:
         DPSYNTH_ENV
     script:
@@ -181,15 +181,15 @@ rule study1_summary:
 
 rule study1_checks:
     input:
-        "results/{study}/summary.parquet",
+        "results/{run}/summary.parquet",
     output:
-        "results/{study}/checks.json",
+        "results/{run}/checks.json",
     log:
-        "logs/{study}/checks.log",
+        "logs/{run}/checks.log",
     benchmark:
-        "logs/benchmarks/{study}/checks.tsv"
+        "logs/benchmarks/{run}/checks.tsv"
     wildcard_constraints:
-        study=STUDY1_RUNS,
+        run=STUDY1_RUNS,
     conda:
         DPSYNTH_ENV
     script:

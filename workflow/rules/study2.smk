@@ -4,7 +4,7 @@
 # paper's figures. See config/README.md (Study 2).
 
 S2 = config["study2"]
-S2_SCENARIOS = [name for name in ("pennlc", "standin") if name in STUDIES]
+S2_STUDIES = [name for name in ("pennlc", "standin") if name in STUDIES]
 S2_FIGURES = [
     "figure2_prior",
     "figure3_county_rates",
@@ -14,25 +14,25 @@ S2_FIGURES = [
     "shapes",
 ]
 
-# The figures of one scenario (wildcard), their PNGs captioned for the HTML report.
+# The figures of one study (wildcard), their PNGs captioned for the HTML report.
 S2_FIGURE_OUTPUTS = {
     stem: report_figures(
-        f"study2/{{scenario}}/{stem}", f"study2_{stem}.rst", "Study 2", "{scenario}"
+        f"study2/{{study}}/{stem}", f"study2_{stem}.rst", "Study 2", "{study}"
     )
     for stem in S2_FIGURES
 }
 
 # Lambdas, not defs: `snakemake --lint` wants named functions in common.smk only.
-s2_scenario_figures = lambda scenario: [
-    path for stem in S2_FIGURES for path in figure_paths(f"study2/{scenario}/{stem}")
+s2_study_figures = lambda study: [
+    path for stem in S2_FIGURES for path in figure_paths(f"study2/{study}/{stem}")
 ]
 study2_figures = lambda: (
     figure_paths("study2/figure1_toy")
     + [
         path
-        for scenario in S2_SCENARIOS
-        if config["studies"][scenario].get("enabled", True)
-        for path in s2_scenario_figures(scenario)
+        for study in S2_STUDIES
+        if config["studies"][study].get("enabled", True)
+        for path in s2_study_figures(study)
     ]
     if S2["enabled"]
     else []
@@ -52,13 +52,13 @@ rule study2_table:
         counties=config["data"]["pennsylvania_counties"],
         standard_population=config["data"]["standard_population"],
     output:
-        "results/study2/{scenario}/table.parquet",
+        "results/study2/{study}/table.parquet",
     log:
-        "logs/study2/table_{scenario}.log",
+        "logs/study2/table_{study}.log",
     benchmark:
-        "logs/benchmarks/study2/table_{scenario}.tsv"
+        "logs/benchmarks/study2/table_{study}.tsv"
     wildcard_constraints:
-        scenario="pennlc|standin",
+        study="pennlc|standin",
     conda:
         DPSYNTH_ENV
     threads: 1
@@ -80,31 +80,33 @@ rule study2_toy:
         DPSYNTH_ENV
     params:
         toy=S2["toy"],
+        arms=S2["arms"],
     script:
         "../scripts/study2_toy.py"
 
 
 rule study2_figures:
     input:
-        strata="results/studies/{scenario}/strata.parquet",
-        summary="results/studies/{scenario}/summary.parquet",
-        area_rates="results/studies/{scenario}/area_rates.parquet",
+        strata="results/studies/{study}/strata.parquet",
+        summary="results/studies/{study}/summary.parquet",
+        area_rates="results/studies/{study}/area_rates.parquet",
         map=config["data"]["pennsylvania_counties"],
     output:
         **S2_FIGURE_OUTPUTS,
     log:
-        "logs/study2/figures_{scenario}.log",
+        "logs/study2/figures_{study}.log",
     benchmark:
-        "logs/benchmarks/study2/figures_{scenario}.tsv"
+        "logs/benchmarks/study2/figures_{study}.tsv"
     wildcard_constraints:
-        scenario="pennlc|standin",
+        study="pennlc|standin",
     conda:
         DPSYNTH_ENV
     params:
-        entry=lambda wildcards: config["studies"][wildcards.scenario],
+        entry=study_entry,
+        arms=S2["arms"],
         primary=S2["primary"],
-        figure5=lambda wildcards: S2[wildcards.scenario]["figure5"],
-        figure6=lambda wildcards: S2[wildcards.scenario]["figure6"],
+        figure5=lambda wildcards: S2[wildcards.study]["figure5"],
+        figure6=lambda wildcards: S2[wildcards.study]["figure6"],
     script:
         "../scripts/study2_figures.py"
 
@@ -112,5 +114,5 @@ rule study2_figures:
 rule study2_standin:
     # The expensive paper-scale run, on request: `snakemake study2_standin`.
     input:
-        s2_scenario_figures("standin"),
+        s2_study_figures("standin"),
         figure_paths("studies/standin/guide"),

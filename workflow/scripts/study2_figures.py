@@ -1,4 +1,4 @@
-"""Figures 2-6 and the distribution of a for one Study-2 scenario (a configured study)."""
+"""Figures 2-6 and the distribution of a for one Study 2 study (pennlc or standin)."""
 
 import logging
 
@@ -6,17 +6,18 @@ import pandas as pd
 
 from dpsynth.data.pennsylvania import load_pennsylvania_counties
 from dpsynth.io import save_figure
-from dpsynth.plots.study2 import scenario_figures
-from dpsynth.study.definition import study_definition
+from dpsynth.plots.study2 import study_figures
+from dpsynth.study.definition import config_arms, study_definition
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 p, inputs = snakemake.params, snakemake.input
-figures = scenario_figures(
-    study_definition(snakemake.wildcards.scenario, p.entry),
+figures = study_figures(
+    study_definition(snakemake.wildcards.study, p.entry),
     pd.read_parquet(inputs.strata),
     pd.read_parquet(inputs.summary),
     pd.read_parquet(inputs.area_rates),
     load_pennsylvania_counties(inputs.map),
+    arms=config_arms("study2.arms", p.arms),
     primary=p.primary,
     figure5=p.figure5,
     figure6=p.figure6,

@@ -1,4 +1,4 @@
-"""The input table of a Study 2 scenario (pennLC, or the stand-in drawn from it)."""
+"""The input table of a Study 2 study (pennLC, or the stand-in drawn from it)."""
 
 import logging
 
@@ -6,18 +6,18 @@ from dpsynth.data.pennsylvania import load_pennlc, load_pennsylvania_counties
 from dpsynth.data.standard_population import load_standard_population
 from dpsynth.io import write_parquet
 from dpsynth.seeding import job_rng
-from dpsynth.study2.tables import scenario_table
+from dpsynth.study2.tables import study_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
-scenario = snakemake.wildcards.scenario
-table = scenario_table(
-    scenario,
+study = snakemake.wildcards.study
+table = study_table(
+    study,
     load_pennlc(snakemake.input.pennlc),
     load_pennsylvania_counties(snakemake.input.counties),
     load_standard_population(snakemake.input.standard_population),
-    job_rng(snakemake.params.seed, "study2", scenario, "standin"),
+    job_rng(snakemake.params.seed, "study2", study, "standin"),
     standin_total=snakemake.params.standin_total,
 )
-logging.info("%s: %d strata, %d urban counties", scenario, len(table),
+logging.info("%s: %d strata, %d urban counties", study, len(table),
              table.drop_duplicates("county")["urban"].sum())  # fmt: skip
 write_parquet(table, snakemake.output[0])

@@ -4,8 +4,9 @@ import logging
 
 from dpsynth.io import save_figure
 from dpsynth.plots.study2 import figure_toy
+from dpsynth.study.definition import config_arms
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
-toy = snakemake.params.toy
-fig = figure_toy(toy["total"], toy["expected"], toy["epsilon"], toy["true_y1"], toy["tail"])
+toy, arms = snakemake.params.toy, config_arms("study2.arms", snakemake.params.arms)
+fig = figure_toy(toy["total"], toy["expected"], toy["epsilon"], toy["true_y1"], toy["tail"], arms)
 save_figure(fig, *snakemake.output)

@@ -41,8 +41,15 @@ def measure_title(measure: str) -> str:
     return f"disparity {measure.split(':', 1)[1]} (rate ratio)"
 
 
-def _colours(arms):
-    return {arm: plt.cm.tab10(k % 10) for k, arm in enumerate(arms)}
+#: The study stage's palette: matplotlib's tab10.
+TAB10 = tuple(plt.cm.tab10(k) for k in range(10))
+
+
+def arm_colours(names, palette=TAB10) -> dict:
+    """Each arm's colour by its place in ``names``: the palette's colour at that place
+    (cycling). The study stage's figures place the arms in the order of their names,
+    Study 2's (:mod:`dpsynth.plots.study2`) in the order of ``study2.arms``."""
+    return {name: palette[k % len(palette)] for k, name in enumerate(names)}
 
 
 def figure_measures(summary: pd.DataFrame, study: str, adjusted: bool):
@@ -52,7 +59,7 @@ def figure_measures(summary: pd.DataFrame, study: str, adjusted: bool):
     measures = list(dict.fromkeys(["rmse", "rank_correlation", *sorted(draws["metric"])]))
     measures = [m for m in measures if m in set(draws["metric"])]
     arms = sorted(draws["arm"].unique())
-    colours, titles = _colours(arms), _summary_titles(draws)
+    colours, titles = arm_colours(arms), _summary_titles(draws)
     ncols = 2 if len(measures) == 4 else min(3, len(measures))
     nrows = -(-len(measures) // ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols, 3.6 * nrows + 0.9),
@@ -93,7 +100,7 @@ def figure_guide(guide: pd.DataFrame, epsilons, study: str, arms=()):
     measures = list(dict.fromkeys(guide["measure"]))
     titles = {spec.name: arm_title(spec) for spec in arms}
     arms = sorted(guide["arm"].unique())
-    colours = _colours(arms)
+    colours = arm_colours(arms)
     top = max(epsilons) * 2.2
     fig, ax = plt.subplots(figsize=(8.5, 1.0 + 0.55 * len(measures) * len(arms) ** 0.5 + 1.2),
                            layout="constrained")  # fmt: skip

@@ -3,8 +3,9 @@
 Figures 2-6 read the outputs of the study stage (:mod:`dpsynth.study`) for the studies
 ``pennlc`` and ``standin``: the strata with their prior rates, the summary and the area
 rates. Every function returns a matplotlib Figure; titles say which data are real and
-which are synthetic. Arms are named as in ``config/config.yaml`` (``untruncated``,
-``truncated_paper``, ``truncated_exact``, ``truncated_certified``).
+which are synthetic. The figures draw Study 2's arms (:class:`~dpsynth.arms.Arm` values,
+the config's ``study2.arms``) in their order: each is named by its ``title`` and coloured
+by its place in that order (:data:`PALETTE`); a study is named by its ``title``.
 """
 
 from __future__ import annotations
@@ -14,63 +15,53 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FuncFormatter
 
+from dpsynth.arms import Arm, arm_named
 from dpsynth.design import at_epsilon
+from dpsynth.plots.study import arm_colours
 from dpsynth.study2 import toy
 from dpsynth.units import PER_100K
 
-#: Legend text and colour of Study 2's arms (named in config/config.yaml's studies).
-ARM_TITLES = {
-    "untruncated": "Untruncated PG (paper eq 6)",
-    "truncated_paper": "Truncated PG, paper eq 13",
-    "truncated_exact": "Truncated PG, exact bivariate",
-    "truncated_certified": "Truncated PG, certified",
-}
-ARM_COLORS = {
-    "untruncated": "tab:red",
-    "truncated_paper": "tab:blue",
-    "truncated_exact": "tab:green",
-    "truncated_certified": "tab:purple",
-}
-SCENARIO_TITLES = {
-    "pennlc": "pennLC (real 2002 lung-cancer cases, 1,071 strata)",
-    "standin": "SYNTHETIC stand-in (modelled deaths, 47,034 strata)",
-}
-METRIC_TITLES = {
-    "ratio_urban_rural": "Urban / rural",
-    "ratio_race_female": "Race disparity, women",
-    "ratio_race_male": "Race disparity, men",
-}
+#: Study 2's palette: an arm's colour is the one at its place in ``study2.arms`` (the
+#: paper's four arms: red, blue, green, purple).
+PALETTE = ("tab:red", "tab:blue", "tab:green", "tab:purple", "tab:orange", "tab:brown",
+           "tab:pink", "tab:gray", "tab:olive", "tab:cyan")  # fmt: skip
 #: Epsilon on a log axis as plain numbers (1, 2, 4), not powers of ten.
 EPSILON_TICKS = FuncFormatter(lambda value, _: f"{value:g}")
 
 
-def _scenario_title(scenario: str) -> str:
-    return SCENARIO_TITLES.get(scenario, scenario)
+def _colours(arms) -> dict[str, str]:
+    """Each arm's colour, by name, from its place among ``arms``."""
+    return arm_colours([arm.name for arm in arms], PALETTE)
+
+
+def _arm_of(arms, cal) -> Arm:
+    """The arm among ``arms`` with the mechanism and method of the calibration ``cal``."""
+    for arm in arms:
+        if (arm.mechanism, arm.method) == (cal.mechanism, cal.method):
+            return arm
+    raise ValueError(f"no arm with mechanism {cal.mechanism!r} and method {cal.method!r} "
+                     f"among {[arm.name for arm in arms]}")  # fmt: skip
 
 
 # ---- Figure 1: the toy example ----------------------------------------------------------
-def figure_toy(total: int, expected, epsilon: float, true_y1: int, tail: float):
-    """Figure 1: (a) privacy ratio against z_1, (b) posterior predictive of z_1."""
-    calibrations = dict(
-        zip(
-            ("untruncated", "truncated_exact"),
-            toy.calibrations(total, expected, epsilon, tail),
-            strict=True,
-        )
-    )
+def figure_toy(total: int, expected, epsilon: float, true_y1: int, tail: float, arms):
+    """Figure 1: (a) privacy ratio against z_1, (b) posterior predictive of z_1. Each of
+    the toy's two calibrations (:func:`dpsynth.study2.toy.calibrations`) is drawn as the
+    arm among ``arms`` (Study 2's) with its mechanism and method."""
+    colours = _colours(arms)
     fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for label, cal in calibrations.items():
+    for cal in toy.calibrations(total, expected, epsilon, tail):
+        arm = _arm_of(arms, cal)
         z1, ratio, y1 = toy.ratio_curve(cal)
-        color = ARM_COLORS[label]
+        color = colours[arm.name]
         ax_a.plot(
             z1,
             ratio,
             color=color,
-            label=f"{ARM_TITLES[label]}: a = ({cal.a[0]:.3g}, {cal.a[1]:.3g}), "
-            f"y_1 = {y1} vs {y1 - 1}",
+            label=f"{arm.title}: a = ({cal.a[0]:.3g}, {cal.a[1]:.3g}), y_1 = {y1} vs {y1 - 1}",
         )
         z1, probs = toy.predictive(cal, true_y1)
-        ax_b.plot(z1, probs, color=color, marker=".", ms=3, label=ARM_TITLES[label])
+        ax_b.plot(z1, probs, color=color, marker=".", ms=3, label=arm.title)
         if cal.truncated:
             for bound in cal.bounds():
                 ax_a.axvline(bound[0], color=color, linestyle=":", linewidth=1)
@@ -100,10 +91,11 @@ def figure_toy(total: int, expected, epsilon: float, true_y1: int, tail: float):
 
 
 # ---- Figure 2: the prior information -------------------------------------------------------
-def figure_prior(strata: pd.DataFrame, keys, scenario: str, prior_label: str):
+def figure_prior(strata: pd.DataFrame, keys, title: str, prior_label: str):
     """Figure 2: (a) statewide group rates vs the prior rates, (b) observed vs expected.
 
-    ``strata``: a study's strata (``cases``, ``population``, ``prior_rate``)."""
+    ``strata``: a study's strata (``cases``, ``population``, ``prior_rate``); ``title``:
+    the study's."""
     keys = list(keys)
     strata = strata.assign(expected=strata["population"] * strata["prior_rate"])
     groups = strata.groupby(keys, observed=True, sort=False).agg(
@@ -135,7 +127,7 @@ def figure_prior(strata: pd.DataFrame, keys, scenario: str, prior_label: str):
     ax_b.set_xlabel("expected count n * lambda0 (+ 0.5)")
     ax_b.set_ylabel("observed count (+ 0.5)")
     ax_b.set_title(f"(b) Observed vs expected counts, {len(strata)} strata")
-    fig.suptitle(f"Study 2 prior information: {_scenario_title(scenario)}")
+    fig.suptitle(f"Study 2 prior information: {title}")
     fig.tight_layout()
     return fig
 
@@ -149,14 +141,17 @@ def _county_table(area_rates: pd.DataFrame, arm: str, epsilon=None) -> pd.Series
     return rows.set_index("area")["rate"]
 
 
-def figure_county_rates(area_rates: pd.DataFrame, epsilons, primary: str, scenario: str):
-    """Figure 3: county age-adjusted rates (mean over datasets) against the true ones."""
+def figure_county_rates(area_rates: pd.DataFrame, epsilons, arms, primary: Arm, title: str):
+    """Figure 3: county age-adjusted rates (mean over datasets) against the true ones, of
+    the untruncated arms and the ``primary`` one."""
     truth = _county_table(area_rates, "truth")
     prior = _county_table(area_rates, "prior")
+    colours = _colours(arms)
+    drawn = [arm for arm in arms if arm.mechanism != "truncated"] + [primary]
     fig, axes = plt.subplots(1, len(epsilons), figsize=(5.2 * len(epsilons), 4.8), squeeze=False)
     for ax, eps in zip(axes[0], epsilons, strict=True):
-        for arm in ("untruncated", primary):
-            synth = _county_table(area_rates, arm, eps)
+        for arm in drawn:
+            synth = _county_table(area_rates, arm.name, eps)
             if synth.empty:
                 continue
             ax.scatter(
@@ -164,8 +159,8 @@ def figure_county_rates(area_rates: pd.DataFrame, epsilons, primary: str, scenar
                 synth,
                 s=14,
                 alpha=0.8,
-                color=ARM_COLORS[arm],
-                label=ARM_TITLES[arm],
+                color=colours[arm.name],
+                label=arm.title,
             )
         lim = [truth.min() * 0.8, truth.max() * 1.1]
         ax.plot(lim, lim, color="black", linewidth=0.8)
@@ -180,44 +175,47 @@ def figure_county_rates(area_rates: pd.DataFrame, epsilons, primary: str, scenar
         ax.set_ylabel("synthetic rate per 100,000\n(age-adjusted, mean over datasets)")
         ax.set_title(f"eps = {eps:g}")
         ax.legend(fontsize=8)
-    fig.suptitle(f"County age-adjusted rates from synthetic data: {_scenario_title(scenario)}")
+    fig.suptitle(f"County age-adjusted rates from synthetic data: {title}")
     fig.tight_layout()
     return fig
 
 
-def figure_maps(counties, area_rates: pd.DataFrame, epsilon: float, primary: str, scenario: str):
-    """Figure 4: maps of the true and the synthetic (primary arm, mean) county rates on one
-    colour scale, with one colour bar."""
+def figure_maps(counties, area_rates: pd.DataFrame, epsilon: float, primary: Arm, title: str):
+    """Figure 4: maps of the true and the synthetic (``primary`` arm, mean) county rates on
+    one colour scale, with one colour bar."""
     import matplotlib.colors as mcolors
 
     from dpsynth.plots.maps import CONUS_ALBERS, map_grid
 
     frame = counties[["county", "geometry"]].to_crs(CONUS_ALBERS)
     frame["truth"] = frame["county"].map(_county_table(area_rates, "truth"))
-    frame["synthetic"] = frame["county"].map(_county_table(area_rates, primary, epsilon))
+    frame["synthetic"] = frame["county"].map(_county_table(area_rates, primary.name, epsilon))
     values = pd.concat([frame["truth"], frame["synthetic"]]).dropna()
-    title = f"Synthetic: {ARM_TITLES[primary]},\neps = {epsilon:g} (mean over datasets)"
+    synthetic = f"Synthetic: {primary.title},\neps = {epsilon:g} (mean over datasets)"
     fig = map_grid(
         frame,
         ("truth", "True (confidential) rates"),
-        [("", [("synthetic", title)])],
+        [("", [("synthetic", synthetic)])],
         norm=mcolors.Normalize(vmin=float(values.min()), vmax=float(values.max())),
         label="age-adjusted rate per 100,000",
     )
-    fig.suptitle(f"County age-adjusted rates: {_scenario_title(scenario)}")
+    fig.suptitle(f"County age-adjusted rates: {title}")
     return fig
 
 
 # ---- Figures 5, 6 and the shapes: metrics against epsilon ---------------------------------
-def _metric_panel(ax, summary, metric, primary, title, prior_label):
+def _metric_panel(ax, summary, metric, arms, primary, title, prior_label):
+    """One metric against epsilon: the truncated arms' medians, the ``primary`` arm's with
+    its band."""
     rows = summary[summary["metric"] == metric]
-    for arm in ARM_TITLES:
-        line = rows[rows["arm"] == arm].sort_values("epsilon")
-        if line.empty or arm == "untruncated":
+    colours = _colours(arms)
+    for arm in arms:
+        line = rows[rows["arm"] == arm.name].sort_values("epsilon")
+        if line.empty or arm.mechanism != "truncated":
             continue
-        color = ARM_COLORS[arm]
+        color = colours[arm.name]
         if arm == primary:
-            ax.plot(line["epsilon"], line["median"], color=color, label=ARM_TITLES[arm])
+            ax.plot(line["epsilon"], line["median"], color=color, label=arm.title)
             ax.fill_between(line["epsilon"], line["lower"], line["upper"], color=color, alpha=0.2)
         else:
             ax.plot(
@@ -226,7 +224,7 @@ def _metric_panel(ax, summary, metric, primary, title, prior_label):
                 color=color,
                 linewidth=0.8,
                 alpha=0.8,
-                label=f"{ARM_TITLES[arm]} (median)",
+                label=f"{arm.title} (median)",
             )
     if len(rows):
         ax.axhline(rows["truth"].iloc[0], color="black", linestyle="--", linewidth=1,
@@ -241,31 +239,33 @@ def _metric_panel(ax, summary, metric, primary, title, prior_label):
     ax.set_title(title)
 
 
-def figure_disparities(summary, metrics, titles, primary, scenario, prior_label, heading):
+def figure_disparities(summary, metrics, titles, arms, primary, study_title, prior_label,
+                       heading):  # fmt: skip
     """Figures 5 and 6: ratio metrics against epsilon; band = 95% sampling interval."""
     fig, axes = plt.subplots(1, len(metrics), figsize=(5 * len(metrics), 4.4), squeeze=False)
     for ax, metric, title in zip(axes[0], metrics, titles, strict=True):
-        _metric_panel(ax, summary, metric, primary, title, prior_label)
+        _metric_panel(ax, summary, metric, arms, primary, title, prior_label)
     # one legend for the panels, below them: it covers no band
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=9,
                frameon=False)  # fmt: skip
-    fig.suptitle(f"{heading}: {_scenario_title(scenario)}")
+    fig.suptitle(f"{heading}: {study_title}")
     fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
 
 
-def figure_shapes(summary: pd.DataFrame, total: int, scenario: str):
+def figure_shapes(summary: pd.DataFrame, total: int, arms, title: str):
     """The distribution of the gamma shapes a across strata against epsilon: median (line),
-    2.5-97.5% range (band) and maximum (dashed) per calibration; y./(e^eps - 1) dotted."""
+    2.5-97.5% range (band) and maximum (dashed) per arm; y./(e^eps - 1) dotted."""
     fig, ax = plt.subplots(figsize=(7.5, 5))
-    for arm, label in ARM_TITLES.items():
-        med = summary[(summary["arm"] == arm) & (summary["metric"] == "gamma_shape")]
-        top = summary[(summary["arm"] == arm) & (summary["metric"] == "gamma_shape_max")]
+    colours = _colours(arms)
+    for arm in arms:
+        med = summary[(summary["arm"] == arm.name) & (summary["metric"] == "gamma_shape")]
+        top = summary[(summary["arm"] == arm.name) & (summary["metric"] == "gamma_shape_max")]
         if med.empty:
             continue
         med, top = med.sort_values("epsilon"), top.sort_values("epsilon")
-        color = ARM_COLORS[arm]
+        color, label = colours[arm.name], arm.title
         ax.plot(med["epsilon"], med["median"], color=color, label=f"{label}: median")
         ax.fill_between(med["epsilon"], med["lower"], med["upper"], color=color, alpha=0.15)
         ax.plot(
@@ -283,7 +283,7 @@ def figure_shapes(summary: pd.DataFrame, total: int, scenario: str):
     ax.set_xlabel("epsilon")
     ax.set_ylabel("gamma shape a")
     ax.legend(fontsize=7)
-    ax.set_title(f"Prior informativeness a across strata: {_scenario_title(scenario)}")
+    ax.set_title(f"Prior informativeness a across strata: {title}")
     fig.tight_layout()
     return fig
 
@@ -310,26 +310,34 @@ def disparity_title(spec) -> str:
     return f"{title}; {text(spec.where)}" if spec.where else title
 
 
-def scenario_figures(definition, strata, summary, area_rates, counties, *, primary: str,
-                     figure5, figure6) -> dict:  # fmt: skip
+def study_figures(definition, strata, summary, area_rates, counties, *, arms, primary: str,
+                  figure5, figure6) -> dict:  # fmt: skip
     """Figures 2-6 and ``shapes`` of one Study 2 study (a
     :class:`~dpsynth.study.definition.StudyDefinition`) from its stage's outputs, by stem.
-    ``figure5`` and ``figure6`` name the disparities of those figures."""
+    ``arms`` are Study 2's (``study2.arms``: the order, titles and colours of the legends),
+    ``primary`` names the one highlighted; ``figure5`` and ``figure6`` name the
+    disparities of those figures."""
     d = definition
     label = prior_label(d.prior)
     groups = d.prior.by or tuple(k for k in d.keys if k != d.area)
     disparities = {spec.name: spec for spec in d.disparities}
+    highlighted = arm_named(arms, primary)
 
     def ratios(names, heading):
         titles = [f"({chr(97 + k)}) {disparity_title(disparities[n])}" for k, n in enumerate(names)]
         metrics = [f"disparity:{n}" for n in names]
-        return figure_disparities(summary, metrics, titles, primary, d.name, label, heading)
+        return figure_disparities(summary, metrics, titles, arms, highlighted, d.title, label,
+                                  heading)  # fmt: skip
 
     return {
-        "figure2_prior": figure_prior(strata, groups, d.name, label),
-        "figure3_county_rates": figure_county_rates(area_rates, d.map_epsilons, primary, d.name),
-        "figure4_maps": figure_maps(counties, area_rates, d.map_epsilons[0], primary, d.name),
+        "figure2_prior": figure_prior(strata, groups, d.title, label),
+        "figure3_county_rates": figure_county_rates(
+            area_rates, d.map_epsilons, arms, highlighted, d.title
+        ),  # fmt: skip
+        "figure4_maps": figure_maps(
+            counties, area_rates, d.map_epsilons[0], highlighted, d.title
+        ),  # fmt: skip
         "figure5_disparities": ratios(figure5, "Disparities in synthetic data"),
         "figure6_subgroups": ratios(figure6, "Subgroup disparities in synthetic data"),
-        "shapes": figure_shapes(summary, int(strata[d.count].sum()), d.name),
+        "shapes": figure_shapes(summary, int(strata[d.count].sum()), arms, d.title),
     }

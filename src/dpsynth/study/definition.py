@@ -59,6 +59,7 @@ class Prior:
 @dataclass(frozen=True)
 class StudyDefinition:
     name: str
+    title: str  # its name in Study 2's figure headings (default: the name)
     table: Path
     keys: tuple[str, ...]
     count: str
@@ -151,33 +152,45 @@ def _age_bands(name: str, bands) -> dict[str, tuple[int, int | None]] | None:
     return out
 
 
-def _arm(name: str, key: str, mechanism, method, label: str = "") -> Arm:
+def _arm(key: str, mechanism, method, name: str = "", title: str = "") -> Arm:
     if mechanism not in METHODS:
-        _fail(name, key, f"unknown mechanism {mechanism!r}; expected {list(METHODS)}")
+        raise StudyConfigError(
+            f"config key {key}: unknown mechanism {mechanism!r}; expected {list(METHODS)}"
+        )
     if method not in METHODS[mechanism]:
-        _fail(name, key, f"got method {method!r}; {mechanism} has {list(METHODS[mechanism])}")
-    return Arm(mechanism, method, label)
+        raise StudyConfigError(
+            f"config key {key}: got method {method!r}; {mechanism} has {list(METHODS[mechanism])}"
+        )
+    return Arm(mechanism, method, name, title=title)
 
 
-def _arms(name: str, entry) -> tuple[Arm, ...]:
-    """``{mechanism: [methods]}`` (arms named ``<mechanism>_<method>``) or a list of
-    ``{mechanism, method, name}``."""
+def config_arms(key: str, entry) -> tuple[Arm, ...]:
+    """The arms of the config key ``key`` (``studies.<name>.arms``, ``study2.arms``):
+    ``{mechanism: [methods]}`` (arms named ``<mechanism>_<method>``) or a list of ``{name,
+    mechanism, method, title}`` (``title``, the legend text, defaults to the name)."""
     if isinstance(entry, Mapping) and entry:
-        arms = [_arm(name, f"arms.{mechanism}", mechanism, method)
-                for mechanism, methods in entry.items()
-                for method in (methods if isinstance(methods, list) else [methods])]  # fmt: skip
+        arms = [
+            _arm(f"{key}.{mechanism}", mechanism, method)
+            for mechanism, methods in entry.items()
+            for method in (methods if isinstance(methods, list) else [methods])
+        ]
     elif isinstance(entry, list) and entry:
-        arms = [_arm(name, f"arms[{k}]", spec.get("mechanism"), spec.get("method"),
-                     str(spec.get("name") or ""))
-                for k, spec in enumerate(entry)]  # fmt: skip
+        arms = [
+            _arm(f"{key}[{k}]", spec.get("mechanism"), spec.get("method"),
+                 str(spec.get("name") or ""), str(spec.get("title") or ""))
+            for k, spec in enumerate(entry)
+        ]  # fmt: skip
     else:
-        return _fail(name, "arms", f"got {entry!r}; expected mechanism: [methods], e.g. "
-                     "{pg: [certified], truncated: [certified, exact]}, or a list of "
-                     "{name, mechanism, method}")  # fmt: skip
-    labels = [arm.name for arm in arms]
-    repeated = sorted({label for label in labels if labels.count(label) > 1})
+        raise StudyConfigError(
+            f"config key {key}: got {entry!r}; expected mechanism: [methods], e.g. {{pg: "
+            "[certified], truncated: [certified, exact]}, or a list of {name, mechanism, "
+            "method, title}"
+        )
+    names = [arm.name for arm in arms]
+    repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
-        _fail(name, "arms", f"arm(s) {repeated} given twice; expected distinct arms")
+        raise StudyConfigError(f"config key {key}: arm(s) {repeated} given twice; expected "
+                               "distinct arms")  # fmt: skip
     return tuple(arms)
 
 
@@ -231,7 +244,7 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
             _fail(name, "prior.column", "missing; expected the input's public prior-rate column")
         prior = Prior(source, column=prior_entry["column"])
 
-    arms = _arms(name, get("arms"))
+    arms = config_arms(f"studies.{name}.arms", get("arms"))
     if get("map_epsilons") and area is None:
         _fail(name, "map_epsilons", f"maps need an area key: set studies.{name}.area")
     try:
@@ -282,6 +295,7 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
             _fail(name, key, f"got {value!r}; expected an integer >= 1")
     return StudyDefinition(
         name=name,
+        title=str(get("title") or name),
         table=base / get("table"),
         keys=keys,
         count=get("count"),

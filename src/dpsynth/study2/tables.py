@@ -16,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-SCENARIOS = ("pennlc", "standin")
+#: Study 2's studies (config ``studies.pennlc``, ``studies.standin``).
+STUDIES = ("pennlc", "standin")
 #: Strata that share one population (the stand-in repeats it for every cancer type).
 POPULATION_KEYS = ("county", "age", "race", "sex")
 
@@ -49,8 +50,8 @@ def county_urban(strata: pd.DataFrame, counties: pd.DataFrame) -> pd.DataFrame:
     return out.rename_axis("county").reset_index()
 
 
-def scenario_table(
-    scenario: str,
+def study_table(
+    study: str,
     pennlc: pd.DataFrame,
     counties: pd.DataFrame,
     standard: pd.DataFrame,
@@ -58,16 +59,16 @@ def scenario_table(
     *,
     standin_total: int | None = None,
 ) -> pd.DataFrame:
-    """The input table of a Study 2 scenario, with each county's ``urban`` flag.
+    """The input table of the Study 2 study ``study``, with each county's ``urban`` flag.
 
     ``rng`` draws the stand-in (unused for pennLC, which is real) and ``standin_total`` is
     its number of deaths (config ``study2.standin.total``).
     """
-    if scenario not in SCENARIOS:
-        raise ValueError(f"scenario must be one of {SCENARIOS}, got {scenario!r}")
-    if scenario == "standin" and standin_total is None:
+    if study not in STUDIES:
+        raise ValueError(f"study must be one of {STUDIES}, got {study!r}")
+    if study == "standin" and standin_total is None:
         raise ValueError("the stand-in needs standin_total (config study2.standin.total)")
-    if scenario == "standin":
+    if study == "standin":
         from dpsynth.data.pennsylvania_standin import StandinModel, standin_strata
 
         urban = county_urban(pennlc, counties).set_index("county")["urban"]
