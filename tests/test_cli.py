@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from workflow_helpers import filled_definition
 
 import dpsynth
 from dpsynth.cli import build_parser, main
@@ -500,7 +501,6 @@ def test_rounding_nearest_releases_the_rounded_table(tmp_path, private_folder):
 def test_the_cli_and_the_study_stage_round_and_refuse_alike(tmp_path):
     """One rule (dpsynth.data.rounding) for `dpsynth synthesize` and studies.<name>.rounding."""
     from dpsynth.release import ReleaseError, ReleaseRequest, load_strata
-    from dpsynth.study.definition import study_definition
     from dpsynth.study.table import StudyDataError, load_study_table
 
     FRACTIONAL.to_csv(tmp_path / "counts.csv", index=False)
@@ -512,7 +512,7 @@ def test_the_cli_and_the_study_stage_round_and_refuse_alike(tmp_path):
     with pytest.raises(ReleaseError) as cli_error:
         load_strata(request)
     with pytest.raises(StudyDataError) as study_error:
-        load_study_table(study_definition("s", spec, base=tmp_path))
+        load_study_table(filled_definition("s", spec, base=tmp_path))
 
     def strip(error):
         return str(error.value).split("; expected")[0].split(": ", 1)[1]
@@ -522,7 +522,7 @@ def test_the_cli_and_the_study_stage_round_and_refuse_alike(tmp_path):
     assert "studies.s.rounding: nearest" in str(study_error.value)
 
     strata = load_strata(replace(request, rounding="nearest"))
-    study = load_study_table(study_definition("s", {**spec, "rounding": "nearest"}, tmp_path))
+    study = load_study_table(filled_definition("s", {**spec, "rounding": "nearest"}, tmp_path))
     expected = {(r, a): round(c) for r, a, c in
                 FRACTIONAL[["region", "age", "count"]].itertuples(index=False)}  # fmt: skip
     keys = list(strata.keys.itertuples(index=False, name=None))

@@ -9,8 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy.stats import spearmanr
+from workflow_helpers import filled_definition
 
-from dpsynth.study.definition import StudyConfigError, study_definition
+from dpsynth.study.definition import StudyConfigError
 from dpsynth.study.guide import epsilon_guide, smallest_epsilon
 from dpsynth.study.measures import study_measures
 from dpsynth.study.table import StudyDataError, load_study_table, parse_age_band
@@ -97,15 +98,24 @@ def entry(path, **changes):
 )
 def test_a_bad_definition_names_its_key_in_one_line(tmp_path, changes, key, expected):
     with pytest.raises(StudyConfigError) as error:
-        study_definition("s", entry(tmp_path / "x.csv", **changes))
+        filled_definition("s", entry(tmp_path / "x.csv", **changes))
     message = str(error.value)
     assert message.startswith(f"config key {key}:") and expected in message
     assert "\n" not in message
 
 
+def test_an_entry_whose_defaults_were_not_filled_is_refused_by_key(tmp_path):
+    """The library keeps no copy of the schema's defaults: an unchecked entry is refused,
+    naming the first missing key."""
+    from dpsynth.study.definition import study_definition
+
+    with pytest.raises(StudyConfigError, match="config key studies.s.prior: missing; expected"):
+        study_definition("s", entry(tmp_path / "x.csv"))
+
+
 # ---- the data ----------------------------------------------------------------------------
 def test_the_table_is_checked_and_sorted_by_its_keys(tmp_path):
-    strata = load_study_table(study_definition("s", entry(table(tmp_path))))
+    strata = load_study_table(filled_definition("s", entry(table(tmp_path))))
     assert list(strata.columns) == ["tract", "period", "deaths", "pop", "region"]
     assert strata[["tract", "period"]].equals(
         strata[["tract", "period"]].sort_values(["tract", "period"]).reset_index(drop=True)
@@ -139,7 +149,7 @@ def test_the_table_is_checked_and_sorted_by_its_keys(tmp_path):
     ],
 )
 def test_what_the_study_names_must_exist_in_the_data(tmp_path, changes, expected):
-    definition = study_definition("s", entry(table(tmp_path), **changes))
+    definition = filled_definition("s", entry(table(tmp_path), **changes))
     with pytest.raises(StudyDataError, match=None) as error:
         load_study_table(definition)
     assert expected in str(error.value)
@@ -150,8 +160,8 @@ def test_fractional_counts_are_refused_unless_rounding_is_asked_for(tmp_path):
     frame["deaths"] = frame["deaths"] + np.where(frame.index == 3, 1 / 3, 0.0)
     path = table(tmp_path, frame, "fractional.csv")
     with pytest.raises(StudyDataError, match=r"fractional count.*rounding: nearest"):
-        load_study_table(study_definition("s", entry(path)))
-    strata = load_study_table(study_definition("s", entry(path, rounding="nearest")))
+        load_study_table(filled_definition("s", entry(path)))
+    strata = load_study_table(filled_definition("s", entry(path, rounding="nearest")))
     assert (strata["deaths"].to_numpy() == np.round(strata["deaths"])).all()
 
 
@@ -159,13 +169,13 @@ def test_counts_above_the_population_fail_the_shared_validator(tmp_path):
     frame = pd.read_csv(table(tmp_path))
     frame.loc[0, "deaths"] = frame.loc[0, "pop"] + 1
     with pytest.raises(ValueError, match="above 'pop'.*count <= population"):
-        load_study_table(study_definition("s", entry(table(tmp_path, frame, "above.csv"))))
+        load_study_table(filled_definition("s", entry(table(tmp_path, frame, "above.csv"))))
 
 
 def test_empty_strata_are_left_out_and_the_rest_kept(tmp_path):
     frame = pd.read_csv(table(tmp_path))
     frame.loc[0, ["deaths", "pop"]] = 0
-    strata = load_study_table(study_definition("s", entry(table(tmp_path, frame, "e.csv"))))
+    strata = load_study_table(filled_definition("s", entry(table(tmp_path, frame, "e.csv"))))
     assert len(strata) == len(frame) - 1
 
 
@@ -185,7 +195,7 @@ def test_age_band_labels(label, band):
 
 # ---- the measures ------------------------------------------------------------------------
 def test_measures_on_the_truth_and_against_scipy(tmp_path):
-    definition = study_definition("s", entry(table(tmp_path)))
+    definition = filled_definition("s", entry(table(tmp_path)))
     strata = load_study_table(definition)
     measures = study_measures(definition, strata)
     y = strata["deaths"].to_numpy()
@@ -249,7 +259,7 @@ def test_a_wonder_export_is_a_study_table():
         "epsilons": [1.0],
         "datasets": 1, "datasets_per_job": 1, "epsilons_per_job": 1,
     }  # fmt: skip
-    strata = load_study_table(study_definition("w", spec))
+    strata = load_study_table(filled_definition("w", spec))
     assert list(strata.columns) == ["county_code", "age_group_code", "deaths", "population"]
     assert strata["county_code"].str.fullmatch(r"\d{5}").all()
     assert (strata["deaths"] <= strata["population"]).all() and len(strata) > 0

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from workflow_helpers import REPO, schema_defaults
+from workflow_helpers import REPO, filled_definition, schema_defaults
 
 from dpsynth.data.pennsylvania import load_pennlc, load_pennsylvania_counties
 from dpsynth.data.pennsylvania_standin import (
@@ -19,7 +19,6 @@ from dpsynth.data.pennsylvania_standin import (
 )
 from dpsynth.data.standard_population import load_standard_population, standard_weights
 from dpsynth.privacy.calibrate import calibrate
-from dpsynth.study.definition import study_definition
 from dpsynth.study.measures import study_measures
 from dpsynth.study.table import age_bands, load_study_table
 from dpsynth.study2.tables import county_urban, study_table
@@ -86,7 +85,7 @@ def test_pennlc_disparities_are_ratios_of_age_adjusted_rates_by_hand(
              "geometry": None, "map_epsilons": []}  # fmt: skip
     entry["age"] = {**entry["age"], "standard_population": str(REPO / entry["age"][
         "standard_population"])}  # fmt: skip
-    definition = study_definition("pennlc", entry)
+    definition = filled_definition("pennlc", entry)
     strata = load_study_table(definition)
     y = strata["cases"].to_numpy()
     values = study_measures(definition, strata).values(y, y).iloc[0]

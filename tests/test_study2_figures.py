@@ -11,9 +11,10 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 import yaml
+from workflow_helpers import filled_definition
 
 from dpsynth.plots.study2 import PALETTE, figure_disparities, figure_shapes, figure_toy
-from dpsynth.study.definition import config_arms, study_definition
+from dpsynth.study.definition import config_arms
 
 REPO = Path(__file__).resolve().parents[1]
 ARMS = [
@@ -79,9 +80,9 @@ def test_a_study_is_titled_by_its_config_title_or_its_name(tmp_path):
     entry = {"table": "t.csv", "keys": ["k"], "count": "c", "population": "n",
              "arms": ARMS, "epsilons": [1.0], "datasets": 1, "datasets_per_job": 1,
              "epsilons_per_job": 1}  # fmt: skip
-    assert study_definition("s", entry).title == "s"
-    assert study_definition("s", entry | {"title": "Study S"}).title == "Study S"
-    assert [a.title for a in study_definition("s", entry).arms] == ["Plain PG", "Cut PG",
+    assert filled_definition("s", entry).title == "s"
+    assert filled_definition("s", entry | {"title": "Study S"}).title == "Study S"
+    assert [a.title for a in filled_definition("s", entry).arms] == ["Plain PG", "Cut PG",
                                                                      "cut_exact"]  # fmt: skip
 
 

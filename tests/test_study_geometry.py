@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from shapely.geometry import box
+from workflow_helpers import filled_definition
 
-from dpsynth.study.definition import study_definition
 from dpsynth.study.table import StudyDataError, load_study_table
 
 TRACTS = [f"{k:05d}" for k in range(1, 7)]
@@ -40,7 +40,7 @@ def definition(tmp_path, geometry: dict):
             "population": "pop", "area": "tract", "arms": {"pg": ["certified"]},
             "epsilons": [1.0], "datasets": 2, "datasets_per_job": 2, "epsilons_per_job": 1,
             "geometry": geometry}  # fmt: skip
-    return study_definition("s", spec, base=tmp_path)
+    return filled_definition("s", spec, base=tmp_path)
 
 
 @pytest.mark.parametrize("suffix", [".parquet", ".geojson", ".gpkg"])

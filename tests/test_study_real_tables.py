@@ -33,9 +33,8 @@ import pytest
 import sources  # the data builder's fetch code, data/build/ (pytest pythonpath)
 import yaml
 from matplotlib import image as mpimg
-from workflow_helpers import REPO, copy_project, snakemake
+from workflow_helpers import REPO, copy_project, filled_definition, snakemake
 
-from dpsynth.study.definition import study_definition
 from dpsynth.study.table import StudyDataError, load_study_table
 
 RAW = (REPO / "data" / "raw").resolve()  # the data builder's download cache, git-ignored
@@ -393,14 +392,14 @@ def test_stl_keyed_by_county_name_stops_naming_the_shared_names(stl_folder, tmp_
 
     by_name = {**entry, "keys": ["county", "period"], "area": "county", "attributes": ["state"]}
     with pytest.raises(ValueError, match="duplicate key") as error:
-        load_study_table(study_definition("stl", by_name, base=tmp_path))
+        load_study_table(filled_definition("stl", by_name, base=tmp_path))
     named = re.findall(r"county='([^']*)'", str(error.value))
     assert named and set(named) <= set(shared), named
 
     # keyed by state and name, the strata are unique, but a map by name is not
     both = {**by_name, "keys": ["state", "county", "period"], "attributes": []}
     with pytest.raises(StudyDataError, match="takes the same value on more than one") as error:
-        load_study_table(study_definition("stl", both, base=tmp_path))
+        load_study_table(filled_definition("stl", both, base=tmp_path))
     message = str(error.value)
     assert "studies.stl.geometry.key" in message and repr(shared[0]) in message
     assert "unique code such as FIPS" in message

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from dpsynth.config_check import check_config
+
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 SNAKEMAKE = str(BIN / "snakemake")
@@ -57,11 +59,29 @@ def generated_files(workdir: Path) -> dict[str, bytes]:
 
 def schema_defaults() -> dict:
     """Every default of the config schema (the one source of defaults), as a config."""
-    from dpsynth.config_check import check_config
-
     config: dict = {}
     check_config(config, REPO / "workflow/schemas/config.schema.yaml")
     return config
+
+
+def study_entry(spec: dict) -> dict:
+    """A ``studies.<name>`` entry with the schema's defaults filled under ``spec``, as the
+    workflow's config check fills them (``spec`` itself is not validated, so tests can
+    hand the library entries the schema would refuse)."""
+    minimal = {"table": "t.csv", "keys": ["k"], "count": "c", "population": "p",
+               "arms": {"md": ["paper"]}}  # fmt: skip
+    config = {"studies": {"s": dict(minimal)}}
+    check_config(config, REPO / "workflow/schemas/config.schema.yaml")
+    defaults = {k: v for k, v in config["studies"]["s"].items() if k not in minimal}
+    return merged(defaults, spec)
+
+
+def filled_definition(name: str, spec: dict, base: Path = Path()):
+    """:func:`dpsynth.study.definition.study_definition` of ``spec`` with the schema's
+    defaults filled (:func:`study_entry`), as the workflow builds it."""
+    from dpsynth.study.definition import study_definition
+
+    return study_definition(name, study_entry(spec), base)
 
 
 def merged(base: dict, overlay: dict) -> dict:

@@ -118,6 +118,18 @@ def _fail(name: str, key: str, message: str):
     raise StudyConfigError(f"config key studies.{name}.{key}: {message}")
 
 
+def _filled(name: str, entry: Mapping, *path: str):
+    """The value at ``path`` of a study's entry, whose defaults the config's schema fills
+    (:func:`dpsynth.config_check.check_config`): the library keeps no second copy of them."""
+    node = entry
+    for k, key in enumerate(path):
+        if not isinstance(node, Mapping) or key not in node:
+            _fail(name, ".".join(path[: k + 1]), "missing; expected the config checked "
+                  "against its schema, which fills every default (check_config)")  # fmt: skip
+        node = node[key]
+    return node
+
+
 def _filter(name: str, key: str, value) -> dict[str, tuple[str, ...]]:
     if value is None:
         return {}
@@ -222,8 +234,8 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
     if age and not age.get("standard_population"):
         _fail(name, "age.standard_population", "missing; expected the standard population CSV")
 
-    prior_entry = get("prior") or {"source": "overall"}
-    source = prior_entry.get("source", "overall")
+    prior_entry = _filled(name, entry, "prior")
+    source = _filled(name, entry, "prior", "source")
     if source not in PRIOR_SOURCES:
         _fail(name, "prior.source", f"got {source!r}; expected one of {list(PRIOR_SOURCES)}")
     prior = Prior(source=source)
@@ -267,30 +279,34 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
                 str(spec.get("label") or ""),
             )
         )
-    guide = get("guide") or {}
-    tolerance = _finite_positive(name, "guide.tolerance", guide.get("tolerance", 0.1))
-    band = _finite_positive(name, "guide.band_tolerance", guide.get("band_tolerance", 0.25))
+    tolerance = _finite_positive(
+        name, "guide.tolerance", _filled(name, entry, "guide", "tolerance")
+    )
+    band = _finite_positive(
+        name, "guide.band_tolerance", _filled(name, entry, "guide", "band_tolerance")
+    )
     if band < tolerance:
         _fail(name, "guide.band_tolerance", f"got {band}; expected >= guide.tolerance = "
               f"{tolerance} (the band's tolerance is the wider one)")  # fmt: skip
-    rounding = get("rounding", "refuse")
+    rounding = _filled(name, entry, "rounding")
     if rounding not in ROUNDING:
         _fail(name, "rounding", f"got {rounding!r}; expected one of {list(ROUNDING)}")
-    failure = get("on_calibration_failure", "fail")
+    failure = _filled(name, entry, "on_calibration_failure")
     if failure not in ON_FAILURE:
         _fail(name, "on_calibration_failure", f"got {failure!r}; expected {list(ON_FAILURE)}")
-    truncation = get("truncation") or {}
-    tail = truncation.get("tail")
+    tail = _filled(name, entry, "truncation", "tail")
     if tail is not None and not (isinstance(tail, (int, float)) and 0 < tail < 1):
         _fail(name, "truncation.tail", f"got {tail!r}; expected a number in (0, 1) or null")
-    inflation = _finite_positive(name, "truncation.inflation", truncation.get("inflation", 1.0))
+    inflation = _finite_positive(
+        name, "truncation.inflation", _filled(name, entry, "truncation", "inflation")
+    )
     population_keys = tuple(get("population_keys") or keys)
     unknown = [c for c in population_keys if c not in keys]
     if unknown:
         _fail(name, "population_keys", f"{unknown} not among the keys {list(keys)}")
     stream = tuple(str(part) for part in (get("stream") or ["studies", name]))
     for key in ("datasets", "datasets_per_job", "epsilons_per_job", "batch"):
-        value = get(key, 100) if key == "batch" else get(key)
+        value = _filled(name, entry, key)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             _fail(name, key, f"got {value!r}; expected an integer >= 1")
     return StudyDefinition(
@@ -317,7 +333,7 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
         datasets=get("datasets"),
         datasets_per_job=get("datasets_per_job"),
         epsilons_per_job=get("epsilons_per_job"),
-        batch=get("batch", 100),
+        batch=entry["batch"],
         stream=stream,
         tail=None if tail is None else float(tail),
         inflation=inflation,
@@ -326,5 +342,5 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
         band_tolerance=band,
         rounding=rounding,
         on_calibration_failure=failure,
-        wonder=get("format", "auto") == "wonder",
+        wonder=_filled(name, entry, "format") == "wonder",
     )
