@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from workflow_helpers import schema_defaults
 
-from dpsynth.arms import ARM_COLUMNS, Arm, arm_named, arms_frame
+from dpsynth.arms import Arm, arm_named
 from dpsynth.calibration import MECHANISMS, METHODS
 from dpsynth.data.scenarios import draw_datasets, make_scenario
 from dpsynth.design import epsilon_label
@@ -41,18 +41,16 @@ def test_an_arm_outside_the_vocabulary_is_refused(fields, message):
 
 
 def test_study1_arms_are_a_table_of_the_one_vocabulary():
-    table = arms_frame(ARMS)
-    assert list(table.columns) == list(ARM_COLUMNS)
-    assert tuple(table["name"]) == ARM_NAMES and table["name"].is_unique
-    calibrated = table[table["mechanism"] != "geometric"]
-    assert set(calibrated["mechanism"]) <= set(MECHANISMS)
-    assert set(calibrated["method"]) <= set(METHODS)
-    rows = table.set_index("name")
-    assert rows.loc["pg_state_certified", ["mechanism", "method", "prior"]].tolist() == [
-        "pg", "certified", "state"
-    ]  # fmt: skip
-    assert rows.loc["pg_state_sanitised", "prior"] == "sanitised"
-    assert rows.loc["geometric"].isna()[["method", "prior"]].all()
+    names = tuple(arm.name for arm in ARMS)
+    assert names == ARM_NAMES and len(set(names)) == len(names)
+    calibrated = [arm for arm in ARMS if not arm.baseline]
+    assert {arm.mechanism for arm in calibrated} <= set(MECHANISMS)
+    assert {arm.method for arm in calibrated} <= set(METHODS)
+    certified = arm_named(ARMS, "pg_state_certified")
+    assert (certified.mechanism, certified.method, certified.prior) == ("pg", "certified", "state")
+    assert arm_named(ARMS, "pg_state_sanitised").prior == "sanitised"
+    geometric = arm_named(ARMS, "geometric")
+    assert geometric.baseline and geometric.method is None and geometric.prior is None
     with pytest.raises(ValueError, match="no arm 'pg_county'"):
         arm_named(ARMS, "pg_county")
 

@@ -25,8 +25,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import pandas as pd
-
 from dpsynth.calibration import MECHANISMS, METHODS
 
 #: Arms that perturb the counts and have no calibration (no method).
@@ -35,8 +33,6 @@ BASELINES = ("geometric",)
 #: ``state`` (the state rates of the truth, treated as public) and ``sanitised`` (the
 #: state rates released with geometric noise, eq 19, paid from the arm's epsilon).
 PRIORS = ("national", "state", "sanitised")
-#: Columns of :func:`arms_frame`.
-ARM_COLUMNS = ("name", "mechanism", "method", "prior", "title")
 
 
 @dataclass(frozen=True)
@@ -75,14 +71,6 @@ class Arm:
     def baseline(self) -> bool:
         """Whether the arm perturbs the counts instead of drawing from a calibration."""
         return self.mechanism in BASELINES
-
-
-def arms_frame(arms) -> pd.DataFrame:
-    """A table of arms, one row each (:data:`ARM_COLUMNS`)."""
-    return pd.DataFrame(
-        [[getattr(arm, column) for column in ARM_COLUMNS] for arm in arms],
-        columns=list(ARM_COLUMNS),
-    )
 
 
 def arm_named(arms, name: str) -> Arm:
