@@ -5,28 +5,44 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from dpsynth.arms import arm_named
+from dpsynth.data.scenarios import SCENARIOS
 from dpsynth.design import at_epsilon
 from dpsynth.study1 import ARMS
 
-SCENARIO_TITLES = {
-    1: "Scenario 1: same n, same rate",
-    2: "Scenario 2: real n, same rate",
-    3: "Scenario 3: same n, real rates",
-    4: "Scenario 4: real n, real rates",
-}
 #: Each arm's legend text (:data:`dpsynth.study1.ARMS`), in the legends' order.
 ARM_TITLES = {arm.name: arm.title for arm in ARMS}
-#: Where curves coincide (in scenario 1 MD and the PG variants do: the paper's point) they
-#: stay visible: drawn wide to narrow, MD widest and lowest, PG-state narrowest on top.
-ARM_STYLES = {
+#: Line styles by what an arm is: its prior (PG), or its mechanism (MD, the baseline); a
+#: certified calibration is dashed. Where curves coincide (in scenario 1 MD and the PG
+#: variants do: the paper's point) they stay visible: drawn wide to narrow, MD widest and
+#: lowest, PG with state priors narrowest on top.
+_STYLES = {
     "md": dict(color="tab:red", linestyle="-", lw=5.0, alpha=0.45, zorder=2),
-    "pg_national": dict(color="tab:blue", linestyle="-", lw=2.8, zorder=3),
-    "pg_state": dict(color="tab:green", linestyle="-", lw=1.2, zorder=4),
-    "pg_national_certified": dict(color="tab:blue", linestyle="--", lw=2.8, zorder=3),
-    "pg_state_certified": dict(color="tab:green", linestyle="--", lw=1.2, zorder=4),
-    "pg_state_sanitised": dict(color="tab:olive", linestyle=":", lw=2.0, zorder=3),
+    "national": dict(color="tab:blue", linestyle="-", lw=2.8, zorder=3),
+    "state": dict(color="tab:green", linestyle="-", lw=1.2, zorder=4),
+    "sanitised": dict(color="tab:olive", linestyle=":", lw=2.0, zorder=3),
     "geometric": dict(color="tab:gray", linestyle="-.", lw=1.5, zorder=3),
 }
+
+
+def arm_style(name: str) -> dict:
+    """The line style of the Study 1 arm ``name``, from its fields."""
+    arm = arm_named(ARMS, name)
+    style = dict(_STYLES[arm.prior if arm.mechanism == "pg" else arm.mechanism])
+    if arm.method == "certified":
+        style["linestyle"] = "--"
+    return style
+
+
+def scenario_title(number) -> str:
+    """``Scenario 3: same n, real rates``: what the scenario holds equal (its definition,
+    :data:`dpsynth.data.scenarios.SCENARIOS`)."""
+    if int(number) not in SCENARIOS:
+        return f"Scenario {number}"
+    sizes, rates = SCENARIOS[int(number)]
+    same = {"equal": "same", "real": "real"}
+    return (f"Scenario {number}: {same[sizes]} n, "
+            f"{'same rate' if rates == 'equal' else 'real rates'}")  # fmt: skip
 
 
 def _band(ax, rows: pd.DataFrame, label: str, **style) -> None:
@@ -64,10 +80,10 @@ def figure_rmse(summary: pd.DataFrame, arms=None):
         for arm in arms:
             sel = rows[(rows["scenario"] == scenario) & (rows["arm"] == arm)]
             if len(sel):
-                _band(ax, sel, ARM_TITLES[arm], **ARM_STYLES[arm])
+                _band(ax, sel, ARM_TITLES[arm], **arm_style(arm))
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_title(SCENARIO_TITLES.get(int(scenario), f"Scenario {scenario}"))
+        ax.set_title(scenario_title(scenario))
         ax.set_xlabel("epsilon")
         ax.set_ylabel("rMSE x 100,000")
     for ax in list(axes.flat)[len(scenarios) :]:
@@ -183,10 +199,10 @@ def figure_appendix_rmse(summary: pd.DataFrame, arms=None, correlation=None):
             for arm in arms:
                 sel = here[here["arm"] == arm]
                 if len(sel):
-                    _band(ax, sel, ARM_TITLES[arm], **ARM_STYLES[arm])
+                    _band(ax, sel, ARM_TITLES[arm], **arm_style(arm))
             ax.set_xscale("log")
             ax.set_yscale("log")
-            title = SCENARIO_TITLES.get(int(scenario), f"Scenario {scenario}")
+            title = scenario_title(scenario)
             ax.set_title(f"Ages {group}. {title}", fontsize=9)
             ax.set_xlabel("epsilon")
             ax.set_ylabel("rMSE x 100,000")
