@@ -40,10 +40,10 @@ STRATA_WORDS = {"input": "declared", "cross-product": "cross-product"}
 #: Why ``--strata`` has no default, and its three forms (the command line's error, and the
 #: library's for a request without one).
 STRATA_REQUIRED = """\
---strata is required: say where the list of strata comes from. The release publishes its
-strata exactly, so the list must not depend on the counts (an input that leaves out its
-strata without events, e.g. a county with no death in any age group, would reveal them at
-any epsilon), and only you know where yours comes from:
+--strata is required: say where the list of strata comes from.
+The release publishes its strata exactly, so the list must not depend on the counts (an
+input that leaves out its strata without events, e.g. a county with no death in any age
+group, would reveal them at any epsilon), and only you know where yours comes from:
   --strata FILE           a public CSV or Parquet list of every stratum and its population;
                           the input's counts are matched to it, unlisted strata count 0
   --strata input          you declare that the input lists every stratum, zero counts
