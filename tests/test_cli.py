@@ -42,7 +42,8 @@ STRATA = pd.DataFrame(
         "prior_rate": [0.001, 0.004, 0.02] * 2,
     }
 )
-KEYS = ("--keys", "region", "age")
+#: The keys and where their list of strata comes from (every region and age band appears).
+KEYS = ("--keys", "region", "age", "--strata", "cross-product")
 
 
 @dataclass
@@ -231,7 +232,8 @@ def test_ledger_command_shows_the_spending(strata_csv, tmp_path):
 def test_wonder_export_with_county_map(tmp_path, private_folder):
     ok(
         "synthesize", "--input", str(WONDER_FIXTURE), "--wonder", "--keys", "county_code",
-        "age_group_code", "--sanitised-prior-by", "--epsilon", "1", "--mechanism", "truncated",
+        "age_group_code", "--strata", "cross-product", "--sanitised-prior-by", "--epsilon", "1",
+        "--mechanism", "truncated",
         "--county-frame", str(REPO / "data" / "counties_1980.parquet"), "--out", "r",
         cwd=tmp_path,
     )  # fmt: skip
@@ -248,8 +250,8 @@ def test_the_default_county_frame_is_the_projects_data_folder(tmp_path, private_
     """Without --county-frame the map uses data/counties_1980.parquet of the folder dpsynth
     runs in; where there is none, the private summary says so and how to give one."""
     args = ["synthesize", "--input", str(WONDER_FIXTURE), "--wonder", "--keys", "county_code",
-            "age_group_code", "--sanitised-prior-by", "--epsilon", "1",
-            "--mechanism", "pg"]  # fmt: skip
+            "age_group_code", "--strata", "cross-product", "--sanitised-prior-by",
+            "--epsilon", "1", "--mechanism", "pg"]  # fmt: skip
     ok(*args, "--out", "here", cwd=tmp_path)
     summary = (private_folder(tmp_path / "here") / "summary.md").read_text()
     assert "county frame `data/counties_1980.parquet` not found" in summary
@@ -508,7 +510,8 @@ def test_the_cli_and_the_study_stage_round_and_refuse_alike(tmp_path):
             "population": "population", "arms": {"md": ["paper"]}, "epsilons": [1.0],
             "datasets": 1, "datasets_per_job": 1, "epsilons_per_job": 1}  # fmt: skip
     request = ReleaseRequest(input=tmp_path / "counts.csv", out=tmp_path / "o", epsilon=1.0,
-                             mechanism="md", keys=("region", "age"))  # fmt: skip
+                             mechanism="md", keys=("region", "age"),
+                             strata="cross-product")  # fmt: skip
     with pytest.raises(ReleaseError) as cli_error:
         load_strata(request)
     with pytest.raises(StudyDataError) as study_error:

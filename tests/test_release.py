@@ -242,6 +242,42 @@ def test_release_folder_holds_only_what_the_manifest_lists(csv, tmp_path, privat
     assert oct((tmp_path / "out").stat().st_mode & 0o777) == "0o755"
 
 
+@pytest.mark.parametrize("umask", [0o077, 0o002])
+def test_public_files_carry_one_fixed_time_and_fixed_modes(tmp_path, private_folder, umask):
+    """The files were written after the sampler was built and the sets drawn, so their
+    modification times (kept by zip, tar and rsync -a) told how long that took, which
+    depends on the counts. Every public path now has the public time PUBLIC_MTIME
+    (1980-01-01, the earliest a ZIP holds) and modes 0644 (files) and 0755 (the folder),
+    whatever the umask; the private folder keeps its real times."""
+    STRATA.drop(columns="prior_rate").to_csv(tmp_path / "n.csv", index=False)
+    releases = {
+        tmp_path / "a": dict(sanitised_prior_by=("region",), sets=2),  # with prior.parquet
+        tmp_path / "b": dict(output_format="csv", sanitised_prior_by=()),
+    }
+    old = os.umask(umask)
+    try:
+        for out, changes in releases.items():
+            build_release(request_for(tmp_path / "n.csv", out, **changes))
+    finally:
+        os.umask(old)
+    assert release_folder.PUBLIC_MTIME == 315532800  # 1980-01-01T00:00:00Z
+    for out in releases:
+        folder_stat = out.stat()  # before listing it, which may update its access time
+        names = listing(out)
+        assert "prior.parquet" in names or out.name == "b"
+        stats = {name: (out / name).stat() for name in names}  # stat reads no content
+        stats["."] = folder_stat
+        for name, st in stats.items():
+            assert st.st_mtime_ns == release_folder.PUBLIC_MTIME * 10**9, (out, name)
+            assert st.st_atime_ns == release_folder.PUBLIC_MTIME * 10**9, (out, name)
+            mode = 0o755 if name == "." else 0o644
+            assert oct(st.st_mode & 0o7777) == oct(mode), (out, name)
+            assert os.path.isdir(out / name) == (name == ".")
+        private = private_folder(out)
+        assert private.stat().st_mtime > release_folder.PUBLIC_MTIME + 10**9  # real times
+        assert oct(private.stat().st_mode & 0o777) == "0o700"
+
+
 def test_the_default_private_area_is_in_the_home_without_xdg(csv, tmp_path, monkeypatch):
     monkeypatch.delenv("XDG_DATA_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))

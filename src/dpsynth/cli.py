@@ -59,8 +59,8 @@ ledger: every release adds its total epsilon and delta to a ledger outside the r
 strata; --budget refuses a release that would exceed it. `dpsynth ledger` shows it.
 
 example:
-  dpsynth synthesize --input counts.csv --keys county age --epsilon 1 --sets 10 \\
-      --mechanism truncated --prior rates.csv --out release/
+  dpsynth synthesize --input counts.csv --keys county age --strata strata.csv \\
+      --epsilon 1 --sets 10 --mechanism truncated --prior rates.csv --out release/
 """
 
 
@@ -165,14 +165,17 @@ def _add_strata_options(syn: argparse.ArgumentParser) -> None:
     )
     cols.add_argument(
         "--strata",
-        metavar="FILE|input",
-        help="where the list of every stratum comes from (the release publishes it, so it "
-        "must not depend on the counts: an input without its zero-count rows would reveal "
-        "them). Default: the key values must form a full cross product, checked. FILE: a "
+        metavar="FILE|input|cross-product",
+        help="REQUIRED, no default: where the list of every stratum comes from. The release "
+        "publishes the list, so it must not depend on the counts (an input without its "
+        "zero-count rows would reveal them, and no check of the input can tell). FILE: a "
         "public CSV or Parquet list of every stratum with its population (and prior-rate "
         "column, for a prior in the input); the input then holds the keys and counts, and a "
-        "listed stratum with no row counts 0. 'input': you declare that the input lists "
-        "every stratum (e.g. nested keys such as state and county)",
+        "listed stratum with no row counts 0 (a file named 'input' or 'cross-product': "
+        "./input). 'input': you declare that the input lists every stratum, zero counts "
+        "included (e.g. nested keys such as state and county). 'cross-product': you declare "
+        "that every value of every key column appears in the input, and dpsynth checks that "
+        "every combination of them has a row (two or more key columns)",
     )
     cols.add_argument(
         "--population-column",
@@ -466,7 +469,10 @@ def _synthesize(args) -> int:
 
 def _request(args, **extra):
     from dpsynth.release import ReleaseRequest
+    from dpsynth.release.request import STRATA_REQUIRED, STRATA_WORDS
 
+    if args.strata is None:
+        raise _Usage(STRATA_REQUIRED)
     if args.prior_rate_by is not None:
         raise _Usage(
             "--prior-rate-by was removed: it published the counts' own group totals without "
@@ -494,7 +500,7 @@ def _request(args, **extra):
         ),
         prior_epsilon=args.prior_epsilon,
         rounding=args.rounding,
-        strata=args.strata if args.strata in (None, "input") else Path(args.strata),
+        strata=args.strata if args.strata in STRATA_WORDS else Path(args.strata),
         **extra,
     )
 

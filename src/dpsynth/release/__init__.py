@@ -19,7 +19,10 @@ Layout. ``--out release/`` gives two folders, apart::
         provenance.json      the root key, the commitment's salt, the input's path and SHA-256
         summary.md, *.png    synthetic vs original totals (and a county map)
 
-The public folder never names the private one (``tests/test_release.py`` checks).
+The public folder never names the private one (``tests/test_release.py`` checks), and its
+files and itself carry one fixed time (1980-01-01) and fixed modes, never the time of the
+run (:func:`.folder.fix_public_metadata`). Its list of strata comes from where the steward
+said (``--strata``, no default; :mod:`.strata_list`).
 
 Steps (each module has one idea): :mod:`.request` (options, budget split),
 :mod:`.inputs` (reading, checking, sorting), :mod:`.design` (prior, calibration,

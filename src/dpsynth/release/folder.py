@@ -16,7 +16,13 @@ the destinations' parent folders, so:
 * the working directory and its ancestors are refused outright (``--out .`` would
   otherwise replace the folder the command runs in);
 * the private folder is never the release folder, inside it, or around it
-  (:func:`check_apart`): the release is published whole.
+  (:func:`check_apart`): the release is published whole;
+* the release's file metadata says nothing about the run (:func:`fix_public_metadata`):
+  every public file and the release folder get one fixed modification and access time,
+  :data:`PUBLIC_MTIME`, and fixed permissions, whatever the umask. Their times would
+  otherwise be the wall clock at the end of the draw, which depends on how long the
+  sampler took, which depends on the counts, and zip, tar and ``rsync -a`` keep them.
+  The private folder keeps its real times (the steward's record).
 """
 
 from __future__ import annotations
@@ -38,6 +44,14 @@ MANIFEST = "manifest.json"
 FORMAT_KEY = "dpsynth_release_format"
 #: The file that marks a dpsynth private folder.
 PROVENANCE = "provenance.json"
+#: The modification and access time of every public file and of the release folder:
+#: 1980-01-01T00:00:00Z, the earliest time a ZIP archive can hold (the reproducible-builds
+#: convention, as SOURCE_DATE_EPOCH). Public and fixed: it says nothing about when, or for
+#: how long, the release ran.
+PUBLIC_MTIME = 315532800
+#: Permissions of the public files and of the release folder, whatever the umask.
+PUBLIC_FILE_MODE = 0o644
+PUBLIC_FOLDER_MODE = 0o755
 _PARTIAL = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]+\.partial$")
 
 
@@ -156,6 +170,20 @@ def new_partial(destination: Path) -> Path:
     return path
 
 
+def fix_public_metadata(folder: Path) -> None:
+    """Give ``folder`` (a finished release, before installation) and everything in it the
+    fixed public times :data:`PUBLIC_MTIME` and modes (:data:`PUBLIC_FILE_MODE`, and
+    :data:`PUBLIC_FOLDER_MODE` for folders). The inode change time (ctime) cannot be set;
+    docs/privacy.md (Part 5, Timing) says what that leaves."""
+    for path in sorted(folder.rglob("*"), reverse=True):  # contents before their folder
+        if path.is_symlink() or not (path.is_file() or path.is_dir()):
+            raise ReleaseError(f"{path}: not a regular file or folder in a release")
+        os.chmod(path, PUBLIC_FOLDER_MODE if path.is_dir() else PUBLIC_FILE_MODE)
+        os.utime(path, (PUBLIC_MTIME, PUBLIC_MTIME))
+    os.chmod(folder, PUBLIC_FOLDER_MODE)
+    os.utime(folder, (PUBLIC_MTIME, PUBLIC_MTIME))
+
+
 def install(partials: dict[Path, Path], force: bool, private: Path) -> None:
     """Rename each finished partial folder onto its destination, under the parents' locks.
 
@@ -163,13 +191,18 @@ def install(partials: dict[Path, Path], force: bool, private: Path) -> None:
     private folder first: a run killed in between leaves a private folder without its
     release, never a release without its key). Every destination is checked before any is
     touched; an old dpsynth folder is replaced only with ``force``. ``private`` (one of the
-    destinations) stays readable by its owner only (0700), the others become 0755.
+    destinations) stays readable by its owner only (0700) and keeps its times; the others
+    are public: :func:`fix_public_metadata` (times :data:`PUBLIC_MTIME`, modes 0755 and
+    0644), set again on the folder once it is in place.
     """
     with parent_locks(partials):
         for dest in partials:
             check_destination(dest, force, private=dest == private)
         for dest, partial in partials.items():
-            os.chmod(partial, 0o700 if dest == private else 0o755)
+            if dest == private:
+                os.chmod(partial, 0o700)
+            else:
+                fix_public_metadata(partial)
             if dest.is_dir():
                 old = dest.parent / f".{dest.name}.{os.getpid()}.{secrets.token_hex(6)}.partial"
                 os.rename(dest, old)
@@ -177,3 +210,5 @@ def install(partials: dict[Path, Path], force: bool, private: Path) -> None:
                 shutil.rmtree(old)
             else:
                 os.rename(partial, dest)
+            if dest != private:  # a rename may touch the folder's times on some systems
+                os.utime(dest, (PUBLIC_MTIME, PUBLIC_MTIME))

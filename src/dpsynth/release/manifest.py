@@ -15,8 +15,9 @@ import math
 from importlib import resources
 
 #: Manifest format version; bump when a field changes meaning (1: before issue #12; 2:
-#: before ``strata_list``).
-RELEASE_FORMAT = 3
+#: before ``strata_list``; 3: ``strata_list.source`` "cross-product" was the unstated
+#: default and claimed a list "not a function of the counts"; now the steward's declaration).
+RELEASE_FORMAT = 4
 #: The synthetic count column of the release (the input's count column is replaced).
 SYNTHETIC_COUNT = "count"
 #: What the manifest says of ``--rounding``, by mode. Whether any count was fractional
@@ -122,7 +123,7 @@ _FILE = {
     },
 }
 
-#: JSON Schema of the manifest (format 2).
+#: JSON Schema of the manifest (format :data:`RELEASE_FORMAT`).
 SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "dpsynth release manifest",

@@ -34,6 +34,22 @@ DEFAULT_DELTA = 1e-12
 DEFAULT_PRIOR_SHARE = 0.1
 #: Default ceiling on the sampler's estimated memory, in bytes.
 DEFAULT_MAX_MEMORY = 4 * 2**30
+#: The words ``--strata`` takes besides a file, and the source each names (the manifest's
+#: ``strata_list.source``, ``strata_list.STATEMENTS``); there is no default.
+STRATA_WORDS = {"input": "declared", "cross-product": "cross-product"}
+#: Why ``--strata`` has no default, and its three forms (the command line's error, and the
+#: library's for a request without one).
+STRATA_REQUIRED = """\
+--strata is required: say where the list of strata comes from.
+The release publishes its strata exactly, so the list must not depend on the counts (an
+input that leaves out its strata without events, e.g. a county with no death in any age
+group, would reveal them at any epsilon), and only you know where yours comes from:
+  --strata FILE           a public CSV or Parquet list of every stratum and its population;
+                          the input's counts are matched to it, unlisted strata count 0
+  --strata input          you declare that the input lists every stratum, zero counts
+                          included (e.g. nested keys such as state and county)
+  --strata cross-product  you declare that every value of every key column appears in the
+                          input; dpsynth checks that every combination of them has a row"""
 
 
 class ReleaseError(ValueError):
@@ -49,6 +65,11 @@ class ReleaseRequest:
     epsilon: float
     mechanism: str
     keys: tuple[str, ...]
+    #: where the list of every stratum comes from, declared by the steward (no default,
+    #: :data:`STRATA_REQUIRED`): a public file (a Path; any other string than the words of
+    #: :data:`STRATA_WORDS` is a file name), "input" (the input lists every stratum) or
+    #: "cross-product" (every key value appears in the input; its combinations are checked)
+    strata: Path | str
     method: str = "certified"
     allow_nominal: bool = False
     tail: float | None = None
@@ -64,9 +85,6 @@ class ReleaseRequest:
     sanitised_prior_by: tuple[str, ...] | None = None
     prior_epsilon: float | None = None
     rounding: str = "refuse"  # fractional counts: refuse, or round to nearest (half to even)
-    #: where the list of every stratum comes from: None (the keys' values form a checked
-    #: cross product), "input" (declared complete by the steward) or a public file
-    strata: Path | str | None = None
     budget: float | None = None
     ledger: Path | None = None
     max_memory: int = DEFAULT_MAX_MEMORY
@@ -87,8 +105,14 @@ class ReleaseRequest:
     @property
     def strata_source(self) -> str:
         """Where the list of every stratum comes from (``strata_list.STATEMENTS``):
-        ``cross-product`` (checked), ``declared`` (``--strata input``) or ``external-file``."""
-        return {None: "cross-product", "input": "declared"}.get(self.strata, "external-file")
+        ``cross-product`` (declared, its combinations checked; ``--strata cross-product``),
+        ``declared`` (``--strata input``) or ``external-file`` (``--strata FILE``).
+        :class:`ReleaseError` (:data:`STRATA_REQUIRED`) when the request names none."""
+        if self.strata is None or (isinstance(self.strata, str) and not self.strata.strip()):
+            raise ReleaseError(STRATA_REQUIRED)
+        if isinstance(self.strata, str) and self.strata in STRATA_WORDS:
+            return STRATA_WORDS[self.strata]
+        return "external-file"
 
     def private_folder(self, commitment: str) -> Path:
         """Where the release whose manifest has seed commitment ``commitment`` puts its

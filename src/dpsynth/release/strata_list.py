@@ -1,23 +1,27 @@
-"""Which strata a release lists, and how it knows the list holds every stratum.
+"""Which strata a release lists, and where the steward says the list comes from.
 
 A release publishes its strata (their keys and populations) exactly. That is safe only if
 the list does not depend on the counts: an input that leaves out the strata with no event
 (CDC WONDER exports do, unless "Show Zero Values" is ticked) publishes which strata have
-events, at any epsilon. So the list must come from public knowledge, one of:
+events, at any epsilon. Nothing in the input can show that it is complete (a county with
+no event in any age group leaves no row, and no gap among the others), so the steward
+says where the list comes from (``--strata``, required, no default), one of:
 
-- ``cross-product`` (the default): two or more key columns whose values form a full cross
-  product, every combination present; checked, and refused otherwise, naming missing
-  combinations. (It cannot see a key value that has no row at all, e.g. a county with no
-  event in any age group: an external list is the complete answer.) With one key column
-  there is nothing to check (a county left out leaves no trace), so one of the two
-  sources below is required.
 - ``external-file`` (``--strata FILE``): a public file lists every stratum with its
   population (and prior rate, if the prior is a column); the input's counts are matched to
   it by key, a listed stratum with no row gets count 0, and an input row that is not listed
-  is refused.
+  is refused. The one source that needs no declaration about the input.
 - ``declared`` (``--strata input``): the steward declares that the input lists every
   stratum, zero counts included (nested keys such as state and county are no cross
   product).
+- ``cross-product`` (``--strata cross-product``): the steward declares that every value of
+  every key column appears in the input (the key values are public and complete); dpsynth
+  checks that every combination of them has a row and refuses the input otherwise, naming
+  missing combinations. The check cannot see a key value with no row at all, which is why
+  this is a declaration: had dpsynth assumed it, a county whose only event moved away
+  would vanish and the release go through, while its neighbour with that event is refused
+  (``tests/test_release_strata.py``). With one key column there is nothing to check, so
+  it is refused.
 """
 
 from __future__ import annotations
@@ -32,8 +36,12 @@ from dpsynth.release.request import ReleaseError
 #: What the manifest says of each source of the list of strata.
 STATEMENTS = {
     "cross-product": (
-        "every combination of the key values has a row (checked): the list of strata is "
-        "the cross product of public key values, not a function of the counts"
+        "the steward declared that every value of every key column appears in the input "
+        "(--strata cross-product), and dpsynth checked that every combination of those "
+        "values has a row: the list of strata is the cross product of the key values. "
+        "The check cannot see a key value without any row (e.g. a county with no event in "
+        "any group, left out of an export without zero rows): that the values are complete "
+        "is the steward's declaration, and a false one would reveal such strata"
     ),
     "external-file": (
         "the strata and their populations come from a public file that lists every "
@@ -62,11 +70,11 @@ def check_cross_product(frame: pd.DataFrame, keys: list[str], source: str) -> No
     that has one key column (whose list of values nothing can check)."""
     if len(keys) == 1:
         raise ReleaseError(
-            f"{source}: with one key column ({keys[0]!r}) nothing shows whether a stratum "
-            "was left out because it has no event, and the release publishes its strata. "
-            "Give --strata FILE (a public list of every stratum and its population; "
-            "unlisted strata count 0), or --strata input if the input lists every stratum, "
-            "zero counts included"
+            f"{source}: --strata cross-product with one key column ({keys[0]!r}) checks "
+            "nothing: a stratum left out because it has no event leaves no gap, and the "
+            "release publishes its strata. Give --strata FILE (a public list of every "
+            "stratum and its population; unlisted strata count 0), or --strata input if "
+            "the input lists every stratum, zero counts included"
         )
     values = [frame[key].drop_duplicates().sort_values() for key in keys]
     expected = math.prod(len(v) for v in values)
@@ -83,7 +91,8 @@ def check_cross_product(frame: pd.DataFrame, keys: list[str], source: str) -> No
         "left out because it has no event would be revealed (CDC WONDER leaves such rows "
         "out unless 'Show Zero Values' is ticked). Add those rows with count 0 and their "
         "population, or give --strata FILE (a public list of every stratum and its "
-        "population; unlisted strata count 0), or --strata input if the input lists every "
+        "population; unlisted strata count 0; the one source whose outcome never depends "
+        "on the counts), or --strata input if the input lists every "
         "stratum and its keys are not a cross product (e.g. nested keys)"
     )
 
