@@ -1,4 +1,5 @@
-"""The analyst's command line: ``dpsynth synthesize`` (also ``python -m dpsynth``).
+"""The analyst's command line: ``dpsynth synthesize`` (also ``python -m dpsynth``),
+``calibrate``, ``ledger`` and the reviewer's ``verify``.
 
 Exit codes: 0 success, 2 bad input or options (the message names the file, column and
 keys at fault; no release folder is left behind), 130/143 interrupted by SIGINT/SIGTERM
@@ -74,6 +75,20 @@ calibration depends on epsilon, the public total, the populations and the prior 
 never on the counts; nothing is written to the ledger. With --sanitised-prior-by the
 prior is noisy and drawn only by a release, so the calibration cannot be shown: the
 budget and the guarantee are.
+"""
+
+VERIFY_DESCRIPTION = """\
+Check a published release folder against its manifest, with nothing but the folder.
+
+For a reviewer: no data, no key, no private folder. Checks, one line each: the files
+(the manifest and its schema, nothing unlisted, every SHA-256), the synthetic sets (their
+number, rows, sums to the total, whole counts, order, strata), the hyperparameters
+(b = a / prior_rate, a sanitised prior's rates), the promise (the budget's arithmetic,
+certified or nominal, and the privacy bound of docs/privacy.md recomputed from the
+published a, L, U and total) and, as warnings, the files' fixed times and modes.
+
+exit codes: 0 every check passed (warnings allowed; a nominal release passes but promises
+nothing proven), 1 a check failed, 2 not a release folder.
 """
 
 
@@ -416,6 +431,15 @@ def build_parser() -> argparse.ArgumentParser:
     led.add_argument(
         "--dataset", metavar="ID", help="one table's id (or its first 12 hex digits): list releases"
     )
+    ver = commands.add_parser(
+        "verify",
+        help="check a published release against its manifest, as a reviewer",
+        description=VERIFY_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
+    )
+    ver.add_argument("release", type=Path, metavar="RELEASE_DIR", help="the public release folder")
+    ver.add_argument("--json", action="store_true", help="print the checks as JSON (for machines)")
     return parser
 
 
@@ -522,6 +546,19 @@ def _calibrate(args) -> int:
     return 0
 
 
+def _verify(args) -> int:
+    from dpsynth.release.verify import NotARelease, as_json, failed, format_checks, report
+
+    try:
+        checks, manifest = report(args.release)
+    except NotARelease as err:
+        print(f"dpsynth verify: error: {err}", file=sys.stderr)
+        return 2
+    show = as_json if args.json else format_checks
+    print(show(checks, args.release, manifest))
+    return 1 if failed(checks) else 0
+
+
 def _ledger(args) -> int:
     from dpsynth.ledger import Ledger, LedgerError, default_ledger_path, format_summary
 
@@ -546,7 +583,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)  # exits 2 with a usage message on bad options
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        handler = {"synthesize": _synthesize, "calibrate": _calibrate, "ledger": _ledger}
+        handler = {
+            "synthesize": _synthesize,
+            "calibrate": _calibrate,
+            "ledger": _ledger,
+            "verify": _verify,
+        }
         return handler[args.command](args)
     except KeyboardInterrupt:
         print(f"dpsynth {args.command}: interrupted; nothing was published", file=sys.stderr)

@@ -1,0 +1,784 @@
+"""Check a published release against its manifest, from the public folder alone.
+
+``dpsynth verify RELEASE_DIR`` is the reviewer's side of ``dpsynth synthesize``: given
+only the public folder (never the data, the key or the private folder) it checks that the
+release is what its manifest says and that the manifest's promise is backed by the
+published numbers. It reads files and recomputes; it never draws. Checks, by topic:
+
+1. ``files``: the manifest parses, follows :data:`.manifest.SCHEMA` in a format this
+   version reads; the folder holds exactly the files the manifest lists (the manifest
+   aside), each with its SHA-256.
+2. ``synthetic``: ``sets`` sets of ``strata`` rows, each summing to ``total``, whole
+   counts >= 0 (and within [lower, upper] when truncated), sorted by set then key, with
+   the keys and populations of the hyperparameters.
+3. ``hyperparameters``: what follows from public inputs: b = a / prior_rate; a sanitised
+   prior's group rates max(noisy_total, floor) / population and each stratum's rate that
+   of its group; the overall rate total / population.
+4. ``promise``: the budget's arithmetic (basic composition, delta, the sampler's target);
+   ``certified`` exactly for the pairs of :data:`.manifest.CERTIFIED`; for a certified
+   release the bound of docs/privacy.md recomputed from the published a, L, U and total
+   (Part 2, Step 4; md: Quick (2021), eq 5) and compared with ``epsilon_per_set``.
+5. ``metadata`` (warnings only: copying may change them): the fixed public time and modes
+   of :mod:`.folder`.
+
+:func:`verify_release` returns the :class:`Check` records; :func:`format_checks` and
+:func:`summary` put them into words; :func:`failed` says whether any failed. A folder
+that is not a dpsynth release at all raises :class:`NotARelease`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dpsynth.io import sha256_file
+from dpsynth.release import folder
+from dpsynth.release.manifest import CERTIFIED, RELEASE_FORMAT, SCHEMA, SYNTHETIC_COUNT
+
+#: Relative tolerance of the recomputed privacy bound against ``epsilon_per_set``.
+BOUND_RTOL = 1e-9
+#: Relative tolerance of the budget's arithmetic (sums and products of decimals).
+BUDGET_RTOL = 1e-9
+#: Relative tolerance of quantities the release computes by one division or a copy.
+VALUE_RTOL = 1e-12
+#: Statuses: ``FAIL`` makes the verification fail; the others do not.
+OK, FAIL, WARNING, NOMINAL = "ok", "FAIL", "warning", "nominal"
+TOPICS = ("files", "synthetic", "hyperparameters", "promise", "metadata")
+
+
+class NotARelease(ValueError):
+    """The folder does not exist or holds no dpsynth release (a usage error)."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """One comparison: its topic, a short name, the outcome and what was compared."""
+
+    topic: str
+    name: str
+    status: str
+    detail: str
+    values: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def failed(checks: list[Check]) -> bool:
+    return any(c.status == FAIL for c in checks)
+
+
+# --- reading ------------------------------------------------------------------------------
+
+
+def _read_table(path: Path) -> pd.DataFrame:
+    """A published table: Parquet as written, CSV as text (as the release's inputs are)."""
+    if path.suffix == ".csv":
+        return pd.read_csv(path, dtype=str, keep_default_na=False)
+    return pd.read_parquet(path)
+
+
+def _floats(frame: pd.DataFrame, column: str) -> np.ndarray:
+    """A column as doubles; text is parsed by Python's correctly rounded ``float``."""
+    values = frame[column]
+    if pd.api.types.is_numeric_dtype(values):
+        return values.to_numpy(dtype=float)
+    try:
+        return np.array([float(v) for v in values], dtype=float)
+    except ValueError as err:
+        raise ValueError(f"column {column!r} is not numeric ({err})") from None
+
+
+def _text(frame: pd.DataFrame, columns) -> pd.DataFrame:
+    """Key columns as text, so Parquet and CSV keys compare alike."""
+    return frame[list(columns)].astype(str).reset_index(drop=True)
+
+
+def _g(x: float) -> str:
+    return f"{x:.10g}"
+
+
+def _close(a: float, b: float, rtol: float) -> bool:
+    return math.isclose(a, b, rel_tol=rtol, abs_tol=0.0)
+
+
+def _worst_relative(actual: np.ndarray, expected: np.ndarray) -> float:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.abs(actual - expected) / np.abs(expected)
+    rel = np.where(actual == expected, 0.0, rel)
+    return float(np.nanmax(np.where(np.isfinite(rel), rel, np.inf))) if rel.size else 0.0
+
+
+# --- the release ---------------------------------------------------------------------------
+
+
+class _Release:
+    """The folder, its manifest and its tables, each read once (None when unreadable)."""
+
+    def __init__(self, path: Path, manifest: dict):
+        self.path = path
+        self.manifest = manifest
+        self._tables: dict[str, pd.DataFrame] = {}
+
+    def file(self, name: str) -> Path:
+        entry = self.manifest["files"][name]
+        relative = entry["path"]
+        if Path(relative).name != relative or relative in ("", ".", ".."):
+            raise ValueError(f"files.{name}.path {relative!r} is not a file name in the folder")
+        return self.path / relative
+
+    def table(self, name: str) -> pd.DataFrame:
+        if name not in self._tables:
+            self._tables[name] = _read_table(self.file(name))
+        return self._tables[name]
+
+
+def load_manifest(path: Path) -> tuple[dict | None, str | None]:
+    """(manifest, None), or (None, why it does not parse); :class:`NotARelease` when the
+    folder is missing or is not a dpsynth release."""
+    path = Path(path)
+    expected = (
+        "expected a dpsynth release folder, the public folder `dpsynth synthesize --out`\n"
+        f"writes: {folder.MANIFEST} (with {folder.FORMAT_KEY!r}), synthetic.*, "
+        "hyperparameters.*"
+    )
+    if not path.exists():
+        raise NotARelease(f"{path}: no such folder;\n{expected}")
+    if not path.is_dir():
+        raise NotARelease(f"{path}: is not a folder;\n{expected}")
+    manifest = path / folder.MANIFEST
+    if not manifest.is_file():
+        raise NotARelease(f"{path}: has no {folder.MANIFEST}, so it is not a release;\n{expected}")
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as err:
+        return None, str(err)
+    if not isinstance(data, dict) or folder.FORMAT_KEY not in data:
+        raise NotARelease(
+            f"{manifest}: is JSON but not a dpsynth manifest (no {folder.FORMAT_KEY!r});\n"
+            f"{expected}"
+        )
+    return data, None
+
+
+def verify_release(path: Path) -> list[Check]:
+    """Every check of the release in ``path``, in topic order (see the module docstring).
+
+    Raises :class:`NotARelease` when ``path`` is missing or holds no dpsynth manifest;
+    anything wrong inside a release is a failed :class:`Check`, never an exception.
+    """
+    path = Path(path)
+    manifest, error = load_manifest(path)
+    if manifest is None:
+        return [Check("files", "manifest", FAIL, f"{folder.MANIFEST} does not parse: {error}")]
+    release = _Release(path, manifest)
+    checks: list[Check] = []
+    readable = _run(checks, "files", "manifest", _manifest_checks, release)
+    if not readable:
+        checks.append(
+            Check(
+                "files", "not checked", FAIL,
+                f"format {manifest.get(folder.FORMAT_KEY)!r} is not one this version reads "
+                f"({RELEASE_FORMAT}): nothing else was checked",
+            )
+        )  # fmt: skip
+        return checks
+    _run(checks, "files", "listed files", _file_checks, release)
+    _run(checks, "synthetic", "synthetic", _synthetic_checks, release)
+    _run(checks, "hyperparameters", "hyperparameters", _hyper_checks, release)
+    _run(checks, "promise", "promise", _promise_checks, release)
+    _run(checks, "metadata", "metadata", _metadata_checks, release)
+    return checks
+
+
+def _run(checks: list[Check], topic: str, name: str, function, release: _Release):
+    """Append ``function(release)``'s checks; a file or field it cannot read is a failure
+    of its topic, not a crash (a tampered release may hold anything)."""
+    try:
+        found, result = function(release)
+    except Exception as err:  # a verifier reports, whatever the folder holds
+        reason = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+        checks.append(Check(topic, name, FAIL, f"could not be checked: {reason}"))
+        return False
+    checks.extend(found)
+    return result
+
+
+# --- 1. files ------------------------------------------------------------------------------
+
+
+def _manifest_checks(release: _Release):
+    import jsonschema
+
+    data = release.manifest
+    out = []
+    version = data.get(folder.FORMAT_KEY)
+    readable = version == RELEASE_FORMAT
+    out.append(
+        Check(
+            "files", "format", OK if readable else FAIL,
+            f"{folder.FORMAT_KEY} {version!r}; this version reads {RELEASE_FORMAT}",
+            {"format": version, "reads": RELEASE_FORMAT},
+        )
+    )  # fmt: skip
+    errors = sorted(jsonschema.Draft202012Validator(SCHEMA).iter_errors(data), key=str)
+    if errors:
+        first = errors[0]
+        where = "/".join(str(p) for p in first.absolute_path) or "(top)"
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        out.append(Check("files", "schema", FAIL, f"at {where}: {first.message}{more}"))
+        return out, False
+    finite = all(math.isfinite(float(data["budget"][k])) for k in ("epsilon_total", "delta_total"))
+    out.append(
+        Check(
+            "files", "schema", OK if finite else FAIL,
+            "manifest.json follows dpsynth.release.manifest.SCHEMA"
+            + ("" if finite else ", but its budget is not finite"),
+        )
+    )  # fmt: skip
+    return out, readable and finite
+
+
+def _file_checks(release: _Release):
+    out = []
+    listed = {}
+    for name, entry in release.manifest["files"].items():
+        try:
+            listed[release.file(name).name] = (name, entry)
+        except ValueError as err:
+            out.append(Check("files", f"{name} path", FAIL, str(err)))
+    present = sorted(
+        p.relative_to(release.path).as_posix() + ("/" if p.is_dir() else "")
+        for p in release.path.rglob("*")
+    )
+    present = [p for p in present if p != folder.MANIFEST]
+    unlisted = [p for p in present if p not in listed]
+    out.append(
+        Check(
+            "files", "nothing unlisted", FAIL if unlisted else OK,
+            (f"{len(unlisted)} file(s) in the folder the manifest does not list: "
+             f"{', '.join(unlisted)}") if unlisted
+            else f"the folder holds {len(present)} file(s) besides the manifest, all listed",
+            {"unlisted": unlisted},
+        )
+    )  # fmt: skip
+    for file_name, (name, entry) in sorted(listed.items()):
+        path = release.path / file_name
+        if not path.is_file():
+            out.append(Check("files", f"{name} sha256", FAIL, f"{file_name}: listed but missing"))
+            continue
+        actual = sha256_file(path)
+        same = actual == entry["sha256"]
+        detail = (
+            f"{file_name}: sha256 {actual[:16]}... as listed"
+            if same
+            else f"{file_name}: sha256 {actual[:16]}..., listed {entry['sha256'][:16]}..."
+        )
+        out.append(
+            Check("files", f"{name} sha256", OK if same else FAIL, detail,
+                  {"path": file_name, "sha256": actual, "listed": entry["sha256"]})
+        )  # fmt: skip
+    return out, True
+
+
+# --- 2. synthetic sets ---------------------------------------------------------------------
+
+
+def _is_sorted(frame: pd.DataFrame, columns: list[str]) -> bool:
+    """Whether the rows are in lexicographic order of ``columns``, each column compared as
+    written or, when every value is a number, as numbers (a Parquet input's integer keys
+    written to CSV read back as text)."""
+    for numeric in (False, True):
+        view = frame[columns].copy()
+        if numeric:
+            for column in columns:
+                converted = pd.to_numeric(view[column], errors="coerce")
+                if not converted.isna().any():
+                    view[column] = converted
+        order = view.sort_values(columns, kind="stable").index
+        if np.array_equal(order.to_numpy(), np.arange(len(view))):
+            return True
+    return False
+
+
+def _synthetic_checks(release: _Release):
+    m = release.manifest
+    keys, sets, strata, total = m["keys"], m["sets"], m["strata"], m["total"]
+    population = m["population_column"]
+    frame = release.table("synthetic").reset_index(drop=True)
+    name = release.file("synthetic").name
+    out = []
+    columns = ["set", *keys, SYNTHETIC_COUNT, population]
+    if list(frame.columns) != columns:
+        out.append(
+            Check("synthetic", "columns", FAIL,
+                  f"{name} has columns {list(frame.columns)}, expected {columns}")
+        )  # fmt: skip
+        return out, True
+    out.append(Check("synthetic", "columns", OK, f"{name}: columns {columns}"))
+
+    set_numbers = _floats(frame, "set")
+    counts = _floats(frame, SYNTHETIC_COUNT)
+    expected_sets = np.repeat(np.arange(sets), strata)
+    shape_ok = len(frame) == sets * strata and np.array_equal(set_numbers, expected_sets)
+    seen = np.unique(set_numbers)
+    out.append(
+        Check(
+            "synthetic", "sets", OK if shape_ok else FAIL,
+            f"{len(seen)} set(s) numbered {_g(seen.min()) if seen.size else '-'}.."
+            f"{_g(seen.max()) if seen.size else '-'}, {len(frame)} rows; the manifest says "
+            f"{sets} set(s) x {strata} strata = {sets * strata} rows, set by set",
+            {"rows": len(frame), "expected_rows": sets * strata},
+        )
+    )  # fmt: skip
+
+    whole = np.isfinite(counts) & (counts == np.round(counts)) & (counts >= 0)
+    out.append(
+        Check(
+            "synthetic", "whole counts", OK if whole.all() else FAIL,
+            f"{int(whole.sum())} of {counts.size} counts whole and >= 0"
+            + ("" if whole.all() else f" (first bad row {int(np.flatnonzero(~whole)[0])})"),
+        )
+    )  # fmt: skip
+
+    sums = pd.Series(counts).groupby(set_numbers).sum()
+    wrong = {int(k): float(v) for k, v in sums.items() if v != total}
+    if wrong:
+        shown = ", ".join(f"set {k} sums to {_g(v)}" for k, v in list(wrong.items())[:3])
+        detail = f"{shown}; total {total}"
+    else:
+        detail = f"each of the {len(sums)} set(s) sums to {total} (total {total})"
+    out.append(
+        Check("synthetic", "set sums", FAIL if wrong else OK, detail,
+              {"total": total, "wrong": wrong})
+    )  # fmt: skip
+
+    sorted_ok = _is_sorted(frame, ["set", *keys])
+    out.append(
+        Check(
+            "synthetic", "order", OK if sorted_ok else FAIL,
+            f"rows {'' if sorted_ok else 'NOT '}sorted by set then by the keys {keys}",
+        )
+    )  # fmt: skip
+
+    hyper = release.table("hyperparameters").reset_index(drop=True)
+    if shape_ok and len(hyper) == strata and set(keys) <= set(hyper.columns):
+        hyper_keys = _text(hyper, keys)
+        hyper_pop = _floats(hyper, "population")
+        pop = _floats(frame, population)
+        bad_sets = []
+        for k in range(sets):
+            rows = slice(k * strata, (k + 1) * strata)
+            same_keys = _text(frame.iloc[rows], keys).equals(hyper_keys)
+            same_pop = np.allclose(pop[rows], hyper_pop, rtol=VALUE_RTOL, atol=0)
+            if not (same_keys and same_pop):
+                bad_sets.append(k)
+        out.append(
+            Check(
+                "synthetic", "strata", FAIL if bad_sets else OK,
+                f"set(s) {bad_sets[:5]} differ from the hyperparameters' keys or populations"
+                if bad_sets
+                else f"every set has the {strata} keys and populations of the hyperparameters",
+            )
+        )  # fmt: skip
+    else:
+        out.append(
+            Check("synthetic", "strata", FAIL,
+                  f"not compared: {len(hyper)} hyperparameter rows, expected {strata}")
+        )  # fmt: skip
+
+    if m["mechanism"] == "truncated" and shape_ok:
+        lower = np.tile(_floats(hyper, "lower"), sets)
+        upper = np.tile(_floats(hyper, "upper"), sets)
+        inside = (counts >= lower) & (counts <= upper)
+        out.append(
+            Check(
+                "synthetic", "bounds", OK if inside.all() else FAIL,
+                f"{int(inside.sum())} of {counts.size} counts within [lower, upper] of the "
+                "hyperparameters",
+            )
+        )  # fmt: skip
+    return out, True
+
+
+# --- 3. hyperparameters --------------------------------------------------------------------
+
+_COLUMNS = {
+    "md": ["a", "population"],
+    "pg": ["a", "b", "population", "prior_rate"],
+    "truncated": ["a", "b", "population", "prior_rate", "lower", "upper"],
+}
+_FLOOR = re.compile(r"floored at ([0-9.eE+-]+)")
+
+
+def sanitised_floor(description: str) -> tuple[float, str]:
+    """The floor on the noisy group totals: as the manifest's prior description states it,
+    else the library's :data:`~dpsynth.privacy.sanitised_prior.MIN_STATE_COUNT`."""
+    match = _FLOOR.search(description)
+    if match:
+        try:
+            return float(match.group(1)), "as the manifest states"
+        except ValueError:
+            pass
+    from dpsynth.privacy.sanitised_prior import MIN_STATE_COUNT
+
+    return MIN_STATE_COUNT, "the library's MIN_STATE_COUNT"
+
+
+def _hyper_checks(release: _Release):
+    m = release.manifest
+    keys, strata, mechanism = m["keys"], m["strata"], m["mechanism"]
+    hyper = release.table("hyperparameters").reset_index(drop=True)
+    name = release.file("hyperparameters").name
+    out = []
+    expected = [*keys, *_COLUMNS[mechanism]]
+    if list(hyper.columns) != expected or len(hyper) != strata:
+        out.append(
+            Check("hyperparameters", "columns", FAIL,
+                  f"{name}: {len(hyper)} rows, columns {list(hyper.columns)}; expected "
+                  f"{strata} rows, columns {expected} ({mechanism})")
+        )  # fmt: skip
+        return out, True
+    a = _floats(hyper, "a")
+    good_a = bool(np.all(np.isfinite(a) & (a > 0)))
+    out.append(
+        Check("hyperparameters", "columns", OK if good_a else FAIL,
+              f"{name}: {strata} rows, keys and {_COLUMNS[mechanism]}; "
+              + (f"a in [{_g(a.min())}, {_g(a.max())}], all > 0" if good_a
+                 else "some a are not finite and > 0"))
+    )  # fmt: skip
+    if mechanism == "md":
+        return out, True
+    b, rate = _floats(hyper, "b"), _floats(hyper, "prior_rate")
+    worst = _worst_relative(b, a / rate)
+    out.append(
+        Check(
+            "hyperparameters", "b = a / prior_rate", OK if worst <= VALUE_RTOL else FAIL,
+            f"largest relative difference {worst:.2g} over {strata} strata "
+            f"(tolerance {VALUE_RTOL:g})",
+            {"worst_relative": worst},
+        )
+    )  # fmt: skip
+    if mechanism == "truncated":
+        lower, upper = _floats(hyper, "lower"), _floats(hyper, "upper")
+        whole = np.all((lower == np.round(lower)) & (upper == np.round(upper)))
+        ordered = np.all((0 <= lower) & (lower <= upper))
+        feasible = lower.sum() <= m["total"] <= upper.sum()
+        good = bool(whole and ordered and feasible)
+        out.append(
+            Check(
+                "hyperparameters", "bounds", OK if good else FAIL,
+                f"whole 0 <= lower <= upper: {bool(whole and ordered)}; sum lower "
+                f"{_g(lower.sum())} <= total {m['total']} <= sum upper {_g(upper.sum())}",
+            )
+        )  # fmt: skip
+    prior = m["prior"]
+    if prior["kind"] == "total":
+        rate_all = m["total"] / _floats(hyper, "population").sum()
+        worst = _worst_relative(rate, np.full(strata, rate_all))
+        out.append(
+            Check(
+                "hyperparameters", "prior (overall rate)",
+                OK if worst <= VALUE_RTOL else FAIL,
+                f"prior_rate = total / sum of populations = {_g(rate_all)}; largest relative "
+                f"difference {worst:.2g}",
+            )
+        )  # fmt: skip
+    elif prior["kind"] == "sanitised":
+        out.extend(_sanitised_checks(release, hyper, rate))
+    else:
+        out.append(
+            Check("hyperparameters", "prior", OK,
+                  f"prior kind {prior['kind']!r}: rates declared public by the steward, "
+                  "nothing to recompute")
+        )  # fmt: skip
+    return out, True
+
+
+def _sanitised_checks(release: _Release, hyper: pd.DataFrame, rate: np.ndarray) -> list[Check]:
+    m = release.manifest
+    groups = m["prior"]["groups"] or []
+    if m["prior"]["file"] is None or "prior" not in m["files"]:
+        return [Check("hyperparameters", "prior", FAIL, "sanitised prior without a prior file")]
+    if release.file("prior").name != m["prior"]["file"]:
+        return [
+            Check("hyperparameters", "prior", FAIL,
+                  f"prior.file {m['prior']['file']!r} is not files.prior "
+                  f"{release.file('prior').name!r}")
+        ]  # fmt: skip
+    table = release.table("prior").reset_index(drop=True)
+    expected = [*groups, "population", "noisy_total", "prior_rate"]
+    if not groups or list(table.columns) != expected:
+        return [
+            Check("hyperparameters", "prior", FAIL,
+                  f"{release.file('prior').name}: columns {list(table.columns)}, "
+                  f"expected {expected}")
+        ]  # fmt: skip
+    out = []
+    floor, source = sanitised_floor(m["prior"]["description"])
+    noisy = _floats(table, "noisy_total")
+    group_pop = _floats(table, "population")
+    group_rate = _floats(table, "prior_rate")
+    expected_rate = np.maximum(noisy, floor) / group_pop
+    worst = _worst_relative(group_rate, expected_rate)
+    whole = bool(np.all(noisy == np.round(noisy)))
+    out.append(
+        Check(
+            "hyperparameters", "prior group rates",
+            OK if worst <= VALUE_RTOL and whole else FAIL,
+            f"{len(table)} group(s) by {groups}: rate = max(noisy_total, {floor:g}) / "
+            f"population (floor {source}), largest relative difference {worst:.2g}"
+            + ("" if whole else "; some noisy totals are not whole"),
+            {"floor": floor, "worst_relative": worst},
+        )
+    )  # fmt: skip
+    # each stratum's group, by the group columns of its keys (as text)
+    labels = _text(table, groups).apply(tuple, axis=1)
+    strata_labels = _text(hyper, groups).apply(tuple, axis=1)
+    position = {label: i for i, label in enumerate(labels)}
+    index = np.array([position.get(label, -1) for label in strata_labels])
+    missing = int((index < 0).sum())
+    same_groups = missing == 0 and len(position) == len(labels) == len(set(strata_labels))
+    if not same_groups:
+        out.append(
+            Check("hyperparameters", "strata rates", FAIL,
+                  f"the prior's {len(labels)} group(s) are not the strata's "
+                  f"{len(set(strata_labels))} groups by {groups} ({missing} strata without one)")
+        )  # fmt: skip
+        return out
+    worst = _worst_relative(rate, group_rate[index])
+    summed = np.bincount(index, weights=_floats(hyper, "population"), minlength=len(table))
+    worst_pop = _worst_relative(group_pop, summed)
+    good = worst <= VALUE_RTOL and worst_pop <= BUDGET_RTOL
+    out.append(
+        Check(
+            "hyperparameters", "strata rates", OK if good else FAIL,
+            f"each of the {len(rate)} strata has its group's rate (largest relative difference "
+            f"{worst:.2g}); group populations are their strata's sums (largest relative "
+            f"difference {worst_pop:.2g})",
+        )
+    )  # fmt: skip
+    return out
+
+
+# --- 4. the promise ------------------------------------------------------------------------
+
+
+def recomputed_epsilon(mechanism: str, total: int, hyper: pd.DataFrame) -> tuple[float, str]:
+    """The per-set epsilon the published hyperparameters prove (docs/privacy.md), and how.
+
+    md: the smallest alpha gives ``log(1 + total / min alpha)`` (Quick (2021), eq 5:
+    eps-DP iff ``min alpha >= total / (e^eps - 1)``). pg and truncated: the sum of the two
+    largest kappa of :func:`dpsynth.privacy.certified.certified_epsilon` (untruncated:
+    L = 0, U = total).
+    """
+    from dpsynth.privacy.certified import certified_epsilon
+
+    a = _floats(hyper, "a")
+    if mechanism == "md":
+        return math.log1p(total / float(a.min())), "log(1 + total / min alpha)"
+    if mechanism == "truncated":
+        lower, upper = _floats(hyper, "lower"), _floats(hyper, "upper")
+        how = "kappa_i + kappa_j from a, lower, upper, total"
+    else:
+        lower, upper = np.zeros(a.size), np.full(a.size, float(total))
+        how = "kappa_i + kappa_j from a, total (L = 0, U = total)"
+    return certified_epsilon(a, total, lower, upper), how
+
+
+def _promise_checks(release: _Release):
+    m = release.manifest
+    budget, delta = m["budget"], m["delta"]
+    out = []
+    sets = m["sets"]
+    eps_total, eps_prior = budget["epsilon_total"], budget["epsilon_prior"]
+    eps_set, eps_synth = budget["epsilon_per_set"], budget["epsilon_synthesis"]
+    composed = eps_prior + sets * eps_set
+    good = (
+        _close(eps_total, composed, BUDGET_RTOL)
+        and _close(eps_synth, eps_total - eps_prior, BUDGET_RTOL)
+        and budget["sets"] == sets
+        and _close(m["prior"]["epsilon"], eps_prior, BUDGET_RTOL)
+    )
+    out.append(
+        Check(
+            "promise", "epsilon", OK if good else FAIL,
+            f"total {_g(eps_total)} vs prior {_g(eps_prior)} + {sets} x {_g(eps_set)} = "
+            f"{_g(composed)}; synthesis {_g(eps_synth)} vs {_g(eps_total - eps_prior)}; "
+            f"budget.sets {budget['sets']}, sets {sets}; prior.epsilon "
+            f"{_g(m['prior']['epsilon'])}",
+            {"epsilon_total": eps_total, "composed": composed},
+        )
+    )  # fmt: skip
+    d_total, d_set = budget["delta_total"], budget["delta_per_set"]
+    tv = d_set / (1.0 + math.exp(eps_set)) if eps_set <= 700 else 0.0
+    good = (
+        _close(d_total, sets * d_set, BUDGET_RTOL)
+        and delta["per_set"] == d_set
+        and _close(delta["sampler_tv_target"], tv, BUDGET_RTOL)
+    )
+    out.append(
+        Check(
+            "promise", "delta", OK if good else FAIL,
+            f"total {_g(d_total)} vs {sets} x {_g(d_set)} = {_g(sets * d_set)}; delta.per_set "
+            f"{_g(delta['per_set'])}; sampler_tv_target {_g(delta['sampler_tv_target'])} vs "
+            f"per_set / (1 + e^eps_per_set) = {_g(tv)}",
+        )
+    )  # fmt: skip
+    pair = (m["mechanism"], m["method"])
+    certified = pair in CERTIFIED
+    status = m["guarantee"]["status"]
+    right = status == ("certified" if certified else "nominal")
+    out.append(
+        Check(
+            "promise", "status", OK if right else FAIL,
+            f"guarantee.status {status!r}; {pair[0]} / {pair[1]} is "
+            f"{'certified' if certified else 'nominal'} in this version",
+            {"status": status, "certified": certified},
+        )
+    )  # fmt: skip
+    hyper = release.table("hyperparameters")
+    bound, how = recomputed_epsilon(m["mechanism"], m["total"], hyper)
+    values = {"epsilon": bound, "epsilon_per_set": eps_set, "how": how}
+    if certified:
+        holds = bound <= eps_set * (1 + BOUND_RTOL)
+        out.append(
+            Check(
+                "promise", "bound", OK if holds else FAIL,
+                f"recomputed epsilon per set {bound:.12g} {'<=' if holds else '>'} "
+                f"epsilon_per_set {_g(eps_set)} ({how}; docs/privacy.md)",
+                values,
+            )
+        )  # fmt: skip
+    elif not certified:
+        out.append(
+            Check(
+                "promise", "bound", NOMINAL,
+                f"nominal: no guarantee ({pair[0]} / {pair[1]} is not certified; the "
+                f"certified bound of these shapes would be {_g(bound)} against "
+                f"{_g(eps_set)} per set)",
+                values,
+            )
+        )  # fmt: skip
+    return out, True
+
+
+# --- 5. metadata ---------------------------------------------------------------------------
+
+
+def _metadata_checks(release: _Release):
+    paths = [release.path, *sorted(release.path.rglob("*"))]
+    off_time = [p for p in paths if int(p.stat().st_mtime) != folder.PUBLIC_MTIME]
+
+    def mode_of(p: Path) -> int:
+        return folder.PUBLIC_FOLDER_MODE if p.is_dir() else folder.PUBLIC_FILE_MODE
+
+    off_mode = [p for p in paths if (p.stat().st_mode & 0o7777) != mode_of(p)]
+
+    def names(found: list[Path]) -> str:
+        shown = [p.relative_to(release.path).as_posix() or "." for p in found[:4]]
+        return ", ".join(shown) + (", ..." if len(found) > 4 else "")
+
+    out = [
+        Check(
+            "metadata", "times", WARNING if off_time else OK,
+            (f"{len(off_time)} of {len(paths)} (the folder '.' and its files) have a "
+             f"modification time other than {folder.PUBLIC_MTIME} (1980-01-01): "
+             f"{names(off_time)}; copying may change it")
+            if off_time
+            else f"the folder and its {len(paths) - 1} files have the modification time "
+                 f"{folder.PUBLIC_MTIME} (1980-01-01)",
+        ),
+        Check(
+            "metadata", "modes", WARNING if off_mode else OK,
+            (f"{len(off_mode)} of {len(paths)} have modes other than 0644 (files) / 0755 "
+             f"(folder): {names(off_mode)}; copying may change them")
+            if off_mode
+            else "files 0644, folder 0755",
+        ),
+    ]  # fmt: skip
+    return out, True
+
+
+# --- words ---------------------------------------------------------------------------------
+
+
+def summary(checks: list[Check], manifest: dict | None = None) -> str:
+    """One sentence: passed or failed, and what the release then promises."""
+    fails = [c for c in checks if c.status == FAIL]
+    warnings = [c for c in checks if c.status == WARNING]
+    nominal = [c for c in checks if c.status == NOMINAL]
+    counted = f"{len(checks) - len(fails)} of {len(checks)} checks passed"
+    if warnings:
+        counted += f", {len(warnings)} warning(s)"
+    if fails:
+        names = ", ".join(f"{c.topic}/{c.name}" for c in fails[:4])
+        more = ", ..." if len(fails) > 4 else ""
+        return (
+            f"FAILED: {counted}; failed: {names}{more}. The release is not what its manifest "
+            "says, or its promise is not backed by its public numbers"
+        )
+    if nominal:
+        return (
+            f"PASSED, NOMINAL: {counted}. The files are what the manifest says, but the "
+            "release is nominal: it promises nothing proven"
+        )
+    promise = ""
+    if manifest is not None:
+        b = manifest["budget"]
+        promise = f" ({_g(b['epsilon_total'])}, {_g(b['delta_total'])})-DP"
+    return (
+        f"PASSED: {counted}. The release is what its manifest says, and its certified "
+        f"promise{promise} is backed by its public numbers"
+    )
+
+
+def format_checks(checks: list[Check], path: Path, manifest: dict | None = None) -> str:
+    """The checks by topic, one line each, then :func:`summary`."""
+    head = f"dpsynth verify {path}"
+    if manifest is not None and isinstance(manifest.get("budget"), dict):
+        try:
+            head += (
+                f": {manifest['mechanism']} / {manifest['method']}, {manifest['sets']} set(s) "
+                f"of {manifest['strata']} strata, total {manifest['total']}"
+            )
+        except KeyError:
+            pass
+    lines = [head]
+    for topic in TOPICS:
+        found = [c for c in checks if c.topic == topic]
+        if not found:
+            continue
+        lines.append(topic)
+        for c in found:
+            lines.append(f"  {c.status:<7} {c.name}: {c.detail}")
+    lines.append(summary(checks, manifest))
+    return "\n".join(lines)
+
+
+def report(path: Path) -> tuple[list[Check], dict | None]:
+    """:func:`verify_release` and the manifest it read (None if it does not parse)."""
+    checks = verify_release(path)
+    manifest, _ = load_manifest(path)
+    return checks, manifest
+
+
+def as_json(checks: list[Check], path: Path, manifest: dict | None = None) -> str:
+    return json.dumps(
+        {
+            "release": os.fspath(path),
+            "passed": not failed(checks),
+            "nominal": any(c.status == NOMINAL for c in checks),
+            "summary": summary(checks, manifest),
+            "checks": [c.as_dict() for c in checks],
+        },
+        indent=2,
+        default=float,
+    )
