@@ -1,0 +1,279 @@
+"""``dpsynth verify``: real releases made by the library verify; each tampering is caught
+by the check that is about it, and the command exits 0, 1 or 2 as documented."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dpsynth.cli import main
+from dpsynth.io import sha256_file
+from dpsynth.release import ReleaseRequest, build_release
+from dpsynth.release.verify import (
+    FAIL,
+    NOMINAL,
+    OK,
+    NotARelease,
+    failed,
+    format_checks,
+    report,
+    verify_release,
+)
+
+DPSYNTH = Path(sys.executable).parent / "dpsynth"
+
+STRATA = pd.DataFrame(
+    {
+        "code": [1, 2, 3, 4, 5, 6],
+        "region": ["n", "n", "n", "s", "s", "s"],
+        "count": [4, 0, 9, 7, 3, 5],
+        "population": [1000, 800, 1500, 900, 700, 1200],
+        "prior_rate": [0.004, 0.004, 0.006, 0.006, 0.005, 0.005],
+    }
+)
+
+#: Releases of every kind the library makes: (options, sanitised prior).
+KINDS = {
+    "md": dict(mechanism="md"),
+    "pg": dict(mechanism="pg", sets=2),
+    "truncated": dict(mechanism="truncated", sets=2, epsilon=2.0),
+    "sanitised": dict(mechanism="pg", sanitised_prior_by=("region",), prior_epsilon=0.2),
+    "csv": dict(mechanism="truncated", output_format="csv"),
+}
+
+
+def release(tmp_path: Path, name: str = "out", **changes) -> Path:
+    """A release of :data:`STRATA` in ``tmp_path / name`` (a test seed, declared strata)."""
+    sanitised = changes.get("sanitised_prior_by") is not None
+    source = tmp_path / ("n.csv" if sanitised else "s.csv")
+    (STRATA.drop(columns="prior_rate") if sanitised else STRATA).to_csv(source, index=False)
+    fields = dict(input=source, out=tmp_path / name, epsilon=1.0, mechanism="pg",
+                  keys=("code", "region"), test_seed=3, progress=False, strata="input")  # fmt: skip
+    fields.update(changes)
+    build_release(ReleaseRequest(**fields))
+    return tmp_path / name
+
+
+def by_name(checks) -> dict:
+    return {f"{c.topic}/{c.name}": c for c in checks}
+
+
+def failures(checks) -> list[str]:
+    return sorted(f"{c.topic}/{c.name}" for c in checks if c.status == FAIL)
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as exit_:
+            code = exit_.code
+    return code, out.getvalue(), err.getvalue()
+
+
+def manifest_of(out: Path) -> dict:
+    return json.loads((out / "manifest.json").read_text())
+
+
+def rewrite(out: Path, name: str, frame: pd.DataFrame) -> None:
+    """Replace the release's file ``name`` by ``frame`` and list its new SHA-256, as a
+    careful forger would: the hashes then agree and only the content checks remain."""
+    manifest = manifest_of(out)
+    path = out / manifest["files"][name]["path"]
+    if path.suffix == ".csv":
+        frame.to_csv(path, index=False)
+    else:
+        frame.to_parquet(path, index=False)
+    manifest["files"][name]["sha256"] = sha256_file(path)
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2))
+
+
+def read(out: Path, name: str) -> pd.DataFrame:
+    path = out / manifest_of(out)["files"][name]["path"]
+    return pd.read_csv(path) if path.suffix == ".csv" else pd.read_parquet(path)
+
+
+# --- real releases ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_certified_releases_of_every_kind_verify(tmp_path, kind):
+    out = release(tmp_path, **KINDS[kind])
+    checks = verify_release(out)
+    assert not failed(checks), format_checks(checks, out)
+    assert all(c.status == OK for c in checks), format_checks(checks, out)  # no warning either
+    names = by_name(checks)
+    bound = names["promise/bound"]
+    eps = manifest_of(out)["budget"]["epsilon_per_set"]
+    assert bound.values["epsilon"] <= eps * (1 + 1e-9)
+    assert bound.values["epsilon"] == pytest.approx(eps, rel=1e-6)  # the calibration is tight
+    assert f"{bound.values['epsilon']:.12g}" in bound.detail
+    expected = {"md": [], "pg": [], "truncated": ["synthetic/bounds", "hyperparameters/bounds"]}
+    expected["csv"] = expected["truncated"]
+    expected["sanitised"] = ["hyperparameters/prior group rates", "hyperparameters/strata rates"]
+    assert set(expected[kind]) <= set(names)
+    code, stdout, _ = run("verify", str(out))
+    assert code == 0 and stdout.strip().splitlines()[-1].startswith("PASSED:")
+
+
+def test_a_nominal_release_passes_but_says_it_promises_nothing(tmp_path):
+    out = release(tmp_path, method="paper", allow_nominal=True)
+    checks, manifest = report(out)
+    assert not failed(checks)
+    bound = by_name(checks)["promise/bound"]
+    assert bound.status == NOMINAL and bound.detail.startswith("nominal: no guarantee")
+    code, stdout, _ = run("verify", str(out))
+    last = stdout.strip().splitlines()[-1]
+    assert code == 0 and "NOMINAL" in last and "promises nothing proven" in last
+
+
+def test_json_lists_the_checks_for_machines(tmp_path):
+    out = release(tmp_path)
+    code, stdout, _ = run("verify", "--json", str(out))
+    data = json.loads(stdout)
+    assert code == 0 and data["passed"] and not data["nominal"]
+    topics = {c["topic"] for c in data["checks"]}
+    assert topics == {"files", "synthetic", "hyperparameters", "promise", "metadata"}
+    bound = next(c for c in data["checks"] if c["name"] == "bound")
+    assert bound["values"]["epsilon"] <= bound["values"]["epsilon_per_set"] * (1 + 1e-9)
+
+
+# --- tampering: each caught by its own check -------------------------------------------------
+
+
+def test_an_unlisted_file_fails_the_listing(tmp_path):
+    out = release(tmp_path)
+    (out / "notes.txt").write_text("published by mistake")
+    checks = verify_release(out)
+    assert failures(checks) == ["files/nothing unlisted"]
+    assert "notes.txt" in by_name(checks)["files/nothing unlisted"].detail
+    assert run("verify", str(out))[0] == 1
+
+
+def test_a_changed_byte_fails_the_hash(tmp_path):
+    out = release(tmp_path, output_format="csv")
+    path = out / "synthetic.csv"
+    data = bytearray(path.read_bytes())
+    data[-2] = ord("9") if data[-2] != ord("9") else ord("8")  # the last population's digit
+    path.write_bytes(bytes(data))
+    checks = verify_release(out)
+    assert "files/synthetic sha256" in failures(checks)
+    assert "files/hyperparameters sha256" not in failures(checks)
+    assert run("verify", str(out))[0] == 1
+
+
+def test_a_set_that_misses_the_total_fails_the_sums_not_the_hash(tmp_path):
+    out = release(tmp_path, sets=2)
+    synthetic = read(out, "synthetic")
+    synthetic.loc[synthetic.index[-1], "count"] += 1  # set 1 now sums to total + 1
+    rewrite(out, "synthetic", synthetic)
+    checks = verify_release(out)
+    assert failures(checks) == ["synthetic/set sums"]
+    total = manifest_of(out)["total"]
+    assert by_name(checks)["synthetic/set sums"].detail.startswith(f"set 1 sums to {total + 1}")
+    assert by_name(checks)["metadata/times"].status == "warning"  # rewritten just now
+    assert run("verify", str(out))[0] == 1
+
+
+def test_a_lowered_shape_fails_the_privacy_bound(tmp_path):
+    out = release(tmp_path)
+    hyper = read(out, "hyperparameters")
+    hyper.loc[0, "a"] /= 2
+    hyper.loc[0, "b"] = hyper.loc[0, "a"] / hyper.loc[0, "prior_rate"]  # consistent: b = a/rate
+    rewrite(out, "hyperparameters", hyper)
+    checks = verify_release(out)
+    assert failures(checks) == ["promise/bound"]
+    bound = by_name(checks)["promise/bound"]
+    eps = manifest_of(out)["budget"]["epsilon_per_set"]
+    assert bound.values["epsilon"] > eps * (1 + 1e-9)
+    assert f"{bound.values['epsilon']:.12g} > epsilon_per_set" in bound.detail
+    assert run("verify", str(out))[0] == 1
+
+
+def test_an_epsilon_total_that_disagrees_with_its_parts_fails_the_budget(tmp_path):
+    out = release(tmp_path, sets=2)
+    manifest = manifest_of(out)
+    manifest["budget"]["epsilon_total"] = 0.5  # the sets alone spend 1
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    checks = verify_release(out)
+    assert failures(checks) == ["promise/epsilon"]
+    assert "total 0.5 vs prior 0 + 2 x 0.5 = 1" in by_name(checks)["promise/epsilon"].detail
+
+
+def test_a_nominal_pair_claimed_certified_fails_the_status(tmp_path):
+    out = release(tmp_path, method="paper", allow_nominal=True)
+    manifest = manifest_of(out)
+    manifest["guarantee"].update(status="certified", proof="docs/privacy.md",
+                                 audited_worst_ratio=None)  # fmt: skip
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    checks = verify_release(out)
+    assert failures(checks) == ["promise/status"]
+    assert by_name(checks)["promise/bound"].status == NOMINAL  # and it still says so
+    code, stdout, _ = run("verify", str(out))
+    assert code == 1 and stdout.strip().splitlines()[-1].startswith("FAILED:")
+
+
+def test_a_manifest_that_breaks_the_schema_fails_and_stops_there(tmp_path):
+    out = release(tmp_path)
+    manifest = manifest_of(out)
+    manifest["dpsynth_release_format"] = 99
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    checks = verify_release(out)
+    assert {"files/format", "files/schema"} <= set(failures(checks))
+    assert {c.topic for c in checks} == {"files"}
+
+
+def test_unreadable_files_fail_without_a_traceback(tmp_path):
+    out = release(tmp_path)
+    (out / "synthetic.parquet").write_bytes(b"not parquet")
+    checks = verify_release(out)
+    assert "synthetic/synthetic" in failures(checks)
+    assert "could not be checked" in by_name(checks)["synthetic/synthetic"].detail
+    (out / "manifest.json").write_text("{ broken")
+    assert failures(verify_release(out)) == ["files/manifest"]
+
+
+# --- usage errors ----------------------------------------------------------------------------
+
+
+def test_what_is_not_a_release_is_a_usage_error(tmp_path):
+    with pytest.raises(NotARelease, match="no such folder"):
+        verify_release(tmp_path / "missing")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "manifest.json").write_text('{"name": "a web app"}')
+    code, stdout, stderr = run("verify", str(tmp_path / "other"))
+    assert code == 2 and not stdout
+    assert stderr.startswith(f"dpsynth verify: error: {tmp_path / 'other' / 'manifest.json'}")
+    assert "expected a dpsynth release folder" in stderr and len(stderr.splitlines()) <= 4
+
+
+@pytest.mark.process
+def test_the_command_exits_0_1_2_with_a_few_readable_lines(tmp_path):
+    release(tmp_path, "good")
+    bad = release(tmp_path, "bad")
+    (bad / "extra.csv").write_text("x\n1\n")
+
+    def dpsynth(*args):
+        return subprocess.run([str(DPSYNTH), "verify", *args], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300)  # fmt: skip
+
+    for result, code in ((dpsynth("good"), 0), (dpsynth("bad"), 1), (dpsynth("nowhere"), 2)):
+        assert result.returncode == code, (result.stdout, result.stderr)
+        text = result.stdout + result.stderr
+        lines = text.strip().splitlines()
+        assert "Traceback" not in text and 2 <= len(lines) <= 40
+        assert all(len(line) <= 200 for line in lines), max(lines, key=len)
+    passed = dpsynth("good").stdout.splitlines()
+    assert passed[0] == "dpsynth verify good: pg / certified, 1 set(s) of 6 strata, total 28"
+    assert passed[-1].startswith("PASSED:")
+    assert "FAIL    nothing unlisted" in dpsynth("bad").stdout
+    assert "nowhere: no such folder" in dpsynth("nowhere").stderr
+    assert json.loads(dpsynth("--json", "good").stdout)["passed"] is True
