@@ -62,7 +62,8 @@ def test_readme_synthesize_walkthrough_runs_as_written(tmp_path, private_area):
     """The analyst section's shell block, run as written (bash, from a copy of the project's
     layout): it writes pa.csv, a release of 10 sets in release/ (its private folder in the
     test's steward area, where the command says) and spends the budget it states in the
-    (test's private) ledger, which `dpsynth ledger` then prints."""
+    (test's private) ledger, which `dpsynth ledger` then prints; the reviewer's section's
+    block (`dpsynth verify release/`) then passes on that release."""
     import os
     import subprocess
     import sys
@@ -85,3 +86,9 @@ def test_readme_synthesize_walkthrough_runs_as_written(tmp_path, private_area):
     ledger = Path(os.environ["DPSYNTH_LEDGER"]).read_text().splitlines()
     assert len(ledger) == 1 and json.loads(ledger[0])["epsilon"] == pytest.approx(1.2)
     assert "pa.csv" in result.stdout.split("Privacy budget spent")[1]  # `dpsynth ledger`
+    # the reviewer's section, as written, on the release the walk-through made
+    (check,) = re.findall(r"```sh\n(.*?)```", _section("Check a release as a reviewer"), re.S)
+    verified = subprocess.run(["bash", "-euo", "pipefail", "-c", check], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert verified.returncode == 0, verified.stdout[-3000:]
+    assert verified.stdout.splitlines()[-1].startswith("PASSED:")
