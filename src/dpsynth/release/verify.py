@@ -185,8 +185,9 @@ def verify_release(path: Path) -> list[Check]:
         checks.append(
             Check(
                 "files", "not checked", FAIL,
-                f"format {manifest.get(folder.FORMAT_KEY)!r} is not one this version reads "
-                f"({RELEASE_FORMAT}): nothing else was checked",
+                "the manifest is not one this version reads (format "
+                f"{manifest.get(folder.FORMAT_KEY)!r}, schema of format {RELEASE_FORMAT}): "
+                "nothing else was checked",
             )
         )  # fmt: skip
         return checks
