@@ -112,7 +112,13 @@ def _prior(request, strata: Strata, budget: Budget, root: RootKey):
         f"2/epsilon_prior (sensitivity 2 under move-one-event), floored at "
         f"{prior.floor:g} and divided by the group population (post-processing)"
     )
-    block = dict(kind="sanitised", description=text, epsilon=budget.epsilon_prior, groups=columns)
+    block = dict(
+        kind="sanitised",
+        description=text,
+        epsilon=budget.epsilon_prior,
+        groups=columns,
+        floor=float(prior.floor),
+    )
     return prior.rates, table, block
 
 
@@ -348,7 +354,7 @@ def _finish_manifest(tmp: Path, info, prior_table, prior_block, design: Design) 
     request_suffix = info["suffix"]
     files = dict(info["files"])
     budget: Budget = info["budget"]
-    prior = {"epsilon": 0.0, "groups": None, "file": None} | prior_block
+    prior = {"epsilon": 0.0, "groups": None, "file": None, "floor": None} | prior_block
     if prior_table is not None:
         path = tmp / f"prior{request_suffix}"
         _write_table(prior_table, path)

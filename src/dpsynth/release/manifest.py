@@ -209,13 +209,14 @@ SCHEMA = {
         "prior": {
             "type": "object",
             "additionalProperties": False,
-            "required": ["kind", "description", "epsilon", "groups", "file"],
+            "required": ["kind", "description", "epsilon", "groups", "file", "floor"],
             "properties": {
                 "kind": {"enum": ["none", "input-column", "external-file", "sanitised", "total"]},
                 "description": _STRING,
                 "epsilon": _NUMBER,
                 "groups": {"type": ["array", "null"], "items": _STRING},
                 "file": {"type": ["string", "null"]},
+                "floor": {"type": ["number", "null"]},
             },
         },
         "rounding": {

@@ -31,7 +31,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -416,21 +415,6 @@ _COLUMNS = {
     "pg": ["a", "b", "population", "prior_rate"],
     "truncated": ["a", "b", "population", "prior_rate", "lower", "upper"],
 }
-_FLOOR = re.compile(r"floored at ([0-9.eE+-]+)")
-
-
-def sanitised_floor(description: str) -> tuple[float, str]:
-    """The floor on the noisy group totals: as the manifest's prior description states it,
-    else the library's :data:`~dpsynth.privacy.sanitised_prior.MIN_STATE_COUNT`."""
-    match = _FLOOR.search(description)
-    if match:
-        try:
-            return float(match.group(1)), "as the manifest states"
-        except ValueError:
-            pass
-    from dpsynth.privacy.sanitised_prior import MIN_STATE_COUNT
-
-    return MIN_STATE_COUNT, "the library's MIN_STATE_COUNT"
 
 
 def _hyper_checks(release: _Release):
@@ -523,7 +507,10 @@ def _sanitised_checks(release: _Release, hyper: pd.DataFrame, rate: np.ndarray) 
                   f"expected {expected}")
         ]  # fmt: skip
     out = []
-    floor, source = sanitised_floor(m["prior"]["description"])
+    floor = m["prior"]["floor"]
+    if not isinstance(floor, int | float) or isinstance(floor, bool):
+        return [Check("hyperparameters", "prior group rates", FAIL,
+                      f"the manifest's prior.floor is {floor!r}, expected a number")]  # fmt: skip
     noisy = _floats(table, "noisy_total")
     group_pop = _floats(table, "population")
     group_rate = _floats(table, "prior_rate")
@@ -535,7 +522,7 @@ def _sanitised_checks(release: _Release, hyper: pd.DataFrame, rate: np.ndarray) 
             "hyperparameters", "prior group rates",
             OK if worst <= VALUE_RTOL and whole else FAIL,
             f"{len(table)} group(s) by {groups}: rate = max(noisy_total, {floor:g}) / "
-            f"population (floor {source}), largest relative difference {worst:.2g}"
+            f"population (the manifest's prior.floor), largest relative difference {worst:.2g}"
             + ("" if whole else "; some noisy totals are not whole"),
             {"floor": floor, "worst_relative": worst},
         )
