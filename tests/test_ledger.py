@@ -596,7 +596,7 @@ def test_format_summary_shows_names_with_their_tables(tmp_path):
         ["other.csv", C[:12], "1", "0.5", "0", *["2024-05-01T13:00:00Z"] * 2],
     ]  # fmt: skip
     assert lines[5].startswith("  age.csv") and not lines[7].startswith(" ")
-    assert "its total adds up its tables" in lines[-1]
+    assert "its total adds up its tables" in lines[-2]
 
     for key in (NAME, A[:12], B, B[:5].upper()):  # a name, or any of its tables
         detail = format_summary(ledger, key)

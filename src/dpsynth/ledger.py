@@ -362,9 +362,8 @@ def format_summary(ledger: Ledger, dataset: str | None = None) -> str:
     lines = [f"Privacy budget spent (basic composition), ledger {ledger.path}", ""]
     lines += _table(header, rows, right={2, 3, 4})
     if any(key in owners.values() for key in accounts):
-        note = ("dataset: a name given with --dataset (its total adds up its tables, indented "
-                "below it), or the id of a table released without one")  # fmt: skip
-        lines += ["", note]
+        lines += ["", "dataset: a name given with --dataset (its total adds up its tables, "
+                  "indented below it),", "or the id of a table released without one"]  # fmt: skip
     if any(e.guarantee == "nominal" for e in found):
         note = ("nominal: a release whose epsilon is a target the exact audit found exceeded "
                 "(--allow-nominal); a total that includes one bounds nothing")  # fmt: skip
