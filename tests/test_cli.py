@@ -229,6 +229,36 @@ def test_ledger_command_shows_the_spending(strata_csv, tmp_path):
     assert "counts.csv" in text and "0.75" in text
 
 
+def test_dataset_names_add_up_tables_and_the_ledger_command_shows_them(strata_csv, tmp_path):
+    """Deaths by region x age, then by region: two tables of the same events, one name."""
+    STRATA.groupby("region", as_index=False)[["count", "population"]].sum().to_csv(
+        tmp_path / "by_region.csv", index=False
+    )
+    fine = ["--input", "counts.csv", *KEYS]
+    coarse = ["--input", "by_region.csv", "--keys", "region", "--strata", "input"]
+    common = ["--mechanism", "md", "--quiet", "--dataset", "deaths-2024", "--budget", "1"]
+    ok("synthesize", *fine, *common, "--epsilon", "0.5", "--out", "a", cwd=tmp_path)
+    ok("synthesize", *coarse, *common, "--epsilon", "0.25", "--out", "b", cwd=tmp_path)
+    over = run("synthesize", *coarse, *common, "--epsilon", "0.5", "--out", "c", cwd=tmp_path)
+    assert over.returncode == 2 and "budget exceeded for dataset deaths-2024" in over.stderr
+    unnamed = [*coarse, "--mechanism", "md", "--quiet", "--epsilon", "0.1", "--out", "c"]
+    bound = run("synthesize", *unnamed, cwd=tmp_path)
+    assert bound.returncode == 2 and "Traceback" not in bound.stderr
+    assert "release it with --dataset deaths-2024" in bound.stderr
+    assert not (tmp_path / "c").exists()
+
+    text = ok("ledger", cwd=tmp_path).stdout
+    rows = [line.split()[:5] for line in text.splitlines()[4:7]]
+    assert rows[0] == ["(2", "tables)", "deaths-2024", "2", "0.75"]
+    assert [r[0] for r in rows[1:]] == ["counts.csv", "by_region.csv"]
+    assert [r[2:4] for r in rows[1:]] == [["1", "0.5"], ["1", "0.25"]]
+    detail = ok("ledger", "--dataset", "deaths-2024", cwd=tmp_path).stdout
+    assert "Releases:" in detail and "by_region.csv" in detail and "counts.csv" in detail
+    assert ok("ledger", "--dataset", rows[1][1].strip(), cwd=tmp_path).stdout == detail
+    bad = run("synthesize", *unnamed, "--dataset", "2024", cwd=tmp_path)
+    assert bad.returncode == 2 and "--dataset: a dataset name is" in bad.stderr
+
+
 def test_wonder_export_with_county_map(tmp_path, private_folder):
     ok(
         "synthesize", "--input", str(WONDER_FIXTURE), "--wonder", "--keys", "county_code",

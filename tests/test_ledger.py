@@ -16,7 +16,14 @@ from pathlib import Path
 import pytest
 
 import dpsynth
-from dpsynth.ledger import Entry, Ledger, LedgerError, default_ledger_path, format_summary
+from dpsynth.ledger import (
+    Entry,
+    Ledger,
+    LedgerError,
+    check_name,
+    default_ledger_path,
+    format_summary,
+)
 
 A = hashlib.sha256(b"dataset a").hexdigest()
 B = hashlib.sha256(b"dataset b").hexdigest()
@@ -88,6 +95,7 @@ def test_spend_entries_spent_round_trip(tmp_path):
     record = json.loads(lines[0])
     assert record == {
         "dataset": A,
+        "table": A,  # a release without a dataset name is counted under its table
         "label": "a.csv",
         "epsilon": 0.5,
         "delta": 1e-6,
@@ -243,8 +251,9 @@ import sys, time
 from pathlib import Path
 from dpsynth.ledger import Ledger, LedgerError
 
-path, dataset, worker, n, epsilon, budget, barrier = sys.argv[1:]
+path, dataset, table, worker, n, epsilon, budget, barrier = sys.argv[1:]
 budget = None if budget == "none" else float(budget)
+table = None if table == "-" else table
 barrier = Path(barrier)
 (barrier / f"ready-{worker}").touch()
 while not (barrier / "go").exists():
@@ -253,7 +262,8 @@ ledger = Ledger(path)
 ok = 0
 for i in range(int(n)):
     try:
-        ledger.spend(dataset, float(epsilon), 1e-9, budget=budget, release=f"{worker}-{i}")
+        ledger.spend(dataset, float(epsilon), 1e-9, table=table, budget=budget,
+                     release=f"{worker}-{i}")
         ok += 1
     except LedgerError:
         pass
@@ -261,14 +271,20 @@ print(ok)
 """
 
 
-def _race(tmp_path: Path, workers: int, spends: int, epsilon, budget=None) -> list[int]:
-    """Start the workers together; return how many spends each one had accepted."""
+def _race(
+    tmp_path: Path, workers: int, spends: int, epsilon, budget=None, dataset=None, table=None
+) -> list[int]:
+    """Start the workers together; return how many spends each one had accepted.
+    ``dataset(w)`` and ``table(w)`` give worker w's budget key and table (default: A, none)."""
+    dataset = dataset or (lambda w: A)
+    table = table or (lambda w: None)
     barrier = tmp_path / "barrier"
     barrier.mkdir()
     path = tmp_path / "ledger.jsonl"
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", _WORKER, str(path), A, str(w), str(spends), str(epsilon(w)),
+            [sys.executable, "-c", _WORKER, str(path), dataset(w), table(w) or "-", str(w),
+             str(spends), str(epsilon(w)),
              "none" if budget is None else str(budget), str(barrier)],
             stdout=subprocess.PIPE,
             text=True,
@@ -377,8 +393,9 @@ def test_format_summary_rejects_ambiguous_prefix(tmp_path):
         format_summary(ledger, A[:12])
     row = next(line for line in format_summary(ledger, A[:21]).splitlines() if A[:12] in line)
     assert row.split()[2:4] == ["1", "1"]  # A alone: 1 release, epsilon 1
-    with pytest.raises(ValueError, match="hex"):
-        format_summary(ledger, "deaths.csv")
+    assert "No releases of dataset deaths.csv" in format_summary(ledger, "deaths.csv")  # a name
+    with pytest.raises(ValueError, match="hex digits of a table id"):
+        format_summary(ledger, "deaths 1999")  # neither a name nor hex digits
 
 
 def test_a_nominal_release_is_marked_and_no_budget_is_checked_across_it(tmp_path):
@@ -399,3 +416,225 @@ def test_a_nominal_release_is_marked_and_no_budget_is_checked_across_it(tmp_path
     assert [e.guarantee for e in Ledger(ledger.path).entries(A)] == ["certified", "nominal"]
     with pytest.raises(ValueError, match="guarantee"):
         ledger.spend(A, 0.1, 0.0, guarantee="proven")
+
+
+# -- dataset names: tables of the same people add up -------------------------------------
+
+C = hashlib.sha256(b"dataset c").hexdigest()
+NAME = "us-deaths-1999"
+
+
+def test_a_name_adds_up_the_releases_of_its_tables(tmp_path):
+    """Deaths by county x age, then by county x sex: two tables of the same events, whose
+    releases compose (moving one event moves at most one event in each table)."""
+    ledger = Ledger(tmp_path / "ledger.jsonl")
+    age = ledger.spend(NAME, 1.0, 1e-9, table=A, label="age.csv", time=T0)
+    sex = ledger.spend(NAME, 0.5, 1e-9, table=B, label="sex.csv", time=T0)
+    ledger.spend(C, 4.0, 0.0, label="other.csv")  # another dataset's table: not added
+    assert age.dataset == NAME and age.table == A and age.named and age.short == A[:12]
+    assert ledger.entries(NAME) == [age, sex]
+    assert ledger.spent(NAME) == (1.5, 2e-9, 2)
+    # a table bound to a name reports the name's spending: what its next release is
+    # checked against
+    assert ledger.spent(A) == ledger.spent(B) == (1.5, 2e-9, 2)
+    assert ledger.spent(C) == (4.0, 0.0, 1)
+    record = json.loads(ledger.path.read_text().splitlines()[1])
+    assert (record["dataset"], record["table"], record["label"]) == (NAME, B, "sex.csv")
+    assert Ledger(ledger.path).entries() == [age, sex, ledger.entries(C)[0]]  # round trip
+
+
+def test_a_names_budget_counts_every_table_and_what_they_spent_before_it(tmp_path):
+    ledger = Ledger(tmp_path / "ledger.jsonl")
+    ledger.spend(C, 2.0, 0.0, label="age-sex.csv")  # released before names existed
+    ledger.spend(NAME, 1.5, 0.0, table=A, budget=5.0, label="age.csv")
+    ledger.spend(NAME, 1.0, 0.0, table=B, budget=5.0, label="sex.csv")
+    before = ledger.path.read_bytes()
+
+    with pytest.raises(LedgerError) as info:  # C's earlier 2.0 comes along with the name
+        ledger.spend(NAME, 1.0, 0.0, table=C, budget=5.0, label="age-sex.csv")
+    message = str(info.value)
+    assert NAME in message and all(t[:12] in message for t in (A, B, C))
+    assert "3 releases already spent epsilon = 4.5" in message and "budget epsilon = 5" in message
+    assert "remaining: 0.5" in message and "Nothing was recorded" in message
+    assert ledger.path.read_bytes() == before
+    with pytest.raises(LedgerError, match="2 releases"):  # a new table: 2.5 + 3 > 5
+        ledger.spend(NAME, 3.0, 0.0, table=hashlib.sha256(b"d").hexdigest(), budget=5.0)
+    assert ledger.path.read_bytes() == before
+
+    ledger.spend(NAME, 0.5, 0.0, table=C, budget=5.0)  # exactly up to the budget
+    assert ledger.spent(NAME) == (5.0, 0.0, 4) and ledger.spent(C) == (5.0, 0.0, 4)
+    with pytest.raises(LedgerError, match="4 releases"):
+        ledger.spend(NAME, 1e-9, 0.0, table=A, budget=5.0)
+
+
+@pytest.mark.parametrize("budget", [None, 100.0])
+def test_a_table_is_bound_to_the_name_it_was_released_under(tmp_path, budget):
+    ledger = Ledger(tmp_path / "ledger.jsonl")
+    ledger.spend(A, 1.0, 0.0, label="age.csv")  # without a name: may be named later
+    ledger.spend(NAME, 1.0, 0.0, table=A, label="age.csv")
+    ledger.spend("other", 1.0, 0.0, table=B)
+    before = ledger.path.read_bytes()
+
+    for dataset, table, asked in [
+        (A, None, "names no dataset"),
+        (A, A, "names no dataset"),
+        ("other", A, "names dataset other"),
+        ("us-deaths", A, "names dataset us-deaths"),
+    ]:
+        with pytest.raises(LedgerError) as info:
+            ledger.spend(dataset, 1.0, 0.0, table=table, budget=budget, label="age.csv")
+        message = str(info.value)
+        assert message.startswith(f"table age.csv ({A[:12]}) was released under --dataset {NAME}")
+        assert asked in message and f"release it with --dataset {NAME}" in message
+        assert 3 <= len(message.splitlines()) <= 6
+        assert message.splitlines()[-1] == "Nothing was recorded."
+        assert ledger.path.read_bytes() == before
+    with pytest.raises(LedgerError, match="--dataset other"):
+        ledger.spend(NAME, 1.0, 0.0, table=B)
+    assert ledger.path.read_bytes() == before
+    ledger.spend(NAME, 1.0, 0.0, table=A, budget=budget)  # under its name: recorded
+    assert ledger.spent(NAME) == (3.0, 0.0, 3) and ledger.spent("other") == (1.0, 0.0, 1)
+
+
+def test_old_format_lines_read_as_releases_of_their_table(tmp_path):
+    """Lines recorded before names existed have no table: their dataset is the table id;
+    naming the table later brings their spending along."""
+    path = tmp_path / "ledger.jsonl"
+    old = [_line(A, 1.0, label="age.csv", guarantee="certified"), _line(A, 0.5), _line(B, 2.0)]
+    path.write_text("\n".join(old) + "\n")
+    ledger = Ledger(path)
+    assert [(e.dataset, e.table, e.named) for e in ledger.entries()] == [
+        (A, A, False), (A, A, False), (B, B, False)
+    ]  # fmt: skip
+    assert ledger.spent(A) == (1.5, 0.0, 2)
+    ledger.spend(NAME, 0.25, 0.0, table=A)
+    assert ledger.spent(NAME) == (1.75, 0.0, 3) and ledger.spent(B) == (2.0, 0.0, 1)
+    assert path.read_text().splitlines()[:3] == old  # never rewritten
+    with pytest.raises(LedgerError, match="names no dataset"):
+        ledger.spend(A, 0.1, 0.0)
+
+
+@pytest.mark.parametrize(
+    ("bad", "expected"),
+    [
+        (_line(NAME), "expected a table (the SHA-256 of the table) with the dataset name"),
+        (_line(NAME, table="deaths.csv"), "table must be a SHA-256"),
+        (_line(A, table=B), "table id to equal"),
+        (_line("2024", table=A), "not hex digits only"),
+    ],
+)
+def test_a_damaged_named_line_is_reported(tmp_path, bad, expected):
+    path = tmp_path / "ledger.jsonl"
+    path.write_text(f"{_line()}\n{bad}\n")
+    with pytest.raises(LedgerError, match="line 2") as info:
+        Ledger(path).entries()
+    assert expected in str(info.value)
+
+
+def test_a_table_under_two_names_stops_the_ledger(tmp_path):
+    path = tmp_path / "ledger.jsonl"
+    path.write_text(f"{_line(NAME, table=A)}\n{_line('other', table=A)}\n")  # a hand edit
+    ledger = Ledger(path)
+    for call in (lambda: ledger.spent(NAME), lambda: format_summary(ledger),
+                 lambda: ledger.spend(NAME, 1.0, 0.0, table=B)):  # fmt: skip
+        with pytest.raises(LedgerError, match="two dataset names"):
+            call()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"dataset": NAME}, "table .* is required with the dataset name"),
+        ({"dataset": "2024", "table": A}, "not hex digits only"),
+        ({"dataset": "us deaths", "table": A}, "dataset name"),
+        ({"dataset": "", "table": A}, "dataset name"),
+        ({"dataset": "x" * 201, "table": A}, "dataset name"),
+        ({"dataset": NAME, "table": "age.csv"}, "table must be a SHA-256"),
+        ({"dataset": A, "table": B}, "table id other than"),
+    ],
+)
+def test_invalid_names_and_tables(tmp_path, kwargs, match):
+    ledger = Ledger(tmp_path / "ledger.jsonl")
+    with pytest.raises(ValueError, match=match):
+        ledger.spend(epsilon=1.0, delta=0.0, **kwargs)
+    assert not ledger.path.exists()
+    assert check_name("x") == "x" and check_name("deaths/US:1999@cdc+v2_x.y-z")
+
+
+def test_nominal_releases_poison_a_names_budget(tmp_path):
+    ledger = Ledger(tmp_path / "ledger.jsonl")
+    ledger.spend(C, 0.5, 0.0, guarantee="nominal")  # an unnamed table, nominal
+    ledger.spend(NAME, 0.5, 0.0, table=A, budget=5.0, guarantee="certified")
+    with pytest.raises(LedgerError, match="this release is nominal"):
+        ledger.spend(NAME, 0.5, 0.0, table=B, budget=5.0, guarantee="nominal")
+    ledger.spend(NAME, 0.5, 0.0, table=B, guarantee="nominal")  # no budget: recorded
+    with pytest.raises(LedgerError, match="1 earlier release of it is nominal") as info:
+        ledger.spend(NAME, 0.1, 0.0, table=A, budget=5.0, guarantee="certified")
+    assert NAME in str(info.value)
+    ledger.spend("other", 0.1, 0.0, table=hashlib.sha256(b"d").hexdigest(), budget=5.0)
+    with pytest.raises(LedgerError, match="earlier release of it is nominal"):  # C brings it
+        ledger.spend("other", 0.1, 0.0, table=C, budget=5.0, guarantee="certified")
+
+
+def test_format_summary_shows_names_with_their_tables(tmp_path):
+    ledger = Ledger(tmp_path / "ledger.jsonl")
+    ledger.spend(A, 1.0, 1e-6, label="age.csv", release="rel/1", time=T0)  # before the name
+    ledger.spend(C, 0.5, 0.0, label="other.csv", time=T0 + timedelta(hours=1))
+    ledger.spend(NAME, 0.5, 0.0, table=A, label="age.csv", release="rel/2",
+                 time=T0 + timedelta(days=1))  # fmt: skip
+    ledger.spend(NAME, 2.0, 0.0, table=B, label="sex.csv", release="rel/3",
+                 time=T0 + timedelta(days=2), guarantee="certified")  # fmt: skip
+
+    lines = format_summary(ledger).splitlines()
+    assert lines[2].split() == ["label", "dataset", "releases", "epsilon", "delta", "first", "last"]
+    body = [line.split() for line in lines[4:8]]
+    T0s = "2024-05-01T12:00:00Z"
+    assert body == [
+        ["(2", "tables)", NAME, "3", "3.5", "1e-06", T0s, "2024-05-03T12:00:00Z"],
+        ["age.csv", A[:12], "2", "1.5", "1e-06", "2024-05-01T12:00:00Z", "2024-05-02T12:00:00Z"],
+        ["sex.csv", B[:12], "1", "2", "0", *["2024-05-03T12:00:00Z"] * 2],
+        ["other.csv", C[:12], "1", "0.5", "0", *["2024-05-01T13:00:00Z"] * 2],
+    ]  # fmt: skip
+    assert lines[5].startswith("  age.csv") and not lines[7].startswith(" ")
+    assert "its total adds up its tables" in lines[-2]
+
+    for key in (NAME, A[:12], B, B[:5].upper()):  # a name, or any of its tables
+        detail = format_summary(ledger, key)
+        assert C[:12] not in detail and "(2 tables)" in detail
+        releases = detail.split("Releases:")[1].strip().splitlines()
+        assert releases[0].split() == [
+            "time", "epsilon", "delta", "guarantee", "table", "label", "release", "dpsynth"
+        ]  # fmt: skip
+        assert [r.split()[4:6] for r in releases[2:]] == [
+            [A[:12], "age.csv"], [A[:12], "age.csv"], [B[:12], "sex.csv"]
+        ]  # fmt: skip
+    assert "No releases of dataset other" in format_summary(ledger, "other")
+    assert "Releases:" in format_summary(ledger, C) and "table" not in format_summary(ledger, C)
+
+
+@pytest.mark.process
+def test_concurrent_releases_of_tables_of_one_name_never_jointly_exceed_its_budget(tmp_path):
+    """Twelve workers, each releasing its own table under one name, budget 5: five pass."""
+    tables = [hashlib.sha256(f"table {w}".encode()).hexdigest() for w in range(12)]
+    accepted = _race(tmp_path, 12, 1, epsilon=lambda w: 1.0, budget=5.0,
+                     dataset=lambda w: NAME, table=lambda w: tables[w])  # fmt: skip
+    assert sum(accepted) == 5
+    ledger = Ledger(tmp_path / "ledger.jsonl")
+    assert ledger.spent(NAME)[::2] == (5.0, 5)
+    assert len({e.table for e in ledger.entries()}) == 5
+
+
+@pytest.mark.process
+def test_concurrent_named_and_unnamed_releases_of_a_table_bind_it_once(tmp_path):
+    """Half the workers release table A without a name, half under NAME: once a named
+    release is recorded no unnamed one follows it, and every accepted spend counts."""
+    accepted = _race(tmp_path, 6, 10, epsilon=lambda w: 0.1,
+                     dataset=lambda w: NAME if w % 2 else A,
+                     table=lambda w: A if w % 2 else None)  # fmt: skip
+    assert all(accepted[w] == 10 for w in range(1, 6, 2))  # named releases always pass
+    entries = Ledger(tmp_path / "ledger.jsonl").entries()
+    first_named = next(i for i, e in enumerate(entries) if e.named)
+    assert not any(e.named for e in entries[:first_named])
+    assert all(e.named for e in entries[first_named:])
+    assert len(entries) == sum(accepted)
+    assert Ledger(tmp_path / "ledger.jsonl").spent(NAME)[2] == len(entries)

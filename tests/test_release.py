@@ -227,6 +227,79 @@ def test_ledger_adds_up_releases_and_enforces_a_budget(csv, tmp_path, private_le
     assert len(Ledger(private_ledger).entries()) == 2
 
 
+def _by_region(tmp_path):
+    """STRATA re-aggregated by region: another table of the same events."""
+    path = tmp_path / "by_region.csv"
+    agg = {"count": "sum", "population": "sum", "prior_rate": "mean"}
+    STRATA.groupby("region", as_index=False).agg(agg).to_csv(path, index=False)
+    return path
+
+
+def test_a_dataset_name_adds_up_the_releases_of_its_tables(
+    csv, tmp_path, private_ledger, private_area
+):
+    """Deaths by code and region, then by region alone: one dataset, one budget."""
+    fine = build_release(request_for(csv, tmp_path / "a", epsilon=1.0, dataset="s-deaths"))
+    by_region = _by_region(tmp_path)
+    coarse = dict(keys=("region",), dataset="s-deaths", budget=2.0)
+    build_release(request_for(by_region, tmp_path / "b", epsilon=0.5, **coarse))
+    entries = Ledger(private_ledger).entries()
+    assert [e.dataset for e in entries] == ["s-deaths"] * 2 and len({e.table for e in entries}) == 2
+    assert Ledger(private_ledger).spent("s-deaths")[:2] == (1.5, pytest.approx(2e-12))
+    private = request_for(csv, tmp_path / "a").private_folder(fine["seed_commitment"])
+    provenance = json.loads((private / "provenance.json").read_text())
+    assert provenance["ledger_dataset"] == "s-deaths"
+    assert provenance["dataset_id"] == entries[0].table
+    folders = sorted(private_area.iterdir())
+    before = private_ledger.read_bytes()
+
+    # 1.5 spent on the fine table counts against a release of the coarse one
+    with pytest.raises(ReleaseError, match="budget exceeded for dataset s-deaths") as info:
+        build_release(request_for(by_region, tmp_path / "c", epsilon=1.0, **coarse))
+    assert all(e.table[:12] in str(info.value) for e in entries)
+    assert not (tmp_path / "c").exists() and sorted(private_area.iterdir()) == folders
+    assert private_ledger.read_bytes() == before
+    # without the name the coarse table is its own, unnamed budget key: refused (bound)
+    with pytest.raises(ReleaseError, match="release it with --dataset s-deaths"):
+        build_release(request_for(by_region, tmp_path / "c", keys=("region",), budget=2.0))
+    assert private_ledger.read_bytes() == before
+
+
+@pytest.mark.parametrize("sanitised", [False, True])
+@pytest.mark.parametrize("name", [None, "other-deaths"])
+def test_a_table_released_under_a_name_is_refused_without_it_before_anything(
+    csv, tmp_path, private_ledger, private_area, sanitised, name
+):
+    """The binding refusal comes before the ledger records, the prior or the sets are drawn
+    and any folder is written; its message names the name to use and no count."""
+    build_release(request_for(csv, tmp_path / "a", dataset="s-deaths"))
+    table = Ledger(private_ledger).entries()[0].table
+    folders = sorted(private_area.iterdir())
+    before = private_ledger.read_bytes()
+    prior, path = {}, csv
+    if sanitised:  # the same table (keys, populations) without its prior column
+        prior, path = dict(sanitised_prior_by=("region",)), tmp_path / "sanitised" / "s.csv"
+        path.parent.mkdir()
+        STRATA.drop(columns="prior_rate").to_csv(path, index=False)
+    with pytest.raises(ReleaseError) as info:
+        build_release(request_for(path, tmp_path / "b", dataset=name, **prior))
+    asked = f"names dataset {name}" if name else "names no dataset"
+    assert str(info.value) == (
+        f"table s.csv ({table[:12]}) was released under --dataset s-deaths, but this "
+        f"release {asked}.\n"
+        "Its releases count against the budget of s-deaths: release it with --dataset "
+        "s-deaths.\n"
+        "A table belongs to one dataset: without the name, or under a second one, its\n"
+        "releases would not be added up with the other releases about the same people.\n"
+        "Nothing was recorded."
+    )  # the table's label, short id and names: no count
+    assert private_ledger.read_bytes() == before
+    assert not (tmp_path / "b").exists() and sorted(private_area.iterdir()) == folders
+    with pytest.raises(ReleaseError, match="--dataset: a dataset name is"):
+        build_release(request_for(csv, tmp_path / "b", dataset="2024"))  # hex digits only
+    assert private_ledger.read_bytes() == before
+
+
 # --- 9. private files apart from the release ---------------------------------------------
 def test_release_folder_holds_only_what_the_manifest_lists(csv, tmp_path, private_area):
     info = build_release(request_for(csv, tmp_path / "out", sets=2))

@@ -57,7 +57,10 @@ randomness: ChaCha20 keyed with 256 bits from the operating system; a user seed 
 
 ledger: every release adds its total epsilon and delta to a ledger outside the release
 (--ledger, default $DPSYNTH_LEDGER or ~/.local/share/dpsynth/ledger.jsonl), per table of
-strata; --budget refuses a release that would exceed it. `dpsynth ledger` shows it.
+strata, or with --dataset NAME per dataset: every table of the same people (deaths by
+county x age, then by county x sex) released under one name is added up against one
+budget. --budget refuses a release that would exceed it. A table released under a name
+keeps it. `dpsynth ledger` shows the spending.
 
 example:
   dpsynth synthesize --input counts.csv --keys county age --strata strata.csv \\
@@ -371,7 +374,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--budget",
         type=_positive_float,
         metavar="EPS",
-        help="refuse the release if the ledger's total epsilon for this table would exceed EPS",
+        help="refuse the release if the ledger's total epsilon for this table (with "
+        "--dataset: for every table released under NAME) would exceed EPS",
+    )
+    draw.add_argument(
+        "--dataset",
+        metavar="NAME",
+        help="the name of the confidential data this table counts (the people, the events), "
+        "e.g. us-deaths-1999: the ledger adds up every release under NAME, whatever its "
+        "table, against one --budget. Give the same NAME to every table of the same people; "
+        "a table released under a NAME must keep it (default: none, the table's own "
+        "releases only)",
     )
     draw.add_argument(
         "--ledger",
@@ -422,14 +435,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     led = commands.add_parser(
         "ledger",
-        help="show the privacy budget spent per table of strata",
-        description="Show the steward's ledger: total epsilon and delta spent per table of "
-        "strata (identified by its keys and populations), and its releases.",
+        help="show the privacy budget spent per dataset and table of strata",
+        description="Show the steward's ledger: total epsilon and delta spent per dataset "
+        "name (--dataset of synthesize), with each of its tables, and per table of strata "
+        "released without a name (identified by its keys and populations), and its releases.",
         allow_abbrev=False,
     )
     led.add_argument("--ledger", type=Path, metavar="FILE", help="ledger file (default as above)")
     led.add_argument(
-        "--dataset", metavar="ID", help="one table's id (or its first 12 hex digits): list releases"
+        "--dataset",
+        metavar="NAME|ID",
+        help="one dataset name, or one table's id (or its first 12 hex digits): its total and "
+        "its releases (a table released under a name shows the name's)",
     )
     ver = commands.add_parser(
         "verify",
@@ -453,6 +470,7 @@ def _synthesize(args) -> int:
             out=args.out,
             test_seed=args.insecure_test_seed,
             budget=args.budget,
+            dataset=args.dataset,
             ledger=args.ledger,
             max_memory=int(args.max_memory * 2**30),
             group_by=args.group_by,

@@ -1,4 +1,4 @@
-"""The data steward's privacy-budget ledger: what each release of a dataset has spent.
+"""The data steward's privacy-budget ledger: what the releases of a dataset have spent.
 
 Sequential releases of the same confidential data compose: with basic composition, k
 releases at (epsilon_i, delta_i) are together (sum epsilon_i, sum delta_i)-DP. The ledger
@@ -6,8 +6,24 @@ records every release as one JSON line and can refuse a release that would take 
 over its epsilon budget::
 
     ledger = Ledger(default_ledger_path())
-    ledger.spend(dataset_hash, 1.0, 0.0, budget=5.0, label="deaths.csv", release="out/")
+    ledger.spend(table_id, 1.0, 0.0, budget=5.0, label="deaths.csv", release="out/")
+    ledger.spend("us-deaths", 1.0, 0.0, table=table_id, budget=5.0)  # a named dataset
     print(format_summary(ledger))
+
+Budget keys. Every entry has a ``table`` (the SHA-256 id of the released table of strata)
+and a ``dataset``, the key its budget is counted under: the steward's name for the
+confidential data (``--dataset NAME``: the people, the events) or, without a name, the
+table id itself. Releases of different tables of the same events compose (moving one event
+moves at most one event in each table), so a name adds up every table released under it:
+
+* a name's spending is its own entries plus those recorded under the table id of every
+  table ever released under the name (a table released without a name, then with one,
+  brings its earlier spending along);
+* a table is bound to the name it was released under: releasing it again without a name or
+  under another one is refused (two names would split the people's budget).
+
+Only the steward can say that two tables count the same people: giving them one name is
+the steward's responsibility (docs/privacy.md, Part 4).
 
 The ledger lives outside any release folder (``default_ledger_path``, in the steward's
 folder :func:`steward_home`) and must never be published: it holds hashes of the
@@ -15,16 +31,20 @@ confidential inputs, which confirm a guessed dataset.
 
 One line per release (JSON Lines, appended, never rewritten)::
 
-    {"dataset": "<sha256 hex>", "label": "deaths.csv", "epsilon": 1.0, "delta": 0.0,
-     "release": "out/", "time": "2024-05-01T12:00:00Z", "version": "0.1.0"}
+    {"dataset": "us-deaths", "table": "<sha256 hex>", "label": "deaths.csv",
+     "epsilon": 1.0, "delta": 0.0, "release": "out/", "time": "2024-05-01T12:00:00Z",
+     "version": "0.1.0", "guarantee": "certified"}
+
+A line without ``table`` (recorded before names existed) is a release of the table whose id
+is its ``dataset``, as it always was.
 
 Concurrent releases are safe: ``spend`` reads, checks and appends under an exclusive
 ``fcntl.flock`` on the ledger file (local file systems; flock over NFS is not reliable),
-so no entry is lost and concurrent releases never jointly exceed a budget. A line that does
-not parse, including a last line cut short by a killed writer, stops every read and spend
-with a ``LedgerError`` naming the line: dropping it silently would under-count the budget.
-Repair such a line by hand (complete it, or delete it only if that release was never
-published).
+so no entry is lost and concurrent releases never jointly exceed a budget, whatever their
+tables. A line that does not parse, including a last line cut short by a killed writer,
+stops every read and spend with a ``LedgerError`` naming the line: dropping it silently
+would under-count the budget. Repair such a line by hand (complete it, or delete it only
+if that release was never published).
 """
 
 from __future__ import annotations
@@ -46,6 +66,13 @@ GUARANTEES = ("certified", "nominal", None)
 BUDGET_RTOL = 1e-12
 
 _SHA256 = re.compile(r"[0-9a-fA-F]{64}")
+_HEX = re.compile(r"[0-9a-fA-F]+")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,199}")
+#: What a dataset name may be (the error of :func:`check_name`).
+NAME_RULE = (
+    "1 to 200 letters, digits and . _ : @ / + -, starting with a letter or a digit, and not "
+    "hex digits only (those are table ids, SHA-256)"
+)
 
 
 class LedgerError(Exception):
@@ -74,7 +101,8 @@ def default_ledger_path() -> Path:
 class Entry:
     """One release recorded in the ledger."""
 
-    dataset: str  # SHA-256 hex of the input's canonical content
+    #: the budget key: the dataset's name, or the table id when the release named none
+    dataset: str
     epsilon: float
     delta: float
     time: datetime  # UTC, whole seconds
@@ -84,15 +112,28 @@ class Entry:
     #: "certified" (a proven guarantee) or "nominal" (a target the exact audit found
     #: exceeded: its epsilon bounds nothing); None for entries recorded before the field
     guarantee: str | None = None
+    #: SHA-256 hex of the released table's public identity; None: the same as ``dataset``
+    #: (a release without a name, or a line recorded before the field existed)
+    table: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.table is None:
+            object.__setattr__(self, "table", self.dataset)
+
+    @property
+    def named(self) -> bool:
+        """Whether the release was recorded under a dataset name (``--dataset``)."""
+        return self.dataset != self.table
 
     @property
     def short(self) -> str:
-        """The first 12 hex digits of the dataset id."""
-        return self.dataset[:12]
+        """The first 12 hex digits of the table id."""
+        return self.table[:12]
 
     def to_json(self) -> str:
         record = {
             "dataset": self.dataset,
+            "table": self.table,
             "label": self.label,
             "epsilon": self.epsilon,
             "delta": self.delta,
@@ -114,7 +155,10 @@ class Ledger:
         return f"Ledger({str(self.path)!r})"
 
     def entries(self, dataset: str | None = None) -> list[Entry]:
-        """All entries in file order, or those of one dataset (full SHA-256 hex)."""
+        """All entries in file order, or those counted against one budget key: a dataset
+        name, or a table id (full SHA-256 hex). A name's entries are its own and those
+        recorded under its tables' ids before it was given; a table bound to a name has
+        the name's entries (those its next release is checked against)."""
         try:
             f = open(self.path, "rb")
         except FileNotFoundError:
@@ -124,11 +168,14 @@ class Ledger:
             found = self._parse(f.read())
         if dataset is None:
             return found
-        dataset = _check_dataset(dataset)
-        return [e for e in found if e.dataset == dataset]
+        key = _check_key(dataset)
+        owners = _owners(found, self.path)
+        key = owners.get(key, key)
+        return [e for e in found if _account(e, owners) == key]
 
     def spent(self, dataset: str) -> tuple[float, float, int]:
-        """(total epsilon, total delta, number of releases) of a dataset: basic composition."""
+        """(total epsilon, total delta, number of releases) of a budget key (a dataset name
+        or a table id, as :meth:`entries`): basic composition."""
         return _totals(self.entries(dataset))
 
     def spend(
@@ -137,23 +184,44 @@ class Ledger:
         epsilon: float,
         delta: float,
         *,
+        table: str | None = None,
         budget: float | None = None,
         label: str | None = None,
         release: str | None = None,
         time: datetime | None = None,
         guarantee: str | None = None,
     ) -> Entry:
-        """Record a release of ``dataset`` at (epsilon, delta) and return its entry.
+        """Record a release at (epsilon, delta) and return its entry.
+
+        ``dataset`` is the budget key: a dataset name (:func:`check_name`), with ``table``
+        the id of the table released, or the table id itself (``table`` None or the same).
+        A table already released under a name is bound to it: a release of it without the
+        name, or under another, is refused (``LedgerError``, nothing recorded).
 
         With ``budget``, refuse (``LedgerError``, nothing recorded) if the epsilon already
-        spent on the dataset plus ``epsilon`` would exceed it. Check and append happen under
-        one exclusive lock, so concurrent calls can neither lose entries nor jointly
-        overspend. ``time`` (timezone-aware) defaults to now; it is stored in UTC.
-        ``guarantee`` is ``"certified"`` or ``"nominal"``: a nominal release's epsilon bounds
-        nothing, so no budget can be checked once one is recorded for the dataset (or when
-        this release is nominal): ``budget`` then refuses.
+        spent on the budget key (for a name: on every table released under it, including
+        ``table``'s releases before it had the name) plus ``epsilon`` would exceed it.
+        Check and append happen under one exclusive lock, so concurrent calls can neither
+        lose entries nor jointly overspend. ``time`` (timezone-aware) defaults to now; it
+        is stored in UTC. ``guarantee`` is ``"certified"`` or ``"nominal"``: a nominal
+        release's epsilon bounds nothing, so no budget can be checked once one is recorded
+        under the budget key (or when this release is nominal): ``budget`` then refuses.
         """
-        dataset = _check_dataset(dataset)
+        dataset = _check_key(dataset)
+        if table is None:
+            if not _SHA256.fullmatch(dataset):
+                raise ValueError(
+                    f"table (the released table's SHA-256 id) is required with the dataset "
+                    f"name {dataset!r}"
+                )
+            table = dataset
+        else:
+            table = _check_table(table)
+            if _SHA256.fullmatch(dataset) and dataset != table:
+                raise ValueError(
+                    f"dataset {dataset[:12]} is a table id other than table {table[:12]}: "
+                    "give a dataset name, or the table id"
+                )
         epsilon = _check_number("epsilon", epsilon)
         if not epsilon > 0:
             raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
@@ -182,10 +250,15 @@ class Ledger:
             release=release,
             version=__version__,
             guarantee=guarantee,
+            table=table,
         )
         line = (entry.to_json() + "\n").encode("utf-8")
         with self._locked_for_append() as f:
-            previous = [e for e in self._parse(f.read()) if e.dataset == dataset]
+            found = self._parse(f.read())
+            owners = _owners(found, self.path)
+            _check_binding(owners, entry, found)
+            # the name's account, and the table's releases before it had the name
+            previous = [e for e in found if _account(e, owners) in (dataset, table)]
             if budget is not None:
                 _check_budget(previous, entry, budget)
             f.write(line)
@@ -246,54 +319,57 @@ class Ledger:
 
 
 def format_summary(ledger: Ledger, dataset: str | None = None) -> str:
-    """A plain-text table of what each dataset has spent (basic composition).
+    """A plain-text table of what each budget key has spent (basic composition): every
+    dataset name with its total, then its tables (indented, their short ids and labels),
+    and every table released without a name.
 
-    With ``dataset`` (the full id or a prefix such as the 12 digits shown in the table),
-    only that dataset, followed by its releases one per line.
+    With ``dataset`` (a dataset name, or a table id or a prefix of one such as the 12
+    digits shown in the table), only that budget key (a table bound to a name shows the
+    name's), followed by its releases one per line.
     """
     found = ledger.entries()
+    owners = _owners(found, ledger.path)
     if dataset is not None:
-        prefix = dataset.strip().lower()
-        if not prefix or not re.fullmatch(r"[0-9a-f]{1,64}", prefix):
-            raise ValueError(f"dataset must be hex digits of a SHA-256, got {dataset!r}")
-        ids = sorted({e.dataset for e in found if e.dataset.startswith(prefix)})
-        if len(ids) > 1:
-            raise LedgerError(
-                f"dataset prefix {dataset!r} is ambiguous in {ledger.path}: "
-                + ", ".join(i[:12] for i in ids)
-            )
-        if not ids:
-            return f"No releases of dataset {prefix[:12]} recorded in {ledger.path}."
-        found = [e for e in found if e.dataset == ids[0]]
+        key = _find_key(found, owners, dataset, ledger.path)
+        if key is None:
+            shown = dataset.strip()
+            shown = shown.lower()[:12] if _HEX.fullmatch(shown) else shown
+            return f"No releases of dataset {shown} recorded in {ledger.path}."
+        found = [e for e in found if _account(e, owners) == key]
     if not found:
         return f"No releases recorded in {ledger.path}."
 
-    groups: dict[str, list[Entry]] = {}
+    accounts: dict[str, list[Entry]] = {}
     for entry in found:
-        groups.setdefault(entry.dataset, []).append(entry)
+        accounts.setdefault(_account(entry, owners), []).append(entry)
     rows = []
-    for group in groups.values():
-        eps, dlt, n = _totals(group)
-        nominal = sum(e.guarantee == "nominal" for e in group)
-        rows.append(
-            [
-                _label(group),
-                group[0].short,
-                f"{n} ({nominal} nominal)" if nominal else str(n),
-                _num(eps),
-                _num(dlt),
-                _format_time(min(e.time for e in group)),
-                _format_time(max(e.time for e in group)),
-            ]
-        )
+    for key, group in accounts.items():
+        if key in owners.values():  # a name: its total, then each of its tables
+            tables: dict[str, list[Entry]] = {}
+            for entry in group:
+                tables.setdefault(entry.table, []).append(entry)
+            n = len(tables)
+            rows.append(_summary_row(f"({n} table{'' if n == 1 else 's'})", key, group))
+            for table_entries in tables.values():
+                rows.append(
+                    _summary_row(
+                        "  " + _label(table_entries), "  " + table_entries[0].short, table_entries
+                    )
+                )
+        else:
+            rows.append(_summary_row(_label(group), group[0].short, group))
     header = ["label", "dataset", "releases", "epsilon", "delta", "first", "last"]
     lines = [f"Privacy budget spent (basic composition), ledger {ledger.path}", ""]
     lines += _table(header, rows, right={2, 3, 4})
+    if any(key in owners.values() for key in accounts):
+        lines += ["", "dataset: a name given with --dataset (its total adds up its tables, "
+                  "indented below it),", "or the id of a table released without one"]  # fmt: skip
     if any(e.guarantee == "nominal" for e in found):
         note = ("nominal: a release whose epsilon is a target the exact audit found exceeded "
                 "(--allow-nominal); a total that includes one bounds nothing")  # fmt: skip
         lines += ["", note]
     if dataset is not None:
+        named = key in owners.values()
         lines += ["", "Releases:"]
         release_rows = [
             [
@@ -301,24 +377,121 @@ def format_summary(ledger: Ledger, dataset: str | None = None) -> str:
                 _num(e.epsilon),
                 _num(e.delta),
                 e.guarantee or "-",
+                *([e.short] if named else []),
                 e.label or "-",
                 e.release or "-",
                 e.version or "-",
             ]
             for e in found
         ]
-        header = ["time", "epsilon", "delta", "guarantee", "label", "release", "dpsynth"]
+        header = ["time", "epsilon", "delta", "guarantee", *(["table"] if named else []),
+                  "label", "release", "dpsynth"]  # fmt: skip
         lines += _table(header, release_rows, right={1, 2})
     return "\n".join(lines)
+
+
+def _find_key(found: list[Entry], owners: dict[str, str], text: str, path: Path) -> str | None:
+    """The budget key ``dpsynth ledger --dataset TEXT`` means: a recorded name, or the
+    account of the one table whose id starts with TEXT (hex digits); None if none."""
+    if not isinstance(text, str):
+        raise ValueError(f"dataset must be a name or hex digits of a table id, got {text!r}")
+    text = text.strip()
+    if _HEX.fullmatch(text) and len(text) <= 64:  # names are never hex digits only
+        prefix = text.lower()
+        ids = sorted({e.table for e in found if e.table.startswith(prefix)})
+        if len(ids) > 1:
+            raise LedgerError(
+                f"table id prefix {text!r} is ambiguous in {path}: "
+                + ", ".join(i[:12] for i in ids)
+            )
+        return owners.get(ids[0], ids[0]) if ids else None
+    try:
+        check_name(text)
+    except ValueError:
+        raise ValueError(
+            f"dataset must be a dataset name ({NAME_RULE}) or hex digits of a table id "
+            f"(SHA-256), got {text!r}"
+        ) from None
+    return text if text in owners.values() else None
+
+
+def _summary_row(label: str, key: str, group: list[Entry]) -> list[str]:
+    eps, dlt, n = _totals(group)
+    nominal = sum(e.guarantee == "nominal" for e in group)
+    return [
+        label,
+        key,
+        f"{n} ({nominal} nominal)" if nominal else str(n),
+        _num(eps),
+        _num(dlt),
+        _format_time(min(e.time for e in group)),
+        _format_time(max(e.time for e in group)),
+    ]
 
 
 # -- helpers -----------------------------------------------------------------------------
 
 
-def _check_dataset(dataset: str) -> str:
-    if not isinstance(dataset, str) or not _SHA256.fullmatch(dataset):
-        raise ValueError(f"dataset must be a SHA-256 hex digest (64 hex digits), got {dataset!r}")
-    return dataset.lower()
+def check_name(name: object) -> str:
+    """``name`` if it is a valid dataset name (:data:`NAME_RULE`), else ``ValueError``."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or _HEX.fullmatch(name):
+        raise ValueError(f"a dataset name is {NAME_RULE}; got {name!r}")
+    return name
+
+
+def _check_table(table: object) -> str:
+    if not isinstance(table, str) or not _SHA256.fullmatch(table):
+        raise ValueError(f"table must be a SHA-256 hex digest (64 hex digits), got {table!r}")
+    return table.lower()
+
+
+def _check_key(key: object) -> str:
+    """A budget key: a table id (lower-cased) or a dataset name."""
+    if isinstance(key, str) and _SHA256.fullmatch(key):
+        return key.lower()
+    if isinstance(key, str) and _NAME.fullmatch(key) and not _HEX.fullmatch(key):
+        return key
+    raise ValueError(
+        f"dataset must be a table id (a SHA-256 hex digest, 64 hex digits) or a dataset "
+        f"name ({NAME_RULE}), got {key!r}"
+    )
+
+
+def _owners(entries: list[Entry], path: Path) -> dict[str, str]:
+    """The name each table is bound to (tables ever released under a name)."""
+    owners: dict[str, str] = {}
+    for e in entries:
+        if e.named and owners.setdefault(e.table, e.dataset) != e.dataset:
+            raise LedgerError(
+                f"{path}: table {e.short} is recorded under two dataset names, "
+                f"{owners[e.table]!r} and {e.dataset!r} (a hand edit?); the ledger cannot "
+                "tell whose budget it spends. Repair it by hand: one name per table."
+            )
+    return owners
+
+
+def _account(entry: Entry, owners: dict[str, str]) -> str:
+    """The budget key an entry counts against: its table's name, else its table id."""
+    return owners.get(entry.table, entry.dataset)
+
+
+def _check_binding(owners: dict[str, str], entry: Entry, found: list[Entry]) -> None:
+    owner = owners.get(entry.table)
+    if owner is None or owner == entry.dataset:
+        return
+    label = entry.label or _label([e for e in found if e.table == entry.table])
+    asked = (
+        f"this release names dataset {entry.dataset}"
+        if entry.named
+        else "this release names no dataset"
+    )
+    raise LedgerError(
+        f"table {label} ({entry.short}) was released under --dataset {owner}, but {asked}.\n"
+        f"Its releases count against the budget of {owner}: release it with --dataset {owner}.\n"
+        "A table belongs to one dataset: without the name, or under a second one, its\n"
+        "releases would not be added up with the other releases about the same people.\n"
+        "Nothing was recorded."
+    )
 
 
 def _check_number(name: str, value: object) -> float:
@@ -331,8 +504,8 @@ def _check_number(name: str, value: object) -> float:
 
 def _check_budget(previous: list[Entry], entry: Entry, budget: float) -> None:
     nominal = [e for e in [*previous, entry] if e.guarantee == "nominal"]
+    who = _who(previous, entry)
     if nominal:
-        who = entry.label or _label(previous)
         which = (
             "this release is"
             if entry in nominal
@@ -342,7 +515,7 @@ def _check_budget(previous: list[Entry], entry: Entry, budget: float) -> None:
             )
         )
         raise LedgerError(
-            f"no privacy budget can be checked for dataset {who} ({entry.short}): {which} "
+            f"no privacy budget can be checked for dataset {who}: {which} "
             "nominal (--allow-nominal), whose epsilon is a target the exact audit found "
             "exceeded, not a bound. Release with a certified method, or without --budget. "
             "Nothing was recorded."
@@ -351,14 +524,23 @@ def _check_budget(previous: list[Entry], entry: Entry, budget: float) -> None:
     total = math.fsum([*(e.epsilon for e in previous), entry.epsilon])
     if total <= budget * (1 + BUDGET_RTOL):
         return
-    who = entry.label or _label(previous)
     remaining = max(0.0, budget - spent_eps)
     raise LedgerError(
-        f"privacy budget exceeded for dataset {who} ({entry.short}): {n} release"
+        f"privacy budget exceeded for dataset {who}: {n} release"
         f"{'' if n == 1 else 's'} already spent epsilon = {_num(spent_eps)} "
         f"(delta = {_num(spent_delta)}) of the budget epsilon = {_num(budget)}; this release "
         f"asks for epsilon = {_num(entry.epsilon)}, which would make {_num(total)} "
         f"(remaining: {_num(remaining)}). Nothing was recorded."
+    )
+
+
+def _who(previous: list[Entry], entry: Entry) -> str:
+    """A budget key as the refusals name it: a name with its tables, or a table's label."""
+    if not entry.named:
+        return f"{entry.label or _label(previous)} ({entry.short})"
+    tables = list(dict.fromkeys([*(e.table for e in previous), entry.table]))
+    return f"{entry.dataset} (table{'s' if len(tables) > 1 else ''} " + (
+        ", ".join(t[:12] for t in tables) + ")"
     )
 
 
@@ -378,7 +560,17 @@ def _parse_entry(raw: bytes) -> Entry:
             "expected a JSON object with dataset, epsilon, delta and time; "
             f"missing {', '.join(missing)}"
         )
-    dataset = _check_dataset(record["dataset"])
+    dataset = _check_key(record["dataset"])
+    table = record.get("table")
+    if table is None:  # recorded before names existed, or a release without one
+        if not _SHA256.fullmatch(dataset):
+            raise ValueError(
+                f"expected a table (the SHA-256 of the table) with the dataset name {dataset!r}"
+            )
+        table = dataset
+    table = _check_table(table)
+    if _SHA256.fullmatch(dataset) and dataset != table:
+        raise ValueError("expected the table id to equal a dataset that is a table id")
     epsilon = _check_number("epsilon", record["epsilon"])
     delta = _check_number("delta", record["delta"])
     if not epsilon > 0:
@@ -400,7 +592,7 @@ def _parse_entry(raw: bytes) -> Entry:
         optional[key] = value
     if optional["guarantee"] not in GUARANTEES:
         raise ValueError(f"expected guarantee in {GUARANTEES}, got {optional['guarantee']!r}")
-    return Entry(dataset, epsilon, delta, time.astimezone(UTC), **optional)
+    return Entry(dataset, epsilon, delta, time.astimezone(UTC), **optional, table=table)
 
 
 def _totals(entries: list[Entry]) -> tuple[float, float, int]:

@@ -248,11 +248,13 @@ def _spend(request: ReleaseRequest, strata: Strata, budget: Budget, private: Pat
                 "$DPSYNTH_LEDGER)"
             )
     ledger = Ledger(path)
+    table = strata.dataset_id()
     try:
         ledger.spend(
-            strata.dataset_id(),
+            request.dataset or table,  # the budget key: the dataset's name, or the table
             budget.epsilon,
             budget.delta,
+            table=table,
             budget=request.budget,
             label=request.input.name,
             release=str(request.out.resolve()),
@@ -339,6 +341,7 @@ def write_private(tmp: Path, request, strata, cal, synthetic, root: RootKey, inf
         "input_sha256": sha256_file(request.input),
         "prior_file": str(request.prior_file.resolve()) if request.prior_file else None,
         "dataset_id": strata.dataset_id(),
+        "ledger_dataset": request.dataset,  # the name its spending was recorded under
         # depends on the counts: private (the manifest states only the rule)
         "rounding": {"mode": request.rounding, "strata_rounded": strata.rounded},
         "files": ["provenance.json", *files],

@@ -53,8 +53,10 @@ class Strata:
     def dataset_id(self) -> str:
         """SHA-256 of the public identity of the table: key names, keys and populations.
 
-        The ledger adds up releases by this id. It deliberately leaves the counts out: a
-        corrected count is a neighbouring dataset, exactly what the budget must cover.
+        The ledger records every release's table by this id, and adds up the releases of a
+        table released without a dataset name (``--dataset``) by it. It deliberately leaves
+        the counts out: a corrected count is a neighbouring dataset, exactly what the budget
+        must cover.
         """
         digest = hashlib.sha256()
         digest.update(repr(list(self.keys.columns)).encode())

@@ -18,7 +18,7 @@ import math
 from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 
-from dpsynth.ledger import steward_home
+from dpsynth.ledger import check_name, steward_home
 
 #: The unit of privacy, stated once and copied into the manifest and ``--help``.
 NEIGHBOURS = (
@@ -86,6 +86,11 @@ class ReleaseRequest:
     prior_epsilon: float | None = None
     rounding: str = "refuse"  # fractional counts: refuse, or round to nearest (half to even)
     budget: float | None = None
+    #: the name of the confidential data the table counts (the people, the events): the
+    #: ledger adds up every release under one name, whatever its table, against one
+    #: ``budget``; None: the table's own id (its releases only). A table released under a
+    #: name must keep it (``dpsynth.ledger``)
+    dataset: str | None = None
     ledger: Path | None = None
     max_memory: int = DEFAULT_MAX_MEMORY
     group_by: str | None = None
@@ -206,4 +211,9 @@ def plan_budget(request: ReleaseRequest) -> Budget:
             )
     if request.budget is not None and not (math.isfinite(request.budget) and request.budget > 0):
         raise ReleaseError(f"--budget must be a finite number > 0, got {request.budget!r}")
+    if request.dataset is not None:
+        try:
+            check_name(request.dataset)
+        except ValueError as err:
+            raise ReleaseError(f"--dataset: {err}") from None
     return Budget(float(eps), float(delta), float(eps_prior), int(request.sets))
