@@ -127,6 +127,22 @@ def test_the_command_line_reads_strata_as_a_file_or_one_of_two_words(tmp_path):
         assert isinstance(listed.strata, Path) and listed.strata_source == "external-file"
 
 
+def test_a_word_in_another_case_is_a_usage_error_not_a_missing_file(tmp_path):
+    """``--strata Input`` names no file: the command says which word was meant, before
+    reading anything; a file of that name is still a file."""
+    args = ["synthesize", "--input", "s.csv", "--keys", *KEYS, "--epsilon", "1",
+            "--mechanism", "pg", "--out", "o", "--strata", " Cross-Product"]  # fmt: skip
+    err = io.StringIO()
+    with contextlib.chdir(tmp_path), contextlib.redirect_stderr(err):
+        assert main(args) == 2
+    assert "did you mean --strata cross-product?" in err.getvalue()
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "Input").write_text("region,population\n")
+    with contextlib.chdir(tmp_path):
+        request = _request(build_parser().parse_args([*args[:-1], "Input"]), out=None)
+    assert request.strata == Path("Input") and request.strata_source == "external-file"
+
+
 @pytest.mark.parametrize("command", ["synthesize", "calibrate"])
 def test_without_strata_the_command_names_the_three_choices_and_why(tmp_path, command):
     """No silent default: the input cannot show that it lists every stratum, so the steward

@@ -515,6 +515,12 @@ def _request(args, **extra):
 
     if args.strata is None:
         raise _Usage(STRATA_REQUIRED)
+    word = args.strata.strip().lower()
+    if args.strata not in STRATA_WORDS and word in STRATA_WORDS and not Path(args.strata).exists():
+        raise _Usage(
+            f"--strata {args.strata!r}: no such file; did you mean --strata {word}? (the words "
+            f"are {' and '.join(STRATA_WORDS)}, in lower case; anything else names a file)"
+        )
     if args.prior_rate_by is not None:
         raise _Usage(
             "--prior-rate-by was removed: it published the counts' own group totals without "
