@@ -479,6 +479,38 @@ def test_calibrate_prints_the_promise_and_spends_nothing(
     assert nominal.returncode == 2 and "--allow-nominal" in nominal.stderr
 
 
+def test_calibrate_previews_the_ledger_account_and_never_writes_it(
+    strata_csv, tmp_path, private_ledger, private_area
+):
+    """Before a release, the steward sees what the table (or its dataset) has spent, what
+    it would have spent after it, and whether synthesize would refuse it; the ledger is
+    read, never written."""
+    common = ["--input", "counts.csv", *KEYS, "--mechanism", "pg"]
+    ok("synthesize", *common, "--epsilon", "1", "--out", "r1", "--dataset", "deaths-1999",
+       "--quiet", cwd=tmp_path)  # fmt: skip
+    before = private_ledger.read_bytes()
+
+    text = ok("calibrate", *common, "--epsilon", "0.5", "--dataset", "deaths-1999",
+              "--budget", "2", cwd=tmp_path).stdout  # fmt: skip
+    assert "dataset deaths-1999 (every table released under it) has spent epsilon 1, " in text
+    assert "in 1 release(s); with this one: epsilon 1.5" in text
+    assert "within --budget 2 (epsilon 0.5 now, 0.5 left after it)" in text
+
+    over = ok("calibrate", *common, "--epsilon", "1.5", "--dataset", "deaths-1999",
+              "--budget", "2", cwd=tmp_path).stdout  # fmt: skip
+    assert "synthesize would refuse this release: privacy budget exceeded" in over
+    unnamed = ok("calibrate", *common, "--epsilon", "0.5", cwd=tmp_path).stdout
+    assert "synthesize would refuse this release: table" in unnamed
+    assert "was released under --dataset deaths-1999" in unnamed
+    assert private_ledger.read_bytes() == before
+
+    fresh = tmp_path / "fresh.jsonl"
+    text = ok("calibrate", *common, "--epsilon", "0.5", "--ledger", str(fresh),
+              cwd=tmp_path).stdout  # fmt: skip
+    assert "has spent epsilon 0, delta 0 in 0 release(s); with this one: epsilon 0.5" in text
+    assert not fresh.exists()
+
+
 # --- fractional counts: refused, or rounded with --rounding nearest ----------------------
 #: Three fractional counts (rows 1, 4, 5): 12.5 and 9.5 are ties, 31.4 is not.
 FRACTIONAL = STRATA.assign(count=[3, 12.5, 40, 5, 9.5, 31.4])

@@ -138,6 +138,34 @@ def _inflation(text: str) -> float:
     return value
 
 
+def _add_ledger_options(group) -> None:
+    """--budget, --dataset and --ledger: what the release is added up with (synthesize
+    records it, calibrate previews it)."""
+    group.add_argument(
+        "--budget",
+        type=_positive_float,
+        metavar="EPS",
+        help="refuse the release if the ledger's total epsilon for this table (with "
+        "--dataset: for every table released under NAME) would exceed EPS",
+    )
+    group.add_argument(
+        "--dataset",
+        metavar="NAME",
+        help="the name of the confidential data this table counts (the people, the events), "
+        "e.g. us-deaths-1999: the ledger adds up every release under NAME, whatever its "
+        "table, against one --budget. Give the same NAME to every table of the same people; "
+        "a table released under a NAME must keep it (default: none, the table's own "
+        "releases only)",
+    )
+    group.add_argument(
+        "--ledger",
+        type=Path,
+        metavar="FILE",
+        help="the steward's ledger (default: $DPSYNTH_LEDGER or "
+        "~/.local/share/dpsynth/ledger.jsonl); keep it private",
+    )
+
+
 def _add_strata_options(syn: argparse.ArgumentParser) -> None:
     """Input, columns, mechanism and budget: what ``synthesize`` and ``calibrate`` share."""
     from dpsynth.release.request import DEFAULT_PRIOR_SHARE, DEFAULTS
@@ -370,29 +398,7 @@ def build_parser() -> argparse.ArgumentParser:
         "'reproducible test, not for publication' (a chosen seed can be guessed, and with "
         "it the data)",
     )
-    draw.add_argument(
-        "--budget",
-        type=_positive_float,
-        metavar="EPS",
-        help="refuse the release if the ledger's total epsilon for this table (with "
-        "--dataset: for every table released under NAME) would exceed EPS",
-    )
-    draw.add_argument(
-        "--dataset",
-        metavar="NAME",
-        help="the name of the confidential data this table counts (the people, the events), "
-        "e.g. us-deaths-1999: the ledger adds up every release under NAME, whatever its "
-        "table, against one --budget. Give the same NAME to every table of the same people; "
-        "a table released under a NAME must keep it (default: none, the table's own "
-        "releases only)",
-    )
-    draw.add_argument(
-        "--ledger",
-        type=Path,
-        metavar="FILE",
-        help="the steward's ledger (default: $DPSYNTH_LEDGER or "
-        "~/.local/share/dpsynth/ledger.jsonl); keep it private",
-    )
+    _add_ledger_options(draw)
     draw.add_argument(
         "--quiet", action="store_true", help="no progress bar (shown only on a terminal anyway)"
     )
@@ -426,6 +432,7 @@ def build_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
     )
     _add_strata_options(cal)
+    _add_ledger_options(cal.add_argument_group("accounting (read, never written)"))
     cal.add_argument(
         "--hyperparameters",
         type=Path,
@@ -562,7 +569,9 @@ def _calibrate(args) -> int:
     from dpsynth.release.preview import format_preview, preview
 
     try:
-        request = _request(args, out=Path("unused"))
+        request = _request(
+            args, out=Path("unused"), budget=args.budget, dataset=args.dataset, ledger=args.ledger
+        )
         print(format_preview(preview(request, hyperparameters=args.hyperparameters)))
     except (ReleaseError, _Usage) as err:
         print(f"dpsynth calibrate: error: {err}", file=sys.stderr)

@@ -207,64 +207,57 @@ class Ledger:
         release's epsilon bounds nothing, so no budget can be checked once one is recorded
         under the budget key (or when this release is nominal): ``budget`` then refuses.
         """
-        dataset = _check_key(dataset)
-        if table is None:
-            if not _SHA256.fullmatch(dataset):
-                raise ValueError(
-                    f"table (the released table's SHA-256 id) is required with the dataset "
-                    f"name {dataset!r}"
-                )
-            table = dataset
-        else:
-            table = _check_table(table)
-            if _SHA256.fullmatch(dataset) and dataset != table:
-                raise ValueError(
-                    f"dataset {dataset[:12]} is a table id other than table {table[:12]}: "
-                    "give a dataset name, or the table id"
-                )
-        epsilon = _check_number("epsilon", epsilon)
-        if not epsilon > 0:
-            raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
-        delta = _check_number("delta", delta)
-        if not 0 <= delta < 1:
-            raise ValueError(f"delta must be a finite number in [0, 1), got {delta!r}")
+        entry = _new_entry(dataset, epsilon, delta, table, label, release, time, guarantee)
         if budget is not None:
             budget = _check_number("budget", budget)
             if not budget > 0:
                 raise ValueError(f"budget must be a finite number > 0, got {budget!r}")
-        if guarantee not in GUARANTEES:
-            raise ValueError(f"guarantee must be one of {GUARANTEES}, got {guarantee!r}")
-        for name, text in (("label", label), ("release", release)):
-            if text is not None and not isinstance(text, str):
-                raise ValueError(f"{name} must be a string or None, got {text!r}")
-        if time is None:
-            time = datetime.now(UTC)
-        elif time.tzinfo is None:
-            raise ValueError(f"time must be timezone-aware, got {time!r}")
-        entry = Entry(
-            dataset=dataset,
-            epsilon=epsilon,
-            delta=delta,
-            time=time.astimezone(UTC).replace(microsecond=0),
-            label=label,
-            release=release,
-            version=__version__,
-            guarantee=guarantee,
-            table=table,
-        )
         line = (entry.to_json() + "\n").encode("utf-8")
         with self._locked_for_append() as f:
-            found = self._parse(f.read())
-            owners = _owners(found, self.path)
-            _check_binding(owners, entry, found)
-            # the name's account, and the table's releases before it had the name
-            previous = [e for e in found if _account(e, owners) in (dataset, table)]
-            if budget is not None:
-                _check_budget(previous, entry, budget)
+            _checked_account(self._parse(f.read()), entry, budget, self.path)
             f.write(line)
             f.flush()
             os.fsync(f.fileno())
         return entry
+
+    def preview(
+        self,
+        dataset: str,
+        epsilon: float,
+        delta: float,
+        *,
+        table: str | None = None,
+        budget: float | None = None,
+        guarantee: str | None = None,
+    ) -> dict:
+        """What :meth:`spend` with these arguments would find, recording nothing: the
+        budget key's spending so far (``spent``: epsilon, delta, releases), the totals
+        after this release (``after``), and ``refusal``, the message :meth:`spend` would
+        refuse with (binding or budget), or None."""
+        entry = _new_entry(dataset, epsilon, delta, table, None, None, None, guarantee)
+        if budget is not None:
+            budget = _check_number("budget", budget)
+        found = self.entries()
+        refusal = None
+        try:
+            previous = _checked_account(found, entry, budget, self.path)
+        except LedgerError as err:
+            refusal = str(err)
+            owners = _owners(found, self.path)
+            previous = [e for e in found if _account(e, owners) == _account(entry, owners)]
+        spent_eps, spent_delta, n = _totals(previous)
+        return {
+            "dataset": entry.dataset,
+            "table": entry.table,
+            "spent": {"epsilon": spent_eps, "delta": spent_delta, "releases": n},
+            "after": {
+                "epsilon": math.fsum([spent_eps, entry.epsilon]),
+                "delta": math.fsum([spent_delta, entry.delta]),
+            },
+            "budget": budget,
+            "nominal": any(e.guarantee == "nominal" for e in [*previous, entry]),
+            "refusal": refusal,
+        }
 
     # -- internals -------------------------------------------------------------------
 
@@ -473,6 +466,66 @@ def _owners(entries: list[Entry], path: Path) -> dict[str, str]:
 def _account(entry: Entry, owners: dict[str, str]) -> str:
     """The budget key an entry counts against: its table's name, else its table id."""
     return owners.get(entry.table, entry.dataset)
+
+
+def _new_entry(dataset, epsilon, delta, table, label, release, time, guarantee) -> Entry:
+    """A checked entry: ``dataset`` a budget key (a name, with ``table`` the table's id; or
+    the table's id), ``time`` timezone-aware (default now, stored in UTC)."""
+    dataset = _check_key(dataset)
+    if table is None:
+        if not _SHA256.fullmatch(dataset):
+            raise ValueError(
+                f"table (the released table's SHA-256 id) is required with the dataset "
+                f"name {dataset!r}"
+            )
+        table = dataset
+    else:
+        table = _check_table(table)
+        if _SHA256.fullmatch(dataset) and dataset != table:
+            raise ValueError(
+                f"dataset {dataset[:12]} is a table id other than table {table[:12]}: "
+                "give a dataset name, or the table id"
+            )
+    epsilon = _check_number("epsilon", epsilon)
+    if not epsilon > 0:
+        raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
+    delta = _check_number("delta", delta)
+    if not 0 <= delta < 1:
+        raise ValueError(f"delta must be a finite number in [0, 1), got {delta!r}")
+    if guarantee not in GUARANTEES:
+        raise ValueError(f"guarantee must be one of {GUARANTEES}, got {guarantee!r}")
+    for name, text in (("label", label), ("release", release)):
+        if text is not None and not isinstance(text, str):
+            raise ValueError(f"{name} must be a string or None, got {text!r}")
+    if time is None:
+        time = datetime.now(UTC)
+    elif time.tzinfo is None:
+        raise ValueError(f"time must be timezone-aware, got {time!r}")
+    return Entry(
+        dataset=dataset,
+        epsilon=epsilon,
+        delta=delta,
+        time=time.astimezone(UTC).replace(microsecond=0),
+        label=label,
+        release=release,
+        version=__version__,
+        guarantee=guarantee,
+        table=table,
+    )
+
+
+def _checked_account(
+    found: list[Entry], entry: Entry, budget: float | None, path: Path
+) -> list[Entry]:
+    """The entries ``entry`` is checked against (its name's account, and its table's
+    releases before the table had the name), after the binding and budget checks
+    (``LedgerError``)."""
+    owners = _owners(found, path)
+    _check_binding(owners, entry, found)
+    previous = [e for e in found if _account(e, owners) in (entry.dataset, entry.table)]
+    if budget is not None:
+        _check_budget(previous, entry, budget)
+    return previous
 
 
 def _check_binding(owners: dict[str, str], entry: Entry, found: list[Entry]) -> None:

@@ -4,8 +4,10 @@
 budget split, the guarantee, delta and the sampler's total-variation target, and the
 calibration summarised over the strata. The calibration depends on epsilon, the public
 total, the populations and the prior only; the counts are read for their total, which is
-public. Nothing is written to the ledger. A sanitised group prior exists only once a
-release draws it, so its calibration cannot be previewed.
+public. The ledger is read, never written: what the table (or its ``--dataset``) has
+spent, what it would have spent after this release, and whether ``synthesize`` would
+refuse it (budget, or a table bound to another dataset name). A sanitised group prior
+exists only once a release draws it, so its calibration cannot be previewed.
 """
 
 from __future__ import annotations
@@ -27,6 +29,27 @@ def _spread(values: np.ndarray) -> dict:
         "median": float(np.median(values)),
         "max": float(np.max(values)),
     }
+
+
+def _account(request: ReleaseRequest, strata, budget, guarantee: str) -> dict:
+    """The ledger's account of this release (:meth:`dpsynth.ledger.Ledger.preview`) and
+    the ledger's path."""
+    from dpsynth.ledger import Ledger, LedgerError, default_ledger_path
+
+    path = Path(request.ledger or default_ledger_path())
+    table = strata.dataset_id()
+    try:
+        account = Ledger(path).preview(
+            request.dataset or table,
+            budget.epsilon,
+            budget.delta,
+            table=table,
+            budget=request.budget,
+            guarantee=guarantee,
+        )
+    except (LedgerError, ValueError) as err:
+        raise ReleaseError(f"{path}: {err}") from err
+    return account | {"path": str(path)}
 
 
 def preview(request: ReleaseRequest, hyperparameters: Path | None = None) -> dict:
@@ -51,6 +74,7 @@ def preview(request: ReleaseRequest, hyperparameters: Path | None = None) -> dic
         "calibration": None,
         "rounding": rounding_note(request.rounding, strata.rounded),
     }
+    info["ledger"] = _account(request, strata, budget, info["guarantee"]["status"])
     public = public_prior(request, strata)
     if public is None:
         info["calibration_note"] = (
@@ -86,6 +110,37 @@ def preview(request: ReleaseRequest, hyperparameters: Path | None = None) -> dic
     return info
 
 
+def _account_lines(account: dict, epsilon: float) -> list[str]:
+    """The ledger's account in words: spent so far, after this release, and the verdict."""
+    spent, after = account["spent"], account["after"]
+    whose = (
+        f"this table ({account['table'][:12]})"
+        if account["dataset"] == account["table"]
+        else f"dataset {account['dataset']} (every table released under it)"
+    )
+    lines = [
+        f"ledger ({account['path']}): {whose} has spent epsilon {spent['epsilon']:g}, delta "
+        f"{spent['delta']:g} in {spent['releases']} release(s); with this one: epsilon "
+        f"{after['epsilon']:g}, delta {after['delta']:g}"
+        + (
+            " (a nominal release is among them: the total bounds nothing)"
+            if account["nominal"]
+            else ""
+        )
+    ]
+    if account["refusal"] is not None:
+        # the ledger's refusal, as synthesize would print it; here nothing is ever recorded
+        refusal = account["refusal"].replace("Nothing was recorded.", "").strip()
+        lines.append("  synthesize would refuse this release: " + refusal.replace("\n", "\n    "))
+    elif account["budget"] is not None:
+        left = account["budget"] - after["epsilon"]
+        lines.append(
+            f"  within --budget {account['budget']:g} (epsilon {epsilon:g} now, "
+            f"{max(left, 0):g} left after it)"
+        )
+    return lines
+
+
 def format_preview(info: dict) -> str:
     """The preview as plain text."""
     budget = info["budget"]
@@ -100,6 +155,7 @@ def format_preview(info: dict) -> str:
         f"{budget['delta_total']:g} = {budget['sets']} x {budget['delta_per_set']:g}",
         f"sampler total-variation target per set: {info['sampler_tv_target']:.3g}",
         f"unit of privacy: {info['neighbouring_relation']}",
+        *_account_lines(info["ledger"], budget["epsilon_total"]),
     ]
     cal = info["calibration"]
     if cal is None:
