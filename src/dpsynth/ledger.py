@@ -543,6 +543,8 @@ def _check_binding(owners: dict[str, str], entry: Entry, found: list[Entry]) -> 
         f"Its releases count against the budget of {owner}: release it with --dataset {owner}.\n"
         "A table belongs to one dataset: without the name, or under a second one, its\n"
         "releases would not be added up with the other releases about the same people.\n"
+        "Other events over the same strata and populations (births beside deaths) need a\n"
+        "ledger of their own (--ledger FILE): a table is known by its keys and populations.\n"
         "Nothing was recorded."
     )
 
