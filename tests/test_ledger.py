@@ -638,3 +638,24 @@ def test_concurrent_named_and_unnamed_releases_of_a_table_bind_it_once(tmp_path)
     assert all(e.named for e in entries[first_named:])
     assert len(entries) == sum(accepted)
     assert Ledger(tmp_path / "ledger.jsonl").spent(NAME)[2] == len(entries)
+
+
+def test_preview_finds_what_spend_finds_and_records_nothing(tmp_path):
+    """A table's releases from before it had a name count in the name's preview, as they
+    do when the release is spent; the preview's refusals are spend's, and it writes nothing."""
+    ledger = Ledger(tmp_path / "ledger.jsonl")
+    ledger.spend(A, 1.0, 1e-12, label="age.csv")  # before the name existed
+    before = ledger.path.read_bytes()
+    seen = ledger.preview("us-deaths", 1.0, 1e-12, table=A, budget=1.5)
+    assert seen["spent"] == {"epsilon": 1.0, "delta": 1e-12, "releases": 1}
+    assert seen["after"] == {"epsilon": 2.0, "delta": 2e-12}
+    assert seen["refusal"].startswith("privacy budget exceeded for dataset us-deaths")
+    with pytest.raises(LedgerError, match="privacy budget exceeded for dataset us-deaths"):
+        ledger.spend("us-deaths", 1.0, 1e-12, table=A, budget=1.5)
+    assert ledger.path.read_bytes() == before
+    assert ledger.preview("us-deaths", 0.5, 0.0, table=A, budget=1.5)["refusal"] is None
+    ledger.spend("us-deaths", 0.5, 0.0, table=A, budget=1.5)
+    bound = ledger.preview(A, 0.1, 0.0)  # the table now belongs to us-deaths
+    assert bound["spent"]["epsilon"] == 1.5 and "--dataset us-deaths" in bound["refusal"]
+    with pytest.raises(ValueError, match="budget must be a finite number > 0"):
+        ledger.preview("us-deaths", 0.1, 0.0, table=A, budget=0)

@@ -208,10 +208,7 @@ class Ledger:
         under the budget key (or when this release is nominal): ``budget`` then refuses.
         """
         entry = _new_entry(dataset, epsilon, delta, table, label, release, time, guarantee)
-        if budget is not None:
-            budget = _check_number("budget", budget)
-            if not budget > 0:
-                raise ValueError(f"budget must be a finite number > 0, got {budget!r}")
+        budget = _check_budget_value(budget)
         line = (entry.to_json() + "\n").encode("utf-8")
         with self._locked_for_append() as f:
             _checked_account(self._parse(f.read()), entry, budget, self.path)
@@ -235,16 +232,17 @@ class Ledger:
         after this release (``after``), and ``refusal``, the message :meth:`spend` would
         refuse with (binding or budget), or None."""
         entry = _new_entry(dataset, epsilon, delta, table, None, None, None, guarantee)
-        if budget is not None:
-            budget = _check_number("budget", budget)
+        budget = _check_budget_value(budget)
         found = self.entries()
+        owners = _owners(found, self.path)
+        previous = _previous(found, owners, entry)
         refusal = None
         try:
-            previous = _checked_account(found, entry, budget, self.path)
+            _check_binding(owners, entry, found)
+            if budget is not None:
+                _check_budget(previous, entry, budget)
         except LedgerError as err:
             refusal = str(err)
-            owners = _owners(found, self.path)
-            previous = [e for e in found if _account(e, owners) == _account(entry, owners)]
         spent_eps, spent_delta, n = _totals(previous)
         return {
             "dataset": entry.dataset,
@@ -522,10 +520,25 @@ def _checked_account(
     (``LedgerError``)."""
     owners = _owners(found, path)
     _check_binding(owners, entry, found)
-    previous = [e for e in found if _account(e, owners) in (entry.dataset, entry.table)]
+    previous = _previous(found, owners, entry)
     if budget is not None:
         _check_budget(previous, entry, budget)
     return previous
+
+
+def _previous(found: list[Entry], owners: dict[str, str], entry: Entry) -> list[Entry]:
+    """The recorded entries a release ``entry`` adds up with: its account (its table's
+    name, else its own key) and its table's releases from before the table had a name."""
+    return [e for e in found if _account(e, owners) in (_account(entry, owners), entry.table)]
+
+
+def _check_budget_value(budget: object) -> float | None:
+    if budget is None:
+        return None
+    budget = _check_number("budget", budget)
+    if not budget > 0:
+        raise ValueError(f"budget must be a finite number > 0, got {budget!r}")
+    return budget
 
 
 def _check_binding(owners: dict[str, str], entry: Entry, found: list[Entry]) -> None:
