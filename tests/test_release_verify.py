@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from test_release import STRATA  # the same six strata as the release tests
 
 from dpsynth.cli import main
 from dpsynth.io import sha256_file
@@ -28,16 +29,6 @@ from dpsynth.release.verify import (
 )
 
 DPSYNTH = Path(sys.executable).parent / "dpsynth"
-
-STRATA = pd.DataFrame(
-    {
-        "code": [1, 2, 3, 4, 5, 6],
-        "region": ["n", "n", "n", "s", "s", "s"],
-        "count": [4, 0, 9, 7, 3, 5],
-        "population": [1000, 800, 1500, 900, 700, 1200],
-        "prior_rate": [0.004, 0.004, 0.006, 0.006, 0.005, 0.005],
-    }
-)
 
 #: Releases of every kind the library makes: (options, sanitised prior).
 KINDS = {
