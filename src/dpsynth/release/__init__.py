@@ -235,9 +235,9 @@ def _checked_calibration(request, design: Design, strata: Strata, rates):
 
 
 def _spend(request: ReleaseRequest, strata: Strata, budget: Budget, private: Path) -> None:
-    from dpsynth.ledger import Ledger, LedgerError, default_ledger_path
+    from dpsynth.ledger import Ledger, LedgerError
 
-    path = Path(request.ledger or default_ledger_path())
+    path = request.ledger_path
     for folder_ in (request.out, private):
         if path.resolve().is_relative_to(folder_.resolve()):
             # the folder is replaced by this release (--force) or refused: the ledger would

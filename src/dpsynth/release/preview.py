@@ -34,9 +34,9 @@ def _spread(values: np.ndarray) -> dict:
 def _account(request: ReleaseRequest, strata, budget, guarantee: str) -> dict:
     """The ledger's account of this release (:meth:`dpsynth.ledger.Ledger.preview`) and
     the ledger's path."""
-    from dpsynth.ledger import Ledger, LedgerError, default_ledger_path
+    from dpsynth.ledger import Ledger, LedgerError
 
-    path = Path(request.ledger or default_ledger_path())
+    path = request.ledger_path
     table = strata.dataset_id()
     try:
         account = Ledger(path).preview(

@@ -18,7 +18,7 @@ import math
 from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 
-from dpsynth.ledger import check_name, steward_home
+from dpsynth.ledger import check_name, default_ledger_path, steward_home
 
 #: The unit of privacy, stated once and copied into the manifest and ``--help``.
 NEIGHBOURS = (
@@ -118,6 +118,11 @@ class ReleaseRequest:
         if isinstance(self.strata, str) and self.strata in STRATA_WORDS:
             return STRATA_WORDS[self.strata]
         return "external-file"
+
+    @property
+    def ledger_path(self) -> Path:
+        """The ledger this release is recorded in (``--ledger``, else the default)."""
+        return Path(self.ledger or default_ledger_path())
 
     def private_folder(self, commitment: str) -> Path:
         """Where the release whose manifest has seed commitment ``commitment`` puts its
