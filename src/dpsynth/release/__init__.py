@@ -268,13 +268,6 @@ def _spend(request: ReleaseRequest, strata: Strata, budget: Budget, private: Pat
         raise ReleaseError(str(err)) from err
 
 
-def _write_table(frame: pd.DataFrame, path: Path) -> None:
-    if path.suffix == ".csv":
-        frame.to_csv(path, index=False)
-    else:
-        frame.to_parquet(path, index=False)
-
-
 def write_release(tmp: Path, request, strata, cal, synthetic, budget, root, salt) -> dict:
     """Write the public files; return what the manifest and provenance need (``salt``: the
     seed commitment's, :meth:`RootKey.commitment`)."""
@@ -291,7 +284,7 @@ def write_release(tmp: Path, request, strata, cal, synthetic, budget, root, salt
     long[request.population_column] = np.tile(population, sets)
     files = {}
     synthetic_path = tmp / f"synthetic{suffix}"
-    _write_table(long, synthetic_path)
+    folder.write_public_table(long, synthetic_path)
     files["synthetic"] = (
         synthetic_path,
         f"long: one row per set and stratum, sorted by set then by the keys {keys}; 'set' "
@@ -301,7 +294,7 @@ def write_release(tmp: Path, request, strata, cal, synthetic, budget, root, salt
     )
     hyper = pd.concat([strata.keys.reset_index(drop=True), cal.hyperparameter_frame()], axis=1)
     hyper_path = tmp / f"hyperparameters{suffix}"
-    _write_table(hyper, hyper_path)
+    folder.write_public_table(hyper, hyper_path)
     files["hyperparameters"] = (
         hyper_path,
         "one row per stratum, in the order of the synthetic sets: the keys, 'a' (Dirichlet "
@@ -360,7 +353,7 @@ def _finish_manifest(tmp: Path, info, prior_table, prior_block, design: Design) 
     prior = {"epsilon": 0.0, "groups": None, "file": None, "floor": None} | prior_block
     if prior_table is not None:
         path = tmp / f"prior{request_suffix}"
-        _write_table(prior_table, path)
+        folder.write_public_table(prior_table, path)
         files["prior"] = (
             path,
             f"one row per group of {prior['groups']}: the group's population, its noisy "

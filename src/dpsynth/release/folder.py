@@ -22,7 +22,10 @@ the destinations' parent folders, so:
   :data:`PUBLIC_MTIME`, and fixed permissions, whatever the umask. Their times would
   otherwise be the wall clock at the end of the draw, which depends on how long the
   sampler took, which depends on the counts, and zip, tar and ``rsync -a`` keep them.
-  The private folder keeps its real times (the steward's record).
+  The private folder keeps its real times (the steward's record);
+* a public table holds its columns and nothing else (:func:`write_public_table`): no
+  metadata of the input (pandas ``attrs``, Parquet key-value or field metadata, the
+  categories of a categorical column) rides along into a published file.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ import secrets
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+
+import pandas as pd
 
 from dpsynth.release.request import ReleaseError
 
@@ -212,3 +217,43 @@ def install(partials: dict[Path, Path], force: bool, private: Path) -> None:
                 os.rename(partial, dest)
             if dest != private:  # a rename may touch the folder's times on some systems
                 os.utime(dest, (PUBLIC_MTIME, PUBLIC_MTIME))
+
+
+def values_only(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame``'s columns and values, without its metadata: a new frame with no pandas
+    ``attrs`` and no categorical dtype (a categorical's unused categories are metadata, not
+    data). The input's metadata stops here when it is read (:func:`.inputs.load_strata`),
+    and every public table is written through it (:func:`write_public_table`)."""
+    columns = {}
+    for name in frame.columns:
+        column = frame[name]
+        if isinstance(column.dtype, pd.CategoricalDtype):
+            column = column.astype(column.cat.categories.dtype)
+        columns[name] = column.to_numpy()
+    clean = pd.DataFrame(columns, index=range(len(frame)))
+    clean.attrs = {}
+    return clean
+
+
+def write_public_table(frame: pd.DataFrame, path: Path) -> None:
+    """Write ``frame`` to a public ``.csv`` or ``.parquet`` file: its columns and nothing else.
+
+    The frame is rebuilt column by column, so no pandas ``attrs`` (which pandas copies
+    through selections, and pyarrow writes into the file's pandas metadata) survive, and
+    the Parquet schema keeps one metadata key, pandas' description of the columns, with any
+    ``attributes`` entry removed. Every public table of a release goes through here
+    (``tests/test_release_metadata.py`` fills every metadata slot of an input with a marker
+    and searches the release for it).
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    clean = values_only(frame)
+    if path.suffix == ".csv":
+        clean.to_csv(path, index=False)
+        return
+    table = pa.Table.from_pandas(clean, preserve_index=False)
+    description = json.loads(table.schema.metadata[b"pandas"])
+    description.pop("attributes", None)
+    table = table.replace_schema_metadata({b"pandas": json.dumps(description).encode()})
+    pq.write_table(table, path)

@@ -23,6 +23,7 @@ import pandas as pd
 from dpsynth.data.rounding import round_counts
 from dpsynth.data.validation import SHOWN, validate_strata
 from dpsynth.data.validation import read_table as data_read_table
+from dpsynth.release.folder import values_only
 from dpsynth.release.request import ReleaseError, ReleaseRequest
 from dpsynth.release.strata_list import check_cross_product, match_to_list
 
@@ -197,6 +198,7 @@ def load_strata(request: ReleaseRequest) -> Strata:
         request.needs_prior and request.prior_file is None and request.sanitised_prior_by is None
     )
     frame, count, keys, dropped = _read_input(request)
+    frame = values_only(frame)  # the input's metadata (attrs, footer, categories) stops here
     source = str(request.input)
     listed = request.strata_source == "external-file"
     _check_columns(request, frame, count, keys, dropped, prior_in_input, listed)

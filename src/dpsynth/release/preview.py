@@ -18,6 +18,7 @@ import numpy as np
 
 from dpsynth.release import manifest
 from dpsynth.release.design import Design, estimate_cost
+from dpsynth.release.folder import write_public_table
 from dpsynth.release.inputs import load_strata
 from dpsynth.release.request import NEIGHBOURS, ReleaseError, ReleaseRequest, plan_budget
 from dpsynth.release.summary import rounding_note
@@ -102,10 +103,7 @@ def preview(request: ReleaseRequest, hyperparameters: Path | None = None) -> dic
     if hyperparameters is not None:
         table = strata.keys.reset_index(drop=True).join(cal.hyperparameter_frame())
         hyperparameters = Path(hyperparameters)
-        if hyperparameters.suffix == ".csv":
-            table.to_csv(hyperparameters, index=False)
-        else:
-            table.to_parquet(hyperparameters, index=False)
+        write_public_table(table, hyperparameters)
         info["hyperparameters"] = str(hyperparameters)
     return info
 

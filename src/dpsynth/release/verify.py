@@ -18,8 +18,10 @@ published numbers. It reads files and recomputes; it never draws. Checks, by top
    ``certified`` exactly for the pairs of :data:`.manifest.CERTIFIED`; for a certified
    release the bound of docs/privacy.md recomputed from the published a, L, U and total
    (Part 2, Step 4; md: Quick (2021), eq 5) and compared with ``epsilon_per_set``.
-5. ``metadata`` (warnings only: copying may change them): the fixed public time and modes
-   of :mod:`.folder`.
+5. ``metadata``: no Parquet file embeds metadata beyond pandas' description of its
+   columns (no ``attributes``, other schema keys, field metadata or categorical columns:
+   an input's metadata must not ride along); and, as warnings only (copying may change
+   them), the fixed public time and modes of :mod:`.folder`.
 
 :func:`verify_release` returns the :class:`Check` records; :func:`format_checks` and
 :func:`summary` put them into words; :func:`failed` says whether any failed. A folder
@@ -661,7 +663,29 @@ def _promise_checks(release: _Release):
 # --- 5. metadata ---------------------------------------------------------------------------
 
 
+def embedded_metadata(path: Path) -> list[str]:
+    """What a public Parquet file embeds beyond pandas' description of its columns
+    (:func:`.folder.write_public_table` writes nothing else); [] for a CSV file."""
+    if path.suffix != ".parquet":
+        return []
+    import pyarrow.parquet as pq
+
+    schema = pq.read_schema(path)
+    metadata = dict(schema.metadata or {})
+    found = [f"schema key {k.decode(errors='replace')!r}" for k in metadata if k != b"pandas"]
+    if b"pandas" in metadata and json.loads(metadata[b"pandas"]).get("attributes"):
+        found.append("pandas attributes (attrs)")
+    found += [f"metadata of column {f.name!r}" for f in schema if f.metadata]
+    found += [f"categorical column {f.name!r}" for f in schema if str(f.type).startswith("dict")]
+    return found
+
+
 def _metadata_checks(release: _Release):
+    embedded = {
+        path.name: found
+        for path in sorted(release.path.iterdir())
+        if path.is_file() and (found := embedded_metadata(path))
+    }
     paths = [release.path, *sorted(release.path.rglob("*"))]
     off_time = [p for p in paths if int(p.stat().st_mtime) != folder.PUBLIC_MTIME]
 
@@ -675,6 +699,15 @@ def _metadata_checks(release: _Release):
         return ", ".join(shown) + (", ..." if len(found) > 4 else "")
 
     out = [
+        Check(
+            "metadata", "embedded", FAIL if embedded else OK,
+            ("metadata beyond the columns' description: "
+             + "; ".join(f"{name}: {', '.join(found)}" for name, found in embedded.items())
+             + " (the release's writer never embeds it: it may be the input's)")
+            if embedded
+            else "no file embeds metadata beyond its columns' description",
+            {"embedded": embedded},
+        ),
         Check(
             "metadata", "times", WARNING if off_time else OK,
             (f"{len(off_time)} of {len(paths)} (the folder '.' and its files) have a "
