@@ -1,0 +1,45 @@
+"""The no-privacy reference: what synthesis alone does to a table, with no privacy at all.
+
+Every synthesizer of this library draws a synthetic table from a posterior predictive
+distribution whose privacy term vanishes as epsilon grows: the MD mechanism's Dirichlet
+weight alpha and the PG mechanism's gamma shape a (with rate b = a / prior_rate) both tend
+to 0. In that limit
+
+* **MD**: z | y ~ Multinomial(y., theta), theta ~ Dirichlet(y + alpha) -> Dirichlet(y);
+* **PG** (conditioned on the total, as releases draw it): lambda_i ~ Gamma(a_i + y_i,
+  b_i + n_i) -> Gamma(y_i, n_i), so z_i ~ NegBin(y_i, 1/2) independently, and given their
+  sum y. the z_i are Dirichlet-multinomial(y., y) (independent negative binomials of one
+  success probability, conditioned on their sum);
+
+so both tend to the **Dirichlet-multinomial with total y. and weights y** (a stratum with
+y_i = 0 stays 0). It keeps the total, has mean y_i and variance about 2 y_i (twice a
+Poisson's): the synthesis noise that no epsilon removes. The truncated PG mechanism's
+bounds are *dropped* here: its reference is the same law, so that a truncated arm that
+stays away from it at large epsilon shows the bias of its truncation, not of synthesis.
+
+Nothing here is released: the reference depends on the confidential counts and serves
+the steward's own comparisons (the epsilon guide, a release's utility report).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def no_privacy_draws(y, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` tables drawn from the no-privacy reference of ``y`` (Dirichlet-multinomial with
+    total ``y.sum()`` and weights ``y``), shape ``(n, len(y))``, whole numbers.
+
+    ``y`` must be whole, non-negative counts with a positive total.
+    """
+    y = np.asarray(y)
+    if y.ndim != 1 or y.size == 0:
+        raise ValueError(f"y must be a non-empty vector of counts, got shape {y.shape}")
+    if np.any(y < 0) or np.any(y != np.round(y)):
+        raise ValueError("y must hold whole, non-negative counts")
+    total = int(y.sum())
+    if total <= 0:
+        raise ValueError("y must have a positive total: with no event there is nothing to draw")
+    weights = rng.standard_gamma(y.astype(float), size=(n, y.size))  # shape 0 gives 0
+    weights /= weights.sum(axis=1, keepdims=True)
+    return rng.multinomial(total, weights).astype(np.int64)

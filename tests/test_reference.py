@@ -1,0 +1,81 @@
+"""The no-privacy reference (dpsynth.sampling.reference): its sampler draws the
+Dirichlet-multinomial with total y. and weights y exactly, and the mechanisms' samplers
+approach it as epsilon grows (the limit the study guide and the utility report rest on)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import chi_square_p_value, empirical
+from scipy.special import gammaln
+
+from dpsynth.sampling.enumeration import compositions
+from dpsynth.sampling.reference import no_privacy_draws
+
+
+def dirichlet_multinomial_pmf(z: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """P(z) under DM(total, alpha), written from the textbook formula; cells with alpha 0
+    must be 0 (their factor is 1 there and the law puts no mass elsewhere)."""
+    positive = alpha > 0
+    if np.any(z[:, ~positive] != 0):
+        raise ValueError("a cell of weight 0 must be 0")
+    z, a = z[:, positive].astype(float), alpha[positive].astype(float)
+    total, weight = z.sum(axis=1), a.sum()
+    log_p = (gammaln(total + 1) + gammaln(weight) - gammaln(total + weight)
+             + (gammaln(z + a) - gammaln(z + 1) - gammaln(a)).sum(axis=1))  # fmt: skip
+    return np.exp(log_p)
+
+
+@pytest.mark.parametrize("y", [[3, 0, 1, 2], [1, 1, 0, 0, 4], [5, 2]])
+def test_draws_follow_the_dirichlet_multinomial_exactly(y):
+    y = np.array(y)
+    total = int(y.sum())
+    support = compositions(total, np.zeros(y.size, int), np.where(y > 0, total, 0))
+    probs = dirichlet_multinomial_pmf(support, y)
+    assert probs.sum() == pytest.approx(1.0, abs=1e-12)
+    draws = no_privacy_draws(y, 40_000, np.random.default_rng(11))
+    assert np.all(draws.sum(axis=1) == y.sum()) and np.all(draws[:, y == 0] == 0)
+    assert chi_square_p_value(empirical(draws, support), probs) > 1e-3
+
+
+def test_mean_and_variance_are_those_of_synthesis_noise():
+    """Mean y_i, variance y. p (1 - p) 2y. / (1 + y.) with p = y_i / y. (about 2 y_i)."""
+    y = np.array([40, 7, 0, 120, 3])
+    draws = no_privacy_draws(y, 200_000, np.random.default_rng(5))
+    total, p = y.sum(), y / y.sum()
+    assert np.all(np.abs(draws.mean(axis=0) - y) <= 0.05 * np.sqrt(y + 1))
+    variance = total * p * (1 - p) * 2 * total / (1 + total)
+    assert np.allclose(draws.var(axis=0), variance, rtol=0.02, atol=1e-12)
+
+
+@pytest.mark.parametrize("mechanism", ["md", "pg"])
+def test_the_mechanisms_tend_to_the_reference_as_epsilon_grows(mechanism):
+    """At a large epsilon (a, alpha -> 0) a mechanism's draws have the reference's mean
+    and variance; at a small one they do not (the test can fail)."""
+    from dpsynth.privacy.calibrate import calibrate
+    from dpsynth.sampling.conditioned import ConditionedSampler
+
+    y = np.array([30, 5, 0, 60, 12, 9])
+    population = np.array([1000.0, 800, 900, 2000, 700, 500])
+    prior = np.full(y.size, y.sum() / population.sum())
+    rng = np.random.default_rng(3)
+    reference = no_privacy_draws(y, 20_000, rng)
+
+    def moments(epsilon):
+        cal = calibrate(mechanism, epsilon, int(y.sum()), population, prior, method="certified")
+        draws = ConditionedSampler(y, cal).draw(20_000, rng)
+        return draws.mean(axis=0), draws.var(axis=0)
+
+    mean, var = moments(200.0)
+    np.testing.assert_allclose(mean, reference.mean(axis=0), atol=0.3)
+    np.testing.assert_allclose(var, reference.var(axis=0), rtol=0.08, atol=0.05)
+    mean, var = moments(0.05)
+    assert np.abs(mean - y).max() > 5  # far from the truth where privacy dominates
+
+
+def test_bad_counts_are_refused():
+    rng = np.random.default_rng(0)
+    for y, match in (([], "non-empty"), ([1, -1], "non-negative"), ([0.5, 1], "whole"),
+                     ([0, 0], "positive total")):  # fmt: skip
+        with pytest.raises(ValueError, match=match):
+            no_privacy_draws(np.array(y), 2, rng)
