@@ -67,6 +67,25 @@ def summarise(values, *, lower: float = BAND[0], upper: float = BAND[1]) -> dict
     return {"median": float(med), "lower": float(lo), "upper": float(hi)}
 
 
+def median_interval(values, level: float = 0.95) -> tuple[float, float]:
+    """A distribution-free confidence interval of the median of the law ``values`` were
+    drawn from: the order statistics (j, n + 1 - j) of the sorted sample, j the largest
+    with 2 P(Binomial(n, 1/2) <= j - 1) <= 1 - level, so that the interval covers the
+    median with probability at least ``level`` whatever the law. Below 6 values no such j
+    exists and the interval is (min, max) (coverage 1 - 2^(1 - n)). NaN values are left
+    out; none left gives (NaN, NaN)."""
+    from scipy.stats import binom
+
+    values = np.sort(np.asarray(values, dtype=float))
+    values = values[~np.isnan(values)]
+    n = values.size
+    if n == 0:
+        return float("nan"), float("nan")
+    j = int(binom.ppf((1 - level) / 2, n, 0.5))  # P(B <= j - 1) < (1 - level) / 2
+    j = max(j, 1)
+    return float(values[j - 1]), float(values[n - j])
+
+
 def _with_infinities(values: np.ndarray, quantiles) -> list[float]:
     """Linear quantiles of a sample holding infinities: the infinite end of the two order
     statistics around a quantile wins; both equal gives that value; -inf and inf, NaN."""

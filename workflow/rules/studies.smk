@@ -157,10 +157,37 @@ else:
                 "../scripts/study_arm_bundle.py"
 
 
+# The no-privacy reference: tables drawn with the privacy term removed (every arm's limit
+# as epsilon grows), measured as the arms' are: what synthesis alone keeps.
+rule study_reference:
+    input:
+        unpack(study_inputs),
+        strata="results/studies/{study}/strata.parquet",
+    output:
+        reference="results/studies/{study}/reference.parquet",
+    log:
+        "logs/studies/{study}/reference.log",
+    benchmark:
+        "logs/benchmarks/studies/{study}/reference.tsv"
+    conda:
+        DPSYNTH_ENV
+    threads: 1
+    resources:
+        runtime=60,
+        mem_mb=2000,
+    params:
+        seed=config["seed"],
+        entry=study_entry,
+    script:
+        "../scripts/study_reference.py"
+
+
 rule study_summary:
     input:
         unpack(study_inputs),
         strata="results/studies/{study}/strata.parquet",
+        prior="results/studies/{study}/prior.json",
+        reference="results/studies/{study}/reference.parquet",
         calibrations=lambda w: study_arm_inputs(w, "calibrations", study_echunks),
         status=lambda w: study_arm_inputs(w, "calibration_status", study_echunks),
         metrics=lambda w: study_arm_inputs(w, "metrics", study_chunks),

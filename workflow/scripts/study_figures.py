@@ -5,9 +5,12 @@ import pandas as pd
 from dpsynth.io import save_figure
 from dpsynth.plots.study import figure_guide, figure_measures
 from dpsynth.study.definition import study_definition
+from dpsynth.study.measures import study_measure_list
 
 d = study_definition(snakemake.wildcards.study, snakemake.params.entry)
 summary = pd.read_parquet(snakemake.input.summary)
-save_figure(figure_measures(summary, d.name, d.age is not None), *snakemake.output.measures)
 guide = pd.read_csv(snakemake.input.guide)
-save_figure(figure_guide(guide, d.epsilons, d.name, d.arms), *snakemake.output.guide)
+measures = study_measure_list(d)
+figure = figure_measures(summary, guide, measures, d.arms, d.name, d.age is not None)
+save_figure(figure, *snakemake.output.measures)
+save_figure(figure_guide(guide, measures, d.arms, d.epsilons, d.name), *snakemake.output.guide)

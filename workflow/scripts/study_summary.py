@@ -1,5 +1,6 @@
 """A study's summary, map rates and epsilon guide, from its cached chunks."""
 
+import json
 import logging
 
 import pandas as pd
@@ -28,11 +29,13 @@ summary = summarise_study(
     metrics=read_all(snakemake.input.metrics),
     calibrations=read_all(snakemake.input.calibrations),
     status=read_all(snakemake.input.status),
+    reference=pd.read_parquet(snakemake.input.reference).drop(columns="dataset"),
 )
 logging.info("%s: %d summary rows", d.name, len(summary))
 write_parquet(summary, snakemake.output.summary)
 sums = read_all(snakemake.input.area_sums)
 write_parquet(area_rates(d, strata, measures, sums), snakemake.output.area_rates)
 with atomic_path(snakemake.output.guide) as tmp:
-    study_guide(d, strata, summary).to_csv(tmp, index=False, lineterminator="\n",
+    spent = json.loads(open(snakemake.input.prior).read())["epsilon_prior"]
+    study_guide(d, strata, summary, spent).to_csv(tmp, index=False, lineterminator="\n",
                                            float_format="%.6g")  # fmt: skip

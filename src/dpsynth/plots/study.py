@@ -33,14 +33,6 @@ def _summary_titles(summary: pd.DataFrame) -> dict[str, str]:
     return {r.arm: arm_title(Arm(r.mechanism, r.method, r.arm)) for r in rows.itertuples()}
 
 
-def measure_title(measure: str) -> str:
-    if measure == "rmse":
-        return "rMSE of the strata rates (per 100,000)"
-    if measure == "rank_correlation":
-        return "rank correlation of the area rates"
-    return f"disparity {measure.split(':', 1)[1]} (rate ratio)"
-
-
 #: The study stage's palette: matplotlib's tab10.
 TAB10 = tuple(plt.cm.tab10(k) for k in range(10))
 
@@ -52,94 +44,153 @@ def arm_colours(names, palette=TAB10) -> dict:
     return {name: palette[k % len(palette)] for k, name in enumerate(names)}
 
 
-def figure_measures(summary: pd.DataFrame, study: str, adjusted: bool):
-    """Each measure against epsilon: median and 95% band over the datasets per arm, the
-    truth dashed (rMSE: none, its truth is 0)."""
+#: How the guide's figure says each verdict (the guide's reasons say why).
+VERDICT_TEXT = {"prior_keeps": "the prior alone keeps it (uninformative)",
+                "synthesis_loses": "synthesis alone loses it: no epsilon helps",
+                "truncation_bias": "bias from truncation",
+                "beyond_grid": "needs more than the grid"}  # fmt: skip
+EPSILON = "$\\varepsilon$"
+
+
+def _wrapped(text: str, width: int = 26) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width))
+
+
+def _verdict_line(row) -> str:
+    if row.verdict == "met":
+        return f"met from {EPSILON} = {row.epsilon:.3g}"
+    return VERDICT_TEXT[row.verdict]
+
+
+def plain_log_ticks(axis) -> None:
+    """Tick labels of a log axis as plain numbers (0.5, 2, 10), minor ticks labelled only
+    where the axis spans little more than a decade, so labels never run into each other."""
+    from matplotlib.ticker import LogFormatter
+
+    axis.set_major_formatter(LogFormatter(labelOnlyBase=False))
+    axis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(1.2, 0.4)))
+
+
+def figure_measures(summary: pd.DataFrame, guide: pd.DataFrame, measures, arms, study: str,
+                    adjusted: bool):  # fmt: skip
+    """Each measure (rows; :class:`~dpsynth.study.measures.Measure` values, in order) for
+    each arm (columns; :class:`~dpsynth.arms.Arm` values) against epsilon: the arm's median
+    and 95% band over the datasets, the no-privacy reference (grey) with the values within
+    tolerance of it (shaded), the truth (dashed; not for errors, whose truth is 0), the
+    prior alone (dash-dot), and the guide's verdict in the corner. A truncated arm's panel
+    says what share of the true counts lies outside its bounds."""
     draws = summary[~summary["metric"].isin(CALIBRATION_METRICS)]
-    measures = list(dict.fromkeys(["rmse", "rank_correlation", *sorted(draws["metric"])]))
-    measures = [m for m in measures if m in set(draws["metric"])]
-    arms = sorted(draws["arm"].unique())
-    colours, titles = arm_colours(arms), _summary_titles(draws)
-    ncols = 2 if len(measures) == 4 else min(3, len(measures))
-    nrows = -(-len(measures) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols, 3.6 * nrows + 0.9),
-                             squeeze=False, layout="constrained")  # fmt: skip
-    for ax, measure in zip(axes.flat, measures, strict=False):
-        rows = draws[draws["metric"] == measure]
-        for arm in arms:
-            sel = rows[rows["arm"] == arm].sort_values("epsilon")
-            ax.plot(sel["epsilon"], sel["median"], color=colours[arm], label=titles[arm])
-            ax.fill_between(sel["epsilon"], sel["lower"], sel["upper"], color=colours[arm],
-                            alpha=0.15, lw=0)  # fmt: skip
-        if measure != "rmse":
-            ax.axhline(rows["truth"].iloc[0], color="black", ls="--", lw=1, label="truth")
-        else:
-            ax.set_yscale("log")
-        ax.set_xscale("log")
-        ax.set_xlabel("epsilon")
-        ax.set_title(measure_title(measure), fontsize=10)
-    for ax in list(axes.flat)[len(measures) :]:
-        ax.set_visible(False)
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    if "truth" not in labels and len(measures) > 1:
-        extra = axes.flat[1].get_legend_handles_labels()
-        handles, labels = handles + extra[0][-1:], labels + extra[1][-1:]
-    fig.legend(handles, labels, loc="outside lower center", ncols=min(4, len(labels)),
-               fontsize=9, frameon=False)  # fmt: skip
+    measures = [m for m in measures if m.name in set(draws["metric"])]
+    arms = [a for a in arms if a.name in set(draws["arm"])]
+    colours = arm_colours([a.name for a in arms])
+    nrows, ncols = len(measures), len(arms)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(2.9 * ncols + 1.3, 2.1 * nrows + 1.3),
+                             squeeze=False, sharex=True, sharey="row",
+                             layout="constrained")  # fmt: skip
+    for r, measure in enumerate(measures):
+        rows = draws[draws["metric"] == measure.name]
+        for c, arm in enumerate(arms):
+            ax = axes[r, c]
+            sel = rows[rows["arm"] == arm.name].sort_values("epsilon")
+            verdict = guide[(guide["measure"] == measure.name) & (guide["arm"] == arm.name)]
+            if len(verdict):
+                v = verdict.iloc[0]
+                ax.axhspan(v.within_low, v.within_high, color="0.85", lw=0, zorder=0,
+                           label="within tolerance of the reference")  # fmt: skip
+            if len(sel):
+                ref = sel.iloc[0]
+                ax.axhline(ref["reference"], color="0.45", lw=1.2,
+                           label="no privacy (reference)")  # fmt: skip
+                if measure.kind.truth_line:
+                    ax.axhline(ref["truth"], color="black", ls="--", lw=1, label="truth")
+                ax.axhline(ref["prior"], color="#8c564b", ls="-.", lw=1, label="prior alone")
+                ax.fill_between(sel["epsilon"], sel["lower"], sel["upper"],
+                                color=colours[arm.name], alpha=0.2, lw=0,
+                                label="95% band over the datasets")  # fmt: skip
+                ax.plot(sel["epsilon"], sel["median"], color=colours[arm.name], lw=1.6,
+                        label="median over the datasets")  # fmt: skip
+            notes = [_verdict_line(v)] if len(verdict) else []
+            if len(verdict) and v.outside_bounds_share > 0:
+                notes.append(f"{v.outside_bounds_share:.1%} of true counts outside bounds")
+            if r == 0:
+                notes.insert(0, arm_title(arm))
+            ax.set_title("\n".join(notes), fontsize=7.5)
+            ax.set_xscale("log")
+            plain_log_ticks(ax.xaxis)
+            if measure.kind.log_scale:
+                ax.set_yscale("log")
+                plain_log_ticks(ax.yaxis)
+            if c == 0:
+                ax.set_ylabel(f"{_wrapped(measure.title)}\n({measure.unit})", fontsize=8)
+            if r == nrows - 1:
+                ax.set_xlabel(f"{EPSILON} of the synthetic table", fontsize=8)
+            ax.tick_params(which="both", labelsize=7)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=8,
+               frameon=False)  # fmt: skip
     kind = "age-adjusted" if adjusted else "crude"
-    fig.suptitle(f"Study {study}: what the synthetic tables keep, against epsilon\n"
-                 f"(median and 95% band over the datasets; area and group rates {kind})",
-                 fontsize=11)  # fmt: skip
+    prior = guide["epsilon_prior"].max() if len(guide) else 0.0
+    paid = f"; arms with a prior also pay its {EPSILON} = {prior:g}" if prior else ""
+    fig.suptitle(f"Study {study}: what the synthetic tables keep, against {EPSILON}\n"
+                 f"(area and group rates {kind}{paid})", fontsize=10)  # fmt: skip
     return fig
 
 
-def figure_guide(guide: pd.DataFrame, epsilons, study: str, arms=()):
-    """For each measure and arm, the smallest epsilon from which the median (filled) and
-    the 95% band (open) stay within tolerance; arrows at the right: not in the grid.
-    ``arms`` (:class:`~dpsynth.arms.Arm` values, the study's) give the legends."""
-    measures = list(dict.fromkeys(guide["measure"]))
-    titles = {spec.name: arm_title(spec) for spec in arms}
-    arms = sorted(guide["arm"].unique())
-    colours = arm_colours(arms)
-    top = max(epsilons) * 2.2
-    fig, ax = plt.subplots(figsize=(8.5, 1.0 + 0.55 * len(measures) * len(arms) ** 0.5 + 1.2),
-                           layout="constrained")  # fmt: skip
-    offsets = np.linspace(-0.25, 0.25, len(arms)) if len(arms) > 1 else [0.0]
-    for k, measure in enumerate(measures):
-        for arm, dy in zip(arms, offsets, strict=True):
-            # the band's ring first, the median's dot on top: both at one epsilon read as
-            # a dot in a ring
-            for criterion, fill, size in (("95% band", False, 11), ("median", True, 5)):
-                row = guide[(guide["measure"] == measure) & (guide["arm"] == arm)
-                            & (guide["criterion"] == criterion)]  # fmt: skip
-                eps = float(row["epsilon"].iloc[0]) if len(row) else np.nan
-                x, marker = (eps, "o") if np.isfinite(eps) else (top, ">")
-                ax.plot(x, k + dy, marker=marker, ms=size, color=colours[arm],
-                        mfc=colours[arm] if fill else "none", ls="none")  # fmt: skip
-    for arm in arms:
-        ax.plot([], [], "o", color=colours[arm], label=titles.get(arm, arm))
-    ax.plot([], [], "o", ms=5, color="grey", label="median within tolerance (dot)")
-    ax.plot(
-        [],
-        [],
-        "o",
-        ms=11,
-        color="grey",
-        mfc="none",
-        label="95% band within the wider tolerance (ring)",
-    )
-    ax.plot([], [], ">", color="grey", label="not within the grid")
-    tol = guide.groupby("criterion")["tolerance"].first()
-    ax.set_yticks(range(len(measures)), [measure_title(m) for m in measures], fontsize=9)
-    ax.set_ylim(len(measures) - 0.5, -0.5)
+def figure_guide(guide: pd.DataFrame, measures, arms, epsilons, study: str):
+    """The guide's verdicts: one row per measure and arm, the verdict at the right; a dot at
+    the total epsilon (the prior's budget included) from which privacy moves the measure
+    less than the tolerance from the no-privacy reference: filled where that is the
+    verdict (met), open where another verdict stands (the prior alone keeps it, synthesis
+    alone loses it)."""
+    measures = [m for m in measures if m.name in set(guide["measure"])]
+    arms = [a for a in arms if a.name in set(guide["arm"])]
+    colours = arm_colours([a.name for a in arms])
+    rows = [(m, a) for m in measures for a in arms]
+    prior = float(guide["epsilon_prior"].max()) if len(guide) else 0.0
+    low, high = min(epsilons) / 1.6, (max(epsilons) + prior) * 1.6
+    fig, ax = plt.subplots(figsize=(9.5, 1.6 + 0.26 * len(rows)), layout="constrained")
+    for k, (measure, arm) in enumerate(rows):
+        found = guide[(guide["measure"] == measure.name) & (guide["arm"] == arm.name)]
+        if not len(found):
+            continue
+        v = found.iloc[0]
+        if np.isfinite(v.epsilon_privacy):  # filled: the verdict; open: privacy alone
+            met = v.verdict == "met"
+            ax.plot(v.epsilon_privacy, k, "o", ms=7, color=colours[arm.name],
+                    mfc=colours[arm.name] if met else "none")  # fmt: skip
+            ax.annotate(f"{v.epsilon_privacy:.3g}", (v.epsilon_privacy, k), xytext=(6, 0),
+                        textcoords="offset points", va="center", fontsize=7)  # fmt: skip
+        text = "met" if v.verdict == "met" else VERDICT_TEXT[v.verdict]
+        ax.text(1.01, k, text, transform=ax.get_yaxis_transform(), va="center", fontsize=7.5,
+                color=colours[arm.name])  # fmt: skip
+    for j, _ in enumerate(measures[1:], start=1):
+        ax.axhline(j * len(arms) - 0.5, color="0.6", lw=0.6)
+    ax.set_yticks(range(len(rows)),
+                  [f"{_wrapped(m.title, 40)}  " if a is arms[0] else "" for m, a in rows],
+                  fontsize=7.5)  # fmt: skip
+    ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xscale("log")
-    ax.set_xlim(min(epsilons) / 1.5, top * 1.5)
-    ax.axvline(max(epsilons), color="grey", lw=0.5, ls=":")
-    ax.set_xlabel("smallest epsilon of the grid from which the measure stays within tolerance")
+    plain_log_ticks(ax.xaxis)
+    ax.set_xlim(low, high)
+    ax.axvline(max(epsilons) + prior, color="grey", lw=0.6, ls=":")
     ax.grid(axis="x", which="major", lw=0.3)
-    fig.legend(loc="outside lower center", ncols=2, fontsize=8, frameon=False)
-    ax.set_title(f"Epsilon guide, study {study}: tolerance {tol.get('median', np.nan):g} "
-                 f"(median), {tol.get('95% band', np.nan):g} (band)", fontsize=11)  # fmt: skip
+    ax.set_xlabel(
+        f"total {EPSILON} paid (the prior's {prior:g} included for arms that use "
+        "it) from which privacy moves the measure less than the tolerance",
+        fontsize=8,
+    )
+    for arm in arms:
+        ax.plot([], [], "o", color=colours[arm.name], label=arm_title(arm))
+    ax.plot([], [], "o", color="grey", label=f"met from this {EPSILON} (the verdict)")
+    ax.plot([], [], "o", color="grey", mfc="none",
+            label=f"privacy adds no more than the tolerance from this {EPSILON}, but the "
+                  "verdict (right) says why the measure is not met")  # fmt: skip
+    fig.legend(loc="outside lower center", ncols=min(3, len(arms)), fontsize=8, frameon=False)
+    tol = guide["tolerance"].iloc[0] if len(guide) else np.nan
+    ax.set_title(f"Epsilon guide, study {study} (tolerance {tol:g}); verdicts and reasons in "
+                 "guide.csv", fontsize=10)  # fmt: skip
     return fig
 
 

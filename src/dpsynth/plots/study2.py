@@ -297,19 +297,6 @@ def prior_label(prior) -> str:
     return f"prior: public rates ({prior.column})"
 
 
-def disparity_title(spec) -> str:
-    """A :class:`dpsynth.study.definition.Disparity`'s label, or ``numerator / denominator;
-    where`` from its filters."""
-    if spec.label:
-        return spec.label
-
-    def text(filters):
-        return ", ".join(f"{k} = {'/'.join(v)}" for k, v in filters.items())
-
-    title = f"{text(spec.numerator)} / {text(spec.denominator)}"
-    return f"{title}; {text(spec.where)}" if spec.where else title
-
-
 def study_figures(definition, strata, summary, area_rates, counties, *, arms, primary: str,
                   figure5, figure6) -> dict:  # fmt: skip
     """Figures 2-6 and ``shapes`` of one Study 2 study (a
@@ -324,7 +311,7 @@ def study_figures(definition, strata, summary, area_rates, counties, *, arms, pr
     highlighted = arm_named(arms, primary)
 
     def ratios(names, heading):
-        titles = [f"({chr(97 + k)}) {disparity_title(disparities[n])}" for k, n in enumerate(names)]
+        titles = [f"({chr(97 + k)}) {disparities[n].title}" for k, n in enumerate(names)]
         metrics = [f"disparity:{n}" for n in names]
         return figure_disparities(summary, metrics, titles, arms, highlighted, d.title, label,
                                   heading)  # fmt: skip

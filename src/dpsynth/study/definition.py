@@ -42,7 +42,19 @@ class Disparity:
     numerator: Mapping[str, tuple[str, ...]]
     denominator: Mapping[str, tuple[str, ...]]
     where: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    label: str = ""  # how figures name it (default: the filters)
+    label: str = ""  # how figures name it (default: the filters, :attr:`title`)
+
+    @property
+    def title(self) -> str:
+        """Its label, or ``numerator / denominator; where`` from its filters."""
+        if self.label:
+            return self.label
+
+        def text(filters):
+            return ", ".join(f"{k} = {'/'.join(v)}" for k, v in filters.items())
+
+        title = f"{text(self.numerator)} / {text(self.denominator)}"
+        return f"{title}; {text(self.where)}" if self.where else title
 
 
 @dataclass(frozen=True)
@@ -87,7 +99,6 @@ class StudyDefinition:
     inflation: float
     disparities: tuple[Disparity, ...]
     tolerance: float
-    band_tolerance: float
     rounding: str
     on_calibration_failure: str
     wonder: bool
@@ -282,12 +293,6 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
     tolerance = _finite_positive(
         name, "guide.tolerance", _filled(name, entry, "guide", "tolerance")
     )
-    band = _finite_positive(
-        name, "guide.band_tolerance", _filled(name, entry, "guide", "band_tolerance")
-    )
-    if band < tolerance:
-        _fail(name, "guide.band_tolerance", f"got {band}; expected >= guide.tolerance = "
-              f"{tolerance} (the band's tolerance is the wider one)")  # fmt: skip
     rounding = _filled(name, entry, "rounding")
     if rounding not in ROUNDING:
         _fail(name, "rounding", f"got {rounding!r}; expected one of {list(ROUNDING)}")
@@ -339,7 +344,6 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
         inflation=inflation,
         disparities=tuple(disparities),
         tolerance=tolerance,
-        band_tolerance=band,
         rounding=rounding,
         on_calibration_failure=failure,
         wonder=_filled(name, entry, "format") == "wonder",

@@ -1,16 +1,25 @@
-"""What a study measures on each synthetic table, against the confidential one.
+"""What a study measures on each synthetic table, against the confidential one: one
+registry, :data:`MEASURES`, and the disparities of the study's config.
 
-* ``rmse``: root mean squared error of the strata rates, per 100,000.
-* ``rank_correlation``: Spearman's rho between the synthetic and the true area rates
-  (age-adjusted when the study has an age key): are the areas still ranked as they are?
-* ``disparity:<name>``: each configured disparity, the rate of its numerator strata over
-  that of its denominator strata (age-adjusted when the study has an age key).
+Each :class:`Measure` is declared once: its name (the summary's ``metric``), its title and
+unit (the figures'), its :class:`Kind` and its function. The kind decides everything else
+that differs between measures: how far a value is from a target in units of the guide's
+tolerance (:meth:`Kind.distance`), whether the figure draws a truth line and a log scale.
+A new measure is one entry of :data:`MEASURES`, one function and its tests.
+
+* ``rmse`` (error): root mean squared error of the strata rates, per 100,000.
+* ``rank_correlation`` (correlation): Spearman's rho between the synthetic and the true
+  area rates (age-adjusted when the study has an age key): are the areas still ranked as
+  they are? Only with an area key.
+* ``disparity:<name>`` (ratio): each configured disparity, the rate of its numerator
+  strata over that of its denominator strata (age-adjusted with an age key).
 
 :class:`Measures` scores many tables (rows) in one call.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,6 +31,116 @@ from dpsynth.study.rates import GroupRates
 from dpsynth.study.table import age_bands, filter_mask
 
 AREA = "area:"
+DISPARITY = "disparity:"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What kind of quantity a measure is, and so how it is judged and drawn.
+
+    * ``error`` (0 is perfect, the truth's own value): distance max(value - target, 0) /
+      scale, the scale being the table's overall true rate: the error a value adds to the
+      target's, as a share of the rate (less error than the target is no loss);
+    * ``correlation`` (1 is perfect): distance |value - target|;
+    * ``ratio`` (a disparity; compared multiplicatively): distance |value / target - 1|.
+    """
+
+    name: str
+    truth_line: bool  # the truth is worth a line (an error's truth is 0)
+    log_scale: bool  # the figure's y axis
+    rule: str  # the distance, in words, for the docs and the guide's reasons
+
+    def distance(self, value, target, scale: float = 1.0) -> np.ndarray:
+        """How far ``value`` is from ``target``, in the units of the guide's tolerance."""
+        value, target = np.asarray(value, dtype=float), np.asarray(target, dtype=float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            if self.name == "error":
+                return np.maximum(value - target, 0.0) / scale
+            if self.name == "correlation":
+                return np.abs(value - target)
+            return np.abs(value / target - 1)
+
+    def within(self, target: float, tolerance: float, scale: float = 1.0) -> tuple[float, float]:
+        """The values within ``tolerance`` of ``target`` (:meth:`distance` <= tolerance)."""
+        if self.name == "error":
+            return 0.0, target + tolerance * scale
+        if self.name == "correlation":
+            return target - tolerance, target + tolerance
+        return target * (1 - tolerance), target * (1 + tolerance)
+
+
+KINDS = {
+    "error": Kind("error", False, True, "the added error / the overall true rate"),
+    "correlation": Kind("correlation", True, False, "|value - target|"),
+    "ratio": Kind("ratio", True, True, "|value / target - 1|"),
+}
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One measure: ``function(measures, counts, truth, rates)`` gives its value per table
+    (row of ``counts``, shape (tables, strata)) against the true counts ``truth``; ``rates``
+    are the tables' group rates (:class:`GroupRates`, computed once for every measure)."""
+
+    name: str
+    title: str
+    unit: str
+    kind: Kind
+    function: Callable[[Measures, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+    needs_areas: bool = False
+
+
+def _rmse(m: Measures, counts, truth, rates) -> np.ndarray:
+    return rmse_per_100k(counts / m.population, truth / m.population)
+
+
+def _rank_correlation(m: Measures, counts, truth, rates) -> np.ndarray:
+    from scipy.stats import rankdata  # imported here: scipy.stats costs ~1 s per job
+
+    ranks = rankdata(rates[:, : len(m.areas)], axis=1)
+    true_ranks = rankdata(m.area_rates(truth)[0])
+    ranks = ranks - ranks.mean(axis=1, keepdims=True)
+    true_ranks = true_ranks - true_ranks.mean()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (ranks @ true_ranks) / (
+            np.sqrt((ranks**2).sum(axis=1)) * np.sqrt((true_ranks**2).sum())
+        )
+
+
+#: Every measure but the disparities, in the order of the figures' panels.
+MEASURES = (
+    Measure("rmse", "rMSE of the strata rates", "rMSE per 100,000", KINDS["error"], _rmse),
+    Measure(
+        "rank_correlation",
+        "Rank correlation of the area rates",
+        "Spearman's rho",
+        KINDS["correlation"],
+        _rank_correlation,
+        needs_areas=True,
+    ),  # fmt: skip
+)
+
+
+def _disparity(name: str):
+    def function(m: Measures, counts, truth, rates) -> np.ndarray:
+        index = {group: k for k, group in enumerate(m.rates.names)}
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return rates[:, index[f"{name}:numerator"]] / rates[:, index[f"{name}:denominator"]]
+
+    return function
+
+
+def study_measure_list(definition: StudyDefinition) -> tuple[Measure, ...]:
+    """The measures of a study, in panel order: :data:`MEASURES` (rank correlation only
+    with an area key), then its disparities in config order (titled by their labels)."""
+    static = [m for m in MEASURES if definition.area is not None or not m.needs_areas]
+    disparities = [
+        Measure(
+            DISPARITY + spec.name, spec.title, "rate ratio", KINDS["ratio"], _disparity(spec.name)
+        )  # fmt: skip
+        for spec in definition.disparities
+    ]
+    return (*static, *disparities)
 
 
 @dataclass(frozen=True)
@@ -29,7 +148,7 @@ class Measures:
     rates: GroupRates
     population: np.ndarray
     areas: tuple[str, ...]
-    disparities: tuple[tuple[str, str, str], ...]  # (name, numerator group, denominator)
+    measures: tuple[Measure, ...]
 
     def area_rates(self, counts) -> np.ndarray:
         """Rates per 100,000 of every area, shape (rows, areas)."""
@@ -37,26 +156,11 @@ class Measures:
         return rates[:, : len(self.areas)]
 
     def values(self, counts, truth) -> pd.DataFrame:
-        """One row per table of ``counts``: rmse, rank_correlation, disparity:<name>."""
+        """One row per table of ``counts``, one column per measure (its name)."""
         counts = np.atleast_2d(np.asarray(counts, dtype=float))
-        out = {"rmse": rmse_per_100k(counts / self.population, truth / self.population)}
+        truth = np.asarray(truth, dtype=float)
         rates = np.atleast_2d(self.rates.rates(counts))
-        if self.areas:
-            from scipy.stats import rankdata  # imported here: scipy.stats costs ~1 s per job
-
-            ranks = rankdata(rates[:, : len(self.areas)], axis=1)
-            true_ranks = rankdata(self.area_rates(truth)[0])
-            ranks = ranks - ranks.mean(axis=1, keepdims=True)
-            true_ranks = true_ranks - true_ranks.mean()
-            with np.errstate(invalid="ignore", divide="ignore"):
-                out["rank_correlation"] = (ranks @ true_ranks) / (
-                    np.sqrt((ranks**2).sum(axis=1)) * np.sqrt((true_ranks**2).sum())
-                )
-        index = {name: k for k, name in enumerate(self.rates.names)}
-        with np.errstate(invalid="ignore", divide="ignore"):
-            for name, num, den in self.disparities:
-                out[f"disparity:{name}"] = rates[:, index[num]] / rates[:, index[den]]
-        return pd.DataFrame(out)
+        return pd.DataFrame({m.name: m.function(self, counts, truth, rates) for m in self.measures})
 
 
 def study_measures(definition: StudyDefinition, strata: pd.DataFrame) -> Measures:
@@ -69,7 +173,6 @@ def study_measures(definition: StudyDefinition, strata: pd.DataFrame) -> Measure
         areas = tuple(sorted(set(area)))
         for name in areas:
             groups[AREA + name] = area == name
-    disparities = []
     for k, spec in enumerate(definition.disparities):
         key = f"studies.{definition.name}.disparities[{k}]"
         where = filter_mask(strata, spec.where, f"{key}.where")
@@ -77,7 +180,6 @@ def study_measures(definition: StudyDefinition, strata: pd.DataFrame) -> Measure
             groups[f"{spec.name}:{side}"] = (
                 filter_mask(strata, getattr(spec, side), f"{key}.{side}") & where
             )
-        disparities.append((spec.name, f"{spec.name}:numerator", f"{spec.name}:denominator"))
     groups["all"] = np.ones(len(strata), dtype=bool)
     population = strata[definition.population].to_numpy(dtype=float)
     options = {}
@@ -91,4 +193,4 @@ def study_measures(definition: StudyDefinition, strata: pd.DataFrame) -> Measure
         options["weights"] = standard_weights(standard, age_bands(definition, strata))
         options["band"] = strata[definition.age].astype(str)
     rates = GroupRates(population, groups, **options)
-    return Measures(rates, population, areas, tuple(disparities))
+    return Measures(rates, population, areas, study_measure_list(definition))

@@ -157,3 +157,24 @@ def simulate_chunk(
     if len(metrics):
         metrics = metrics[columns + [c for c in metrics.columns if c not in columns]]
     return metrics, pd.concat(sums, ignore_index=True)
+
+
+def reference_metrics(
+    definition: StudyDefinition, strata: pd.DataFrame, rng: np.random.Generator
+) -> pd.DataFrame:
+    """The measures of ``definition.datasets`` tables drawn from the no-privacy reference
+    (:func:`dpsynth.sampling.reference.no_privacy_draws`: every arm's limit as epsilon
+    grows, truncation dropped), one row per table (``dataset`` and the measures), drawn
+    ``definition.batch`` at a time."""
+    from dpsynth.sampling.reference import no_privacy_draws
+    from dpsynth.study.measures import study_measures
+
+    measures = study_measures(definition, strata)
+    y = strata[definition.count].to_numpy()
+    n, frames = definition.datasets, []
+    for start in range(0, n, definition.batch):
+        z = no_privacy_draws(y, min(definition.batch, n - start), rng)
+        frames.append(measures.values(z, y))
+    out = pd.concat(frames, ignore_index=True)
+    out.insert(0, "dataset", np.arange(n))
+    return out

@@ -1,8 +1,11 @@
 """A study's summary from its cached chunks: median and 95% band of every measure per arm
-and epsilon beside the truth and the prior (the measure of the expected counts n x
-lambda0, where the synthetic tables drift as epsilon shrinks), what the calibrations say
-(the gamma shapes a across strata, true counts outside the truncation bounds, skipped
-calibrations), and the area rates behind the maps.
+and epsilon, with a 95% confidence interval of the median (its Monte Carlo error over the
+datasets), beside three references: the truth, the prior (the measure of the expected
+counts n x lambda0, where the synthetic tables drift as epsilon shrinks) and the
+no-privacy reference (median and band of the measure on tables drawn with the privacy
+term removed, :mod:`dpsynth.sampling.reference`: what synthesis alone keeps); what the
+calibrations say (the gamma shapes a across strata, true counts outside the truncation
+bounds, skipped calibrations); and the area rates behind the maps.
 """
 
 from __future__ import annotations
@@ -10,12 +13,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dpsynth.metrics import BAND_COLUMNS, pooled_mean, summarise_frame
+from dpsynth.metrics import BAND_COLUMNS, median_interval, pooled_mean, summarise_frame
 from dpsynth.study.definition import StudyDefinition
 from dpsynth.study.measures import Measures
 
 SUMMARY_COLUMNS = ["study", "arm", "mechanism", "method", "epsilon", "metric", *BAND_COLUMNS,
-                   "truth", "prior"]  # fmt: skip
+                   "median_lower", "median_upper", "truth", "prior", "reference",
+                   "reference_lower", "reference_upper"]  # fmt: skip
+#: The no-privacy reference's summary columns, from its median and band.
+REFERENCE_COLUMNS = {"median": "reference", "lower": "reference_lower",
+                     "upper": "reference_upper"}  # fmt: skip
 AREA_COLUMNS = ["study", "arm", "epsilon", "area", "rate"]
 
 
@@ -52,10 +59,12 @@ def summarise_study(
     metrics: pd.DataFrame,
     calibrations: pd.DataFrame,
     status: pd.DataFrame,
+    reference: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Summary rows (:data:`SUMMARY_COLUMNS`).
 
     ``metrics``: one row per dataset (``arm, epsilon, dataset`` and the measures);
+    ``reference``: one row per table of the no-privacy reference (the measures);
     ``calibrations``: :meth:`~dpsynth.calibration.Calibration.to_frame` rows with ``arm``;
     ``status``: one row per (arm, epsilon) with ``ok`` and ``error``.
     """
@@ -66,9 +75,15 @@ def summarise_study(
     if len(metrics):
         columns = [c for c in metrics.columns if c not in ("arm", "epsilon", "dataset")]
         long = metrics.melt(id_vars=["arm", "epsilon"], value_vars=columns, var_name="metric")
-        draws = summarise_frame(long, ["arm", "epsilon", "metric"])
+        by = ["arm", "epsilon", "metric"]
+        draws = summarise_frame(long, by)
+        intervals = long.groupby(by, sort=True, dropna=False)["value"].agg(median_interval)
+        draws[["median_lower", "median_upper"]] = intervals.tolist()
         draws["truth"] = draws["metric"].map(truth)
         draws["prior"] = draws["metric"].map(prior)
+        if reference is not None and len(reference):
+            ref = summarise_frame(reference.melt(var_name="metric"), ["metric"])
+            draws = draws.merge(ref.rename(columns=REFERENCE_COLUMNS), on="metric", how="left")
         parts.append(draws)
     if len(calibrations):
         parts.extend(_calibration_rows(calibrations, y))
@@ -82,6 +97,7 @@ def summarise_study(
     summary["mechanism"] = summary["arm"].map(lambda a: arms[a].mechanism)
     summary["method"] = summary["arm"].map(lambda a: arms[a].method)
     summary["study"] = definition.name
+    summary = summary.reindex(columns=SUMMARY_COLUMNS)
     return summary[SUMMARY_COLUMNS].sort_values(["arm", "metric", "epsilon"]).reset_index(drop=True)
 
 
