@@ -12,7 +12,7 @@ from scipy.stats import spearmanr
 from workflow_helpers import filled_definition
 
 from dpsynth.study.definition import StudyConfigError
-from dpsynth.study.guide import epsilon_guide, smallest_epsilon
+from dpsynth.study.guide import smallest_epsilon
 from dpsynth.study.measures import study_measures
 from dpsynth.study.table import StudyDataError, load_study_table, parse_age_band
 
@@ -82,11 +82,6 @@ def entry(path, **changes):
             "finite number > 0",
         ),  # fmt: skip
         ({"area": "county"}, "studies.s.area", "not one of the keys"),
-        (
-            {"guide": {"tolerance": 0.3, "band_tolerance": 0.1}},
-            "studies.s.guide.band_tolerance",
-            "expected >= guide.tolerance",
-        ),  # fmt: skip
         (
             {"prior": {"source": "sanitised", "by": ["county"], "epsilon": 0.1}},
             "studies.s.prior.by",
@@ -221,28 +216,6 @@ def test_smallest_epsilon_needs_every_larger_epsilon_to_hold():
     assert smallest_epsilon(eps, np.array([True, False, True, True])) == 10.0
     assert smallest_epsilon(eps, np.array([True, True, True, True])) == 0.1
     assert math.isnan(smallest_epsilon(eps, np.array([True, True, True, False])))
-
-
-def test_the_guide_reads_each_measure_by_its_own_criterion():
-    rows = []
-    for eps, med, lo, hi in [(0.1, 1.5, 1.0, 2.0), (1.0, 1.05, 0.9, 1.3), (10, 1.01, 0.95, 1.1)]:
-        rows.append(("a", eps, "disparity:d", med, lo, hi, 1.0))
-    for eps, med, lo in [(0.1, 0.5, 0.2), (1.0, 0.95, 0.7), (10, 0.99, 0.9)]:
-        rows.append(("a", eps, "rank_correlation", med, lo, 1.0, 1.0))
-    for eps, med, hi in [(0.1, 9.0, 12.0), (1.0, 0.9, 3.0), (10, 0.5, 2.0)]:
-        rows.append(("a", eps, "rmse", med, 0.0, hi, 0.0))
-    rows.append(("a", 0.1, "outside_bounds_share", 0.2, 0.2, 0.2, 0.0))
-    summary = pd.DataFrame(rows, columns=["arm", "epsilon", "metric", "median", "lower",
-                                          "upper", "truth"])  # fmt: skip
-    guide = epsilon_guide(summary, overall_rate=10.0, tolerance=0.1, band_tolerance=0.25)
-    found = guide.set_index(["measure", "criterion"])["epsilon"]
-    assert found[("disparity:d", "median")] == 1.0
-    assert found[("disparity:d", "95% band")] == 10.0  # 0.9-1.3 leaves 1 +- 0.25 at eps 1
-    assert found[("rank_correlation", "median")] == 1.0
-    assert found[("rank_correlation", "95% band")] == 10.0  # 1 - 0.7 > 0.25 at eps 1
-    assert found[("rmse", "median")] == 1.0  # 0.9 / 10 <= 0.1
-    assert found[("rmse", "95% band")] == 10.0  # 3 / 10 > 0.25 at eps 1
-    assert "outside_bounds_share" not in set(guide["measure"])
 
 
 def test_a_wonder_export_is_a_study_table():

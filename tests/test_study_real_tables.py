@@ -35,6 +35,7 @@ import yaml
 from matplotlib import image as mpimg
 from workflow_helpers import REPO, copy_project, filled_definition, snakemake
 
+from dpsynth.study.guide import VERDICTS
 from dpsynth.study.table import StudyDataError, load_study_table
 
 RAW = (REPO / "data" / "raw").resolve()  # the data builder's download cache, git-ignored
@@ -94,13 +95,17 @@ def check_run(work: Path, name: str, study: dict, expected: dict) -> dict:
     measures = {m for m in expected if m != "areas"}
     epsilons = sorted({*study["epsilons"], *study.get("map_epsilons", [])})
 
-    # the guide: one row per arm x measure x criterion, epsilons from the grid
+    # the guide: one row per arm x measure, a verdict and a reason each; a met epsilon is
+    # one of the grid plus the prior's budget
     guide = pd.read_csv(results / "guide.csv")
-    assert len(guide) == len(arms) * len(measures) * 2
-    assert set(zip(guide["arm"], guide["measure"], guide["criterion"], strict=True)) == {
-        (a, m, c) for a in arms for m in measures for c in ("median", "95% band")
+    assert len(guide) == len(arms) * len(measures)
+    assert set(zip(guide["arm"], guide["measure"], strict=True)) == {
+        (a, m) for a in arms for m in measures
     }
-    assert guide["epsilon"].dropna().isin(epsilons).all()
+    assert set(guide["verdict"]) <= set(VERDICTS) and guide["reason"].str.len().gt(20).all()
+    met = guide[guide["verdict"] == "met"]
+    assert (met["epsilon"] - met["epsilon_prior"]).isin(epsilons).all()
+    assert guide.loc[guide["verdict"] != "met", "epsilon"].isna().all()
 
     # the summary: the truth of every measure as computed here from the raw file
     summary = pd.read_parquet(results / "summary.parquet")
@@ -120,24 +125,23 @@ def check_run(work: Path, name: str, study: dict, expected: dict) -> dict:
     share = summary[summary["metric"] == "outside_bounds_share"]
     assert share["median"].between(0, 1).all()
 
-    # the guide's disparity rows follow from the summary and the directly computed truth
-    tol = {"median": 0.1, "95% band": 0.25}
+    # the guide's disparity rows follow from the summary: met exactly where, from its
+    # epsilon on, the median's confidence interval lies within 10% of the reference
     for row in guide.itertuples(index=False):
-        arm, measure, criterion = row.arm, row.measure, row.criterion
-        if not measure.startswith("disparity:"):
+        arm, measure = row.arm, row.measure
+        if not measure.startswith("disparity:") or row.verdict not in ("met", "beyond_grid"):
             continue
         rows = disparities[(disparities["arm"] == arm) & (disparities["metric"] == measure)]
         rows = rows.sort_values("epsilon")
-        truth = expected[measure]
-        if criterion == "median":
-            met = (rows["median"] / truth - 1).abs() <= tol[criterion]
+        ref = rows["reference"].to_numpy()
+        within = ((rows["median_lower"] / ref - 1).abs() <= 0.1) & (
+            (rows["median_upper"] / ref - 1).abs() <= 0.1
+        )
+        held = [e for k, e in enumerate(rows["epsilon"]) if within.to_numpy()[k:].all()]
+        if row.verdict == "met":
+            assert row.epsilon == pytest.approx(min(held) + row.epsilon_prior)
         else:
-            band = tol[criterion]
-            met = (rows["lower"] >= truth * (1 - band)) & (rows["upper"] <= truth * (1 + band))
-        met = met.to_numpy()
-        # the smallest epsilon from which the criterion holds at every larger one
-        held = [e for k, e in enumerate(rows["epsilon"]) if met[k:].all()]
-        assert row.epsilon == pytest.approx(min(held)) if held else np.isnan(row.epsilon)
+            assert not held
 
     # the true area rates behind the maps
     area_rates = pd.read_parquet(results / "area_rates.parquet")

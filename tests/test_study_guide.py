@@ -1,0 +1,193 @@
+"""The epsilon guide's verdicts (issue #25): each verdict on summary rows built by hand
+(the rule, its order, its Monte Carlo robustness), and each on a small table of its own,
+run through the study stage's library as the workflow runs it (strata, prior,
+calibrations, draws, the no-privacy reference, summary, guide)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from workflow_helpers import filled_definition
+
+from dpsynth.seeding import job_rng
+from dpsynth.study.guide import VERDICTS, judge, study_guide
+from dpsynth.study.measures import KINDS, MEASURES, Measure, study_measures
+from dpsynth.study.prior import prior_rates
+from dpsynth.study.simulate import calibrate_chunk, reference_metrics, simulate_chunk
+from dpsynth.study.summary import summarise_study
+from dpsynth.study.table import load_study_table
+
+RATIO = Measure("disparity:d", "d", "rate ratio", KINDS["ratio"], function=None)
+RMSE = MEASURES[0]
+
+
+def rows(truth, prior, reference, medians, *, halfwidth=0.01, epsilons=(0.1, 1.0, 10.0)):
+    """Summary rows of one arm: each median with a confidence interval of +- halfwidth."""
+    medians = np.asarray(medians, dtype=float)
+    return pd.DataFrame({"epsilon": epsilons, "median": medians,
+                         "median_lower": medians - halfwidth,
+                         "median_upper": medians + halfwidth, "truth": truth, "prior": prior,
+                         "reference": reference})  # fmt: skip
+
+
+def verdict(measure, frame, **options):
+    options = {"scale": 10.0, "tolerance": 0.1, "epsilon_prior": 0.0} | options
+    return judge(measure, frame, **options)
+
+
+# ---- the rule, on rows built by hand --------------------------------------------------------
+def test_met_from_the_epsilon_where_privacy_stops_moving_it_and_the_prior_is_paid():
+    found = verdict(RATIO, rows(2.0, 1.0, 2.02, [3.5, 2.1, 2.0]), epsilon_prior=0.25)
+    assert found["verdict"] == "met"
+    assert found["epsilon"] == pytest.approx(1.25)  # 1.0 of the sets and the prior's 0.25
+    assert "the prior's 0.25 included" in found["reason"]
+    assert (found["within_low"], found["within_high"]) == pytest.approx((1.818, 2.222))
+
+
+def test_synthesis_alone_loses_what_no_epsilon_can_bring_back():
+    """The reference itself is 30% off the truth: even the arm that matches it at every
+    epsilon does not keep the measure, and the reason says privacy adds nothing more."""
+    found = verdict(RATIO, rows(2.0, 1.0, 1.4, [1.4, 1.4, 1.4]))
+    assert found["verdict"] == "synthesis_loses" and math.isnan(found["epsilon"])
+    assert "no epsilon helps" in found["reason"]
+    assert "privacy adds no more than 0.1 from epsilon 0.1" in found["reason"]
+
+
+def test_the_prior_alone_keeps_an_uninformative_measure():
+    found = verdict(RATIO, rows(0.979, 0.984, 0.98, [0.98, 0.98, 0.98]))
+    assert found["verdict"] == "prior_keeps"
+    assert "keeping it says nothing" in found["reason"]
+
+
+def test_bias_from_truncation_comes_first():
+    """True counts outside the bounds and the arm away from the reference at the largest
+    epsilon: that is said even where the prior alone keeps the measure."""
+    frame = rows(1.10, 1.12, 1.10, [1.6, 1.45, 1.37])
+    found = verdict(RATIO, frame, outside=0.094)
+    assert found["verdict"] == "truncation_bias" and "9.4%" in found["reason"]
+    assert verdict(RATIO, frame)["verdict"] == "prior_keeps"  # without counts outside
+
+
+def test_needs_more_than_the_grid():
+    found = verdict(RATIO, rows(2.0, 1.0, 2.0, [3.0, 2.8, 2.5]))
+    assert found["verdict"] == "beyond_grid" and "a larger epsilon is needed" in found["reason"]
+
+
+def test_one_wobble_of_the_median_cannot_make_a_verdict():
+    """A median within tolerance whose confidence interval is not (too few datasets) is
+    not met: the reason says more datasets would decide."""
+    frame = rows(2.0, 1.0, 2.0, [2.1, 2.1, 2.1], halfwidth=0.3)
+    found = verdict(RATIO, frame)
+    assert found["verdict"] == "beyond_grid"
+    assert "straddles the tolerance" in found["reason"] and "more datasets" in found["reason"]
+    assert verdict(RATIO, rows(2.0, 1.0, 2.0, [2.1, 2.1, 2.1]))["verdict"] == "met"
+
+
+def test_an_error_is_judged_by_what_privacy_adds_to_synthesis():
+    """rMSE: synthesis alone errs by 4 on a rate of 10 (> 10%: synthesis loses it), while a
+    privacy that adds 0.5 (5% of the rate) is within tolerance; less error than the
+    reference is no loss."""
+    found = verdict(RMSE, rows(0.0, 20.0, 4.0, [30.0, 4.5, 3.0]))
+    assert found["verdict"] == "synthesis_loses"
+    assert found["epsilon_privacy"] == 1.0
+    found = verdict(RMSE, rows(0.0, 20.0, 0.5, [30.0, 1.0, 0.2]))
+    assert found["verdict"] == "met" and found["epsilon"] == 1.0
+
+
+def test_every_verdict_has_its_words():
+    assert set(VERDICTS) == {"met", "beyond_grid", "synthesis_loses", "prior_keeps",
+                             "truncation_bias"}  # fmt: skip
+
+
+# ---- each verdict on a small table of its own ----------------------------------------------
+def run_guide(tmp_path, frame: pd.DataFrame, **spec) -> pd.DataFrame:
+    """The study stage in process, as the workflow runs it; the guide table."""
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    base = {"table": "t.csv", "keys": ["area", "group"], "count": "y", "population": "n",
+            "area": "area", "arms": {"pg": ["certified"]}, "datasets": 60,
+            "datasets_per_job": 60, "epsilons_per_job": 20, "stream": ["guide-test"],
+            "disparities": [{"name": "d", "numerator": {"group": "b"},
+                             "denominator": {"group": "a"}}]}  # fmt: skip
+    d = filled_definition("s", base | spec, base=tmp_path)
+    strata = load_study_table(d)
+    rates, spent = prior_rates(d, strata, job_rng(1, "prior"))
+    strata["prior_rate"] = rates
+    metrics, calibrations, status = [], [], []
+    for arm in d.arms:
+        for echunk in d.calibration_chunks:
+            cal, st = calibrate_chunk(d, arm, strata, echunk)
+            calibrations.append(cal)
+            status.append(st)
+        cals = pd.concat(calibrations, ignore_index=True)
+        cals = cals[cals["arm"] == arm.name]
+        for chunk in d.chunks:
+            found, _ = simulate_chunk(d, arm, strata, cals, chunk, job_rng(2, arm.name, chunk))
+            metrics.append(found)
+    summary = summarise_study(
+        d, strata, study_measures(d, strata), metrics=pd.concat(metrics),
+        calibrations=pd.concat(calibrations), status=pd.concat(status),
+        reference=reference_metrics(d, strata, job_rng(3, "ref")).drop(columns="dataset"),
+    )  # fmt: skip
+    return study_guide(d, strata, summary, spent).set_index(["arm", "measure"])
+
+
+def two_groups(areas: int, population: int, rates=(0.01, 0.02), seed=0) -> pd.DataFrame:
+    """``areas`` areas x groups a and b, group b at twice a's rate (expected counts)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for k in range(areas):
+        for group, rate in zip("ab", rates, strict=True):
+            n = int(population * rng.uniform(0.8, 1.2))
+            out.append((f"{k:03d}", group, int(round(n * rate)), n))
+    return pd.DataFrame(out, columns=["area", "group", "y", "n"])
+
+
+def test_a_table_with_large_counts_meets_its_disparity(tmp_path):
+    """Thousands of events per group, an overall prior (disparity 1, against a true 2):
+    privacy moves the disparity less than 10% from a moderate epsilon on; the overall rate
+    is public, so the epsilon is the sets' alone."""
+    guide = run_guide(tmp_path, two_groups(20, 20_000),
+                      epsilons={"start": 0.01, "stop": 1000, "num": 11})  # fmt: skip
+    row = guide.loc[("pg_certified", "disparity:d")]
+    assert row["verdict"] == "met" and 0.01 < row["epsilon"] < 1000
+    assert row["epsilon_prior"] == 0 and row["reference"] == pytest.approx(2.0, rel=0.05)
+
+
+def test_a_grid_that_stops_too_soon_needs_more(tmp_path):
+    guide = run_guide(tmp_path, two_groups(20, 20_000), epsilons=[1e-4, 3e-4])
+    assert guide.loc[("pg_certified", "disparity:d"), "verdict"] == "beyond_grid"
+
+
+def test_small_counts_lose_the_ranking_to_synthesis_alone(tmp_path):
+    """One or two events per area: tables drawn with no privacy at all rank the areas far
+    from the truth."""
+    frame = two_groups(30, 150, rates=(0.005, 0.01), seed=4)
+    guide = run_guide(tmp_path, frame, epsilons=[1.0, 100.0])
+    row = guide.loc[("pg_certified", "rank_correlation")]
+    assert row["verdict"] == "synthesis_loses" and row["reference"] < 0.9
+
+
+def test_a_prior_that_holds_the_disparity_keeps_it_alone(tmp_path):
+    """A public prior whose rates are the groups' true rates: its disparity is the truth's,
+    so keeping it says nothing about the table."""
+    frame = two_groups(10, 20_000)
+    groups = frame.groupby("group")[["y", "n"]].sum()
+    frame["prior"] = frame["group"].map(groups["y"] / groups["n"])
+    guide = run_guide(tmp_path, frame, epsilons=[0.1, 10.0],
+                      prior={"source": "column", "column": "prior"})  # fmt: skip
+    assert guide.loc[("pg_certified", "disparity:d"), "verdict"] == "prior_keeps"
+
+
+def test_counts_outside_the_truncation_bounds_bias_the_measure(tmp_path):
+    """Group b's areas at 40 times the overall rate the prior predicts: its true counts lie
+    above the truncated arm's bounds, which hold the disparity down at every epsilon, while
+    the untruncated arm meets it."""
+    frame = two_groups(20, 5_000, rates=(0.002, 0.08))
+    guide = run_guide(tmp_path, frame, epsilons={"start": 0.1, "stop": 30, "num": 5},
+                      arms={"pg": ["certified"], "truncated": ["certified"]})  # fmt: skip
+    row = guide.loc[("truncated_certified", "disparity:d")]
+    assert row["verdict"] == "truncation_bias" and row["outside_bounds_share"] > 0
+    assert guide.loc[("pg_certified", "disparity:d"), "verdict"] == "met"
