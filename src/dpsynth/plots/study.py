@@ -69,8 +69,12 @@ def plain_log_ticks(axis) -> None:
     where the axis spans little more than a decade, so labels never run into each other."""
     from matplotlib.ticker import LogFormatter
 
-    axis.set_major_formatter(LogFormatter(labelOnlyBase=False))
-    axis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(1.2, 0.4)))
+    class Plain(LogFormatter):  # matplotlib's choice of ticks to label, written as %g
+        def _num_to_string(self, x, vmin, vmax):
+            return f"{x:g}"
+
+    axis.set_major_formatter(Plain(labelOnlyBase=False))
+    axis.set_minor_formatter(Plain(labelOnlyBase=False, minor_thresholds=(1.2, 0.4)))
 
 
 def figure_measures(summary: pd.DataFrame, guide: pd.DataFrame, measures, arms, study: str,
