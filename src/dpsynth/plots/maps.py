@@ -55,7 +55,8 @@ def _geographic_projection(frame):
     """``frame`` (longitude/latitude) in an equal-area projection centred on its extent."""
     import shapely
 
-    west, south, east, north = shapely.bounds(shapely.get_parts(frame.geometry.to_numpy())).T
+    bounds = shapely.bounds(shapely.get_parts(frame.geometry.to_numpy()))
+    west, south, east, north = bounds[np.isfinite(bounds).all(axis=1)].T  # no empty parts
     centre_lon, width = _longitude_span(west, east)
     if width > HEMISPHERE:  # a world map: no azimuthal projection holds it
         crs = "+proj=eqearth +lon_0=0 +datum=WGS84 +units=m +no_defs"
@@ -88,7 +89,7 @@ def map_projection(frame):
     * no CRS, other coordinates (planar, e.g. metres of an unnamed grid): as they are.
     """
     crs = frame.crs
-    if frame.empty:
+    if frame.empty or not np.isfinite(frame.total_bounds).all():
         return frame, "no shapes"
     if crs is None:
         x0, y0, x1, y1 = frame.total_bounds
@@ -103,7 +104,7 @@ def map_projection(frame):
         return projected, f"{described} (no CRS: taken as longitude/latitude, EPSG:4326)"
     if crs.is_geographic:
         projected, described = _geographic_projection(frame)
-        return projected, f"{described} (from {_crs_name(crs)})"
+        return projected, f"{described}, from {_crs_name(crs)}"
     return frame, f"drawn in {_crs_name(crs)}, its own CRS"
 
 
