@@ -1,5 +1,6 @@
 """A study's geometry is checked with its table, before any job: the key and outline
-columns exist, one shape per area, and the areas of the strata are found in it."""
+columns exist, one shape per area, and every area of the strata has a shape (or, with
+``geometry.missing: allow``, some areas may have none)."""
 
 from __future__ import annotations
 
@@ -79,3 +80,54 @@ def test_a_geometry_that_cannot_map_the_areas_stops_the_study(
     with pytest.raises(StudyDataError) as error:
         load_study_table(definition(tmp_path, geometry))
     assert expected in str(error.value).replace(str(tmp_path) + "/", "")
+
+
+def test_codes_shifted_by_one_stop_the_study_naming_the_areas_without_a_shape(strata_csv, tmp_path):
+    """Shapes coded 00002..00007 for tracts 00001..00006: five areas match, but each on
+    its neighbour's polygon. The one area without a shape stops the study before any job,
+    naming it, the key's values and the shape of no area."""
+    shapes([f"{k:05d}" for k in range(2, 8)]).to_file(tmp_path / "areas.gpkg")
+    with pytest.raises(StudyDataError) as error:
+        load_study_table(definition(tmp_path, {"path": "areas.gpkg", "key": "code"}))
+    message = str(error.value).replace(str(tmp_path) + "/", "")
+    first, *rest = message.splitlines()
+    assert first == ("config key studies.s.geometry.key: 1 of 6 areas of 'tract' have no "
+                     "shape in areas.gpkg: '00001'")  # fmt: skip
+    assert "'code' holds '00002', '00003', '00004', '00005', '00006', '00007'" in message
+    assert "1 shape(s) match no area: '00007'" in message
+    assert "studies.s.geometry.missing: allow" in rest[-1]
+    assert len(rest) == 3
+
+
+def test_many_areas_without_a_shape_are_shown_eight_and_counted(tmp_path):
+    tracts = [f"{k:05d}" for k in range(1, 13)]
+    frame = pd.DataFrame({"tract": tracts, "period": "early", "pop": 1000, "deaths": 3})
+    frame.to_csv(tmp_path / "strata.csv", index=False)
+    shapes(tracts[:3]).to_file(tmp_path / "areas.gpkg")
+    with pytest.raises(StudyDataError) as error:
+        load_study_table(definition(tmp_path, {"path": "areas.gpkg", "key": "code"}))
+    shown = ", ".join(repr(t) for t in tracts[3:11])
+    assert "9 of 12 areas of 'tract' have no shape in" in str(error.value)
+    assert f": {shown} and 1 more\n" in str(error.value)
+
+
+def test_missing_allow_lets_areas_without_a_shape_through(strata_csv, tmp_path):
+    shapes([f"{k:05d}" for k in range(2, 8)]).to_file(tmp_path / "areas.gpkg")
+    spec = {"path": "areas.gpkg", "key": "code", "missing": "allow"}
+    d = definition(tmp_path, spec)
+    assert d.geometry_missing == "allow"
+    assert sorted(load_study_table(d)["tract"].unique()) == TRACTS
+    # allowed or not, a geometry that matches no area at all maps nothing: refused
+    shapes([str(int(t)) for t in TRACTS]).to_file(tmp_path / "areas.gpkg")
+    with pytest.raises(StudyDataError, match="none of the areas of 'tract'"):
+        load_study_table(definition(tmp_path, spec))
+
+
+def test_missing_defaults_to_refuse_and_takes_refuse_or_allow(tmp_path):
+    from dpsynth.study.definition import StudyConfigError
+
+    assert definition(tmp_path, {"path": "a.gpkg"}).geometry_missing == "refuse"
+    with pytest.raises(StudyConfigError) as error:
+        definition(tmp_path, {"path": "a.gpkg", "missing": "skip"})
+    assert str(error.value) == ("config key studies.s.geometry.missing: got 'skip'; expected "
+                                "['refuse', 'allow']")  # fmt: skip

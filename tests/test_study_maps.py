@@ -70,12 +70,44 @@ def test_every_axes_is_a_map_and_the_truth_appears_once(arms, epsilons):
     plt.close(fig)
 
 
-def test_areas_without_a_shape_are_counted_in_a_note():
+def test_areas_without_a_shape_are_listed_in_the_footnote():
     rng = np.random.default_rng(6)
     rates = area_rates(["pg_certified"], [1.0], rng)
     fig = figure_maps(geometry(AREAS[:6]), "code", rates, [Arm("pg", "certified")], [1.0], "s")
     note = fig._supxlabel.get_text()
-    assert "2 of 8 areas have no shape" in note and "00007" in note
+    assert "2 of 8 areas have no shape and are not drawn: 00007, 00008" in note
+    plt.close(fig)
+    many = [f"{k:05d}" for k in range(1, 21)]
+    rates = area_rates(["pg_certified"], [1.0], rng, areas=many)
+    fig = figure_maps(geometry(many[:8]), "code", rates, [Arm("pg", "certified")], [1.0], "s")
+    note = fig._supxlabel.get_text()
+    shown = ", ".join(many[8:16])
+    assert f"12 of 20 areas have no shape and are not drawn: {shown} and 4 more" in note
+    plt.close(fig)
+
+
+def test_shapes_of_no_area_are_not_drawn():
+    """Codes shifted by one (with ``geometry.missing: allow``): the shape coded 00009 is of
+    no area and is not drawn, not even grey; each drawn shape has its own area's rate."""
+    rng = np.random.default_rng(8)
+    rates = area_rates(["pg_certified"], [1.0], rng)
+    shifted = geometry([f"{k:05d}" for k in range(2, 10)])
+    fig = figure_maps(shifted, "code", rates, [Arm("pg", "certified")], [1.0], "s",
+                      outline="state")  # fmt: skip
+    for ax in maps(fig):
+        polygons = ax.collections[0]
+        assert len(polygons.get_paths()) == 7  # 00002..00008; not 00009
+        assert np.isfinite(polygons.get_array()).all()  # no grey shape
+    truth = next(ax for ax in maps(fig) if ax.get_title() == "true rates")
+    lefts = [path.vertices[:, 0].min() for path in truth.collections[0].get_paths()]
+    true = rates.query("arm == 'truth'").set_index("area")["rate"]
+    drawn = truth.collections[0].get_array()
+    # the shapes coded 00002..00008 from west to east carry those areas' rates
+    order = np.argsort(lefts)
+    assert drawn[order].tolist() == pytest.approx(true.loc[AREAS[1:]].to_list())
+    note = fig._supxlabel.get_text()
+    assert "1 of 8 areas have no shape and are not drawn: 00001" in note
+    assert "1 shape(s) whose key is no area of the strata: not drawn" in note
     plt.close(fig)
 
 

@@ -70,9 +70,13 @@ def study_entry(spec: dict) -> dict:
     hand the library entries the schema would refuse)."""
     minimal = {"table": "t.csv", "keys": ["k"], "count": "c", "population": "p",
                "arms": {"md": ["paper"]}}  # fmt: skip
-    config = {"studies": {"s": dict(minimal)}}
+    # an optional object the spec gives (geometry) gets its own keys' defaults too
+    given = {"geometry": {"path": "g.gpkg"}} if isinstance(spec.get("geometry"), dict) else {}
+    config = {"studies": {"s": {**minimal, **given}}}
     check_config(config, REPO / "workflow/schemas/config.schema.yaml")
     defaults = {k: v for k, v in config["studies"]["s"].items() if k not in minimal}
+    if given:
+        defaults["geometry"] = {k: v for k, v in defaults["geometry"].items() if k != "path"}
     return merged(defaults, spec)
 
 

@@ -1,5 +1,7 @@
 """Maps of a study's true and mean synthetic area rates at its map epsilons."""
 
+import logging
+
 import geopandas as gpd
 import pandas as pd
 
@@ -7,6 +9,7 @@ from dpsynth.io import save_figure
 from dpsynth.plots.study import figure_maps
 from dpsynth.study.definition import study_definition
 
+logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 d = study_definition(snakemake.wildcards.study, snakemake.params.entry)
 path = snakemake.input.geometry
 geometry = gpd.read_parquet(path) if path.endswith((".parquet", ".pq")) else gpd.read_file(path)

@@ -1,17 +1,111 @@
-"""Choropleth maps of county values on an equal-area projection.
+"""Choropleth maps of area values, and the projection a map is drawn in.
 
-Counties are drawn in Conus Albers (EPSG:5070) by default, the usual equal-area projection
-of the contiguous US, so a county's ink is proportional to its land area.
+US counties (Study 1 and 2, the data maps) are drawn in Conus Albers (EPSG:5070), the
+usual equal-area projection of the contiguous US, so a county's ink is proportional to its
+land area. A study's own geometry, anywhere on Earth, is drawn as :func:`map_projection`
+says.
 """
 
 from __future__ import annotations
+
+import logging
 
 import matplotlib.colors as mcolors
 import matplotlib.pyplot as plt
 import numpy as np
 
+log = logging.getLogger(__name__)
+
 #: Conus Albers equal-area projection (NAD83).
 CONUS_ALBERS = "EPSG:5070"
+
+#: Where longitudes span more than this (degrees), a geometry is drawn on a world map.
+HEMISPHERE = 180.0
+
+
+def _longitude_span(west: np.ndarray, east: np.ndarray) -> tuple[float, float]:
+    """(centre, width) in degrees of the shortest arc of longitudes that holds every
+    interval [west, east] (one per polygon part): the circle less its largest uncovered
+    gap, to a tenth of a degree, so that parts either side of the antimeridian (Fiji's,
+    170E to 170W) centre on 180, not on 0. Width 360 when nothing is left uncovered."""
+    bins = 3600
+    first = np.floor(np.mod(west, 360.0) * 10).astype(int) % bins
+    past = first + np.clip(np.ceil((east - west) * 10).astype(int), 1, bins)
+    events = np.zeros(2 * bins + 1, dtype=int)
+    np.add.at(events, first, 1)
+    np.add.at(events, past, -1)
+    depth = np.cumsum(events)[: 2 * bins]
+    covered = (depth[:bins] + depth[bins:]) > 0  # an interval past 360 wraps to 0
+    if covered.all():
+        return 0.0, 360.0
+    shift = int(np.argmax(covered))  # a covered bin first: every gap lies between two
+    held = np.flatnonzero(np.roll(covered, -shift))
+    gaps = np.diff(np.append(held, bins)) - 1
+    k = int(np.argmax(gaps))
+    start = (held[k] + gaps[k] + 1 + shift) % bins
+    width = (bins - gaps[k]) / 10
+    return float((start / 10 + width / 2 + 180.0) % 360.0 - 180.0), float(width)
+
+
+def _degrees(value: float, positive: str, negative: str) -> str:
+    return f"{abs(value):.1f}{positive if value >= 0 else negative}"
+
+
+def _geographic_projection(frame):
+    """``frame`` (longitude/latitude) in an equal-area projection centred on its extent."""
+    import shapely
+
+    bounds = shapely.bounds(shapely.get_parts(frame.geometry.to_numpy()))
+    west, south, east, north = bounds[np.isfinite(bounds).all(axis=1)].T  # no empty parts
+    centre_lon, width = _longitude_span(west, east)
+    if width > HEMISPHERE:  # a world map: no azimuthal projection holds it
+        crs = "+proj=eqearth +lon_0=0 +datum=WGS84 +units=m +no_defs"
+        return frame.to_crs(crs), "Equal Earth (equal-area), centred on 0.0E"
+    centre_lat = (np.nanmin(south) + np.nanmax(north)) / 2
+    crs = (f"+proj=laea +lat_0={centre_lat:.4f} +lon_0={centre_lon:.4f} +datum=WGS84 "
+           "+units=m +no_defs")  # fmt: skip
+    where = f"{_degrees(centre_lat, 'N', 'S')}, {_degrees(centre_lon, 'E', 'W')}"
+    return frame.to_crs(crs), f"Lambert azimuthal equal-area centred on {where}"
+
+
+def _crs_name(crs) -> str:
+    code = crs.to_epsg()
+    return f"EPSG:{code} ({crs.name})" if code else crs.name
+
+
+def map_projection(frame):
+    """``frame`` (a GeoDataFrame) in the projection a study's map draws it in, and a
+    description of it for the figure's footnote: ``(projected frame, description)``.
+
+    * a projected CRS: its own CRS (a national grid or UTM zone is drawn as its makers
+      meant, not turned or sheared into another);
+    * a geographic CRS (EPSG:4326, 4269, ...): Lambert azimuthal equal-area centred on the
+      middle of its extent (longitudes taken round the shorter way, so an extent across the
+      antimeridian centres on it), right in shape near the centre and in area everywhere,
+      at any latitude; an extent wider than a hemisphere is drawn in Equal Earth;
+    * no CRS, and every coordinate within longitude [-180, 180] and latitude [-90, 90]:
+      taken as longitude/latitude (EPSG:4326) with a warning on this module's logger
+      (``logging``, which the workflow's scripts write to the job's log), then as above;
+    * no CRS, other coordinates (planar, e.g. metres of an unnamed grid): as they are.
+    """
+    crs = frame.crs
+    if frame.empty or not np.isfinite(frame.total_bounds).all():
+        return frame, "no shapes"
+    if crs is None:
+        x0, y0, x1, y1 = frame.total_bounds
+        if not (-180 <= x0 <= x1 <= 180 and -90 <= y0 <= y1 <= 90):
+            return frame, "drawn as given (no CRS; the coordinates are not longitude/latitude)"
+        log.warning(
+            "the geometry has no CRS and its coordinates (x %g to %g, y %g to %g) lie within "
+            "longitude/latitude: taken as EPSG:4326 (WGS 84); give the file a CRS if it is "
+            "in another", x0, x1, y0, y1,
+        )  # fmt: skip
+        projected, described = _geographic_projection(frame.set_crs("EPSG:4326"))
+        return projected, f"{described} (no CRS: taken as longitude/latitude, EPSG:4326)"
+    if crs.is_geographic:
+        projected, described = _geographic_projection(frame)
+        return projected, f"{described}, from {_crs_name(crs)}"
+    return frame, f"drawn in {_crs_name(crs)}, its own CRS"
 
 
 def county_choropleth(
@@ -125,6 +219,7 @@ def map_grid(frame, truth, rows, *, norm, label: str, outlines=None, cmap: str =
                    missing_kwds={"color": missing_color})  # fmt: skip
         if outlines is not None:
             outlines.plot(ax=ax, color="white", lw=0.4)
+        ax.set_aspect("equal")  # a panel's shape is the areas' shape in the projection
         hide_frame(ax)
         ax.set_title(title, fontsize=10)
 

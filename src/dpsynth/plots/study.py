@@ -202,13 +202,20 @@ def figure_maps(geometry, key: str, area_rates: pd.DataFrame, arms, epsilons, st
                 outline: str | None = None):  # fmt: skip
     """The true area rates (left, once), then the mean synthetic rates of each arm (rows;
     :class:`~dpsynth.arms.Arm` values) at each map epsilon (columns), on one colour scale
-    (the truth's 1-99% range) with one colour bar; every axes holds a map. Shapes without a
-    rate are light grey, and areas of the strata without a shape are counted in a note."""
-    from dpsynth.plots.maps import CONUS_ALBERS, boundaries, map_grid, truth_scale
+    (the truth's 1-99% range) with one colour bar; every axes holds a map, drawn as
+    :func:`~dpsynth.plots.maps.map_projection` says (named in the footnote). Only the
+    shapes of the strata's areas are drawn; a shape without a rate is light grey, and areas
+    without a shape (``geometry.missing: allow``) are listed in the footnote."""
+    from dpsynth.plots.maps import boundaries, map_grid, map_projection, truth_scale
 
     frame = geometry[[key, *([outline] if outline else []), "geometry"]].copy()
     frame[key] = frame[key].astype(str)
-    frame = frame.to_crs(CONUS_ALBERS) if frame.crs is not None else frame
+    areas = set(area_rates.loc[area_rates["arm"] == "truth", "area"].astype(str))
+    drawn = frame[key].isin(areas)
+    if not drawn.any():
+        raise ValueError(f"no shape's {key!r} is an area of the strata; nothing to map")
+    unused = int((~drawn).sum())
+    frame, projection = map_projection(frame[drawn].copy())
 
     def lookup(selection):  # each shape's rate, by its key
         return frame[key].map(selection.set_index("area")["rate"])
@@ -233,11 +240,15 @@ def figure_maps(geometry, key: str, area_rates: pd.DataFrame, arms, epsilons, st
     )
     notes = ["rows: arms; columns: epsilon", "colours saturate outside the truth's 1-99% range",
              "light grey: a shape without a rate"]  # fmt: skip
-    unmapped = sorted(set(truth["area"].astype(str)) - set(frame[key]))
+    if unused:
+        notes.append(f"{unused} shape(s) whose key is no area of the strata: not drawn")
+    unmapped = sorted(areas - set(frame[key]))
     if unmapped:
-        notes.append(f"{len(unmapped)} of {truth['area'].nunique()} areas have no shape and "
-                     f"are not drawn (e.g. {', '.join(unmapped[:3])})")  # fmt: skip
-    fig.supxlabel("; ".join(notes[:2]) + "\n" + "; ".join(notes[2:]), fontsize=8)
+        more = f" and {len(unmapped) - 8} more" if len(unmapped) > 8 else ""
+        notes.append(f"{len(unmapped)} of {len(areas)} areas have no shape and are not drawn: "
+                     f"{', '.join(unmapped[:8])}{more}")  # fmt: skip
+    lines = ["; ".join(notes[:2]), "; ".join(notes[2:]), f"map: {projection}"]
+    fig.supxlabel("\n".join(lines), fontsize=8)
     fig.suptitle(f"Study {study}: true area rates and mean synthetic rates over the datasets",
                  fontsize=11)  # fmt: skip
     return fig

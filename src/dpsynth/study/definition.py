@@ -27,6 +27,7 @@ METHODS = {
 PRIOR_SOURCES = ("overall", "sanitised", "file", "column")
 ROUNDING = ("refuse", "nearest")
 ON_FAILURE = ("fail", "skip")
+GEOMETRY_MISSING = ("refuse", "allow")
 
 
 class StudyConfigError(ValueError):
@@ -82,6 +83,7 @@ class StudyDefinition:
     geometry: Path | None
     geometry_key: str | None
     geometry_outline: str | None
+    geometry_missing: str  # areas without a shape: "refuse" (stop) or "allow" (listed)
     age: str | None
     standard_population: Path | None
     age_bands: Mapping[str, tuple[int, int | None]] | None
@@ -238,6 +240,9 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
     geometry = get("geometry") or {}
     if geometry and area is None:
         _fail(name, "geometry", f"maps need an area key: set studies.{name}.area")
+    missing = _filled(name, entry, "geometry", "missing") if geometry else "refuse"
+    if missing not in GEOMETRY_MISSING:
+        _fail(name, "geometry.missing", f"got {missing!r}; expected {list(GEOMETRY_MISSING)}")
     age = get("age") or {}
     age_column = age.get("column")
     if age and age_column not in keys:
@@ -327,6 +332,7 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
         geometry=base / geometry["path"] if geometry else None,
         geometry_key=geometry.get("key", area) if geometry else None,
         geometry_outline=geometry.get("outline"),
+        geometry_missing=missing,
         population_keys=population_keys,
         age=age_column,
         standard_population=base / age["standard_population"] if age else None,

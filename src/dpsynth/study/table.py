@@ -189,9 +189,18 @@ def _geometry_table(definition: StudyDefinition) -> pd.DataFrame:
     return pyogrio.read_dataframe(path, columns=read, read_geometry=False)
 
 
+def _listed(values) -> str:
+    """Up to :data:`SHOWN` values, quoted, then how many more."""
+    values = sorted(values)
+    text = ", ".join(repr(v) for v in values[:SHOWN])
+    return text + (f" and {len(values) - SHOWN} more" if len(values) > SHOWN else "")
+
+
 def check_geometry(definition: StudyDefinition, strata: pd.DataFrame) -> None:
-    """The geometry names a key column with one shape per value, and its values are the
-    areas of the strata (compared as text, as the maps join them)."""
+    """The geometry names a key column with one shape per value, and every area of the
+    strata is one of its values (compared as text, as the maps join them): an area without
+    a shape stops the study, naming them, unless ``geometry.missing: allow`` (then the
+    map's footnote lists them). Shapes of no area are allowed (the maps leave them out)."""
     name, key, path = definition.name, definition.geometry_key, definition.geometry
     table = _geometry_table(definition)
     values = table[key].astype(str)
@@ -212,6 +221,20 @@ def check_geometry(definition: StudyDefinition, strata: pd.DataFrame) -> None:
             f"config key studies.{name}.geometry.key: none of the areas of "
             f"{definition.area!r} ({_levels(areas)}) is a value of {key!r} in {path} (which "
             f"holds {_levels(values)}); expected the same codes, compared as text"
+        )
+    missing = set(areas) - set(values)
+    if missing and definition.geometry_missing != "allow":
+        spare = set(values) - set(areas)
+        spare_line = (f"\n  {len(spare)} shape(s) match no area: {_listed(spare)}"
+                      if spare else "")  # fmt: skip
+        raise StudyDataError(
+            f"config key studies.{name}.geometry.key: {len(missing)} of {areas.nunique()} "
+            f"areas of {definition.area!r} have no shape in {path}: {_listed(missing)}"
+            f"\n  {key!r} holds {_levels(values)}{spare_line}"
+            "\n  expected one shape for every area, its code compared as text (codes shifted "
+            "or retyped would colour one area's shape with another's rate); to map the "
+            f"others and list these in the map's footnote, set studies.{name}.geometry."
+            "missing: allow"
         )
 
 
