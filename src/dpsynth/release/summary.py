@@ -99,14 +99,16 @@ def _map_figure(counties, by_fips: pd.DataFrame):
     return fig
 
 
-def rounding_note(mode: str, rounded: int) -> str:
-    """What ``--rounding`` did to the counts, for the steward (it depends on them)."""
+def rounding_note(mode: str, report) -> str:
+    """What ``--rounding`` did to the counts (``report``, a
+    :class:`dpsynth.data.rounding.RoundingReport`), for the steward (it depends on them)."""
     if mode == "refuse":
         return "rounding `refuse`: every count was whole"
-    if rounded == 0:
+    if report is None or report.strata_changed == 0:
         return "rounding `nearest`: no count was fractional, none was changed"
-    return (f"rounding `nearest`: {rounded} fractional count(s) rounded half to even before "
-            "the mechanism (the release protects the rounded table)")  # fmt: skip
+    return (f"rounding `nearest`: {report.strata_changed} fractional count(s) rounded half to "
+            "even before the mechanism (the release protects the rounded table): total "
+            f"{report.total_before} before, {report.total_after} after")  # fmt: skip
 
 
 def write_summary(folder: Path, request, strata, cal, synthetic, guarantee: str) -> list:
@@ -141,7 +143,7 @@ def write_summary(folder: Path, request, strata, cal, synthetic, guarantee: str)
         f"- mechanism `{cal.mechanism}`, calibration `{cal.method}`: {guarantee}",
         f"- {sets} synthetic set{'s' if sets > 1 else ''}; root key in `provenance.json`",
         f"- prior rates: {strata.prior_source or 'not used by md'}",
-        f"- {rounding_note(request.rounding, strata.rounded)}",
+        f"- {rounding_note(request.rounding, strata.rounding)}",
         "",
         f"## Totals by `{group}`",
         "",
