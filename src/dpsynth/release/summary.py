@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dpsynth.data.validation import key_order
 from dpsynth.release.request import ReleaseError
 
 #: Key columns tried, in order, as the county FIPS column when none is named.
@@ -42,8 +43,9 @@ def _fips_column(request, keys: pd.DataFrame) -> str | None:
 
 def group_totals(keys: pd.DataFrame, column: str, original, synthetic) -> pd.DataFrame:
     """Per value of ``column``: the original total and the synthetic totals' mean, min, max."""
-    labels = keys[column].astype(str).to_numpy()
-    codes, uniques = pd.factorize(labels, sort=True)
+    labels = keys[column].astype(str)
+    uniques = key_order(pd.DataFrame({column: labels.unique()}), [column])[column].to_numpy()
+    codes = pd.Index(uniques).get_indexer(labels)
     original_totals = np.bincount(codes, weights=original, minlength=len(uniques))
     per_set = np.stack(
         [np.bincount(codes, weights=row, minlength=len(uniques)) for row in synthetic]
