@@ -134,7 +134,12 @@ def key_kinds(frame: pd.DataFrame, keys: Sequence[str]) -> dict[str, str]:
 
 def key_order(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     """``frame``'s rows sorted by ``keys`` (a new index 0..n-1), the order of every study's
-    strata and of every release.
+    strata and of every release (:func:`key_positions`)."""
+    return frame.iloc[key_positions(frame, keys)].reset_index(drop=True)
+
+
+def key_positions(frame: pd.DataFrame, keys: Sequence[str]) -> np.ndarray:
+    """The positions of ``frame``'s rows in key order (a stable sort by ``keys``).
 
     Each key column is compared by its own values: a numeric column numerically, a
     categorical one in its declared order, and a text column numerically when every value
@@ -157,8 +162,7 @@ def key_order(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
                 order[f"{k}n"] = pd.to_numeric(text)
             order[f"{k}"] = text
     positions = pd.DataFrame(order, index=range(len(frame)))
-    positions = positions.sort_values(list(order), kind="stable").index
-    return frame.iloc[positions.to_numpy()].reset_index(drop=True)
+    return positions.sort_values(list(order), kind="stable").index.to_numpy()
 
 
 def validate_strata(
