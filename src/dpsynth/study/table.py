@@ -1,4 +1,6 @@
-"""The strata of a study: read, selected, checked against the study's definition, sorted.
+"""The strata of a study: read, selected, checked against the study's definition, sorted
+(:func:`dpsynth.data.validation.key_order`, which releases use too), with a report of what
+was read and done to the table (:func:`read_study_table`).
 
 :func:`load_study_table` is what runs before any job (the workflow calls it when it reads
 the config): every column, row selection, filter value and age band the definition names
