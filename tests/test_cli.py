@@ -540,9 +540,12 @@ def test_rounding_nearest_releases_the_rounded_table(tmp_path, private_folder):
     rounded.to_csv(tmp_path / "whole.csv", index=False)
     args = [*KEYS, "--epsilon", "1", "--mechanism", "truncated", "--insecure-test-seed", "9",
             "--quiet"]  # fmt: skip
-    ok("synthesize", "--input", "counts.csv", *args, "--rounding", "nearest", "--out", "a",
-       cwd=tmp_path)  # fmt: skip
-    ok("synthesize", "--input", "whole.csv", *args, "--out", "b", cwd=tmp_path)
+    said = ok("synthesize", "--input", "counts.csv", *args, "--rounding", "nearest", "--out",
+              "a", cwd=tmp_path).stdout  # fmt: skip
+    whole_said = ok("synthesize", "--input", "whole.csv", *args, "--out", "b", cwd=tmp_path).stdout
+    # the steward is told, on a line marked private, what the rounding did to the total
+    assert "rounded 3 fractional count(s) half to even: total 101.4 before, 101 after" in said
+    assert "private" in said.splitlines()[-1] and "round" not in whole_said
     for name in ("synthetic.parquet", "hyperparameters.parquet"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
 
@@ -553,13 +556,17 @@ def test_rounding_nearest_releases_the_rounded_table(tmp_path, private_folder):
     assert "rounded table" in info["rounding"]["statement"]
     assert "3" not in json.dumps(info["rounding"])  # how many were rounded stays private
     provenance = json.loads((private_folder(tmp_path / "a") / "provenance.json").read_text())
-    assert provenance["rounding"] == {"mode": "nearest", "strata_rounded": 3}
+    assert provenance["rounding"] == {"mode": "nearest", "strata_rounded": 3,
+                                      "total_before": 101.4, "total_after": 101}  # fmt: skip
+    assert "101.4" not in json.dumps(info)  # the totals before rounding stay private
     summary = (private_folder(tmp_path / "a") / "summary.md").read_text()
     assert "3 fractional count(s) rounded half to even" in summary
+    assert "total 101.4 before, 101 after" in summary
 
     text = ok("calibrate", "--input", "counts.csv", *args[:-3], "--rounding", "nearest",
               cwd=tmp_path).stdout  # fmt: skip
     assert "3 fractional count(s) rounded" in text and f"total {rounded['count'].sum()}" in text
+    assert "total 101.4 before, 101 after" in text
 
 
 def test_the_cli_and_the_study_stage_round_and_refuse_alike(tmp_path):

@@ -3,6 +3,8 @@ age, no race), configured as an analyst would: one config file, the README's tar
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -27,6 +29,7 @@ STUDY = {
     "datasets_per_job": 4,
     "epsilons_per_job": 2,
     "on_calibration_failure": "skip",
+    "rounding": "nearest",
     "disparities": [
         {
             "name": "south_vs_north",
@@ -45,7 +48,11 @@ def write_project(work, **changes):
     frame["deaths"] = rng.poisson(frame["population"] * np.where(frame["region"] == "south",
                                                                   0.006, 0.003))  # fmt: skip
     (work / "mine").mkdir(exist_ok=True)
-    frame.to_csv(work / "mine/tracts.csv", index=False)
+    # one fractional count, x.5 for an even x: rounded half to even back to x, so the
+    # study's truth is `frame`'s, and the first job reports the change
+    written = frame.astype({"deaths": float})
+    written.loc[int(np.flatnonzero(frame["deaths"] % 2 == 0)[0]), "deaths"] += 0.5
+    written.to_csv(work / "mine/tracts.csv", index=False)
     config = {"studies": {"mine": {**STUDY, **changes}}}
     (work / "mine/config.yaml").write_text(yaml.safe_dump(config))
     return frame
@@ -60,6 +67,21 @@ def study_run(tmp_path_factory):
     result = snakemake(work, *targets, "--cores", "2", "--configfile", "mine/config.yaml")
     assert result.returncode == 0, result.stderr[-4000:]
     return work, frame
+
+
+def test_the_first_job_reports_what_it_did_to_the_table(study_run):
+    work, frame = study_run
+    table = json.loads((work / "results/studies/mine/table.json").read_text())
+    total = int(frame["deaths"].sum())
+    assert table["rounding"] == {"mode": "nearest", "strata_changed": 1,
+                                 "total_before": total + 0.5, "total_after": total}  # fmt: skip
+    assert table["rows_read"] == table["rows_selected"] == table["strata"] == len(frame)
+    assert table["empty_strata_dropped"] == 0 and table["total"] == total
+    log = (work / "logs/studies/mine/strata.log").read_text()
+    assert (
+        f"WARNING:root:mine/tracts.csv (studies.mine): rounding nearest changed 1 of "
+        f"{len(frame)} strata (half to even): total {total + 0.5} before, {total} after" in log
+    )
 
 
 def test_the_guide_covers_every_arm_and_measure(study_run):

@@ -10,6 +10,7 @@ The work itself is done by :mod:`dpsynth.release`.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import signal
 import sys
@@ -505,6 +506,13 @@ def _synthesize(args) -> int:
         f"({budget['epsilon_per_set']:g} per set), delta {budget['delta_total']:g}\n"
         f"private files (root key, original totals; never publish them): {private}"
     )
+    rounding = json.loads((private / PROVENANCE).read_text())["rounding"]
+    if rounding["strata_rounded"]:
+        print(
+            f"counts (private: depends on the confidential counts, do not publish this line): "
+            f"--rounding nearest rounded {rounding['strata_rounded']} fractional count(s) half "
+            f"to even: total {rounding['total_before']} before, {rounding['total_after']} after"
+        )
     beside = args.out.parent / f"{args.out.name}.private"  # where dpsynth once wrote them
     if (beside / PROVENANCE).is_file() and beside.resolve() != private.resolve():
         print(

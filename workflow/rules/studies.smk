@@ -55,6 +55,7 @@ rule study_strata:
     output:
         strata="results/studies/{study}/strata.parquet",
         prior="results/studies/{study}/prior.json",
+        table="results/studies/{study}/table.json",
     log:
         "logs/studies/{study}/strata.log",
     benchmark:

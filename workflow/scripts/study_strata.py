@@ -1,4 +1,6 @@
-"""A study's strata, checked and sorted, with their prior rates (and what those cost)."""
+"""A study's strata, checked and sorted, with their prior rates (and what those cost), and
+the report of what was read and done to the table (a warning in the log for each change
+to a count)."""
 
 import logging
 
@@ -6,12 +8,14 @@ from dpsynth.io import write_json, write_parquet
 from dpsynth.seeding import job_rng
 from dpsynth.study.definition import study_definition
 from dpsynth.study.prior import prior_rates
-from dpsynth.study.table import load_study_table
+from dpsynth.study.table import read_study_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 name = snakemake.wildcards.study
 definition = study_definition(name, snakemake.params.entry)
-strata = load_study_table(definition)
+strata, report = read_study_table(definition)
+for warning in report["warnings"]:
+    logging.warning(warning)
 rates, spent = prior_rates(
     definition, strata, job_rng(snakemake.params.seed, *definition.stream, "prior")
 )
@@ -19,4 +23,5 @@ strata["prior_rate"] = rates
 logging.info("%d strata, y. = %d, prior %s (spent %g)", len(strata),
              strata[definition.count].sum(), definition.prior.source, spent)  # fmt: skip
 write_parquet(strata, snakemake.output.strata)
+write_json(report, snakemake.output.table)
 write_json({"source": definition.prior.source, "epsilon_prior": spent}, snakemake.output.prior)

@@ -7,13 +7,20 @@ unless the data steward asks for rounding, and then every count is rounded half 
 command (``dpsynth synthesize --rounding``) call :func:`round_counts` with their own
 name for the option, then :func:`dpsynth.data.validation.validate_strata`.
 
+Nothing changes silently: :func:`round_counts` returns a :class:`RoundingReport` (how
+many strata it changed, the table's total before and after), which the study stage
+writes to its job's log (a warning) and to ``results/studies/<name>/table.json``, and a
+release to its private folder (``provenance.json``, ``summary.md``).
+
 Rounding is a preprocessing of the confidential counts before any mechanism sees them:
 the privacy guarantee is about the rounded table (docs/privacy.md, Part 1).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -22,6 +29,50 @@ from dpsynth.data.validation import _describe
 
 #: The accepted values of the rounding option: refuse (the default) or nearest.
 ROUNDING = ("refuse", "nearest")
+
+
+@dataclass(frozen=True)
+class RoundingReport:
+    """What the rounding did to a table: its mode, how many of its ``strata`` it changed,
+    and the total of the counts before and after (a whole total as an int). It depends on
+    the confidential counts: private in a release."""
+
+    mode: str
+    strata: int
+    strata_changed: int
+    total_before: int | float
+    total_after: int | float
+
+    def as_dict(self) -> dict:
+        return {
+            "mode": self.mode,
+            "strata_changed": self.strata_changed,
+            "total_before": self.total_before,
+            "total_after": self.total_after,
+        }
+
+    def describe(self) -> str:
+        """``"rounding nearest changed 3 of 6 strata: total 101.4 before, 101 after"``."""
+        if self.strata_changed == 0:
+            return (
+                f"rounding {self.mode}: no count was fractional, none changed "
+                f"(total {self.total_after})"
+            )
+        change = self.total_after - self.total_before
+        share = f" ({change / self.total_before:+.2%})" if self.total_before else ""
+        return (
+            f"rounding {self.mode} changed {self.strata_changed} of {self.strata} strata "
+            f"(half to even): total {self.total_before} before, {self.total_after} "
+            f"after{share}"
+        )
+
+
+def _total(counts: pd.Series) -> int | float:
+    """The sum of the finite numeric counts (an int when whole); the validator names the
+    others."""
+    values = pd.to_numeric(counts, errors="coerce").astype(float).to_numpy()
+    total = math.fsum(values[np.isfinite(values)])
+    return int(total) if total.is_integer() else total
 
 
 def fractional_counts(frame: pd.DataFrame, count: str) -> pd.Series:
@@ -39,8 +90,8 @@ def round_counts(
     rounding: str,
     source: str,
     option: str,
-) -> tuple[pd.DataFrame, int]:
-    """``frame`` with whole counts, and how many were rounded.
+) -> tuple[pd.DataFrame, RoundingReport]:
+    """``frame`` with whole counts, and the report of what was changed.
 
     ``rounding``: ``refuse`` raises ``ValueError`` when a count is fractional, naming
     ``source``, the strata (their ``keys``) and ``option``, the setting that asks for
@@ -53,8 +104,9 @@ def round_counts(
         raise ValueError(f"{source}: rounding {rounding!r}; expected one of {list(ROUNDING)}")
     fractional = fractional_counts(frame, count)
     n = int(fractional.sum())
+    before = _total(frame[count])
     if n == 0:
-        return frame, 0
+        return frame, RoundingReport(rounding, len(frame), 0, before, before)
     negative = fractional & (pd.to_numeric(frame[count], errors="coerce") < 0)
     if negative.any():  # -0.4 would round to 0 and hide the error
         raise ValueError(
@@ -75,4 +127,4 @@ def round_counts(
     # object: a text column (CSV) keeps its other entries as they are, for the validator
     frame[count] = frame[count].astype(object)
     frame.loc[fractional, count] = rounded
-    return frame, n
+    return frame, RoundingReport(rounding, len(frame), n, before, _total(frame[count]))

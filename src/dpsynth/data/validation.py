@@ -18,8 +18,12 @@ import pandas as pd
 
 #: How many offending keys a message lists before it says "and N more".
 SHOWN = 5
+#: How many rows a message about empty cells lists.
+SHOWN_ROWS = 8
 #: Largest count accepted: every integer up to 2^53 is exact in a float64.
 MAX_COUNT = 2**53
+#: File names read as CSV (the rest are Parquet).
+CSV_SUFFIXES = (".csv", ".csv.gz", ".txt")
 
 
 def _describe(frame: pd.DataFrame, mask: pd.Series, keys: Sequence[str]) -> str:
@@ -32,6 +36,23 @@ def _describe(frame: pd.DataFrame, mask: pd.Series, keys: Sequence[str]) -> str:
     text = "; ".join(f"({item})" if len(keys) > 1 else item for item in shown)
     if len(rows) > SHOWN:
         text += f" and {len(rows) - SHOWN} more"
+    return text
+
+
+def describe_duplicates(frame: pd.DataFrame, keys: Sequence[str]) -> str:
+    """``"fips='01001' (3 rows); fips='01009' (2 rows)"``: each key that more than one row
+    holds, once, with its number of rows, in the order of first appearance."""
+    keys = list(keys)
+    repeated = frame.loc[frame.duplicated(subset=keys, keep=False), keys]
+    sizes = repeated.groupby(keys, sort=False, dropna=False).size()
+    shown = []
+    for key, rows in sizes.head(SHOWN).items():
+        values = key if isinstance(key, tuple) else (key,)
+        item = ", ".join(f"{name}={value!r}" for name, value in zip(keys, values, strict=True))
+        shown.append(f"({item}) ({rows} rows)" if len(keys) > 1 else f"{item} ({rows} rows)")
+    text = "; ".join(shown)
+    if len(sizes) > SHOWN:
+        text += f" and {len(sizes) - SHOWN} more"
     return text
 
 
@@ -58,11 +79,90 @@ def _require_columns(frame: pd.DataFrame, columns: Sequence[str], source: str) -
 
 
 def _as_float(frame: pd.DataFrame, column: str, keys: Sequence[str], source: str) -> pd.Series:
-    """The column as floats (NaN for missing); a non-numeric entry is an error."""
+    """The column as floats (NaN for missing); a non-numeric entry (text such as ``NA``,
+    which is read as text, not as missing) is an error naming the strata and the value."""
     values = pd.to_numeric(frame[column], errors="coerce").astype(float)
     bad = values.isna() & frame[column].notna()
-    _refuse(frame, bad, keys, source, f"column {column!r} is not numeric at", "expected numbers")
+    if bad.any():
+        first = frame.loc[bad.to_numpy(), column].iloc[0]
+        raise ValueError(
+            f"{source}: column {column!r} is not numeric at {_describe(frame, bad, keys)} "
+            f"(first value {first!r}); expected numbers (an empty cell is a missing value, "
+            "text such as 'NA' is not)"
+        )
     return values
+
+
+def refuse_empty_cells(
+    frame: pd.DataFrame, columns: Sequence[str], source: str, *, lines: bool
+) -> None:
+    """Raise ``ValueError`` if a cell of ``columns`` is missing (an empty cell of a CSV),
+    naming the column and its first rows: file lines when ``lines`` (the frame's index
+    counts a CSV's data rows from 0, as :func:`read_table` reads them), else row numbers
+    from 1."""
+    for column in columns:
+        missing = frame[column].isna().to_numpy()
+        if not missing.any():
+            continue
+        index = frame.index if pd.api.types.is_integer_dtype(frame.index) else range(len(frame))
+        index = np.asarray(index, dtype=np.int64)[missing][:SHOWN_ROWS]
+        numbers = ", ".join(str(n) for n in index + (2 if lines else 1))
+        more = f" and {int(missing.sum()) - SHOWN_ROWS} more" if missing.sum() > SHOWN_ROWS else ""
+        where = "line(s)" if lines else "row(s)"
+        raise ValueError(
+            f"{source}: column {column!r} is empty at {where} {numbers}{more}; expected a "
+            "value in every row of a key or attribute column (text such as 'NA' or 'None' "
+            "is kept as text; only an empty cell is missing)"
+        )
+
+
+def _key_kind(column: pd.Series) -> str:
+    """How :func:`key_order` compares a key column: ``number``, ``category``, ``text as
+    number`` or ``text``."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return "category"
+    if pd.api.types.is_numeric_dtype(column):
+        return "number"
+    numbers = pd.to_numeric(column.astype(str), errors="coerce")
+    return "text as number" if len(column) and numbers.notna().all() else "text"
+
+
+def key_kinds(frame: pd.DataFrame, keys: Sequence[str]) -> dict[str, str]:
+    """Per key column, how :func:`key_order` compares it (for a report)."""
+    return {key: _key_kind(frame[key]) for key in keys}
+
+
+def key_order(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """``frame``'s rows sorted by ``keys`` (a new index 0..n-1), the order of every study's
+    strata and of every release (:func:`key_positions`)."""
+    return frame.iloc[key_positions(frame, keys)].reset_index(drop=True)
+
+
+def key_positions(frame: pd.DataFrame, keys: Sequence[str]) -> np.ndarray:
+    """The positions of ``frame``'s rows in key order (a stable sort by ``keys``).
+
+    Each key column is compared by its own values: a numeric column numerically, a
+    categorical one in its declared order, and a text column numerically when every value
+    of it reads as a number (ids 1, 2, 10, 100; ties such as '01' and '1' broken by the
+    text), as text otherwise ('0-4', '85+', county names). The values are not changed:
+    keys read as text stay text. Zero-padded codes (FIPS '01001') sort the same way as
+    numbers and as text.
+    """
+    order: dict[str, pd.Series] = {}
+    for k, key in enumerate(keys):
+        column = frame[key].reset_index(drop=True)
+        kind = _key_kind(column)
+        if kind == "category":
+            order[f"{k}"] = pd.Series(column.cat.codes)
+        elif kind == "number":
+            order[f"{k}"] = column
+        else:
+            text = column.astype(str)
+            if kind == "text as number":
+                order[f"{k}n"] = pd.to_numeric(text)
+            order[f"{k}"] = text
+    positions = pd.DataFrame(order, index=range(len(frame)))
+    return positions.sort_values(list(order), kind="stable").index.to_numpy()
 
 
 def validate_strata(
@@ -86,13 +186,14 @@ def validate_strata(
     if frame.empty:
         raise ValueError(f"{source}: no strata; expected at least one row")
 
-    missing_key = frame[keys].isna().any(axis=1)
-    if missing_key.any():
-        raise ValueError(
-            f"{source}: {int(missing_key.sum())} row(s) with a missing key "
-            f"(row positions {np.flatnonzero(missing_key.to_numpy())[:SHOWN].tolist()}); "
-            f"expected every row to have {keys}"
-        )
+    for key in keys:
+        missing_key = frame[key].isna().to_numpy()
+        if missing_key.any():
+            raise ValueError(
+                f"{source}: {int(missing_key.sum())} row(s) with no {key!r} (row positions "
+                f"{np.flatnonzero(missing_key)[:SHOWN_ROWS].tolist()}, from 0); expected "
+                f"every row to have {keys}"
+            )
 
     counts = _as_float(frame, count, keys, source)
 
@@ -131,11 +232,11 @@ def validate_strata(
         f"{count!r} above {population!r} at",
         "expected at most one event per person (count <= population)",
     )
-    refuse(
-        frame.duplicated(subset=keys, keep=False),
-        "duplicate key(s)",
-        f"expected each {keys} to appear once",
-    )
+    if frame.duplicated(subset=keys).any():
+        raise ValueError(
+            f"{source}: duplicate key(s) {describe_duplicates(frame, keys)}; "
+            f"expected each {keys} to appear once"
+        )
 
     if counts.sum() == 0:
         raise ValueError(
@@ -149,7 +250,9 @@ def read_table(path: Path) -> pd.DataFrame:
     """A CSV (``.csv``, ``.csv.gz``, ``.txt``) or Parquet (``.parquet``, ``.pq``) file.
 
     CSV columns are read as text (so codes such as FIPS ``01001`` keep their leading
-    zeros); value columns are converted and checked later. The one reader of a table of
+    zeros, and a place named ``NA`` stays a place): only an empty cell is missing, no
+    word ('NA', 'null', 'None', 'nan') is. Value columns are converted and checked later
+    (a count of 'NA' is refused as not numeric). The one reader of a table of
     strata: ``dpsynth synthesize`` (its input and ``--prior`` file) and the study stage
     (``studies.<name>.table`` and ``prior.path``) both read through it. A missing,
     unreadable or unknown file raises ``ValueError`` naming the path.
@@ -160,8 +263,11 @@ def read_table(path: Path) -> pd.DataFrame:
     try:
         if name.endswith((".parquet", ".pq")):
             return pd.read_parquet(path)
-        if name.endswith((".csv", ".csv.gz", ".txt")):
-            return pd.read_csv(path, dtype=str, skipinitialspace=True)
+        if name.endswith(CSV_SUFFIXES):
+            # text stays text: only an empty cell is missing ('NA' may be a place)
+            return pd.read_csv(
+                path, dtype=str, skipinitialspace=True, keep_default_na=False, na_values=[""]
+            )
     except (ValueError, OSError) as err:  # pyarrow and the CSV parser raise these
         raise ValueError(f"{path}: could not be read ({err})") from err
     raise ValueError(

@@ -336,7 +336,12 @@ def write_private(tmp: Path, request, strata, cal, synthetic, root: RootKey, inf
         "dataset_id": strata.dataset_id(),
         "ledger_dataset": request.dataset,  # the name its spending was recorded under
         # depends on the counts: private (the manifest states only the rule)
-        "rounding": {"mode": request.rounding, "strata_rounded": strata.rounded},
+        "rounding": {
+            "mode": request.rounding,
+            "strata_rounded": strata.rounded,
+            "total_before": strata.rounding.total_before,
+            "total_after": strata.rounding.total_after,
+        },
         "files": ["provenance.json", *files],
         # depends on the counts: private (the manifest states only the public target)
         "sampler": info["sampler"],

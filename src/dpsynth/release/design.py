@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from dpsynth.calibration import Calibration
+from dpsynth.data.validation import key_order
 from dpsynth.release.request import Budget
 
 #: Widths estimated from this many standard deviations of a cell's count.
@@ -96,9 +97,10 @@ class Design:
 
 
 def group_codes(keys: pd.DataFrame, columns) -> tuple[np.ndarray, pd.DataFrame]:
-    """Per stratum, the code of its group of ``columns`` (groups sorted by their labels)."""
+    """Per stratum, the code of its group of ``columns`` (groups sorted by their labels as
+    the strata are, :func:`dpsynth.data.validation.key_order`: ids 1, 2, 10 numerically)."""
     labels = keys[list(columns)].astype(str)
-    groups = labels.drop_duplicates().sort_values(list(columns)).reset_index(drop=True)
+    groups = key_order(labels.drop_duplicates(), list(columns))
     index = pd.MultiIndex.from_frame(groups)
     codes = index.get_indexer(pd.MultiIndex.from_frame(labels))
     return codes.astype(np.int64), groups

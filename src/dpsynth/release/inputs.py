@@ -8,7 +8,9 @@ key, rates, notes, flags): they are dropped, never published.
 
 Strata are sorted by their keys before anything is drawn and in every output, so the
 release depends on the table's content, not its row order, and no file reveals the
-input's order (a file sorted by count would reveal a ranking).
+input's order (a file sorted by count would reveal a ranking). The order is
+:func:`dpsynth.data.validation.key_order`'s, the study stage's: a key column whose every
+value is a number sorts numerically (ids 1, 2, 10, 100), any other as text.
 """
 
 from __future__ import annotations
@@ -20,8 +22,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dpsynth.data.rounding import round_counts
-from dpsynth.data.validation import SHOWN, validate_strata
+from dpsynth.data.rounding import RoundingReport, round_counts
+from dpsynth.data.validation import (
+    CSV_SUFFIXES,
+    SHOWN,
+    describe_duplicates,
+    key_order,
+    refuse_empty_cells,
+    validate_strata,
+)
 from dpsynth.data.validation import read_table as data_read_table
 from dpsynth.release.folder import values_only
 from dpsynth.release.request import ReleaseError, ReleaseRequest
@@ -43,9 +52,14 @@ class Strata:
     prior_rate: np.ndarray | None
     prior_source: str | None
     count_column: str
-    #: strata whose fractional count ``--rounding nearest`` rounded (private: it depends
-    #: on the confidential counts, so only the steward's folder states it)
-    rounded: int = 0
+    #: what ``--rounding`` did: strata changed, total before and after (private: it
+    #: depends on the confidential counts, so only the steward's folder states it)
+    rounding: RoundingReport | None = None
+
+    @property
+    def rounded(self) -> int:
+        """How many strata's fractional counts ``--rounding nearest`` rounded."""
+        return 0 if self.rounding is None else self.rounding.strata_changed
 
     @property
     def total(self) -> int:
@@ -170,10 +184,9 @@ def _prior_from_file(request: ReleaseRequest, keys: pd.DataFrame) -> np.ndarray:
             f"{names} and {column!r}, found {list(prior.columns)}"
         )
     prior = prior[[*names, column]]
-    duplicated = prior.duplicated(subset=names, keep=False).to_numpy()
-    if duplicated.any():
+    if prior.duplicated(subset=names).any():
         raise ReleaseError(
-            f"{prior_path}: duplicate key(s) {_describe_keys(prior[names], duplicated)}; "
+            f"{prior_path}: duplicate key(s) {describe_duplicates(prior, names)}; "
             "expected one prior rate per stratum"
         )
     # Join on the keys as text, so a Parquet input with integer codes matches a CSV prior.
@@ -190,6 +203,16 @@ def _prior_from_file(request: ReleaseRequest, keys: pd.DataFrame) -> np.ndarray:
     return pd.to_numeric(joined[column], errors="coerce").to_numpy(dtype=float)
 
 
+def _refuse_empty_keys(frame: pd.DataFrame, keys: list[str], path: Path, csv: bool) -> None:
+    """An empty key cell is refused naming the column and the file's lines (a CSV's)."""
+    try:
+        refuse_empty_cells(
+            frame, keys, str(path), lines=csv and path.name.lower().endswith(CSV_SUFFIXES)
+        )
+    except ValueError as err:
+        raise ReleaseError(str(err)) from None
+
+
 def load_strata(request: ReleaseRequest) -> Strata:
     """Read, check and sort the input; raise :class:`ReleaseError` naming what is wrong."""
     if request.prior_file is not None and request.sanitised_prior_by is not None:
@@ -202,16 +225,17 @@ def load_strata(request: ReleaseRequest) -> Strata:
     source = str(request.input)
     listed = request.strata_source == "external-file"
     _check_columns(request, frame, count, keys, dropped, prior_in_input, listed)
+    _refuse_empty_keys(frame, keys, request.input, csv=not request.wonder)
     if listed:
         values = [request.population_column]
         values += [request.prior_rate_column] if prior_in_input else []
-        frame = match_to_list(
-            frame, read_table(Path(request.strata)), keys, count, values, source,
-            str(request.strata),
-        )  # fmt: skip
+        strata_list = read_table(Path(request.strata))
+        if all(key in strata_list.columns for key in keys):
+            _refuse_empty_keys(strata_list, keys, Path(request.strata), csv=True)
+        frame = match_to_list(frame, strata_list, keys, count, values, source, str(request.strata))
     try:
         # the rule the study stage applies too (studies.<name>.rounding)
-        frame, rounded = round_counts(
+        frame, rounding = round_counts(
             frame, count=count, keys=keys, rounding=request.rounding, source=source,
             option="--rounding nearest",
         )  # fmt: skip
@@ -222,7 +246,7 @@ def load_strata(request: ReleaseRequest) -> Strata:
         raise ReleaseError(str(err)) from err
     if request.strata_source == "cross-product":
         check_cross_product(frame, keys, source)
-    frame = frame.sort_values(keys, kind="stable").reset_index(drop=True)
+    frame = key_order(frame, keys)
     counts = pd.to_numeric(frame[count]).to_numpy(dtype=float).astype(np.int64)
     populations = pd.to_numeric(frame[request.population_column]).to_numpy(dtype=float)
     key_frame = frame[keys].copy()
@@ -257,4 +281,4 @@ def load_strata(request: ReleaseRequest) -> Strata:
             raise ReleaseError(
                 f"--sanitised-prior-by column(s) {absent} are not key columns; keys are {keys}"
             )
-    return Strata(key_frame, counts, populations, prior_rate, prior_source, count, rounded)
+    return Strata(key_frame, counts, populations, prior_rate, prior_source, count, rounding)

@@ -73,7 +73,7 @@ def preview(request: ReleaseRequest, hyperparameters: Path | None = None) -> dic
         "sampler_tv_target": design.tv_target,
         "neighbouring_relation": NEIGHBOURS,
         "calibration": None,
-        "rounding": rounding_note(request.rounding, strata.rounded),
+        "rounding": rounding_note(request.rounding, strata.rounding),
     }
     info["ledger"] = _account(request, strata, budget, info["guarantee"]["status"])
     public = public_prior(request, strata)

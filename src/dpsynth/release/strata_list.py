@@ -30,7 +30,7 @@ import math
 
 import pandas as pd
 
-from dpsynth.data.validation import SHOWN
+from dpsynth.data.validation import SHOWN, describe_duplicates
 from dpsynth.release.request import ReleaseError
 
 #: What the manifest says of each source of the list of strata.
@@ -121,10 +121,9 @@ def match_to_list(
             "remove them (unnamed columns are refused so that nothing is used by accident)"
         )
     for table, where in ((listed, list_source), (frame, source)):
-        duplicated = table.duplicated(subset=keys, keep=False)
-        if duplicated.any():
+        if table.duplicated(subset=keys).any():
             raise ReleaseError(
-                f"{where}: duplicate stratum/strata {_examples(table.loc[duplicated, keys])}; "
+                f"{where}: duplicate stratum/strata {describe_duplicates(table, keys)}; "
                 "expected each stratum once"
             )
     # Matched on the keys as text, so a Parquet input with integer codes matches a CSV list.

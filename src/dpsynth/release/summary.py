@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dpsynth.data.validation import key_order
 from dpsynth.release.request import ReleaseError
 
 #: Key columns tried, in order, as the county FIPS column when none is named.
@@ -42,8 +43,9 @@ def _fips_column(request, keys: pd.DataFrame) -> str | None:
 
 def group_totals(keys: pd.DataFrame, column: str, original, synthetic) -> pd.DataFrame:
     """Per value of ``column``: the original total and the synthetic totals' mean, min, max."""
-    labels = keys[column].astype(str).to_numpy()
-    codes, uniques = pd.factorize(labels, sort=True)
+    labels = keys[column].astype(str)
+    uniques = key_order(pd.DataFrame({column: labels.unique()}), [column])[column].to_numpy()
+    codes = pd.Index(uniques).get_indexer(labels)
     original_totals = np.bincount(codes, weights=original, minlength=len(uniques))
     per_set = np.stack(
         [np.bincount(codes, weights=row, minlength=len(uniques)) for row in synthetic]
@@ -99,14 +101,16 @@ def _map_figure(counties, by_fips: pd.DataFrame):
     return fig
 
 
-def rounding_note(mode: str, rounded: int) -> str:
-    """What ``--rounding`` did to the counts, for the steward (it depends on them)."""
+def rounding_note(mode: str, report) -> str:
+    """What ``--rounding`` did to the counts (``report``, a
+    :class:`dpsynth.data.rounding.RoundingReport`), for the steward (it depends on them)."""
     if mode == "refuse":
         return "rounding `refuse`: every count was whole"
-    if rounded == 0:
+    if report is None or report.strata_changed == 0:
         return "rounding `nearest`: no count was fractional, none was changed"
-    return (f"rounding `nearest`: {rounded} fractional count(s) rounded half to even before "
-            "the mechanism (the release protects the rounded table)")  # fmt: skip
+    return (f"rounding `nearest`: {report.strata_changed} fractional count(s) rounded half to "
+            "even before the mechanism (the release protects the rounded table): total "
+            f"{report.total_before} before, {report.total_after} after")  # fmt: skip
 
 
 def write_summary(folder: Path, request, strata, cal, synthetic, guarantee: str) -> list:
@@ -141,7 +145,7 @@ def write_summary(folder: Path, request, strata, cal, synthetic, guarantee: str)
         f"- mechanism `{cal.mechanism}`, calibration `{cal.method}`: {guarantee}",
         f"- {sets} synthetic set{'s' if sets > 1 else ''}; root key in `provenance.json`",
         f"- prior rates: {strata.prior_source or 'not used by md'}",
-        f"- {rounding_note(request.rounding, strata.rounded)}",
+        f"- {rounding_note(request.rounding, strata.rounding)}",
         "",
         f"## Totals by `{group}`",
         "",

@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dpsynth.data.validation import key_positions
 from dpsynth.io import sha256_file
 from dpsynth.release import folder
 from dpsynth.release.manifest import CERTIFIED, RELEASE_FORMAT, SCHEMA, SYNTHETIC_COUNT
@@ -294,9 +295,13 @@ def _file_checks(release: _Release):
 
 
 def _is_sorted(frame: pd.DataFrame, columns: list[str]) -> bool:
-    """Whether the rows are in lexicographic order of ``columns``, each column compared as
-    written or, when every value is a number, as numbers (a Parquet input's integer keys
-    written to CSV read back as text)."""
+    """Whether the rows are in lexicographic order of ``columns``: the releases' key order
+    (:func:`dpsynth.data.validation.key_order`: a column whose every value is a number
+    numerically, ties broken by the text, any other as text), or each column compared as
+    written or, when every value is a number, as numbers (releases made before key_order;
+    a Parquet input's integer keys written to CSV read back as text)."""
+    if np.array_equal(key_positions(frame, columns), np.arange(len(frame))):
+        return True
     for numeric in (False, True):
         view = frame[columns].copy()
         if numeric:

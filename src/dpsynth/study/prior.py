@@ -20,7 +20,7 @@ from dpsynth.study.table import StudyDataError
 
 
 def _from_file(definition: StudyDefinition, strata: pd.DataFrame) -> np.ndarray:
-    from dpsynth.data.validation import read_table
+    from dpsynth.data.validation import describe_duplicates, read_table
 
     prior, keys = definition.prior, list(definition.keys)
     where = f"config key studies.{definition.name}.prior.path"
@@ -33,7 +33,8 @@ def _from_file(definition: StudyDefinition, strata: pd.DataFrame) -> np.ndarray:
                              f"columns are {list(table.columns)}")  # fmt: skip
     table = table[[*keys, prior.column]].astype({k: str for k in keys})
     if table.duplicated(keys).any():
-        raise StudyDataError(f"{where}: {prior.path} has duplicate keys; expected one rate "
+        raise StudyDataError(f"{where}: {prior.path} has duplicate key(s) "
+                             f"{describe_duplicates(table, keys)}; expected one rate "
                              "per stratum")  # fmt: skip
     joined = strata[keys].merge(table, on=keys, how="left", validate="one_to_one")
     return pd.to_numeric(joined[prior.column], errors="coerce").to_numpy(dtype=float)

@@ -1,4 +1,6 @@
-"""The strata of a study: read, selected, checked against the study's definition, sorted.
+"""The strata of a study: read, selected, checked against the study's definition, sorted
+(:func:`dpsynth.data.validation.key_order`, which releases use too), with a report of what
+was read and done to the table (:func:`read_study_table`).
 
 :func:`load_study_table` is what runs before any job (the workflow calls it when it reads
 the config): every column, row selection, filter value and age band the definition names
@@ -13,12 +15,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
-from dpsynth.data.rounding import round_counts
-from dpsynth.data.validation import validate_strata
+from dpsynth.data.rounding import RoundingReport, round_counts
+from dpsynth.data.validation import (
+    CSV_SUFFIXES,
+    key_kinds,
+    key_order,
+    refuse_empty_cells,
+    validate_strata,
+)
 from dpsynth.study.definition import StudyDefinition
 
 SHOWN = 8
@@ -129,10 +138,12 @@ def age_bands(definition: StudyDefinition, strata: pd.DataFrame) -> dict[str, tu
     return bands
 
 
-def _round_counts(definition: StudyDefinition, frame: pd.DataFrame) -> pd.DataFrame:
+def _round_counts(
+    definition: StudyDefinition, frame: pd.DataFrame
+) -> tuple[pd.DataFrame, RoundingReport]:
     """Fractional counts refused or rounded by the helper ``dpsynth synthesize`` uses."""
     try:
-        frame, _ = round_counts(
+        return round_counts(
             frame,
             count=definition.count,
             keys=list(definition.keys),
@@ -142,18 +153,6 @@ def _round_counts(definition: StudyDefinition, frame: pd.DataFrame) -> pd.DataFr
         )
     except ValueError as err:
         raise StudyDataError(str(err)) from None
-    return frame
-
-
-def _sorted(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """The rows in the order of the keys' own values (numbers numerically, categories in
-    their declared order), or as text where a column's values do not compare."""
-    try:
-        return frame.sort_values(keys, kind="stable").reset_index(drop=True)
-    except TypeError:
-        text = frame[keys].astype(str)
-        order = text.sort_values(keys, kind="stable").index
-        return frame.loc[order].reset_index(drop=True)
 
 
 def _geometry_table(definition: StudyDefinition) -> pd.DataFrame:
@@ -238,16 +237,35 @@ def check_geometry(definition: StudyDefinition, strata: pd.DataFrame) -> None:
         )
 
 
+class StudyTable(NamedTuple):
+    """A study's strata and the report of what was read and done to its table."""
+
+    strata: pd.DataFrame
+    report: dict
+
+
 def load_study_table(definition: StudyDefinition) -> pd.DataFrame:
+    """The study's strata (:func:`read_study_table` without its report)."""
+    return read_study_table(definition).strata
+
+
+def read_study_table(definition: StudyDefinition) -> StudyTable:
     """The study's strata: its keys (as text), attributes, count and population (and the
-    prior-rate column with ``prior.source: column``), sorted by the keys (:func:`_sorted`).
+    prior-rate column with ``prior.source: column``), sorted by the keys
+    (:func:`dpsynth.data.validation.key_order`: ids 1, 2, 10 numerically), and the report
+    of what was done to the table (``results/studies/<name>/table.json``): rows read and
+    selected, empty strata left out, the rounding (strata changed, total before and
+    after), the key order; ``warnings`` holds a line for each change to a count.
 
     Strata with zero population and zero count are left out (their emptiness is public:
-    the populations are); every other stratum passes :func:`validate_strata`.
+    the populations are); every other stratum passes :func:`validate_strata`. A key or
+    attribute cell that is empty is refused naming the column and the file's lines.
     """
     name = definition.name
     frame = read_input(definition)
+    rows_read = len(frame)
     frame = _select_rows(definition, frame)
+    rows_selected = len(frame)
     labels = {
         **{c: "keys" for c in definition.keys},
         definition.count: "count",
@@ -262,8 +280,15 @@ def load_study_table(definition: StudyDefinition) -> pd.DataFrame:
                 f"config key studies.{name}.{key}: {definition.table} has no column "
                 f"{column!r}; columns are {list(frame.columns)}"
             )
+    csv = not definition.wonder and definition.table.name.lower().endswith(CSV_SUFFIXES)
+    try:
+        refuse_empty_cells(
+            frame, [*definition.keys, *definition.attributes], str(definition.table), lines=csv
+        )
+    except ValueError as err:
+        raise StudyDataError(f"{err} (studies.{name})") from None
     frame = frame[list(labels)].reset_index(drop=True)
-    frame = _round_counts(definition, frame)
+    frame, rounding = _round_counts(definition, frame)
     population = pd.to_numeric(frame[definition.population], errors="coerce")
     counts = pd.to_numeric(frame[definition.count], errors="coerce")
     empty = (population == 0) & (counts == 0)
@@ -277,7 +302,8 @@ def load_study_table(definition: StudyDefinition) -> pd.DataFrame:
     )
     frame[definition.count] = pd.to_numeric(frame[definition.count]).astype("int64")
     frame[definition.population] = pd.to_numeric(frame[definition.population]).astype(float)
-    frame = _sorted(frame, list(definition.keys))
+    order = key_kinds(frame, list(definition.keys))
+    frame = key_order(frame, list(definition.keys))
     for column in definition.keys:
         frame[column] = frame[column].astype(str)
     for k, disparity in enumerate(definition.disparities):
@@ -292,4 +318,26 @@ def load_study_table(definition: StudyDefinition) -> pd.DataFrame:
         age_bands(definition, frame)
     if definition.geometry is not None:
         check_geometry(definition, frame)
-    return frame
+    warnings = []
+    if rounding.strata_changed:
+        warnings.append(f"{definition.table} (studies.{name}): {rounding.describe()}")
+    report = {
+        "study": name,
+        "table": str(definition.table),
+        "rows_read": rows_read,
+        "rows_selection": {c: list(v) for c, v in definition.rows.items()},
+        "rows_selected": rows_selected,
+        "columns": list(labels),
+        "empty_strata_dropped": int(empty.sum()),
+        "rounding": rounding.as_dict(),
+        "strata": len(frame),
+        "total": int(frame[definition.count].sum()),
+        "key_order": order,
+        "stored_as": {
+            **{c: "text" for c in definition.keys},
+            definition.count: "int64",
+            definition.population: "float64",
+        },
+        "warnings": warnings,
+    }
+    return StudyTable(frame, report)
