@@ -48,7 +48,9 @@ output (--out release/):
 private folder (--private-dir, default a new folder in $XDG_DATA_HOME/dpsynth/private/,
 i.e. ~/.local/share/dpsynth/private/release-<16 hex digits of the seed commitment>/):
   provenance.json, summary.md    PRIVATE, never publish: the root key, the input's SHA-256,
-                                 the original totals and plots. Kept apart from the
+  utility.md, .csv, .png         the original totals and plots, the utility report (per
+                                 key, true vs synthetic totals; rMSE and rank correlation
+                                 against synthesis with no privacy). Kept apart from the
                                  release, so publishing the folder that holds the release
                                  does not publish the key; the command prints where it went
 
@@ -503,7 +505,9 @@ def _synthesize(args) -> int:
         f"(total {info['total']}), {info['mechanism']} / {info['method']} "
         f"({info['guarantee']['status']}), epsilon {budget['epsilon_total']:g} in total "
         f"({budget['epsilon_per_set']:g} per set), delta {budget['delta_total']:g}\n"
-        f"private files (root key, original totals; never publish them): {private}"
+        f"private files (root key, original totals; never publish them): {private}\n"
+        f"what the sets kept, against synthesis with no privacy (private): "
+        f"{private / 'utility.md'}"
     )
     beside = args.out.parent / f"{args.out.name}.private"  # where dpsynth once wrote them
     if (beside / PROVENANCE).is_file() and beside.resolve() != private.resolve():
