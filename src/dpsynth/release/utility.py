@@ -45,6 +45,8 @@ BATCH_CELLS = 4_000_000
 AREA_MIN_VALUES = 5
 #: Groups listed per key in utility.md before it says "and N more".
 TABLE_ROWS = 30
+#: Groups of a key named beside their points in utility.png (more would be unreadable).
+LABELLED_GROUPS = 12
 #: The columns of utility.csv, the long table (:meth:`Utility.long_table`).
 CSV_COLUMNS = (
     "measure", "key", "group", "truth",
@@ -67,9 +69,16 @@ class Compared:
         difference is within the noise of synthesis alone."""
         ours = np.nanmedian(self.synthetic)
         low, high = np.nanmin(self.reference), np.nanmax(self.reference)
+        n = self.reference.size
         if low <= ours <= high:
-            return f" (within the no-privacy tables' range, {low:.3g} to {high:.3g})"
-        return f" (outside the no-privacy tables' range, {low:.3g} to {high:.3g})"
+            return (
+                f" (within the range of the {n} no-privacy tables, {low:.3g} to {high:.3g}: "
+                "synthesis alone can do as badly)"
+            )
+        return (
+            f" (outside the range of the {n} no-privacy tables, {low:.3g} to {high:.3g}: "
+            "beyond what synthesis alone does)"
+        )
 
     def ratio(self) -> float:
         """Median over the sets / median over the reference (inf when the latter is 0)."""
@@ -518,7 +527,7 @@ def _write_figure(report: Utility, path: Path) -> None:
     for ax in axes.flat[panels:]:
         ax.set_visible(False)
     fig.suptitle(
-        f"True against synthetic totals per key: {report.sets} synthetic "
+        f"True against synthetic totals per key\n{report.sets} synthetic "
         f"set{'s' if report.sets > 1 else ''} ({report.mechanism}, epsilon {report.epsilon:g} "
         f"per set) and {report.reference_tables} tables with no privacy"
     )
@@ -533,7 +542,7 @@ def _totals_panel(ax, totals: KeyTotals, report: Utility) -> None:
     positive = truth[truth > 0]
     log = positive.size > 1 and top / positive.min() >= 100
     if log:
-        shift = np.where(truth > 0, truth * 1.06, 0.5)  # the reference beside the sets
+        shift = np.where(truth > 0, truth * 1.06, 0.1)  # the reference beside the sets
     else:
         shift = truth + 0.012 * max(top, 1)
     for x, name, colour, label in (
@@ -545,15 +554,24 @@ def _totals_panel(ax, totals: KeyTotals, report: Utility) -> None:
         ax.errorbar(x, mean, yerr=spread, fmt="o", ms=3, capsize=1.5, elinewidth=1,
                     color=colour, alpha=0.75, label=label)  # fmt: skip
     if log:
-        line = np.geomspace(max(positive.min() / 2, 0.5), top * 1.5, 50)
-        scale = "symlog" if (truth == 0).any() or frame["synthetic_min"].min() == 0 else "log"
-        options = {"linthresh": 1} if scale == "symlog" else {}
+        zero = min(truth.min(), frame["synthetic_min"].min(), frame["reference_min"].min()) == 0
+        scale = "symlog" if zero else "log"  # symlog: linear from 0 to 1, log above
+        options = {"linthresh": 1} if zero else {}
+        line = np.geomspace(1 if zero else positive.min() / 2, top * 1.5, 50)
+        line = np.concatenate([[0.0], line]) if zero else line
         ax.set_xscale(scale, **options)
         ax.set_yscale(scale, **options)
     else:
         line = np.array([0, top * 1.05 + 1])
         margin = -0.03 * line[-1]  # points at 0 stay whole
         ax.set(xlim=(margin, line[-1]), ylim=(margin, line[-1]))
+    if len(frame) <= LABELLED_GROUPS:  # few groups: say which is which
+        order = np.argsort(np.argsort(truth, kind="stable"))  # neighbours alternate sides
+        for x, y, name, k in zip(truth, frame["synthetic_mean"], frame["group"], order,
+                                 strict=True):  # fmt: skip
+            ax.annotate(str(name), (x, y), xytext=(-4, 6) if k % 2 else (4, -11),
+                        textcoords="offset points", ha="right" if k % 2 else "left",
+                        fontsize="small", color="C0")  # fmt: skip
     ax.plot(line, line, color="grey", lw=1, ls="--", label="= true total")
     ax.set_xlabel(f"true total by {totals.key}" + (" (log)" if log else ""))
     ax.set_ylabel("table's total: mean, bars min to max")
