@@ -47,6 +47,8 @@ AREA_MIN_VALUES = 5
 TABLE_ROWS = 30
 #: Groups of a key named beside their points in utility.png (more would be unreadable).
 LABELLED_GROUPS = 12
+#: Above this many groups a key's panel shows the means only, without the min-max bars.
+BARRED_GROUPS = 500
 #: The columns of utility.csv, the long table (:meth:`Utility.long_table`).
 CSV_COLUMNS = (
     "measure", "key", "group", "truth",
@@ -539,22 +541,28 @@ def _totals_panel(ax, totals: KeyTotals, report: Utility) -> None:
     frame = totals.frame()
     truth = frame["truth"].to_numpy(dtype=float)
     top = float(max(truth.max(), frame["synthetic_max"].max(), frame["reference_max"].max()))
+    low = float(min(truth.min(), frame["synthetic_min"].min(), frame["reference_min"].min()))
     positive = truth[truth > 0]
     log = positive.size > 1 and top / positive.min() >= 100
     if log:
         shift = np.where(truth > 0, truth * 1.06, 0.1)  # the reference beside the sets
     else:
-        shift = truth + 0.012 * max(top, 1)
-    for x, name, colour, label in (
-        (truth, "synthetic", "C0", f"synthetic sets ({report.sets})"),
+        low = 0.0 if low < 0.25 * top else low  # from 0 unless every total is far from it
+        shift = truth + 0.012 * (top - low + 1)
+    bars = len(frame) <= BARRED_GROUPS
+    for x, name, colour, label in (  # the sets drawn last, over the reference
         (shift, "reference", "C1", f"no privacy ({report.reference_tables} tables)"),
+        (truth, "synthetic", "C0", f"synthetic sets ({report.sets})"),
     ):
         mean = frame[f"{name}_mean"].to_numpy()
+        if not bars:  # too many groups for bars to be seen: the means, as one raster
+            ax.plot(x, mean, ".", ms=2, color=colour, alpha=0.5, label=label, rasterized=True)
+            continue
         spread = np.vstack([mean - frame[f"{name}_min"], frame[f"{name}_max"] - mean])
         ax.errorbar(x, mean, yerr=spread, fmt="o", ms=3, capsize=1.5, elinewidth=1,
                     color=colour, alpha=0.75, label=label)  # fmt: skip
     if log:
-        zero = min(truth.min(), frame["synthetic_min"].min(), frame["reference_min"].min()) == 0
+        zero = low == 0
         scale = "symlog" if zero else "log"  # symlog: linear from 0 to 1, log above
         options = {"linthresh": 1} if zero else {}
         line = np.geomspace(1 if zero else positive.min() / 2, top * 1.5, 50)
@@ -562,9 +570,9 @@ def _totals_panel(ax, totals: KeyTotals, report: Utility) -> None:
         ax.set_xscale(scale, **options)
         ax.set_yscale(scale, **options)
     else:
-        line = np.array([0, top * 1.05 + 1])
-        margin = -0.03 * line[-1]  # points at 0 stay whole
-        ax.set(xlim=(margin, line[-1]), ylim=(margin, line[-1]))
+        pad = 0.04 * (top - low) + 0.5  # points at the ends stay whole
+        line = np.array([low - pad, top + pad])
+        ax.set(xlim=line, ylim=line)
     if len(frame) <= LABELLED_GROUPS:  # few groups: say which is which
         order = np.argsort(np.argsort(truth, kind="stable"))  # neighbours alternate sides
         for x, y, name, k in zip(truth, frame["synthetic_mean"], frame["group"], order,
@@ -574,6 +582,6 @@ def _totals_panel(ax, totals: KeyTotals, report: Utility) -> None:
                         fontsize="small", color="C0")  # fmt: skip
     ax.plot(line, line, color="grey", lw=1, ls="--", label="= true total")
     ax.set_xlabel(f"true total by {totals.key}" + (" (log)" if log else ""))
-    ax.set_ylabel("table's total: mean, bars min to max")
+    ax.set_ylabel("table's total: mean" + (", bars min to max" if bars else " (no bars)"))
     ax.set_title(f"by {totals.key}: {totals.groups.size} groups")
     ax.legend(loc="upper left", fontsize="small")
