@@ -405,18 +405,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--quiet", action="store_true", help="no progress bar (shown only on a terminal anyway)"
     )
 
-    summary = syn.add_argument_group("summary (summary.md in the private folder)")
+    summary = syn.add_argument_group(
+        "summary (summary.md and the utility report utility.md, in the private folder)"
+    )
     summary.add_argument(
         "--group-by",
         metavar="COLUMN",
         help="key column whose totals the summary plots, synthetic vs original (default: "
-        "the first key)",
+        "the first key); without a FIPS column, the utility report's areas",
     )
     summary.add_argument(
         "--fips-column",
         metavar="COLUMN",
-        help="key column of 5-digit county FIPS codes for the map (default: fips, "
-        "county_fips or county_code when present)",
+        help="key column of 5-digit county FIPS codes for the map and the utility report's "
+        "areas (default: fips, county_fips or county_code when present)",
     )
     summary.add_argument(
         "--county-frame",
