@@ -186,7 +186,7 @@ class Utility:
             out["outside_bounds"] = (
                 f"{self.outside} of {self.strata} strata ({100 * self.outside_share:.2g}%) "
                 "have a true count outside their truncation bounds [L, U]: the mechanism "
-                "sees them clamped to the nearest bound, and no set can come closer"
+                "sees them clamped to the nearest bound, and no set can reach them"
             )
         return out
 
