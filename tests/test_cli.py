@@ -110,6 +110,7 @@ def test_manifest_files_and_private_folder(strata_csv, tmp_path, private_area):
     # the private folder: in the steward's area, named after the release; the CLI says where
     private = private_area / f"release-{info['seed_commitment'][:16]}"
     assert f"never publish them): {private}\n" in printed
+    assert f"against synthesis with no privacy (private): {private / 'utility.md'}\n" in printed
     assert sorted(p.name for p in tmp_path.iterdir()) == ["counts.csv", "release"]
     validate(info)
     assert (info["mechanism"], info["method"], info["purpose"]) == (
@@ -146,7 +147,8 @@ def test_private_dir_is_where_the_steward_says_and_never_in_the_release(
     args = ["synthesize", "--input", "counts.csv", *KEYS, "--epsilon", "1", "--mechanism",
             "pg", "--quiet"]  # fmt: skip
     printed = ok(*args, "--out", "rel", "--private-dir", "vault/rel", cwd=tmp_path).stdout
-    assert printed.endswith("never publish them): vault/rel\n")
+    assert "never publish them): vault/rel\n" in printed
+    assert printed.endswith("(private): vault/rel/utility.md\n")
     assert (tmp_path / "vault" / "rel" / "provenance.json").exists()
     assert not private_area.exists()
     refused = run(*args, "--out", "rel2", "--private-dir", "rel2/keys", cwd=tmp_path)

@@ -49,7 +49,9 @@ output (--out release/):
 private folder (--private-dir, default a new folder in $XDG_DATA_HOME/dpsynth/private/,
 i.e. ~/.local/share/dpsynth/private/release-<16 hex digits of the seed commitment>/):
   provenance.json, summary.md    PRIVATE, never publish: the root key, the input's SHA-256,
-                                 the original totals and plots. Kept apart from the
+  utility.md, .csv, .png         the original totals and plots, the utility report (per
+                                 key, true vs synthetic totals; rMSE and rank correlation
+                                 against synthesis with no privacy). Kept apart from the
                                  release, so publishing the folder that holds the release
                                  does not publish the key; the command prints where it went
 
@@ -404,18 +406,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--quiet", action="store_true", help="no progress bar (shown only on a terminal anyway)"
     )
 
-    summary = syn.add_argument_group("summary (summary.md in the private folder)")
+    summary = syn.add_argument_group(
+        "summary (summary.md and the utility report utility.md, in the private folder)"
+    )
     summary.add_argument(
         "--group-by",
         metavar="COLUMN",
         help="key column whose totals the summary plots, synthetic vs original (default: "
-        "the first key)",
+        "the first key); without a FIPS column, the utility report's areas",
     )
     summary.add_argument(
         "--fips-column",
         metavar="COLUMN",
-        help="key column of 5-digit county FIPS codes for the map (default: fips, "
-        "county_fips or county_code when present)",
+        help="key column of 5-digit county FIPS codes for the map and the utility report's "
+        "areas (default: fips, county_fips or county_code when present)",
     )
     summary.add_argument(
         "--county-frame",
@@ -504,7 +508,9 @@ def _synthesize(args) -> int:
         f"(total {info['total']}), {info['mechanism']} / {info['method']} "
         f"({info['guarantee']['status']}), epsilon {budget['epsilon_total']:g} in total "
         f"({budget['epsilon_per_set']:g} per set), delta {budget['delta_total']:g}\n"
-        f"private files (root key, original totals; never publish them): {private}"
+        f"private files (root key, original totals; never publish them): {private}\n"
+        f"what the sets kept, against synthesis with no privacy (private): "
+        f"{private / 'utility.md'}"
     )
     rounding = json.loads((private / PROVENANCE).read_text())["rounding"]
     if rounding["strata_rounded"]:

@@ -18,6 +18,7 @@ Layout. ``--out release/`` gives two folders, apart::
                              --private-dir says, never inside the release nor around it
         provenance.json      the root key, the commitment's salt, the input's path and SHA-256
         summary.md, *.png    synthetic vs original totals (and a county map)
+        utility.md, .csv, .png  what the sets kept, against synthesis with no privacy
 
 The public folder never names the private one (``tests/test_release.py`` checks), and its
 files and itself carry one fixed time (1980-01-01) and fixed modes, never the time of the
@@ -28,7 +29,8 @@ Steps (each module has one idea): :mod:`.request` (options, budget split),
 :mod:`.inputs` (reading, checking, sorting), :mod:`.design` (prior, calibration,
 sampler), :mod:`.randomness` (ChaCha20 from the operating system), :mod:`.folder`
 (atomic, locked installation), :mod:`.manifest` (the public manifest and its schema),
-:mod:`.summary` (the steward's summary). The steward's ledger is :mod:`dpsynth.ledger`.
+:mod:`.summary` (the steward's summary), :mod:`.utility` (the steward's utility report:
+what the sets kept). The steward's ledger is :mod:`dpsynth.ledger`.
 """
 
 from __future__ import annotations
@@ -319,11 +321,14 @@ def write_release(tmp: Path, request, strata, cal, synthetic, budget, root, salt
 
 
 def write_private(tmp: Path, request, strata, cal, synthetic, root: RootKey, info) -> None:
-    """The steward's folder: provenance (the root key) and the summary of totals."""
+    """The steward's folder: provenance (the root key), the summary of totals and the
+    utility report (its reference drawn from the root key's stream ``utility``)."""
     from dpsynth.release.summary import write_summary
+    from dpsynth.release.utility import write_utility
 
     guarantee = manifest.guarantee(cal.mechanism, cal.method, info["budget"].as_dict())
     files = write_summary(tmp, request, strata, cal, synthetic, guarantee["statement"])
+    files += write_utility(tmp, request, strata, cal, synthetic, root.generator("utility"))
     provenance = {
         folder.FORMAT_KEY: RELEASE_FORMAT,
         "note": "PRIVATE: never publish. The root key reproduces the release from the data.",

@@ -1,7 +1,9 @@
 """The data steward's private summary: synthetic vs original totals, and a county map.
 
 Written into the steward's private folder (apart from the release, never inside it): it
-shows the original, confidential totals.
+shows the original, confidential totals. What the sets kept of the table, measure by
+measure and against synthesis with no privacy, is the utility report beside it
+(:mod:`dpsynth.release.utility`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ DEFAULT_COUNTY_FRAME = Path("data") / "counties_1980.parquet"
 TABLE_ROWS = 30
 
 
-def _fips_column(request, keys: pd.DataFrame) -> str | None:
+def fips_column(request, keys: pd.DataFrame) -> str | None:
     """The key column holding 5-digit county FIPS codes, if any."""
     if request.fips_column is not None:
         if request.fips_column not in keys.columns:
@@ -162,7 +164,7 @@ def write_summary(folder: Path, request, strata, cal, synthetic, guarantee: str)
     if len(totals) > TABLE_ROWS:
         lines.append(f"| ... {len(totals) - TABLE_ROWS} more groups (see the plot) | | | | |")
 
-    fips = _fips_column(request, keys)
+    fips = fips_column(request, keys)
     lines += ["", "## Map", ""]
     if fips is None:
         lines.append(

@@ -1,0 +1,587 @@
+"""How well a release's synthetic sets keep the confidential table: the steward's utility
+report (issue #25), written into the private folder only (it shows the true totals).
+
+R synthpop's ``compare()`` sets a synthetic data set against the original; here every
+measure is also computed for tables drawn from the **no-privacy reference**
+(:func:`dpsynth.sampling.reference.no_privacy_draws`: synthesis with no privacy at all, the
+limit of md and pg as epsilon grows, truncation dropped), so the loss that privacy causes
+is told apart from the noise of synthesis, which no epsilon removes:
+
+* **totals by each key column** (every key, not only the first): the true total of each
+  value against the totals of the sets (mean, min, max over sets) and of the reference;
+  summed up per key as the mean absolute difference from the truth;
+* **rMSE of the strata rates** per 100,000 (the study's ``rmse``,
+  :mod:`dpsynth.study.measures`), median and range over sets and reference tables;
+* **rank correlation of the area rates** (the study's ``rank_correlation``, Spearman's
+  rho of the crude rates of the areas), when an area column exists, chosen by
+  :func:`area_column`;
+* **true counts outside the truncation bounds** (truncated mechanism only): their share
+  of the strata; such a count enters the mechanism clamped to its bound.
+
+Each measure gets a one-line verdict, judged as the study's guide judges it
+(:class:`dpsynth.study.measures.Kind`). The reference has as many tables as the release
+has sets, and at least :data:`REFERENCE_MIN_TABLES`, at most what
+:data:`REFERENCE_CELLS` allows for big tables; it is drawn and scored in batches of
+:data:`BATCH_CELLS` counts, so memory stays small whatever the table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+#: The reference has at least this many tables (its spread needs them), else one per set.
+REFERENCE_MIN_TABLES = 20
+#: Above REFERENCE_MIN_TABLES, the reference draws at most this many counts in all
+#: (tables x strata): 1 million strata get 20 tables, small tables one per set.
+REFERENCE_CELLS = 20_000_000
+#: Counts drawn and scored at once (tables x strata per batch): about 32 MB per array.
+BATCH_CELLS = 4_000_000
+#: Without a FIPS column or --group-by, the area is the first key with more values.
+AREA_MIN_VALUES = 5
+#: Groups listed per key in utility.md before it says "and N more".
+TABLE_ROWS = 30
+#: Groups of a key named beside their points in utility.png (more would be unreadable).
+LABELLED_GROUPS = 12
+#: Above this many groups a key's panel shows the means only, without the min-max bars.
+BARRED_GROUPS = 500
+#: The columns of utility.csv, the long table (:meth:`Utility.long_table`).
+CSV_COLUMNS = (
+    "measure", "key", "group", "truth",
+    "synthetic_mean", "synthetic_median", "synthetic_min", "synthetic_max",
+    "reference_mean", "reference_median", "reference_min", "reference_max",
+)  # fmt: skip
+#: The files :func:`write_utility` writes into the private folder.
+FILES = ("utility.md", "utility.csv", "utility.png")
+
+
+@dataclass(frozen=True)
+class Compared:
+    """One measure's values per synthetic set and per reference table."""
+
+    synthetic: np.ndarray
+    reference: np.ndarray
+
+    def noise_note(self) -> str:
+        """Whether the sets' median lies within the reference tables' range: if so, the
+        difference is within the noise of synthesis alone."""
+        ours = np.nanmedian(self.synthetic)
+        low, high = np.nanmin(self.reference), np.nanmax(self.reference)
+        n = self.reference.size
+        if low <= ours <= high:
+            return (
+                f" (within the range of the {n} no-privacy tables, {low:.3g} to {high:.3g}: "
+                "synthesis alone can do as badly)"
+            )
+        return (
+            f" (outside the range of the {n} no-privacy tables, {low:.3g} to {high:.3g}: "
+            "beyond what synthesis alone does)"
+        )
+
+    def ratio(self) -> float:
+        """Median over the sets / median over the reference (inf when the latter is 0)."""
+        ours, theirs = np.median(self.synthetic), np.median(self.reference)
+        if theirs == 0:
+            return 1.0 if ours == 0 else float("inf")
+        return float(ours / theirs)
+
+
+@dataclass(frozen=True)
+class KeyTotals:
+    """Totals by one key column: per value of the key, true and per table."""
+
+    key: str
+    groups: np.ndarray  # the key's values, sorted
+    truth: np.ndarray  # (groups,)
+    synthetic: np.ndarray  # (sets, groups)
+    reference: np.ndarray  # (reference tables, groups)
+
+    def frame(self) -> pd.DataFrame:
+        """One row per group: truth, then mean, median, min and max of sets and reference."""
+        out = {"group": self.groups, "truth": self.truth}
+        for name, values in (("synthetic", self.synthetic), ("reference", self.reference)):
+            out[f"{name}_mean"] = values.mean(axis=0)
+            out[f"{name}_median"] = np.median(values, axis=0)
+            out[f"{name}_min"] = values.min(axis=0)
+            out[f"{name}_max"] = values.max(axis=0)
+        return pd.DataFrame(out)
+
+    def mean_absolute_error(self) -> Compared:
+        """Per table, the mean over groups of |table's total - true total|."""
+        return Compared(
+            np.abs(self.synthetic - self.truth).mean(axis=1),
+            np.abs(self.reference - self.truth).mean(axis=1),
+        )
+
+
+@dataclass(frozen=True)
+class Utility:
+    """What :func:`utility_report` found; :func:`write_utility` writes it."""
+
+    mechanism: str
+    epsilon: float  # the calibration's, per set
+    sets: int
+    reference_tables: int
+    strata: int
+    total: int
+    overall_rate: float  # per 100,000: the true total over the population
+    totals: tuple[KeyTotals, ...]
+    rmse: Compared
+    area: str | None
+    area_rule: str  # why this column is the area, or why there is none
+    rank_correlation: Compared | None
+    true_area_rates: np.ndarray | None  # per 100,000, one per area
+    outside: int | None  # strata whose true count is outside [L, U] (truncated only)
+
+    @property
+    def outside_share(self) -> float | None:
+        return None if self.outside is None else self.outside / self.strata
+
+    def verdicts(self) -> dict[str, str]:
+        """One plain-language line per measure (keys: ``rmse``, ``rank_correlation``,
+        ``total:<key>``, ``outside_bounds``)."""
+        from dpsynth.study.measures import KINDS
+
+        out = {}
+        ratio = self.rmse.ratio()
+        ours, theirs = np.median(self.rmse.synthetic), np.median(self.rmse.reference)
+        added = KINDS["error"].distance(ours, theirs, self.overall_rate)
+        out["rmse"] = (
+            f"the synthetic sets' rMSE of the strata rates ({ours:.3g} per 100,000, median) "
+            f"is {_times(ratio)} that of synthesis with no privacy ({theirs:.3g}): privacy "
+            f"adds {max(ours - theirs, 0):.3g} per 100,000, {100 * added:.2g}% of the overall "
+            f"rate ({self.overall_rate:.3g})" + self.rmse.noise_note()
+        )
+        if self.rank_correlation is not None:
+            ours = np.nanmedian(self.rank_correlation.synthetic)
+            theirs = np.nanmedian(self.rank_correlation.reference)
+            if np.isnan(ours) or np.isnan(theirs):
+                out["rank_correlation"] = (
+                    f"the rank correlation of the areas (`{self.area}`) is undefined: their "
+                    "true rates, or a table's, are all equal"
+                )
+            else:
+                lost = KINDS["correlation"].distance(ours, theirs)
+                out["rank_correlation"] = (
+                    f"the sets rank the {self.true_area_rates.size} areas (`{self.area}`) "
+                    f"with Spearman's rho {ours:.3f} (median) against the true rates, "
+                    f"synthesis with no privacy with {theirs:.3f}: "
+                    + ("privacy costs " if ours < theirs else "a difference of ")
+                    + f"{lost:.3f}"
+                    + self.rank_correlation.noise_note()
+                )
+        for totals in self.totals:
+            error = totals.mean_absolute_error()
+            ours, theirs = np.median(error.synthetic), np.median(error.reference)
+            out[f"total:{totals.key}"] = (
+                f"totals by `{totals.key}` ({totals.groups.size} groups): the sets are off by "
+                f"{ours:.3g} events per group (mean absolute difference, median over sets), "
+                f"{_times(error.ratio())} synthesis with no privacy ({theirs:.3g})"
+            )
+        if self.outside is not None:
+            out["outside_bounds"] = (
+                f"{self.outside} of {self.strata} strata ({100 * self.outside_share:.2g}%) "
+                "have a true count outside their truncation bounds [L, U]: the mechanism "
+                "sees them clamped to the nearest bound, and no set can reach them"
+            )
+        return out
+
+    def long_table(self) -> pd.DataFrame:
+        """utility.csv: one row per measure (and key and group for totals), columns
+        :data:`CSV_COLUMNS`; ``key`` and ``group`` are empty where they do not apply."""
+        rows = []
+        for totals in self.totals:
+            frame = totals.frame()
+            frame.insert(0, "key", totals.key)
+            frame.insert(0, "measure", "total")
+            rows.append(frame)
+        rows.append(_scalar_row("rmse", "", 0.0, self.rmse))
+        if self.rank_correlation is not None:
+            rows.append(_scalar_row("rank_correlation", self.area, 1.0, self.rank_correlation))
+        if self.outside is not None:
+            rows.append(pd.DataFrame({"measure": ["outside_bounds"], "key": [""], "group": [""],
+                                      "truth": [self.outside_share]}))  # fmt: skip
+        table = pd.concat(rows, ignore_index=True).reindex(columns=list(CSV_COLUMNS))
+        table["group"] = table["group"].astype(str)
+        return table
+
+
+def _scalar_row(measure: str, key: str, truth: float, values: Compared) -> pd.DataFrame:
+    row = {"measure": measure, "key": key, "group": "", "truth": truth}
+    for name, sample in (("synthetic", values.synthetic), ("reference", values.reference)):
+        sample = sample[~np.isnan(sample)]
+        for stat, function in (("mean", np.mean), ("median", np.median), ("min", np.min),
+                               ("max", np.max)):  # fmt: skip
+            row[f"{name}_{stat}"] = float(function(sample)) if sample.size else np.nan
+    return pd.DataFrame([row])
+
+
+def _times(ratio: float) -> str:
+    return "infinitely many times" if np.isinf(ratio) else f"{ratio:.2f}x"
+
+
+def reference_tables(sets: int, strata: int) -> int:
+    """How many reference tables: one per set, at least :data:`REFERENCE_MIN_TABLES`, and
+    above that no more than :data:`REFERENCE_CELLS` counts in all."""
+    return max(REFERENCE_MIN_TABLES, min(sets, REFERENCE_CELLS // max(strata, 1)))
+
+
+def area_column(keys: pd.DataFrame, fips: str | None, group_by: str | None):
+    """(the area column or None, the rule that chose it, in words).
+
+    The rule: the county FIPS column (``--fips-column``, or a key named fips, county_fips
+    or county_code holding 5-digit codes); else ``--group-by``; else the first key with more
+    than :data:`AREA_MIN_VALUES` values. A column with fewer than 3 values ranks nothing.
+    """
+    if fips is not None:
+        name, why = fips, f"`{fips}`, the county FIPS column"
+    elif group_by is not None:
+        name, why = group_by, f"`{group_by}`, the column of --group-by"
+    else:
+        many = [c for c in keys.columns if keys[c].nunique() > AREA_MIN_VALUES]
+        if not many:
+            return None, (
+                f"no area: no FIPS column, no --group-by and no key with more than "
+                f"{AREA_MIN_VALUES} values"
+            )
+        name = many[0]
+        why = f"`{name}`, the first key with more than {AREA_MIN_VALUES} values"
+    if keys[name].nunique() < 3:
+        return None, f"no area: {why} has fewer than 3 values to rank"
+    return name, why
+
+
+class _Masks(Mapping):
+    """The strata of each group as boolean masks, made one at a time when asked for (a
+    dict of them all would take groups x strata bytes)."""
+
+    def __init__(self, codes: np.ndarray, names: list[str]):
+        self._codes, self._names = codes, names
+        self._index = {name: k for k, name in enumerate(names)}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self._codes == self._index[name]
+
+    def __iter__(self):
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+def _indicator(codes: np.ndarray, groups: int):
+    """strata x groups sparse 0/1 matrix of a key's codes."""
+    import scipy.sparse
+
+    n = codes.size
+    return scipy.sparse.csr_matrix(
+        (np.ones(n, dtype=np.int64), (np.arange(n), codes)), shape=(n, groups)
+    )
+
+
+def _batches(tables: np.ndarray) -> Iterator[np.ndarray]:
+    rows = max(1, BATCH_CELLS // max(tables.shape[1], 1))
+    for start in range(0, tables.shape[0], rows):
+        yield tables[start : start + rows]
+
+
+def _reference_batches(y: np.ndarray, n: int, rng) -> Iterator[np.ndarray]:
+    from dpsynth.sampling.reference import no_privacy_draws
+
+    rows = max(1, BATCH_CELLS // y.size)
+    for start in range(0, n, rows):
+        size = min(rows, n - start)
+        if y.sum() == 0:  # no event: every table is the true one (no_privacy_draws refuses)
+            yield np.zeros((size, y.size), dtype=np.int64)
+        else:
+            yield no_privacy_draws(y, size, rng)
+
+
+def utility_report(
+    keys: pd.DataFrame,
+    counts,
+    population,
+    synthetic,
+    cal,
+    rng: np.random.Generator,
+    *,
+    area: str | None = None,
+    area_rule: str = "no area column given",
+) -> Utility:
+    """Score the synthetic sets (``synthetic``, shape (sets, strata), in the order of
+    ``keys``) and :func:`reference_tables` tables of the no-privacy reference (drawn from
+    ``rng``) against the true ``counts`` of the strata ``keys`` with ``population``.
+
+    ``cal`` (the release's :class:`~dpsynth.calibration.Calibration`) gives the
+    mechanism, epsilon and, when truncated, the bounds. ``area`` names the key whose
+    areas are ranked (:func:`area_column`; None: no rank correlation).
+    """
+    from dpsynth.study.measures import AREA, MEASURES, Measures
+    from dpsynth.study.rates import GroupRates
+    from dpsynth.units import PER_100K
+
+    y = np.asarray(counts)
+    population = np.asarray(population, dtype=float)
+    synthetic = np.asarray(synthetic)
+    if synthetic.ndim != 2 or synthetic.shape[1] != y.size or len(keys) != y.size:
+        raise ValueError(
+            f"the synthetic sets have shape {synthetic.shape}, the table {y.size} strata and "
+            f"{len(keys)} rows of keys: expected (sets, {y.size})"
+        )
+    if area is not None and area not in keys.columns:
+        raise ValueError(f"area column {area!r} is not a key; keys are {list(keys.columns)}")
+    n_reference = reference_tables(synthetic.shape[0], y.size)
+
+    # the study's measures (rMSE, and rank correlation with an area), on crude rates
+    if area is not None:
+        codes, values = pd.factorize(keys[area], sort=True)
+        names = [AREA + str(v) for v in values]
+        groups, areas = _Masks(codes, names), tuple(str(v) for v in values)
+    else:
+        groups, areas = {"all": np.ones(y.size, dtype=bool)}, ()
+    chosen = tuple(m for m in MEASURES if area is not None or not m.needs_areas)
+    measures = Measures(GroupRates(population, groups), population, areas, chosen)
+
+    key_codes = []
+    for column in keys.columns:
+        codes, values = pd.factorize(keys[column], sort=True)
+        key_codes.append((column, np.asarray(values), _indicator(codes, len(values))))
+
+    def score(tables_batches):
+        scores, totals = [], [[] for _ in key_codes]
+        for batch in tables_batches:
+            scores.append(measures.values(batch, y))
+            for k, (_, _, indicator) in enumerate(key_codes):
+                totals[k].append(np.asarray((indicator.T @ batch.T).T))
+        return pd.concat(scores, ignore_index=True), [np.vstack(t) for t in totals]
+
+    ours, our_totals = score(_batches(synthetic))
+    theirs, their_totals = score(_reference_batches(y, n_reference, rng))
+    totals = tuple(
+        KeyTotals(column, values, np.asarray(indicator.T @ y), mine, reference)
+        for (column, values, indicator), mine, reference in zip(
+            key_codes, our_totals, their_totals, strict=True
+        )
+    )
+    rank = None
+    if area is not None:
+        rank = Compared(ours["rank_correlation"].to_numpy(), theirs["rank_correlation"].to_numpy())
+    outside = None
+    if cal.truncated:
+        outside = int(np.count_nonzero((y < cal.lower) | (y > cal.upper)))
+    return Utility(
+        mechanism=cal.mechanism,
+        epsilon=cal.epsilon,
+        sets=synthetic.shape[0],
+        reference_tables=n_reference,
+        strata=y.size,
+        total=int(y.sum()),
+        overall_rate=float(y.sum() / population.sum() * PER_100K),
+        totals=totals,
+        rmse=Compared(ours["rmse"].to_numpy(), theirs["rmse"].to_numpy()),
+        area=area,
+        area_rule=area_rule,
+        rank_correlation=rank,
+        true_area_rates=None if area is None else measures.area_rates(y)[0],
+        outside=outside,
+    )
+
+
+# --- writing ------------------------------------------------------------------------------
+
+
+def write_utility(folder: Path, request, strata, cal, synthetic, rng) -> list[str]:
+    """Score the release (:func:`utility_report`) and write :data:`FILES` into the private
+    ``folder``; return their names. The area follows :func:`area_column` with the
+    request's ``--fips-column`` (or a detected FIPS key) and ``--group-by``."""
+    from dpsynth.release.summary import fips_column
+
+    keys = strata.keys
+    area, rule = area_column(keys, fips_column(request, keys), request.group_by)
+    report = utility_report(
+        keys, strata.counts, strata.population, synthetic, cal, rng, area=area, area_rule=rule
+    )
+    report.long_table().to_csv(folder / "utility.csv", index=False)
+    _write_figure(report, folder / "utility.png")
+    (folder / "utility.md").write_text(markdown(report, request.input.name))
+    return list(FILES)
+
+
+def _number(value) -> str:
+    value = float(value)
+    return f"{value:.0f}" if value == round(value) and abs(value) < 1e15 else f"{value:.1f}"
+
+
+def markdown(report: Utility, name: str) -> str:
+    """utility.md: one page, what each number means, the verdicts and the tables."""
+    r = report
+    plural = "s" if r.sets > 1 else ""
+    lines = [
+        "# Utility of the release: what the synthetic sets kept",
+        "",
+        "**Private: every number here is computed from the original (confidential) counts. "
+        "Never publish this file.**",
+        "",
+        f"`{name}`: {r.strata} strata, total {r.total} events; mechanism `{r.mechanism}`, "
+        f"epsilon {r.epsilon:g} per set, {r.sets} synthetic set{plural}.",
+        "",
+        "Each measure compares a table with the original. It is computed for every "
+        f"synthetic set and for {r.reference_tables} tables of the **no-privacy reference**: "
+        "synthesis with no privacy at all (Dirichlet-multinomial with the true total and "
+        "the true counts as weights, the limit of md and pg as epsilon grows, truncation "
+        f"dropped), as many tables as sets and at least {REFERENCE_MIN_TABLES}. What the "
+        "reference loses, synthesis loses at any epsilon; what the sets lose beyond it is "
+        "the cost of privacy.",
+        "",
+        "## Verdicts",
+        "",
+        *[f"- {line}" for line in r.verdicts().values()],
+        "",
+        "## Measures",
+        "",
+        "- **rMSE**: root mean squared error of the strata rates (count / population), per "
+        "100,000; 0 is perfect.",
+        "- **rank correlation**: Spearman's rho between a table's and the true crude rates "
+        "of the areas; 1 keeps every area's rank. Area: " + r.area_rule + ".",
+        "- **totals**: per value of each key, the sum of its strata; mean absolute "
+        "difference from the true totals over the key's values.",
+        "",
+        f"| measure | synthetic sets ({r.sets}): median [min, max] "
+        f"| no-privacy reference ({r.reference_tables}): median [min, max] |",
+        "|---|---:|---:|",
+        f"| rMSE per 100,000 | {_band(r.rmse.synthetic)} | {_band(r.rmse.reference)} |",
+    ]
+    if r.rank_correlation is not None:
+        lines.append(
+            f"| rank correlation (`{r.area}`) | {_band(r.rank_correlation.synthetic, 3)} "
+            f"| {_band(r.rank_correlation.reference, 3)} |"
+        )
+    for totals in r.totals:
+        error = totals.mean_absolute_error()
+        lines.append(
+            f"| totals by `{totals.key}`: mean absolute difference | {_band(error.synthetic)} "
+            f"| {_band(error.reference)} |"
+        )
+    if r.outside is not None:
+        lines += [
+            "",
+            f"True counts outside the truncation bounds: {r.outside} of {r.strata} strata "
+            f"({100 * r.outside_share:.2g}%).",
+        ]
+    lines += [
+        "",
+        "![true against synthetic totals per key](utility.png)",
+        "",
+        "The figure: per key, each value's synthetic totals (mean, bars from min to max over "
+        "the sets) and the reference's (beside them) against its true total.",
+    ]
+    for totals in r.totals:
+        frame = totals.frame()
+        lines += [
+            "",
+            f"## Totals by `{totals.key}`",
+            "",
+            f"| {totals.key} | true | synthetic mean [min, max] | reference mean [min, max] |",
+            "|---|---:|---:|---:|",
+        ]
+        for row in frame.head(TABLE_ROWS).itertuples(index=False):
+            lines.append(
+                f"| {row.group} | {_number(row.truth)} | {row.synthetic_mean:.1f} "
+                f"[{_number(row.synthetic_min)}, {_number(row.synthetic_max)}] "
+                f"| {row.reference_mean:.1f} [{_number(row.reference_min)}, "
+                f"{_number(row.reference_max)}] |"
+            )
+        if len(frame) > TABLE_ROWS:
+            lines.append(f"| and {len(frame) - TABLE_ROWS} more (utility.csv) | | | |")
+    lines += ["", "Every number, per key and group: `utility.csv`."]
+    return "\n".join(lines) + "\n"
+
+
+def _band(values: np.ndarray, digits: int = 3) -> str:
+    values = values[~np.isnan(values)]
+    if values.size == 0:
+        return "undefined"
+    fmt = f"{{:.{digits}g}}"
+    med, lo, hi = (fmt.format(v) for v in (np.median(values), values.min(), values.max()))
+    return f"{med} [{lo}, {hi}]"
+
+
+def _write_figure(report: Utility, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from dpsynth.io import save_figure
+
+    panels = len(report.totals)
+    columns = min(3, panels)
+    rows = -(-panels // columns)
+    fig, axes = plt.subplots(
+        rows, columns, figsize=(4.6 * columns, 4.3 * rows), layout="constrained", squeeze=False
+    )
+    for ax, totals in zip(axes.flat, report.totals, strict=False):
+        _totals_panel(ax, totals, report)
+    for ax in axes.flat[panels:]:
+        ax.set_visible(False)
+    fig.suptitle(
+        f"True against synthetic totals per key\n{report.sets} synthetic "
+        f"set{'s' if report.sets > 1 else ''} ({report.mechanism}, epsilon {report.epsilon:g} "
+        f"per set) and {report.reference_tables} tables with no privacy"
+    )
+    save_figure(fig, path)
+    plt.close(fig)
+
+
+def _totals_panel(ax, totals: KeyTotals, report: Utility) -> None:
+    frame = totals.frame()
+    truth = frame["truth"].to_numpy(dtype=float)
+    top = float(max(truth.max(), frame["synthetic_max"].max(), frame["reference_max"].max()))
+    low = float(min(truth.min(), frame["synthetic_min"].min(), frame["reference_min"].min()))
+    positive = truth[truth > 0]
+    log = positive.size > 1 and top / positive.min() >= 100
+    if log:
+        shift = np.where(truth > 0, truth * 1.06, 0.1)  # the reference beside the sets
+    else:
+        low = 0.0 if low < 0.25 * top else low  # from 0 unless every total is far from it
+        shift = truth + 0.012 * (top - low + 1)
+    bars = len(frame) <= BARRED_GROUPS
+    for x, name, colour, label in (  # the sets drawn last, over the reference
+        (shift, "reference", "C1", f"no privacy ({report.reference_tables} tables)"),
+        (truth, "synthetic", "C0", f"synthetic sets ({report.sets})"),
+    ):
+        mean = frame[f"{name}_mean"].to_numpy()
+        if not bars:  # too many groups for bars to be seen: the means, as one raster
+            ax.plot(x, mean, ".", ms=2, color=colour, alpha=0.5, label=label, rasterized=True)
+            continue
+        spread = np.vstack([mean - frame[f"{name}_min"], frame[f"{name}_max"] - mean])
+        ax.errorbar(x, mean, yerr=spread, fmt="o", ms=3, capsize=1.5, elinewidth=1,
+                    color=colour, alpha=0.75, label=label)  # fmt: skip
+    if log:
+        zero = low == 0
+        scale = "symlog" if zero else "log"  # symlog: linear from 0 to 1, log above
+        options = {"linthresh": 1} if zero else {}
+        line = np.geomspace(1 if zero else positive.min() / 2, top * 1.5, 50)
+        line = np.concatenate([[0.0], line]) if zero else line
+        ax.set_xscale(scale, **options)
+        ax.set_yscale(scale, **options)
+    else:
+        pad = 0.04 * (top - low) + 0.5  # points at the ends stay whole
+        line = np.array([low - pad, top + pad])
+        ax.set(xlim=line, ylim=line)
+    if len(frame) <= LABELLED_GROUPS:  # few groups: say which is which
+        order = np.argsort(np.argsort(truth, kind="stable"))  # neighbours alternate sides
+        for x, y, name, k in zip(truth, frame["synthetic_mean"], frame["group"], order,
+                                 strict=True):  # fmt: skip
+            ax.annotate(str(name), (x, y), xytext=(-4, 6) if k % 2 else (4, -11),
+                        textcoords="offset points", ha="right" if k % 2 else "left",
+                        fontsize="small", color="C0")  # fmt: skip
+    ax.plot(line, line, color="grey", lw=1, ls="--", label="= true total")
+    ax.set_xlabel(f"true total by {totals.key}" + (" (log)" if log else ""))
+    ax.set_ylabel("table's total: mean" + (", bars min to max" if bars else " (no bars)"))
+    ax.set_title(f"by {totals.key}: {totals.groups.size} groups")
+    ax.legend(loc="upper left", fontsize="small")
