@@ -24,13 +24,16 @@ RATIO = Measure("disparity:d", "d", "rate ratio", KINDS["ratio"], function=None)
 RMSE = MEASURES[0]
 
 
-def rows(truth, prior, reference, medians, *, halfwidth=0.01, epsilons=(0.1, 1.0, 10.0)):
-    """Summary rows of one arm: each median with a confidence interval of +- halfwidth."""
+def rows(truth, prior, reference, medians, *, halfwidth=0.01, epsilons=(0.1, 1.0, 10.0),
+         in_bounds=None):  # fmt: skip
+    """Summary rows of one arm: each median with a confidence interval of +- halfwidth;
+    ``in_bounds``: the measure of the true counts clamped to its bounds (default: truth)."""
     medians = np.asarray(medians, dtype=float)
     return pd.DataFrame({"epsilon": epsilons, "median": medians,
                          "median_lower": medians - halfwidth,
                          "median_upper": medians + halfwidth, "truth": truth, "prior": prior,
-                         "reference": reference})  # fmt: skip
+                         "reference": reference,
+                         "truth_in_bounds": truth if in_bounds is None else in_bounds})  # fmt: skip
 
 
 def verdict(measure, frame, **options):
@@ -63,12 +66,31 @@ def test_the_prior_alone_keeps_an_uninformative_measure():
 
 
 def test_bias_from_truncation_comes_first():
-    """True counts outside the bounds and the arm away from the reference at the largest
-    epsilon: that is said even where the prior alone keeps the measure."""
-    frame = rows(1.10, 1.12, 1.10, [1.6, 1.45, 1.37])
+    """True counts outside the bounds, the arm away from the reference at the largest
+    epsilon, and the true counts clamped to the bounds away too: that is said even where
+    the prior alone keeps the measure."""
+    frame = rows(1.10, 1.12, 1.10, [1.6, 1.45, 1.37], in_bounds=1.36)
     found = verdict(RATIO, frame, outside=0.094)
     assert found["verdict"] == "truncation_bias" and "9.4%" in found["reason"]
+    assert "no epsilon brings it back" in found["reason"]
     assert verdict(RATIO, frame)["verdict"] == "prior_keeps"  # without counts outside
+
+
+def test_counts_outside_bounds_that_do_not_move_the_measure_are_no_bias():
+    """Some true counts outside the bounds, but clamping them leaves the measure within
+    tolerance of the truth: the arm just needs more epsilon, and the guide says so."""
+    frame = rows(2.0, 1.0, 2.0, [3.0, 2.8, 2.5], in_bounds=2.02)
+    assert verdict(RATIO, frame, outside=0.005)["verdict"] == "beyond_grid"
+
+
+def test_clamping_that_adds_little_to_synthesis_error_is_no_bias_of_the_rmse():
+    """rMSE: clamping alone errs by 1.8 where synthesis errs by 5.7 on a rate of 10: in
+    quadrature it adds 0.28 (3% of the rate), so synthesis, not truncation, loses it; an
+    error of 8 from clamping adds 4.1 (41%): truncation's."""
+    frame = rows(0.0, 7.0, 5.7, [8.5, 8.0, 6.7], in_bounds=1.8)
+    assert verdict(RMSE, frame, outside=0.09)["verdict"] == "synthesis_loses"
+    frame = rows(0.0, 7.0, 5.7, [12.0, 11.0, 10.0], in_bounds=8.0)
+    assert verdict(RMSE, frame, outside=0.09)["verdict"] == "truncation_bias"
 
 
 def test_needs_more_than_the_grid():

@@ -74,7 +74,7 @@ def plain_log_ticks(axis) -> None:
             return f"{x:g}"
 
     axis.set_major_formatter(Plain(labelOnlyBase=False))
-    axis.set_minor_formatter(Plain(labelOnlyBase=False, minor_thresholds=(1.2, 0.4)))
+    axis.set_minor_formatter(Plain(labelOnlyBase=False, minor_thresholds=(2, 0.8)))
 
 
 def figure_measures(summary: pd.DataFrame, guide: pd.DataFrame, measures, arms, study: str,
@@ -115,6 +115,10 @@ def figure_measures(summary: pd.DataFrame, guide: pd.DataFrame, measures, arms, 
                                 label="95% band over the datasets")  # fmt: skip
                 ax.plot(sel["epsilon"], sel["median"], color=colours[arm.name], lw=1.6,
                         label="median over the datasets")  # fmt: skip
+                if arm.mechanism == "truncated" and "truth_in_bounds" in sel:
+                    ax.plot(sel["epsilon"], sel["truth_in_bounds"], color=colours[arm.name],
+                            ls=":", lw=1.4,
+                            label="truth clamped to the truncation bounds")  # fmt: skip
             notes = [_verdict_line(v)] if len(verdict) else []
             if len(verdict) and v.outside_bounds_share > 0:
                 notes.append(f"{v.outside_bounds_share:.1%} of true counts outside bounds")
@@ -131,8 +135,11 @@ def figure_measures(summary: pd.DataFrame, guide: pd.DataFrame, measures, arms, 
             if r == nrows - 1:
                 ax.set_xlabel(f"{EPSILON} of the synthetic table", fontsize=8)
             ax.tick_params(which="both", labelsize=7)
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=8,
+    legend = {}
+    for ax in axes.flat:  # every label once, whichever panel drew it
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            legend.setdefault(label, handle)
+    fig.legend(legend.values(), legend.keys(), loc="outside lower center", ncols=3, fontsize=8,
                frameon=False)  # fmt: skip
     kind = "age-adjusted" if adjusted else "crude"
     prior = guide["epsilon_prior"].max() if len(guide) else 0.0

@@ -15,8 +15,12 @@ a correlation's difference, a ratio's relative difference), against the toleranc
 (``guide.tolerance``). In this order, the first that holds:
 
 1. ``truncation_bias``, *bias from truncation*: a truncated arm, true counts outside its
-   bounds, and at the grid's largest epsilon the arm is still further than t from the
-   no-privacy reference (first: whatever else holds, this arm moves the measure);
+   bounds, at the grid's largest epsilon the arm still further than t from the no-privacy
+   reference, and the true counts clamped to its bounds there (``truth_in_bounds``, where
+   the arm arrives as epsilon grows, but for synthesis noise) further than t from the
+   truth (:meth:`~dpsynth.study.measures.Kind.clamping_distance`; for an error, what it
+   adds to synthesis's): the bounds, not the budget, hold the measure away (first:
+   whatever else holds, this arm moves it);
 2. ``prior_keeps``, *the prior alone keeps it*: the prior's value is within t of the
    truth, so keeping it says nothing (the measure is uninformative on this table);
 3. ``synthesis_loses``, *synthesis alone loses it*: the no-privacy reference's median is
@@ -60,7 +64,8 @@ VERDICTS = {
 GUIDE_COLUMNS = ["study", "arm", "measure", "verdict", "epsilon", "epsilon_privacy",
                  "epsilon_prior", "tolerance",
                  "truth", "prior", "reference", "within_low", "within_high",
-                 "median_at_largest", "outside_bounds_share", "reason"]  # fmt: skip
+                 "median_at_largest", "outside_bounds_share", "truth_in_bounds",
+                 "reason"]  # fmt: skip
 
 
 def smallest_epsilon(epsilons: np.ndarray, met: np.ndarray) -> float:
@@ -100,22 +105,26 @@ def judge(measure: Measure, rows: pd.DataFrame, *, scale: float, tolerance: floa
     first = smallest_epsilon(eps, met)
     total = first + epsilon_prior
     at_largest = float(rows["median"].iloc[-1])
+    in_bounds = float(rows["truth_in_bounds"].iloc[-1]) if "truth_in_bounds" in rows else truth
+    d_bounds = kind.clamping_distance(in_bounds, truth, reference, scale)
     within = kind.within(reference, tol, scale)
     out = dict(verdict="", epsilon=np.nan, epsilon_privacy=total, epsilon_prior=epsilon_prior,
                tolerance=tol,
                truth=truth, prior=prior, reference=reference, within_low=within[0],
                within_high=within[1], median_at_largest=at_largest,
                outside_bounds_share=outside)  # fmt: skip
+    out["truth_in_bounds"] = in_bounds
     privacy = (f"; privacy adds no more than {tol:g} from epsilon {_g(total)} on"
                if np.isfinite(first) else "")  # fmt: skip
     d_prior = float(kind.distance(prior, truth, scale))
     d_reference = float(kind.distance(reference, truth, scale))
-    if outside > 0 and not met[-1]:
+    if outside > 0 and not met[-1] and d_bounds > tol:
         out["verdict"] = "truncation_bias"
         out["reason"] = (f"{outside:.1%} of the true counts lie outside the truncation "
-                         f"bounds: at epsilon {_g(eps[-1] + epsilon_prior)} the median stays "
-                         f"at {_g(at_largest)} against {_g(reference)} with no privacy and "
-                         f"a true {_g(truth)}")  # fmt: skip
+                         f"bounds, which alone move it to {_g(in_bounds)} against a true "
+                         f"{_g(truth)} ({_g(reference)} with no privacy): at epsilon "
+                         f"{_g(eps[-1] + epsilon_prior)} the median is {_g(at_largest)}, and "
+                         "no epsilon brings it back")  # fmt: skip
     elif d_prior <= tol:
         out["verdict"] = "prior_keeps"
         out["reason"] = (f"the prior alone gives {_g(prior)} against a true {_g(truth)} "

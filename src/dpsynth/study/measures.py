@@ -60,6 +60,15 @@ class Kind:
                 return np.abs(value - target)
             return np.abs(value / target - 1)
 
+    def clamping_distance(self, clamped, truth, reference, scale: float = 1.0) -> float:
+        """How far clamping the true counts to truncation bounds alone moves the measure:
+        the distance of ``clamped`` (the measure of the clamped counts) from the truth; for
+        an error, the error it adds to synthesis's (``reference``), the two independent
+        (added in quadrature: sqrt(reference^2 + clamped^2) - reference)."""
+        if self.name == "error":
+            return float((np.hypot(reference, clamped) - reference) / scale)
+        return float(self.distance(clamped, truth, scale))
+
     def within(self, target: float, tolerance: float, scale: float = 1.0) -> tuple[float, float]:
         """The values within ``tolerance`` of ``target`` (:meth:`distance` <= tolerance)."""
         if self.name == "error":

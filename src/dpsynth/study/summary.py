@@ -19,7 +19,7 @@ from dpsynth.study.measures import Measures
 
 SUMMARY_COLUMNS = ["study", "arm", "mechanism", "method", "epsilon", "metric", *BAND_COLUMNS,
                    "median_lower", "median_upper", "truth", "prior", "reference",
-                   "reference_lower", "reference_upper"]  # fmt: skip
+                   "reference_lower", "reference_upper", "truth_in_bounds"]  # fmt: skip
 #: The no-privacy reference's summary columns, from its median and band.
 REFERENCE_COLUMNS = {"median": "reference", "lower": "reference_lower",
                      "upper": "reference_upper"}  # fmt: skip
@@ -49,6 +49,18 @@ def _calibration_rows(calibrations: pd.DataFrame, y: np.ndarray) -> list[pd.Data
         .reset_index().assign(metric="outside_bounds_share"),
     ]  # fmt: skip
     return frames
+
+
+def _in_bounds(calibrations: pd.DataFrame, measures: Measures, y: np.ndarray) -> pd.DataFrame:
+    """Per (arm, epsilon, metric): the measure of the true counts clamped to the
+    calibration's bounds [lower, upper] (``truth_in_bounds``)."""
+    rows = []
+    cells = calibrations.sort_values(["arm", "epsilon", "cell"])
+    for (arm, epsilon), group in cells.groupby(["arm", "epsilon"], sort=True):
+        clamped = np.clip(y[group["cell"].to_numpy()], group["lower"], group["upper"])
+        values = measures.values(clamped.to_numpy(dtype=float), y).iloc[0]
+        rows += [(arm, epsilon, metric, value) for metric, value in values.items()]
+    return pd.DataFrame(rows, columns=["arm", "epsilon", "metric", "truth_in_bounds"])
 
 
 def summarise_study(
@@ -84,6 +96,9 @@ def summarise_study(
         if reference is not None and len(reference):
             ref = summarise_frame(reference.melt(var_name="metric"), ["metric"])
             draws = draws.merge(ref.rename(columns=REFERENCE_COLUMNS), on="metric", how="left")
+        if len(calibrations):
+            bounded = _in_bounds(calibrations, measures, y)
+            draws = draws.merge(bounded, on=["arm", "epsilon", "metric"], how="left")
         parts.append(draws)
     if len(calibrations):
         parts.extend(_calibration_rows(calibrations, y))
