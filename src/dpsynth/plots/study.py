@@ -173,7 +173,7 @@ def figure_guide(guide: pd.DataFrame, measures, arms, epsilons, study: str):
                     mfc=colours[arm.name] if met else "none")  # fmt: skip
             ax.annotate(f"{v.epsilon_privacy:.3g}", (v.epsilon_privacy, k), xytext=(6, 0),
                         textcoords="offset points", va="center", fontsize=7)  # fmt: skip
-        text = "met" if v.verdict == "met" else VERDICT_TEXT[v.verdict]
+        text = _verdict_line(v)
         ax.text(1.01, k, text, transform=ax.get_yaxis_transform(), va="center", fontsize=7.5,
                 color=colours[arm.name])  # fmt: skip
     for j, _ in enumerate(measures[1:], start=1):

@@ -1,7 +1,8 @@
 """A study's summary from its cached chunks: median and 95% band of every measure per arm
 and epsilon, with a 95% confidence interval of the median (its Monte Carlo error over the
-datasets), beside three references: the truth, the prior (the measure of the expected
-counts n x lambda0, where the synthetic tables drift as epsilon shrinks) and the
+datasets), beside three references: the truth, the prior (the measure of the table the
+arm drifts to as epsilon shrinks: the expected counts n x lambda0 for PG and truncated
+PG, the uniform table y. / I for MD, whose Dirichlet weights are equal) and the
 no-privacy reference (median and band of the measure on tables drawn with the privacy
 term removed, :mod:`dpsynth.sampling.reference`: what synthesis alone keeps); what the
 calibrations say (the gamma shapes a across strata, true counts outside the truncation
@@ -92,7 +93,12 @@ def summarise_study(
         intervals = long.groupby(by, sort=True, dropna=False)["value"].agg(median_interval)
         draws[["median_lower", "median_upper"]] = intervals.tolist()
         draws["truth"] = draws["metric"].map(truth)
-        draws["prior"] = draws["metric"].map(prior)
+        # the prior alone: each arm's limit as epsilon shrinks, n x lambda0 for PG and
+        # truncated PG, the uniform table y. / I for MD (its Dirichlet weights are equal)
+        uniform = measures.values(np.full(y.size, y.sum() / y.size), y).iloc[0]
+        md = {arm.name for arm in definition.arms if arm.mechanism == "md"}
+        pairs = zip(draws["arm"], draws["metric"], strict=True)
+        draws["prior"] = [(uniform if arm in md else prior)[metric] for arm, metric in pairs]
         if reference is not None and len(reference):
             ref = summarise_frame(reference.melt(var_name="metric"), ["metric"])
             draws = draws.merge(ref.rename(columns=REFERENCE_COLUMNS), on="metric", how="left")
