@@ -264,6 +264,13 @@ def _add_strata_options(syn: argparse.ArgumentParser) -> None:
         "--sanitised-prior-by",
     )
     cols.add_argument(
+        "--prior-is-public-i-am-sure",
+        action="store_true",
+        help="release with prior rates (--prior or the input's column) that fit the counts "
+        "far better than chance allows, which dpsynth otherwise refuses as computed from "
+        "the counts: only for rates truly made without them (they are published as they are)",
+    )
+    cols.add_argument(
         "--prior-epsilon",
         type=_positive_float,
         metavar="EPS",
@@ -568,6 +575,7 @@ def _request(args, **extra):
             None if args.sanitised_prior_by is None else tuple(args.sanitised_prior_by)
         ),
         prior_epsilon=args.prior_epsilon,
+        prior_is_public_i_am_sure=args.prior_is_public_i_am_sure,
         rounding=args.rounding,
         strata=args.strata if args.strata in STRATA_WORDS else Path(args.strata),
         **extra,

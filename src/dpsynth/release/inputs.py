@@ -32,6 +32,7 @@ from dpsynth.data.validation import (
     validate_strata,
 )
 from dpsynth.data.validation import read_table as data_read_table
+from dpsynth.release import prior_check
 from dpsynth.release.folder import values_only
 from dpsynth.release.request import ReleaseError, ReleaseRequest
 from dpsynth.release.strata_list import check_cross_product, match_to_list
@@ -272,9 +273,12 @@ def load_strata(request: ReleaseRequest) -> Strata:
         if bad.any():
             raise ReleaseError(
                 f"{where}: prior rate missing or <= 0 at {_describe_keys(key_frame, bad)}; "
-                "expected prior rates > 0 (the gamma prior's mean; a zero rate leaves no "
-                "room for any event)"
+                + prior_check.ZERO_RATE
             )
+        if not request.prior_is_public_i_am_sure:
+            why = prior_check.prior_reproduces_counts(counts, populations, prior_rate)
+            if why is not None:
+                raise ReleaseError(prior_check.refusal(where, why))
     if request.sanitised_prior_by:
         absent = [c for c in request.sanitised_prior_by if c not in keys]
         if absent:
