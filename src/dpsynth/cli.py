@@ -91,10 +91,16 @@ For a reviewer: no data, no key, no private folder. Checks, one line each: the f
 number, rows, sums to the total, whole counts, order, strata), the hyperparameters
 (b = a / prior_rate, a sanitised prior's rates), the promise (the budget's arithmetic,
 certified or nominal, and the privacy bound of docs/privacy.md recomputed from the
-published a, L, U and total) and, as warnings, the files' fixed times and modes.
+published a, L, U and total; every number of the promise, and its statement regenerated
+from them) and, as warnings, the files' fixed times and modes. Symbolic links and other
+non-regular files fail; no table is read beyond the rows its file holds.
+
+What it cannot check: that the sets were drawn by this calibration (any table of whole
+counts with the total fits the numbers, the confidential one too). PASSED says that the
+public numbers back the stated epsilon, not more.
 
 exit codes: 0 every check passed (warnings allowed; a nominal release passes but promises
-nothing proven), 1 a check failed, 2 not a release folder.
+nothing proven), 1 a check failed, 2 not a release folder or a malformed manifest.
 """
 
 
