@@ -262,12 +262,11 @@ def _add_strata_options(syn: argparse.ArgumentParser) -> None:
         "and become rates; with no column, the overall rate total/population, which is "
         "public and costs nothing",
     )
-    prior.add_argument(
+    prior.add_argument(  # removed: parsed only to say so (_request), never shown
         "--prior-rate-by",
         nargs="*",
         metavar="COLUMN",
-        help="REMOVED: it published the counts' own group totals without noise; use "
-        "--sanitised-prior-by",
+        help=argparse.SUPPRESS,
     )
     cols.add_argument(
         "--prior-is-public-i-am-sure",
@@ -340,6 +339,14 @@ def _add_strata_options(syn: argparse.ArgumentParser) -> None:
         metavar="N",
         help="number of synthetic sets; they share the budget (default: %(default)s)",
     )
+
+
+def _strata_shown_required(parser: argparse.ArgumentParser) -> None:
+    """Show --strata in the usage line as the required option it is: argparse cannot mark
+    it required without replacing :data:`STRATA_REQUIRED`'s explanation by its own."""
+    usage = parser.format_usage().removeprefix("usage: ").rstrip("\n")
+    optional = "[--strata FILE|input|cross-product]"
+    parser.usage = usage.replace(optional, optional[1:-1]).replace("%", "%%")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -473,6 +480,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="one dataset name, or one table's id (or its first 12 hex digits): its total and "
         "its releases (a table released under a name shows the name's)",
     )
+    for command in (syn, cal):
+        _strata_shown_required(command)
     ver = commands.add_parser(
         "verify",
         help="check a published release against its manifest, as a reviewer",

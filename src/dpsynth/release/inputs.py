@@ -163,6 +163,19 @@ def _check_columns(request, frame, count, keys, dropped, prior_in_input, listed=
     unused_prior = [request.prior_rate_column] if not request.needs_prior else []
     allowed = {*keys, *value_columns, *dropped, *unused_prior}
     unnamed = [c for c in frame.columns if c not in allowed]
+    rate = request.prior_rate_column
+    if rate in unnamed and request.needs_prior:  # the prior comes from elsewhere
+        other = (
+            "--sanitised-prior-by, which derives the prior from the counts"
+            if request.sanitised_prior_by is not None
+            else f"--prior {request.prior_file}"
+        )
+        instead = "--sanitised-prior-by" if request.sanitised_prior_by is not None else "--prior"
+        raise ReleaseError(
+            f"{source}: column {rate!r} holds prior rates, but the prior comes from {other}: "
+            f"drop the column from the input, or use it as the prior instead of {instead} "
+            "(leave that option out; the rates are then published, declared public by you)"
+        )
     if unnamed:
         raise ReleaseError(
             f"{source}: column(s) {unnamed} are not named as a key (--keys), the count "
