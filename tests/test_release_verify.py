@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -195,7 +196,7 @@ def test_an_epsilon_total_that_disagrees_with_its_parts_fails_the_budget(tmp_pat
     manifest["budget"]["epsilon_total"] = 0.5  # the sets alone spend 1
     (out / "manifest.json").write_text(json.dumps(manifest))
     checks = verify_release(out)
-    assert failures(checks) == ["promise/epsilon"]
+    assert failures(checks) == ["promise/epsilon", "promise/statement"]
     assert "total 0.5 vs prior 0 + 2 x 0.5 = 1" in by_name(checks)["promise/epsilon"].detail
 
 
@@ -206,7 +207,7 @@ def test_a_nominal_pair_claimed_certified_fails_the_status(tmp_path):
                                  audited_worst_ratio=None)  # fmt: skip
     (out / "manifest.json").write_text(json.dumps(manifest))
     checks = verify_release(out)
-    assert failures(checks) == ["promise/status"]
+    assert failures(checks) == ["promise/statement", "promise/status"]
     assert by_name(checks)["promise/bound"].status == NOMINAL  # and it still says so
     code, stdout, _ = run("verify", str(out))
     assert code == 1 and stdout.strip().splitlines()[-1].startswith("FAILED:")
@@ -229,7 +230,8 @@ def test_unreadable_files_fail_without_a_traceback(tmp_path):
     assert "synthetic/synthetic" in failures(checks)
     assert "could not be checked" in by_name(checks)["synthetic/synthetic"].detail
     (out / "manifest.json").write_text("{ broken")
-    assert failures(verify_release(out)) == ["files/manifest"]
+    with pytest.raises(NotARelease, match="is not valid JSON"):
+        verify_release(out)
 
 
 # --- usage errors ----------------------------------------------------------------------------
@@ -268,3 +270,106 @@ def test_the_command_exits_0_1_2_with_a_few_readable_lines(tmp_path):
     assert "FAIL    nothing unlisted" in dpsynth("bad").stdout
     assert "nowhere: no such folder" in dpsynth("nowhere").stderr
     assert json.loads(dpsynth("--json", "good").stdout)["passed"] is True
+
+
+# --- what verify knows, and what it trusts (issue #26, finding 5) ------------------------------
+
+
+def set_manifest(out: Path, manifest: dict) -> None:
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2))
+
+
+def test_the_confidential_table_as_synthetic_passes_and_the_summary_says_what_that_means(
+    tmp_path,
+):
+    """No check can tell draws from data: the summary claims only what the numbers back."""
+    out = release(tmp_path)
+    synthetic = read(out, "synthetic")
+    synthetic["count"] = STRATA["count"].to_numpy()  # the confidential counts, as published
+    rewrite(out, "synthetic", synthetic)
+    checks, manifest = report(out)
+    assert not failed(checks)
+    code, stdout, _ = run("verify", str(out))
+    last = stdout.strip().splitlines()[-1]
+    assert code == 0 and last.startswith("PASSED:")
+    assert "The public numbers back the stated (1, 1e-12)-DP" in last
+    assert "that the sets were drawn by this calibration cannot be checked" in last
+    assert "is backed by" not in stdout and "certified promise" not in stdout
+
+
+def test_a_huge_sets_count_is_compared_with_the_file_before_anything_is_allocated(tmp_path):
+    out = release(tmp_path)
+    manifest = manifest_of(out)
+    manifest["sets"] = manifest["budget"]["sets"] = 1_000_000_000
+    set_manifest(out, manifest)
+    checks = verify_release(out)  # would allocate 7.45 GiB for the expected set numbers
+    detail = by_name(checks)["synthetic/synthetic"].detail
+    assert "holds 6 rows, the manifest says 6000000000" in detail
+
+
+def test_a_manifest_nested_too_deeply_is_one_line_and_exit_2(tmp_path):
+    out = release(tmp_path)
+    depth = 100_000
+    (out / "manifest.json").write_text(
+        '{"dpsynth_release_format": 4, "x": ' + "[" * depth + "]" * depth + "}"
+    )
+    code, stdout, stderr = run("verify", str(out))
+    assert code == 2 and not stdout and "Traceback" not in stderr
+    assert len(stderr.strip().splitlines()) == 1 and "nested too deeply" in stderr
+    (out / "manifest.json").write_text("[" * 10 + "]" * 10)  # JSON, not a manifest
+    assert run("verify", str(out))[0] == 2
+
+
+def test_a_table_symlinked_outside_the_folder_fails(tmp_path):
+    out = release(tmp_path)
+    outside = tmp_path / "elsewhere.parquet"
+    (out / "synthetic.parquet").rename(outside)
+    (out / "synthetic.parquet").symlink_to(outside)
+    checks = verify_release(out)
+    assert {"files/regular files", "files/synthetic sha256"} <= set(failures(checks))
+    assert "synthetic.parquet" in by_name(checks)["files/regular files"].detail
+    assert run("verify", str(out))[0] == 1
+
+
+def _promise(out: Path, **budget) -> dict:
+    """The manifest with ``budget`` changed and everything derived from it made consistent,
+    the statement regenerated: only the numbers' own meaning can catch it."""
+    from dpsynth.release.manifest import guarantee
+
+    manifest = manifest_of(out)
+    manifest["budget"].update(budget)
+    b = manifest["budget"]
+    manifest["prior"]["epsilon"] = b["epsilon_prior"]
+    manifest["delta"]["per_set"] = b["delta_per_set"]
+    manifest["delta"]["sampler_tv_target"] = b["delta_per_set"] / (
+        1 + math.exp(b["epsilon_per_set"])
+    )
+    manifest["guarantee"] = guarantee(manifest["mechanism"], manifest["method"], b)
+    return manifest
+
+
+@pytest.mark.parametrize(
+    ("budget", "why"),
+    [
+        (dict(epsilon_prior=-1.5, epsilon_total=0.5), "epsilon_prior -1.5 is negative"),
+        (dict(delta_total=-1e-12, delta_per_set=-1e-12), "delta_total -1e-12 is not > 0"),
+    ],
+    ids=["sets calibrated at 2 claim 0.5", "negative delta"],
+)
+def test_every_number_of_the_promise_is_checked(tmp_path, budget, why):
+    out = release(tmp_path, epsilon=2.0)
+    set_manifest(out, _promise(out, **budget))
+    checks = verify_release(out)
+    assert failures(checks) == ["promise/numbers"]
+    assert why in by_name(checks)["promise/numbers"].detail
+    assert run("verify", str(out))[0] == 1
+
+
+def test_a_rewritten_statement_fails(tmp_path):
+    out = release(tmp_path, epsilon=2.0)
+    manifest = manifest_of(out)
+    manifest["guarantee"]["statement"] = manifest["guarantee"]["statement"].replace("(2,", "(0.5,")
+    set_manifest(out, manifest)
+    checks = verify_release(out)
+    assert failures(checks) == ["promise/statement"]
+    assert "guarantee.statement" in by_name(checks)["promise/statement"].detail

@@ -91,10 +91,16 @@ For a reviewer: no data, no key, no private folder. Checks, one line each: the f
 number, rows, sums to the total, whole counts, order, strata), the hyperparameters
 (b = a / prior_rate, a sanitised prior's rates), the promise (the budget's arithmetic,
 certified or nominal, and the privacy bound of docs/privacy.md recomputed from the
-published a, L, U and total) and, as warnings, the files' fixed times and modes.
+published a, L, U and total; every number of the promise, and its statement regenerated
+from them) and, as warnings, the files' fixed times and modes. Symbolic links and other
+non-regular files fail; no table is read beyond the rows its file holds.
+
+What it cannot check: that the sets were drawn by this calibration (any table of whole
+counts with the total fits the numbers, the confidential one too). PASSED says that the
+public numbers back the stated epsilon, not more.
 
 exit codes: 0 every check passed (warnings allowed; a nominal release passes but promises
-nothing proven), 1 a check failed, 2 not a release folder.
+nothing proven), 1 a check failed, 2 not a release folder or a malformed manifest.
 """
 
 
@@ -256,12 +262,18 @@ def _add_strata_options(syn: argparse.ArgumentParser) -> None:
         "and become rates; with no column, the overall rate total/population, which is "
         "public and costs nothing",
     )
-    prior.add_argument(
+    prior.add_argument(  # removed: parsed only to say so (_request), never shown
         "--prior-rate-by",
         nargs="*",
         metavar="COLUMN",
-        help="REMOVED: it published the counts' own group totals without noise; use "
-        "--sanitised-prior-by",
+        help=argparse.SUPPRESS,
+    )
+    cols.add_argument(
+        "--prior-is-public-i-am-sure",
+        action="store_true",
+        help="release with prior rates (--prior or the input's column) that fit the counts "
+        "far better than chance allows, which dpsynth otherwise refuses as computed from "
+        "the counts: only for rates truly made without them (they are published as they are)",
     )
     cols.add_argument(
         "--prior-epsilon",
@@ -327,6 +339,14 @@ def _add_strata_options(syn: argparse.ArgumentParser) -> None:
         metavar="N",
         help="number of synthetic sets; they share the budget (default: %(default)s)",
     )
+
+
+def _strata_shown_required(parser: argparse.ArgumentParser) -> None:
+    """Show --strata in the usage line as the required option it is: argparse cannot mark
+    it required without replacing :data:`STRATA_REQUIRED`'s explanation by its own."""
+    usage = parser.format_usage().removeprefix("usage: ").rstrip("\n")
+    optional = "[--strata FILE|input|cross-product]"
+    parser.usage = usage.replace(optional, optional[1:-1]).replace("%", "%%")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -460,6 +480,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="one dataset name, or one table's id (or its first 12 hex digits): its total and "
         "its releases (a table released under a name shows the name's)",
     )
+    for command in (syn, cal):
+        _strata_shown_required(command)
     ver = commands.add_parser(
         "verify",
         help="check a published release against its manifest, as a reviewer",
@@ -568,6 +590,7 @@ def _request(args, **extra):
             None if args.sanitised_prior_by is None else tuple(args.sanitised_prior_by)
         ),
         prior_epsilon=args.prior_epsilon,
+        prior_is_public_i_am_sure=args.prior_is_public_i_am_sure,
         rounding=args.rounding,
         strata=args.strata if args.strata in STRATA_WORDS else Path(args.strata),
         **extra,

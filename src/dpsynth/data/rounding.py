@@ -114,10 +114,10 @@ def round_counts(
             "expected counts >= 0 (rounding does not mend negative counts)"
         )
     if rounding == "refuse":
-        first = frame.loc[fractional, count].iloc[0]
+        # the strata, not their values: a count is confidential, even in an error message
         raise ValueError(
             f"{source}: fractional counts in {count!r} at {n} strata: "
-            f"{_describe(frame, fractional, list(keys))} (first value {first!r}); expected "
+            f"{_describe(frame, fractional, list(keys))}; expected "
             "whole numbers of events. Some tables allocate cases fractionally: set "
             f"{option} to round them half to even (the guarantee is then about the rounded "
             "table), or fix the table"

@@ -80,14 +80,21 @@ def _require_columns(frame: pd.DataFrame, columns: Sequence[str], source: str) -
 
 def _as_float(frame: pd.DataFrame, column: str, keys: Sequence[str], source: str) -> pd.Series:
     """The column as floats (NaN for missing); a non-numeric entry (text such as ``NA``,
-    which is read as text, not as missing) is an error naming the strata and the value."""
+    which is read as text, not as missing) is an error naming the strata, and the value
+    only when it holds no digit (``NA``, ``*``): one with digits (``3,08``) may be a
+    confidential count written oddly, so it is not repeated."""
     values = pd.to_numeric(frame[column], errors="coerce").astype(float)
     bad = values.isna() & frame[column].notna()
     if bad.any():
-        first = frame.loc[bad.to_numpy(), column].iloc[0]
+        first = str(frame.loc[bad.to_numpy(), column].iloc[0])
+        shown = (
+            f"first value {first!r}"
+            if not any(c.isdigit() for c in first)
+            else "a value with digits, not shown: it may be a count"
+        )
         raise ValueError(
             f"{source}: column {column!r} is not numeric at {_describe(frame, bad, keys)} "
-            f"(first value {first!r}); expected numbers (an empty cell is a missing value, "
+            f"({shown}); expected numbers (an empty cell is a missing value, "
             "text such as 'NA' is not)"
         )
     return values

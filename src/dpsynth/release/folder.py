@@ -103,8 +103,19 @@ def check_destination(out: Path, force: bool, *, private: bool = False) -> None:
 def check_apart(out: Path, private: Path) -> None:
     """Refuse a private folder that is the release folder, lies inside it or holds it:
     the release folder is published whole, and a private folder around it would be
-    replaced or published with it."""
+    replaced or published with it. Refuse a release folder inside the steward's folder
+    (:func:`dpsynth.ledger.steward_home`, the ledger's and the private folders' home), or
+    around it, for the same reason."""
+    from dpsynth.ledger import steward_home
+
     release, steward = out.resolve(), private.resolve()
+    home = steward_home()
+    if release.is_relative_to(home.resolve()) or home.resolve().is_relative_to(release):
+        raise ReleaseError(
+            f"--out {out}: lies in (or holds) the steward's folder {home}, which holds the "
+            "ledger and the private folders (root keys) and is never published; put the "
+            "release outside it"
+        )
     if steward == release:
         problem = f"the private folder {private} is the release folder {out}"
     elif steward.is_relative_to(release):

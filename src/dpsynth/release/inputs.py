@@ -32,6 +32,7 @@ from dpsynth.data.validation import (
     validate_strata,
 )
 from dpsynth.data.validation import read_table as data_read_table
+from dpsynth.release import prior_check
 from dpsynth.release.folder import values_only
 from dpsynth.release.request import ReleaseError, ReleaseRequest
 from dpsynth.release.strata_list import check_cross_product, match_to_list
@@ -162,6 +163,19 @@ def _check_columns(request, frame, count, keys, dropped, prior_in_input, listed=
     unused_prior = [request.prior_rate_column] if not request.needs_prior else []
     allowed = {*keys, *value_columns, *dropped, *unused_prior}
     unnamed = [c for c in frame.columns if c not in allowed]
+    rate = request.prior_rate_column
+    if rate in unnamed and request.needs_prior:  # the prior comes from elsewhere
+        other = (
+            "--sanitised-prior-by, which derives the prior from the counts"
+            if request.sanitised_prior_by is not None
+            else f"--prior {request.prior_file}"
+        )
+        instead = "--sanitised-prior-by" if request.sanitised_prior_by is not None else "--prior"
+        raise ReleaseError(
+            f"{source}: column {rate!r} holds prior rates, but the prior comes from {other}: "
+            f"drop the column from the input, or use it as the prior instead of {instead} "
+            "(leave that option out; the rates are then published, declared public by you)"
+        )
     if unnamed:
         raise ReleaseError(
             f"{source}: column(s) {unnamed} are not named as a key (--keys), the count "
@@ -272,9 +286,12 @@ def load_strata(request: ReleaseRequest) -> Strata:
         if bad.any():
             raise ReleaseError(
                 f"{where}: prior rate missing or <= 0 at {_describe_keys(key_frame, bad)}; "
-                "expected prior rates > 0 (the gamma prior's mean; a zero rate leaves no "
-                "room for any event)"
+                + prior_check.ZERO_RATE
             )
+        if not request.prior_is_public_i_am_sure:
+            why = prior_check.prior_reproduces_counts(counts, populations, prior_rate)
+            if why is not None:
+                raise ReleaseError(prior_check.refusal(where, why))
     if request.sanitised_prior_by:
         absent = [c for c in request.sanitised_prior_by if c not in keys]
         if absent:

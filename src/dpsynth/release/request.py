@@ -83,6 +83,9 @@ class ReleaseRequest:
     prior_rate_column: str = "prior_rate"
     prior_file: Path | None = None
     sanitised_prior_by: tuple[str, ...] | None = None
+    #: the steward's word that the prior rates (``prior_file`` or the input's column) are
+    #: public although they fit the counts far better than chance (:mod:`.prior_check`)
+    prior_is_public_i_am_sure: bool = False
     prior_epsilon: float | None = None
     rounding: str = "refuse"  # fractional counts: refuse, or round to nearest (half to even)
     budget: float | None = None

@@ -115,6 +115,20 @@ def rounding_note(mode: str, report) -> str:
             f"{report.total_before} before, {report.total_after} after")  # fmt: skip
 
 
+def prior_note(request, strata) -> str:
+    """Where the prior rates came from, for the summary."""
+    if not request.needs_prior:
+        return "not used by md"
+    if request.sanitised_prior_by is None:
+        return strata.prior_source
+    if len(request.sanitised_prior_by) == 0:
+        return "the overall rate total / sum of populations (public, no budget)"
+    return (
+        f"sanitised: the totals by {list(request.sanitised_prior_by)} with discrete Laplace "
+        "noise (budget --prior-epsilon), in the release's prior file"
+    )
+
+
 def write_summary(folder: Path, request, strata, cal, synthetic, guarantee: str) -> list:
     """Write summary.md and its figures into ``folder``; return the file names written."""
     import matplotlib.pyplot as plt
@@ -146,7 +160,7 @@ def write_summary(folder: Path, request, strata, cal, synthetic, guarantee: str)
         f"- input: `{request.input.name}`, {cal.n_cells} strata, total {cal.total} events",
         f"- mechanism `{cal.mechanism}`, calibration `{cal.method}`: {guarantee}",
         f"- {sets} synthetic set{'s' if sets > 1 else ''}; root key in `provenance.json`",
-        f"- prior rates: {strata.prior_source or 'not used by md'}",
+        f"- prior rates: {prior_note(request, strata)}",
         f"- {rounding_note(request.rounding, strata.rounding)}",
         "",
         f"## Totals by `{group}`",

@@ -2,30 +2,46 @@
 
 ``dpsynth verify RELEASE_DIR`` is the reviewer's side of ``dpsynth synthesize``: given
 only the public folder (never the data, the key or the private folder) it checks that the
-release is what its manifest says and that the manifest's promise is backed by the
-published numbers. It reads files and recomputes; it never draws. Checks, by topic:
+folder is what its manifest lists and that the published numbers back the epsilon the
+manifest states. It reads files and recomputes; it never draws. Checks, by topic:
 
 1. ``files``: the manifest parses, follows :data:`.manifest.SCHEMA` in a format this
-   version reads; the folder holds exactly the files the manifest lists (the manifest
-   aside), each with its SHA-256.
+   version reads; every entry of the folder is a regular file or folder (no symbolic link,
+   which may point outside it, no pipe or device); the folder holds exactly the files the
+   manifest lists (the manifest aside), each with its SHA-256.
 2. ``synthetic``: ``sets`` sets of ``strata`` rows, each summing to ``total``, whole
    counts >= 0 (and within [lower, upper] when truncated), sorted by set then key, with
    the keys and populations of the hyperparameters.
 3. ``hyperparameters``: what follows from public inputs: b = a / prior_rate; a sanitised
    prior's group rates max(noisy_total, floor) / population and each stratum's rate that
    of its group; the overall rate total / population.
-4. ``promise``: the budget's arithmetic (basic composition, delta, the sampler's target);
-   ``certified`` exactly for the pairs of :data:`.manifest.CERTIFIED`; for a certified
-   release the bound of docs/privacy.md recomputed from the published a, L, U and total
-   (Part 2, Step 4; md: Quick (2021), eq 5) and compared with ``epsilon_per_set``.
+4. ``promise``: every number of the promise (finite; epsilons and deltas > 0, deltas < 1,
+   epsilon_prior > 0 exactly for a sanitised prior), the budget's arithmetic (basic
+   composition, delta, the sampler's target), the ``guarantee`` block regenerated from the
+   numbers by :func:`.manifest.guarantee` (its statement says the numbers); ``certified``
+   exactly for the pairs of :data:`.manifest.CERTIFIED`; for a certified release the bound
+   of docs/privacy.md recomputed from the published a, L, U and total (Part 2, Step 4; md:
+   Quick (2021), eq 5) and compared with ``epsilon_per_set``.
 5. ``metadata``: no Parquet file embeds metadata beyond pandas' description of its
    columns (no ``attributes``, other schema keys, field metadata or categorical columns:
    an input's metadata must not ride along); and, as warnings only (copying may change
    them), the fixed public time and modes of :mod:`.folder`.
 
+What it cannot check: that the sets were drawn by this calibration. Any table of whole
+counts with the total fits the published numbers, the confidential table itself
+included; no check can tell draws from data, so a passing verification says that the
+public numbers back the stated epsilon, not that the release was made honestly.
+
+It reads no more than the files hold: the manifest at most :data:`MAX_MANIFEST_BYTES`,
+and a table only once its row count in the file itself (a Parquet footer, a CSV file's
+lines) is the manifest's, so neither a manifest's ``sets`` nor a small compressed file
+makes it allocate more.
+
 :func:`verify_release` returns the :class:`Check` records; :func:`format_checks` and
 :func:`summary` put them into words; :func:`failed` says whether any failed. A folder
-that is not a dpsynth release at all raises :class:`NotARelease`.
+that is not a dpsynth release at all, or whose manifest is not a JSON object it can read
+(not a regular file, too large, invalid or too deeply nested JSON), raises
+:class:`NotARelease`, one line.
 """
 
 from __future__ import annotations
@@ -33,6 +49,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -50,6 +67,8 @@ BOUND_RTOL = 1e-9
 BUDGET_RTOL = 1e-9
 #: Relative tolerance of quantities the release computes by one division or a copy.
 VALUE_RTOL = 1e-12
+#: The largest manifest read, in bytes (a real one is a few kilobytes).
+MAX_MANIFEST_BYTES = 1 << 20
 #: Statuses: ``FAIL`` makes the verification fail; the others do not.
 OK, FAIL, WARNING, NOMINAL = "ok", "FAIL", "warning", "nominal"
 TOPICS = ("files", "synthetic", "hyperparameters", "promise", "metadata")
@@ -80,8 +99,40 @@ def failed(checks: list[Check]) -> bool:
 # --- reading ------------------------------------------------------------------------------
 
 
-def _read_table(path: Path) -> pd.DataFrame:
-    """A published table: Parquet as written, CSV as text (as the release's inputs are)."""
+def regular_file(path: Path) -> bool:
+    """Whether ``path`` is a regular file itself: not a symbolic link (which may point
+    outside the folder), a folder, a pipe or a device (which may block or never end)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def table_rows(path: Path) -> int:
+    """How many rows a published table holds, from the file itself and without reading its
+    values: a Parquet file's footer, or a CSV file's lines (streamed), the header aside."""
+    if not regular_file(path):
+        raise ValueError(f"{path.name} is not a regular file in the folder")
+    if path.suffix == ".csv":
+        with path.open("rb") as handle:
+            lines = sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
+        return max(lines - 1, 0)
+    import pyarrow.parquet as pq
+
+    return int(pq.ParquetFile(path).metadata.num_rows)
+
+
+def _read_table(path: Path, rows: int) -> pd.DataFrame:
+    """A published table: Parquet as written, CSV as text (as the release's inputs are).
+
+    ``rows`` is what the manifest says it holds: a file with other row counts is refused
+    before its values are read, so the manifest cannot make the verifier allocate more than
+    the file holds, nor the file (a small compressed Parquet file may expand to billions
+    of rows) more than the manifest says.
+    """
+    found = table_rows(path)
+    if found != rows:
+        raise ValueError(f"{path.name} holds {found} rows, the manifest says {rows}")
     if path.suffix == ".csv":
         return pd.read_csv(path, dtype=str, keep_default_na=False)
     return pd.read_parquet(path)
@@ -136,15 +187,25 @@ class _Release:
             raise ValueError(f"files.{name}.path {relative!r} is not a file name in the folder")
         return self.path / relative
 
+    def rows(self, name: str) -> int:
+        """The rows the manifest says the table ``name`` holds."""
+        m = self.manifest
+        if name == "synthetic":
+            return m["sets"] * m["strata"]
+        if name == "hyperparameters":
+            return m["strata"]
+        return table_rows(self.file(name))  # the prior's groups: any number the file holds
+
     def table(self, name: str) -> pd.DataFrame:
         if name not in self._tables:
-            self._tables[name] = _read_table(self.file(name))
+            self._tables[name] = _read_table(self.file(name), self.rows(name))
         return self._tables[name]
 
 
 def load_manifest(path: Path) -> tuple[dict | None, str | None]:
-    """(manifest, None), or (None, why it does not parse); :class:`NotARelease` when the
-    folder is missing or is not a dpsynth release."""
+    """(manifest, None); :class:`NotARelease` (one line, exit 2) when the folder is missing,
+    is not a dpsynth release, or its manifest is no JSON object this verifier reads (not a
+    regular file, too large, invalid or too deeply nested JSON)."""
     path = Path(path)
     expected = (
         "expected a dpsynth release folder, the public folder `dpsynth synthesize --out`\n"
@@ -156,12 +217,27 @@ def load_manifest(path: Path) -> tuple[dict | None, str | None]:
     if not path.is_dir():
         raise NotARelease(f"{path}: is not a folder;\n{expected}")
     manifest = path / folder.MANIFEST
+    if manifest.is_symlink() or (manifest.exists() and not regular_file(manifest)):
+        raise NotARelease(
+            f"{manifest}: is not a regular file (a symbolic link, a folder or a device); "
+            "expected the release's own manifest"
+        )
     if not manifest.is_file():
         raise NotARelease(f"{path}: has no {folder.MANIFEST}, so it is not a release;\n{expected}")
+    size = manifest.stat().st_size
+    if size > MAX_MANIFEST_BYTES:
+        raise NotARelease(
+            f"{manifest}: {size} bytes, more than any manifest ({MAX_MANIFEST_BYTES}); "
+            "expected a dpsynth release manifest"
+        )
     try:
         data = json.loads(manifest.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as err:
-        return None, str(err)
+    except (ValueError, UnicodeDecodeError, RecursionError) as err:
+        reason = "nested too deeply" if isinstance(err, RecursionError) else str(err)
+        raise NotARelease(
+            f"{manifest}: is not valid JSON ({reason.splitlines()[0][:120]}); expected a "
+            "dpsynth release manifest"
+        ) from None
     if not isinstance(data, dict) or folder.FORMAT_KEY not in data:
         raise NotARelease(
             f"{manifest}: is JSON but not a dpsynth manifest (no {folder.FORMAT_KEY!r});\n"
@@ -177,9 +253,7 @@ def verify_release(path: Path) -> list[Check]:
     anything wrong inside a release is a failed :class:`Check`, never an exception.
     """
     path = Path(path)
-    manifest, error = load_manifest(path)
-    if manifest is None:
-        return [Check("files", "manifest", FAIL, f"{folder.MANIFEST} does not parse: {error}")]
+    manifest, _ = load_manifest(path)
     release = _Release(path, manifest)
     checks: list[Check] = []
     readable = _run(checks, "files", "manifest", _manifest_checks, release)
@@ -257,9 +331,24 @@ def _file_checks(release: _Release):
             listed[release.file(name).name] = (name, entry)
         except ValueError as err:
             out.append(Check("files", f"{name} path", FAIL, str(err)))
+    entries = sorted(release.path.rglob("*"))
+    irregular = [
+        p.relative_to(release.path).as_posix()
+        for p in entries
+        if p.is_symlink() or not (regular_file(p) or p.is_dir())
+    ]
+    out.append(
+        Check(
+            "files", "regular files", FAIL if irregular else OK,
+            (f"{len(irregular)} entr(y/ies) not a regular file or folder (a symbolic link may "
+             f"point outside the folder): {', '.join(irregular[:5])}") if irregular
+            else "every entry is a regular file or folder, no symbolic link",
+            {"irregular": irregular},
+        )
+    )  # fmt: skip
     present = sorted(
-        p.relative_to(release.path).as_posix() + ("/" if p.is_dir() else "")
-        for p in release.path.rglob("*")
+        p.relative_to(release.path).as_posix() + ("/" if p.is_dir() and not p.is_symlink() else "")
+        for p in entries
     )
     present = [p for p in present if p != folder.MANIFEST]
     unlisted = [p for p in present if p not in listed]
@@ -274,8 +363,9 @@ def _file_checks(release: _Release):
     )  # fmt: skip
     for file_name, (name, entry) in sorted(listed.items()):
         path = release.path / file_name
-        if not path.is_file():
-            out.append(Check("files", f"{name} sha256", FAIL, f"{file_name}: listed but missing"))
+        if not regular_file(path):
+            why = "missing" if not os.path.lexists(path) else "not a regular file"
+            out.append(Check("files", f"{name} sha256", FAIL, f"{file_name}: listed but {why}"))
             continue
         actual = sha256_file(path)
         same = actual == entry["sha256"]
@@ -588,10 +678,61 @@ def recomputed_epsilon(mechanism: str, total: int, hyper: pd.DataFrame) -> tuple
     return certified_epsilon(a, total, lower, upper), how
 
 
+def _signs(m: dict) -> list[str]:
+    """What is wrong with the promise's numbers taken one by one (finite; epsilons and
+    deltas of the right sign; a prior's epsilon exactly when the prior is sanitised)."""
+    budget, delta, prior = m["budget"], m["delta"], m["prior"]
+    numbers = {f"budget.{k}": budget[k] for k in (
+        "epsilon_total", "epsilon_prior", "epsilon_synthesis", "epsilon_per_set",
+        "delta_total", "delta_per_set")}  # fmt: skip
+    numbers |= {"delta.per_set": delta["per_set"], "delta.sampler_tv_target":
+                delta["sampler_tv_target"], "prior.epsilon": prior["epsilon"]}  # fmt: skip
+    wrong = [
+        f"{name} {value!r} is not a finite number"
+        for name, value in numbers.items()
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+    ]
+    if wrong:
+        return wrong
+    for name in ("epsilon_total", "epsilon_synthesis", "epsilon_per_set", "delta_total",
+                 "delta_per_set"):  # fmt: skip
+        if not budget[name] > 0:
+            wrong.append(f"budget.{name} {_g(budget[name])} is not > 0")
+    for name in ("delta_total", "delta_per_set"):
+        if not budget[name] < 1:
+            wrong.append(f"budget.{name} {_g(budget[name])} is not < 1")
+    if not delta["sampler_tv_target"] > 0:
+        wrong.append(f"delta.sampler_tv_target {_g(delta['sampler_tv_target'])} is not > 0")
+    sanitised = prior["kind"] == "sanitised"
+    eps_prior = budget["epsilon_prior"]
+    if eps_prior < 0:
+        wrong.append(f"budget.epsilon_prior {_g(eps_prior)} is negative")
+    elif sanitised and not eps_prior > 0:
+        wrong.append(f"a sanitised prior with budget.epsilon_prior {_g(eps_prior)}, not > 0")
+    if not sanitised and eps_prior != 0:
+        wrong.append(f"prior kind {prior['kind']!r} spends nothing, yet epsilon_prior is "
+                     f"{_g(eps_prior)}")  # fmt: skip
+    return wrong
+
+
 def _promise_checks(release: _Release):
+    from dpsynth.release.manifest import guarantee
+
     m = release.manifest
     budget, delta = m["budget"], m["delta"]
     out = []
+    wrong = _signs(m)
+    out.append(
+        Check(
+            "promise", "numbers", FAIL if wrong else OK,
+            "; ".join(wrong) if wrong
+            else "every epsilon and delta finite and > 0 (epsilon_prior >= 0, > 0 exactly "
+                 "for a sanitised prior), deltas < 1",
+            {"wrong": wrong},
+        )
+    )  # fmt: skip
+    if wrong:
+        return out, True
     sets = m["sets"]
     eps_total, eps_prior = budget["epsilon_total"], budget["epsilon_prior"]
     eps_set, eps_synth = budget["epsilon_per_set"], budget["epsilon_synthesis"]
@@ -625,6 +766,18 @@ def _promise_checks(release: _Release):
             f"total {_g(d_total)} vs {sets} x {_g(d_set)} = {_g(sets * d_set)}; delta.per_set "
             f"{_g(delta['per_set'])}; sampler_tv_target {_g(delta['sampler_tv_target'])} vs "
             f"per_set / (1 + e^eps_per_set) = {_g(tv)}",
+        )
+    )  # fmt: skip
+    regenerated = guarantee(m["mechanism"], m["method"], budget)
+    same = regenerated == m["guarantee"]
+    differ = [k for k in regenerated if regenerated[k] != m["guarantee"].get(k)]
+    out.append(
+        Check(
+            "promise", "statement", OK if same else FAIL,
+            "guarantee (status, statement, proof) as this library words it for these numbers"
+            if same
+            else f"guarantee.{', guarantee.'.join(differ) or 'keys'} not what this library "
+                 "writes for the mechanism, method and budget: the words must say the numbers",
         )
     )  # fmt: skip
     pair = (m["mechanism"], m["method"])
@@ -689,15 +842,15 @@ def _metadata_checks(release: _Release):
     embedded = {
         path.name: found
         for path in sorted(release.path.iterdir())
-        if path.is_file() and (found := embedded_metadata(path))
+        if regular_file(path) and (found := embedded_metadata(path))
     }
     paths = [release.path, *sorted(release.path.rglob("*"))]
-    off_time = [p for p in paths if int(p.stat().st_mtime) != folder.PUBLIC_MTIME]
+    off_time = [p for p in paths if int(p.lstat().st_mtime) != folder.PUBLIC_MTIME]
 
     def mode_of(p: Path) -> int:
         return folder.PUBLIC_FOLDER_MODE if p.is_dir() else folder.PUBLIC_FILE_MODE
 
-    off_mode = [p for p in paths if (p.stat().st_mode & 0o7777) != mode_of(p)]
+    off_mode = [p for p in paths if (p.lstat().st_mode & 0o7777) != mode_of(p)]
 
     def names(found: list[Path]) -> str:
         shown = [p.relative_to(release.path).as_posix() or "." for p in found[:4]]
@@ -756,13 +909,15 @@ def summary(checks: list[Check], manifest: dict | None = None) -> str:
             f"PASSED, NOMINAL: {counted}. The files are what the manifest says, but the "
             "release is nominal: it promises nothing proven"
         )
-    promise = ""
+    promise = " epsilon"
     if manifest is not None:
         b = manifest["budget"]
         promise = f" ({_g(b['epsilon_total'])}, {_g(b['delta_total'])})-DP"
+    # No check can tell sets drawn by the calibration from any other table of whole counts
+    # with the total, the confidential table included: say what was checked, not more.
     return (
-        f"PASSED: {counted}. The release is what its manifest says, and its certified "
-        f"promise{promise} is backed by its public numbers"
+        f"PASSED: {counted}. The public numbers back the stated{promise}; that the sets "
+        "were drawn by this calibration cannot be checked from the folder"
     )
 
 
