@@ -229,6 +229,11 @@ class Ledger:
         """The stored budget of every dataset that has one (the last one stored)."""
         return self._book().budgets
 
+    def stored_budget(self, dataset: str) -> StoredBudget | None:
+        """The budget stored for ``dataset`` (the last one), or None."""
+        found = [r for r in self._read_book().stored if r.dataset == dataset]
+        return found[-1] if found else None
+
     def spent(self, dataset: str) -> tuple[float, float, int]:
         """(total epsilon, total delta, number of releases) of a budget key (a dataset name
         or a table id, as :meth:`entries`): basic composition."""
@@ -466,7 +471,7 @@ class Ledger:
         head = self._head()
         if head is not None:
             size, digest = head.get("bytes", 0), head.get("sha256")
-            if data is None:
+            if not data and size > 0:
                 raise LedgerError(
                     f"the ledger {self.path} is missing, but its head record "
                     f"{self._head_path()} says it held {head.get('lines')} line(s): it was "
@@ -568,7 +573,11 @@ class Ledger:
         os.replace(tmp, path)
 
     def _locked_for_append(self):
-        """The ledger opened for read + append, exclusively locked, positioned at 0."""
+        """The ledger opened for read + append, exclusively locked, positioned at 0. A
+        missing ledger is checked (:meth:`check`) before it is created: a deleted one is
+        refused, not recreated empty."""
+        if not self.path.exists():
+            self._checked_book(None)
         while True:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             flags = os.O_RDWR | os.O_APPEND | os.O_CREAT
@@ -719,6 +728,13 @@ def format_summary(ledger: Ledger, dataset: str | None = None) -> str:
     if any(key in owners.values() for key in accounts):
         lines += ["", "dataset: a name given with --dataset (its total adds up its tables, "
                   "indented below it),", "or the id of a table released without one"]  # fmt: skip
+    budgets = ledger.budgets()
+    shown = [k for k in accounts if k in budgets]
+    if shown:
+        lines += ["", "Stored budgets (every release under the name is checked against it):"]
+        for key in shown:
+            eps = _totals(accounts[key])[0]
+            lines.append(f"  {key}: epsilon {_num(budgets[key])} (spent {_num(eps)})")
     if any(e.guarantee == "nominal" for e in found):
         note = ("nominal: a release whose epsilon is a target the exact audit found exceeded "
                 "(--allow-nominal); a total that includes one bounds nothing")  # fmt: skip
