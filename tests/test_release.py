@@ -44,7 +44,7 @@ KEYS = ("code", "region")  # nested (a code lies in one region): no cross produc
 
 def request_for(path, out, **changes) -> ReleaseRequest:
     """A release of ``path``, whose rows list every stratum (declared: nested keys)."""
-    fields = dict(input=path, out=out, epsilon=1.0, mechanism="pg", keys=KEYS, test_seed=1,
+    fields = dict(input=path, out=out, dataset="test-data", epsilon=1.0, mechanism="pg", keys=KEYS, test_seed=1,
                   progress=False, strata="input")  # fmt: skip
     fields.update(changes)
     return ReleaseRequest(**fields)

@@ -48,6 +48,7 @@ TWO_CELLS = pd.DataFrame(
 
 def request_for(path, out, **changes) -> ReleaseRequest:
     fields = dict(
+        dataset="test-data",
         input=path, out=out, epsilon=1.0, mechanism="truncated", keys=("area",), test_seed=1,
         progress=False, strata="input",  # one key: the list of strata is declared
     )  # fmt: skip

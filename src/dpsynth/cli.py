@@ -496,8 +496,6 @@ def _synthesize(args) -> int:
     from dpsynth.release.request import DATASET_REQUIRED
 
     try:
-        if args.dataset is None:
-            raise _Usage(DATASET_REQUIRED)
         request = _request(
             args,
             out=args.out,
@@ -514,6 +512,8 @@ def _synthesize(args) -> int:
             force=args.force,
             progress=False if args.quiet else None,
         )
+        if args.dataset is None:
+            raise _Usage(DATASET_REQUIRED)
     except _Usage as err:
         print(f"dpsynth synthesize: error: {err}", file=sys.stderr)
         return 2
