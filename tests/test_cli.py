@@ -429,7 +429,8 @@ def test_sigterm_cleans_up_without_a_traceback(tmp_path, private_ledger, private
     _large_input(tmp_path)
     process = subprocess.Popen(
         [str(DPSYNTH), "synthesize", "--input", "large.csv", "--keys", "stratum", "--strata",
-         "input", "--epsilon", "1", "--mechanism", "truncated", "--sets", "3", "--out", "r",
+         "input", "--dataset", "large", "--epsilon", "1", "--mechanism", "truncated", "--sets",
+         "3", "--out", "r",
          "--quiet"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -585,7 +586,8 @@ def test_the_cli_and_the_study_stage_round_and_refuse_alike(tmp_path):
     spec = {"table": "counts.csv", "keys": ["region", "age"], "count": "count",
             "population": "population", "arms": {"md": ["paper"]}, "epsilons": [1.0],
             "datasets": 1, "datasets_per_job": 1, "epsilons_per_job": 1}  # fmt: skip
-    request = ReleaseRequest(input=tmp_path / "counts.csv", out=tmp_path / "o", epsilon=1.0, dataset="d",
+    request = ReleaseRequest(input=tmp_path / "counts.csv", out=tmp_path / "o", epsilon=1.0,
+                             dataset="d",
                              mechanism="md", keys=("region", "age"),
                              strata="cross-product")  # fmt: skip
     with pytest.raises(ReleaseError) as cli_error:

@@ -94,7 +94,8 @@ def test_no_metadata_of_a_parquet_input_reaches_the_release(tmp_path, changes):
         frame.attrs["note"] = MARKERS["attrs"]  # pandas keeps attrs through drop: restore it
         pa_table = pa.Table.from_pandas(frame, preserve_index=False)
         pq.write_table(pa_table, source)
-    fields = dict(input=source, out=tmp_path / "out", dataset="test-data", epsilon=1.0, keys=("county", "sex"),
+    fields = dict(input=source, out=tmp_path / "out", epsilon=1.0, keys=("county", "sex"),
+                  dataset="test-data",
                   strata="cross-product", test_seed=1, progress=False)  # fmt: skip
     build_release(ReleaseRequest(**(fields | changes)))
     assert leaks(tmp_path / "out") == []

@@ -39,7 +39,8 @@ KEYS = ("region", "age")
 def release(tmp_path, frame, name, **changes):
     path = tmp_path / f"{name}.csv"
     frame.to_csv(path, index=False)
-    fields = dict(input=path, out=tmp_path / name, dataset="test-data", epsilon=1.0, mechanism="pg", keys=KEYS,
+    fields = dict(input=path, out=tmp_path / name, epsilon=1.0, mechanism="pg", keys=KEYS,
+                  dataset="test-data",
                   test_seed=1, progress=False, ledger=tmp_path / "ledger.jsonl")  # fmt: skip
     fields.update(changes)
     return build_release(ReleaseRequest(**fields))

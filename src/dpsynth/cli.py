@@ -591,7 +591,7 @@ def _request(args, **extra):
         prior_epsilon=args.prior_epsilon,
         rounding=args.rounding,
         strata=args.strata if args.strata in STRATA_WORDS else Path(args.strata),
-        **extra,
+        **({"dataset": args.dataset} | extra),
     )
 
 
