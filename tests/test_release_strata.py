@@ -171,7 +171,8 @@ def test_the_library_has_no_default_list_of_strata(tmp_path):
 
     assert "strata" not in DEFAULTS
     FULL.to_csv(tmp_path / "s.csv", index=False)
-    fields = dict(input=tmp_path / "s.csv", out=tmp_path / "o", dataset="test-data", epsilon=1.0, mechanism="pg",
+    fields = dict(input=tmp_path / "s.csv", out=tmp_path / "o", epsilon=1.0, mechanism="pg",
+                  dataset="test-data",
                   keys=KEYS, test_seed=1, progress=False,
                   ledger=tmp_path / "ledger.jsonl")  # fmt: skip
     with pytest.raises(TypeError, match="strata"):
