@@ -195,7 +195,8 @@ def test_a_wonder_export_without_zero_values_needs_a_public_list(tmp_path, shown
     )
     export = tmp_path / "export.txt"
     export.write_text(text)
-    request = dict(input=export, out=tmp_path / "out", dataset="test-data", epsilon=1.0, mechanism="md",
+    request = dict(input=export, out=tmp_path / "out", epsilon=1.0, mechanism="md",
+                   dataset="test-data",
                    keys=("county_code", "age_group_code"), wonder=True, test_seed=1, progress=False,
                    ledger=tmp_path / "ledger.jsonl")  # fmt: skip
     if shown == "False":

@@ -45,7 +45,8 @@ def release(tmp_path: Path, name: str = "out", **changes) -> Path:
     sanitised = changes.get("sanitised_prior_by") is not None
     source = tmp_path / ("n.csv" if sanitised else "s.csv")
     (STRATA.drop(columns="prior_rate") if sanitised else STRATA).to_csv(source, index=False)
-    fields = dict(input=source, out=tmp_path / name, dataset="test-data", epsilon=1.0, mechanism="pg",
+    fields = dict(input=source, out=tmp_path / name, epsilon=1.0, mechanism="pg",
+                  dataset="test-data",
                   keys=("code", "region"), test_seed=3, progress=False, strata="input")  # fmt: skip
     fields.update(changes)
     build_release(ReleaseRequest(**fields))
