@@ -403,7 +403,7 @@ class Ledger:
         (``<name>.before-rebuild-<time>``). Returns what was done, in one line. Spending
         recorded nowhere else (a release refused after spending leaves no private folder)
         cannot be restored: the message says to check it by hand."""
-        with self._locked_for_append() as f:
+        with self._locked_for_append(check=False) as f:
             data = f.read()
             book = _parse_lines(data, self.path, chained=False)
             have = {r.id for r in [*book.entries, *book.stored] if r.id is not None}
@@ -572,11 +572,11 @@ class Ledger:
         os.chmod(tmp, 0o600)
         os.replace(tmp, path)
 
-    def _locked_for_append(self):
+    def _locked_for_append(self, check: bool = True):
         """The ledger opened for read + append, exclusively locked, positioned at 0. A
         missing ledger is checked (:meth:`check`) before it is created: a deleted one is
         refused, not recreated empty."""
-        if not self.path.exists():
+        if check and not self.path.exists():
             self._checked_book(None)
         while True:
             self.path.parent.mkdir(parents=True, exist_ok=True)
