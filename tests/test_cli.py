@@ -609,3 +609,26 @@ def test_the_cli_and_the_study_stage_round_and_refuse_alike(tmp_path):
     keys = list(strata.keys.itertuples(index=False, name=None))
     assert strata.counts.tolist() == [expected[k] for k in keys] and strata.rounded == 3
     assert study.set_index(["region", "age"])["count"].to_dict() == expected
+
+
+def test_set_budget_and_calibrate_predicts_a_public_refusal(strata_csv, tmp_path, private_ledger):
+    """dpsynth ledger --set-budget stores a budget every release is checked against; with a
+    sanitised prior, calibrate refuses what synthesize refuses before spending (#26)."""
+    said = ok("ledger", "--set-budget", "counts", "1", cwd=tmp_path).stdout
+    assert "budget epsilon = 1 stored" in said
+    base = ["--input", "counts.csv", *KEYS, "--mechanism", "pg", "--quiet"]
+    ok("synthesize", *base, "--epsilon", "0.75", "--out", "a", cwd=tmp_path)
+    over = run("synthesize", *base, "--epsilon", "0.5", "--out", "b", cwd=tmp_path)
+    assert over.returncode == 2 and "of the budget epsilon = 1" in over.stderr
+    raised = run("ledger", "--set-budget", "counts", "2", cwd=tmp_path)
+    assert raised.returncode == 2 and "never raised" in raised.stderr
+    before = private_ledger.read_bytes()
+    STRATA.drop(columns="prior_rate").to_csv(strata_csv, index=False)
+    sanitised = [*base[:-1], "--sanitised-prior-by", "region", "--epsilon", "0.2",
+                 "--delta", "1e-40"]  # fmt: skip
+    predicted = run("calibrate", *sanitised, cwd=tmp_path)
+    refused = run("synthesize", *sanitised, "--out", "c", cwd=tmp_path)
+    assert predicted.returncode == refused.returncode == 2
+    message = refused.stderr.split("error: ", 1)[1]
+    assert "cannot calibrate" in message and message == predicted.stderr.split("error: ", 1)[1]
+    assert private_ledger.read_bytes() == before and not (tmp_path / "c").exists()
