@@ -91,6 +91,7 @@ def main() -> None:
                     ReleaseRequest(
                         input=tmp / "pa.csv",
                         out=out,
+                        dataset="benchmark",
                         private_dir=tmp / f"{out.name}.keys",  # not the real home's
                         epsilon=0.2 + epsilon_set * args.sets,
                         mechanism=mechanism,

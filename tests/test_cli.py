@@ -43,8 +43,9 @@ STRATA = pd.DataFrame(
         "prior_rate": [0.001, 0.004, 0.02] * 2,
     }
 )
-#: The keys and where their list of strata comes from (every region and age band appears).
-KEYS = ("--keys", "region", "age", "--strata", "cross-product")
+#: The keys and where their list of strata comes from (every region and age band appears),
+#: and the dataset's name (required).
+KEYS = ("--keys", "region", "age", "--strata", "cross-product", "--dataset", "counts")
 
 
 @dataclass
@@ -248,9 +249,11 @@ def test_dataset_names_add_up_tables_and_the_ledger_command_shows_them(strata_cs
     over = run("synthesize", *coarse, *common, "--epsilon", "0.5", "--out", "c", cwd=tmp_path)
     assert over.returncode == 2 and "budget exceeded for dataset deaths-2024" in over.stderr
     unnamed = [*coarse, "--mechanism", "md", "--quiet", "--epsilon", "0.1", "--out", "c"]
-    bound = run("synthesize", *unnamed, cwd=tmp_path)
+    bound = run("synthesize", *unnamed, "--dataset", "births-2024", cwd=tmp_path)
     assert bound.returncode == 2 and "Traceback" not in bound.stderr
     assert "release it with --dataset deaths-2024" in bound.stderr
+    nameless = run("synthesize", *unnamed, cwd=tmp_path)  # names are required
+    assert nameless.returncode == 2 and "--dataset NAME is required" in nameless.stderr
     assert not (tmp_path / "c").exists()
 
     text = ok("ledger", cwd=tmp_path).stdout
@@ -269,6 +272,7 @@ def test_wonder_export_with_county_map(tmp_path, private_folder):
     ok(
         "synthesize", "--input", str(WONDER_FIXTURE), "--wonder", "--keys", "county_code",
         "age_group_code", "--strata", "cross-product", "--sanitised-prior-by", "--epsilon", "1",
+        "--dataset", "wonder-deaths",
         "--mechanism", "truncated",
         "--county-frame", str(REPO / "data" / "counties_1980.parquet"), "--out", "r",
         cwd=tmp_path,
@@ -287,7 +291,7 @@ def test_the_default_county_frame_is_the_projects_data_folder(tmp_path, private_
     runs in; where there is none, the private summary says so and how to give one."""
     args = ["synthesize", "--input", str(WONDER_FIXTURE), "--wonder", "--keys", "county_code",
             "age_group_code", "--strata", "cross-product", "--sanitised-prior-by",
-            "--epsilon", "1", "--mechanism", "pg"]  # fmt: skip
+            "--epsilon", "1", "--mechanism", "pg", "--dataset", "wonder-deaths"]  # fmt: skip
     ok(*args, "--out", "here", cwd=tmp_path)
     summary = (private_folder(tmp_path / "here") / "summary.md").read_text()
     assert "county frame `data/counties_1980.parquet` not found" in summary
@@ -315,7 +319,7 @@ def test_pennlc_by_county_and_age_with_a_sanitised_prior(tmp_path, private_folde
     small.to_parquet(tmp_path / "pa.parquet", index=False)
     ok(
         "synthesize", "--input", "pa.parquet", "--count-column", "cases", "--keys", "fips",
-        "county", "age", "--strata", "input", "--sanitised-prior-by", "age",
+        "county", "age", "--strata", "input", "--sanitised-prior-by", "age", "--dataset", "pa",
         "--prior-epsilon", "0.2",
         "--mechanism", "truncated", "--epsilon", "1.2", "--sets", "2", "--group-by", "county",
         "--county-frame", str(REPO / "data" / "counties_1980.parquet"), "--out", "pa",
@@ -429,7 +433,8 @@ def test_sigterm_cleans_up_without_a_traceback(tmp_path, private_ledger, private
     _large_input(tmp_path)
     process = subprocess.Popen(
         [str(DPSYNTH), "synthesize", "--input", "large.csv", "--keys", "stratum", "--strata",
-         "input", "--epsilon", "1", "--mechanism", "truncated", "--sets", "3", "--out", "r",
+         "input", "--dataset", "large", "--epsilon", "1", "--mechanism", "truncated", "--sets",
+         "3", "--out", "r",
          "--quiet"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -500,12 +505,13 @@ def test_calibrate_previews_the_ledger_account_and_never_writes_it(
               "--budget", "2", cwd=tmp_path).stdout  # fmt: skip
     assert "dataset deaths-1999 (every table released under it) has spent epsilon 1, " in text
     assert "in 1 release(s); with this one: epsilon 1.5" in text
-    assert "within --budget 2 (epsilon 0.5 now, 0.5 left after it)" in text
+    assert "within the --budget 2 (epsilon 0.5 now, 0.5 left after it)" in text
 
     over = ok("calibrate", *common, "--epsilon", "1.5", "--dataset", "deaths-1999",
               "--budget", "2", cwd=tmp_path).stdout  # fmt: skip
     assert "synthesize would refuse this release: privacy budget exceeded" in over
-    unnamed = ok("calibrate", *common, "--epsilon", "0.5", cwd=tmp_path).stdout
+    unnamed = ok("calibrate", *common, "--epsilon", "0.5", "--dataset", "births", cwd=tmp_path)
+    unnamed = unnamed.stdout
     assert "synthesize would refuse this release: table" in unnamed
     assert "was released under --dataset deaths-1999" in unnamed
     assert private_ledger.read_bytes() == before
@@ -587,6 +593,7 @@ def test_the_cli_and_the_study_stage_round_and_refuse_alike(tmp_path):
             "population": "population", "arms": {"md": ["paper"]}, "epsilons": [1.0],
             "datasets": 1, "datasets_per_job": 1, "epsilons_per_job": 1}  # fmt: skip
     request = ReleaseRequest(input=tmp_path / "counts.csv", out=tmp_path / "o", epsilon=1.0,
+                             dataset="d",
                              mechanism="md", keys=("region", "age"),
                              strata="cross-product")  # fmt: skip
     with pytest.raises(ReleaseError) as cli_error:
@@ -608,3 +615,26 @@ def test_the_cli_and_the_study_stage_round_and_refuse_alike(tmp_path):
     keys = list(strata.keys.itertuples(index=False, name=None))
     assert strata.counts.tolist() == [expected[k] for k in keys] and strata.rounded == 3
     assert study.set_index(["region", "age"])["count"].to_dict() == expected
+
+
+def test_set_budget_and_calibrate_predicts_a_public_refusal(strata_csv, tmp_path, private_ledger):
+    """dpsynth ledger --set-budget stores a budget every release is checked against; with a
+    sanitised prior, calibrate refuses what synthesize refuses before spending (#26)."""
+    said = ok("ledger", "--set-budget", "counts", "1", cwd=tmp_path).stdout
+    assert "budget epsilon = 1 stored" in said
+    base = ["--input", "counts.csv", *KEYS, "--mechanism", "pg", "--quiet"]
+    ok("synthesize", *base, "--epsilon", "0.75", "--out", "a", cwd=tmp_path)
+    over = run("synthesize", *base, "--epsilon", "0.5", "--out", "b", cwd=tmp_path)
+    assert over.returncode == 2 and "of the budget epsilon = 1" in over.stderr
+    raised = run("ledger", "--set-budget", "counts", "2", cwd=tmp_path)
+    assert raised.returncode == 2 and "never raised" in raised.stderr
+    before = private_ledger.read_bytes()
+    STRATA.drop(columns="prior_rate").to_csv(strata_csv, index=False)
+    sanitised = [*base[:-1], "--sanitised-prior-by", "region", "--epsilon", "0.2",
+                 "--delta", "1e-40"]  # fmt: skip
+    predicted = run("calibrate", *sanitised, cwd=tmp_path)
+    refused = run("synthesize", *sanitised, "--out", "c", cwd=tmp_path)
+    assert predicted.returncode == refused.returncode == 2
+    message = refused.stderr.split("error: ", 1)[1]
+    assert "cannot calibrate" in message and message == predicted.stderr.split("error: ", 1)[1]
+    assert private_ledger.read_bytes() == before and not (tmp_path / "c").exists()

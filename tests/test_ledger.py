@@ -93,6 +93,9 @@ def test_spend_entries_spent_round_trip(tmp_path):
     lines = ledger.path.read_text().splitlines()
     assert len(lines) == 3
     record = json.loads(lines[0])
+    assert len(record.pop("id")) == 32  # what the release's private folder names
+    assert record.pop("prev") == hashlib.sha256(b"").hexdigest()  # the chain: first line
+    assert record.pop("aliases") == [] and record.pop("private") is None
     assert record == {
         "dataset": A,
         "table": A,  # a release without a dataset name is counted under its table
@@ -403,10 +406,10 @@ def test_a_nominal_release_is_marked_and_no_budget_is_checked_across_it(tmp_path
     against a budget it would understate the spending, so --budget refuses once one is
     recorded for the dataset (or for a nominal release itself); the summary marks it."""
     ledger = Ledger(tmp_path / "ledger.jsonl")
-    ledger.spend(A, 0.5, 0.0, budget=5.0, label="a.csv", guarantee="certified")
+    ledger.spend(A, 0.5, 0.0, label="a.csv", guarantee="certified")
     with pytest.raises(LedgerError, match="this release is nominal"):
         ledger.spend(A, 0.5, 0.0, budget=5.0, guarantee="nominal")
-    assert ledger.spent(A) == (0.5, 0.0, 1)  # nothing recorded
+    assert ledger.spent(A) == (0.5, 0.0, 1) and ledger.budgets() == {}  # nothing recorded
     ledger.spend(A, 0.5, 0.0, guarantee="nominal")  # without a budget: recorded, marked
     with pytest.raises(LedgerError, match="1 earlier release of it is nominal"):
         ledger.spend(A, 0.1, 0.0, budget=5.0, guarantee="certified")
@@ -564,7 +567,7 @@ def test_invalid_names_and_tables(tmp_path, kwargs, match):
 def test_nominal_releases_poison_a_names_budget(tmp_path):
     ledger = Ledger(tmp_path / "ledger.jsonl")
     ledger.spend(C, 0.5, 0.0, guarantee="nominal")  # an unnamed table, nominal
-    ledger.spend(NAME, 0.5, 0.0, table=A, budget=5.0, guarantee="certified")
+    ledger.spend(NAME, 0.5, 0.0, table=A, guarantee="certified")
     with pytest.raises(LedgerError, match="this release is nominal"):
         ledger.spend(NAME, 0.5, 0.0, table=B, budget=5.0, guarantee="nominal")
     ledger.spend(NAME, 0.5, 0.0, table=B, guarantee="nominal")  # no budget: recorded
@@ -573,7 +576,7 @@ def test_nominal_releases_poison_a_names_budget(tmp_path):
     assert NAME in str(info.value)
     ledger.spend("other", 0.1, 0.0, table=hashlib.sha256(b"d").hexdigest(), budget=5.0)
     with pytest.raises(LedgerError, match="earlier release of it is nominal"):  # C brings it
-        ledger.spend("other", 0.1, 0.0, table=C, budget=5.0, guarantee="certified")
+        ledger.spend("other", 0.1, 0.0, table=C, guarantee="certified")  # the stored budget
 
 
 def test_format_summary_shows_names_with_their_tables(tmp_path):

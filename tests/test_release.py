@@ -45,6 +45,7 @@ KEYS = ("code", "region")  # nested (a code lies in one region): no cross produc
 def request_for(path, out, **changes) -> ReleaseRequest:
     """A release of ``path``, whose rows list every stratum (declared: nested keys)."""
     fields = dict(input=path, out=out, epsilon=1.0, mechanism="pg", keys=KEYS, test_seed=1,
+                  dataset="test-data",
                   progress=False, strata="input")  # fmt: skip
     fields.update(changes)
     return ReleaseRequest(**fields)
@@ -266,7 +267,7 @@ def test_a_dataset_name_adds_up_the_releases_of_its_tables(
 
 
 @pytest.mark.parametrize("sanitised", [False, True])
-@pytest.mark.parametrize("name", [None, "other-deaths"])
+@pytest.mark.parametrize("name", ["other-deaths"])
 def test_a_table_released_under_a_name_is_refused_without_it_before_anything(
     csv, tmp_path, private_ledger, private_area, sanitised, name
 ):
@@ -299,6 +300,8 @@ def test_a_table_released_under_a_name_is_refused_without_it_before_anything(
     assert not (tmp_path / "b").exists() and sorted(private_area.iterdir()) == folders
     with pytest.raises(ReleaseError, match="--dataset: a dataset name is"):
         build_release(request_for(csv, tmp_path / "b", dataset="2024"))  # hex digits only
+    with pytest.raises(ReleaseError, match="--dataset NAME is required"):  # issue #26
+        build_release(request_for(path, tmp_path / "b", dataset=None, **prior))
     assert private_ledger.read_bytes() == before
 
 
@@ -551,3 +554,76 @@ def test_preview_of_a_sanitised_prior_says_why_there_is_no_calibration(tmp_path)
     info = preview(request_for(tmp_path / "s.csv", tmp_path / "o", sanitised_prior_by=("region",)))
     assert info["calibration"] is None and "known only after" in info["calibration_note"]
     assert info["budget"]["epsilon_prior"] == pytest.approx(0.1)
+
+
+# --- issue #26: the budget a steward sets is the budget spent ------------------------------
+
+
+def test_swapped_key_columns_are_one_table_bound_to_its_name(csv, tmp_path, private_ledger):
+    """--keys code region then --keys region code: one table id, so one binding (#26, 1)."""
+    build_release(request_for(csv, tmp_path / "a", dataset="s-deaths"))
+    before = private_ledger.read_bytes()
+    with pytest.raises(ReleaseError, match="release it with --dataset s-deaths"):
+        build_release(request_for(csv, tmp_path / "b", keys=KEYS[::-1], dataset="other"))
+    assert private_ledger.read_bytes() == before and not (tmp_path / "b").exists()
+    build_release(request_for(csv, tmp_path / "c", keys=KEYS[::-1], dataset="s-deaths"))
+    assert len({e.table for e in Ledger(private_ledger).entries()}) == 1
+
+
+def test_the_table_id_ignores_the_file_type_and_spaces(csv, tmp_path):
+    parquet = tmp_path / "s.parquet"
+    STRATA.assign(region=[" n", "n", "n ", "s", "s", "s"]).to_parquet(parquet, index=False)
+    text = load_strata(request_for(csv, tmp_path / "a"))
+    typed = load_strata(request_for(parquet, tmp_path / "b", keys=KEYS[::-1]))
+    assert text.dataset_id() == typed.dataset_id()
+
+
+def test_a_stored_budget_is_checked_on_every_later_release(csv, tmp_path, private_ledger):
+    """Three releases with --budget 1.5 on the first alone never reach epsilon 1.5 (#26, 2)."""
+    build_release(request_for(csv, tmp_path / "a", dataset="s-deaths", budget=1.5))
+    build_release(request_for(csv, tmp_path / "b", dataset="s-deaths", epsilon=0.4))
+    before = private_ledger.read_bytes()
+    with pytest.raises(ReleaseError, match="of the budget epsilon = 1.5"):
+        build_release(request_for(csv, tmp_path / "c", dataset="s-deaths", epsilon=0.4))
+    with pytest.raises(ReleaseError, match="exceeds the budget epsilon = 1.5 stored"):
+        build_release(request_for(csv, tmp_path / "c", dataset="s-deaths", budget=3.0))
+    assert private_ledger.read_bytes() == before and not (tmp_path / "c").exists()
+    assert Ledger(private_ledger).spent("s-deaths")[0] == pytest.approx(1.4)
+
+
+def test_a_deleted_or_cut_ledger_is_refused_and_rebuilt_from_the_private_folders(
+    csv, tmp_path, private_ledger, private_area
+):
+    """Deleting the ledger, or its first line, resets nothing (#26, 2)."""
+    build_release(request_for(csv, tmp_path / "a", dataset="s-deaths", budget=1.5))
+    build_release(request_for(csv, tmp_path / "b", dataset="s-deaths", epsilon=0.25))
+    whole = private_ledger.read_bytes()
+    folders = sorted(private_area.iterdir())
+    private_ledger.write_bytes(b"".join(whole.splitlines(keepends=True)[1:]))  # first line
+    with pytest.raises(ReleaseError, match="--rebuild"):
+        build_release(request_for(csv, tmp_path / "c", dataset="s-deaths", epsilon=0.1))
+    private_ledger.unlink()
+    with pytest.raises(ReleaseError, match="missing") as info:
+        build_release(request_for(csv, tmp_path / "c", dataset="s-deaths", epsilon=0.1))
+    assert "\n" not in str(info.value) and "dpsynth ledger" in str(info.value)
+    assert not private_ledger.exists() and sorted(private_area.iterdir()) == folders
+    assert not (tmp_path / "c").exists()
+    Ledger(private_ledger).rebuild()
+    assert Ledger(private_ledger).spent("s-deaths")[0] == pytest.approx(1.25)
+    assert Ledger(private_ledger).budgets() == {"s-deaths": 1.5}
+    with pytest.raises(ReleaseError, match="of the budget epsilon = 1.5"):
+        build_release(request_for(csv, tmp_path / "c", dataset="s-deaths", epsilon=0.5))
+
+
+@pytest.mark.parametrize("option", [dict(delta=1e-40), dict(epsilon=5000.0)])
+@pytest.mark.parametrize("mechanism", ["pg", "truncated"])
+def test_public_refusals_with_a_sanitised_prior_spend_nothing(
+    csv, tmp_path, private_ledger, option, mechanism
+):
+    """--delta 1e-40 or --epsilon 5000 is refused before the prior is drawn (#26, 4)."""
+    STRATA.drop(columns="prior_rate").to_csv(csv, index=False)
+    request = request_for(csv, tmp_path / "a", mechanism=mechanism,
+                          sanitised_prior_by=("region",), **option)  # fmt: skip
+    with pytest.raises(ReleaseError, match="cannot calibrate"):
+        build_release(request)
+    assert not private_ledger.exists()

@@ -42,6 +42,7 @@ def _release(tmp_path, name, counts, **changes):
     path = tmp_path / f"{name}.csv"
     TABLE.assign(count=counts).to_csv(path, index=False)
     fields = dict(input=path, out=tmp_path / name, private_dir=tmp_path / f"{name}-private",
+                  dataset="test-data",
                   epsilon=1.0, mechanism="pg", keys=("region", "age"), strata="cross-product",
                   test_seed=7, progress=False, ledger=tmp_path / "ledger.jsonl")  # fmt: skip
     fields.update(changes)

@@ -95,6 +95,7 @@ def test_no_metadata_of_a_parquet_input_reaches_the_release(tmp_path, changes):
         pa_table = pa.Table.from_pandas(frame, preserve_index=False)
         pq.write_table(pa_table, source)
     fields = dict(input=source, out=tmp_path / "out", epsilon=1.0, keys=("county", "sex"),
+                  dataset="test-data",
                   strata="cross-product", test_seed=1, progress=False)  # fmt: skip
     build_release(ReleaseRequest(**(fields | changes)))
     assert leaks(tmp_path / "out") == []
@@ -122,6 +123,7 @@ def test_no_part_of_a_wonder_footer_reaches_the_release(tmp_path):
             test_seed=1,
             progress=False,
             strata="cross-product",
+            dataset="test-data",
         )  # fmt: skip
     )
     assert leaks(tmp_path / "out") == []
@@ -139,6 +141,7 @@ def test_verify_fails_a_release_whose_parquet_embeds_metadata(tmp_path):
             mechanism="md",
             keys=("county", "sex"),
             strata="cross-product",
+            dataset="test-data",
             test_seed=1,
             progress=False,
         )  # fmt: skip

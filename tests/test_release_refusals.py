@@ -48,6 +48,7 @@ TWO_CELLS = pd.DataFrame(
 
 def request_for(path, out, **changes) -> ReleaseRequest:
     fields = dict(
+        dataset="test-data",
         input=path, out=out, epsilon=1.0, mechanism="truncated", keys=("area",), test_seed=1,
         progress=False, strata="input",  # one key: the list of strata is declared
     )  # fmt: skip
@@ -335,7 +336,7 @@ def test_the_ledger_records_each_release_guarantee_and_budgets_only_certified_on
     path = tmp_path / "s.csv"
     TWO_CELLS.assign(count=[143, 127]).to_csv(path, index=False)
     ledger = tmp_path / "ledger.jsonl"
-    build_release(request_for(path, tmp_path / "a", ledger=ledger, budget=3.0))
+    build_release(request_for(path, tmp_path / "a", ledger=ledger))  # no budget stored
     nominal = dict(ledger=ledger, budget=3.0, mechanism="pg", method="paper", allow_nominal=True)
     with pytest.raises(ReleaseError, match="this release is nominal"):
         build_release(request_for(path, tmp_path / "b", **nominal))

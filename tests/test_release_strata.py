@@ -40,6 +40,7 @@ def release(tmp_path, frame, name, **changes):
     path = tmp_path / f"{name}.csv"
     frame.to_csv(path, index=False)
     fields = dict(input=path, out=tmp_path / name, epsilon=1.0, mechanism="pg", keys=KEYS,
+                  dataset="test-data",
                   test_seed=1, progress=False, ledger=tmp_path / "ledger.jsonl")  # fmt: skip
     fields.update(changes)
     return build_release(ReleaseRequest(**fields))
@@ -171,6 +172,7 @@ def test_the_library_has_no_default_list_of_strata(tmp_path):
     assert "strata" not in DEFAULTS
     FULL.to_csv(tmp_path / "s.csv", index=False)
     fields = dict(input=tmp_path / "s.csv", out=tmp_path / "o", epsilon=1.0, mechanism="pg",
+                  dataset="test-data",
                   keys=KEYS, test_seed=1, progress=False,
                   ledger=tmp_path / "ledger.jsonl")  # fmt: skip
     with pytest.raises(TypeError, match="strata"):
@@ -194,6 +196,7 @@ def test_a_wonder_export_without_zero_values_needs_a_public_list(tmp_path, shown
     export = tmp_path / "export.txt"
     export.write_text(text)
     request = dict(input=export, out=tmp_path / "out", epsilon=1.0, mechanism="md",
+                   dataset="test-data",
                    keys=("county_code", "age_group_code"), wonder=True, test_seed=1, progress=False,
                    ledger=tmp_path / "ledger.jsonl")  # fmt: skip
     if shown == "False":

@@ -48,6 +48,7 @@ def counts_csv(tmp_path):
 def release(path, out, **changes):
     """Build a release of ``path``; return (manifest, its private folder)."""
     fields = dict(input=path, out=out, epsilon=4.0, sets=4, mechanism="pg", keys=KEYS,
+                  dataset="test-data",
                   strata="cross-product", test_seed=1, progress=False)  # fmt: skip
     request = ReleaseRequest(**(fields | changes))
     info = build_release(request)

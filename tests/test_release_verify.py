@@ -47,6 +47,7 @@ def release(tmp_path: Path, name: str = "out", **changes) -> Path:
     source = tmp_path / ("n.csv" if sanitised else "s.csv")
     (STRATA.drop(columns="prior_rate") if sanitised else STRATA).to_csv(source, index=False)
     fields = dict(input=source, out=tmp_path / name, epsilon=1.0, mechanism="pg",
+                  dataset="test-data",
                   keys=("code", "region"), test_seed=3, progress=False, strata="input")  # fmt: skip
     fields.update(changes)
     build_release(ReleaseRequest(**fields))

@@ -46,6 +46,7 @@ def study_entry(path, **changes) -> dict:
 
 def release_request(path, out, keys=("place",), **changes) -> ReleaseRequest:
     fields = dict(input=path, out=out, epsilon=1.0, mechanism="md", keys=keys, test_seed=1,
+                  dataset="test-data",
                   progress=False, strata="input", ledger=out.parent / "ledger.jsonl")  # fmt: skip
     fields.update(changes)
     return ReleaseRequest(**fields)

@@ -59,15 +59,18 @@ randomness: ChaCha20 keyed with 256 bits from the operating system; a user seed 
 --insecure-test-seed, which marks the release "reproducible test, not for publication".
 
 ledger: every release adds its total epsilon and delta to a ledger outside the release
-(--ledger, default $DPSYNTH_LEDGER or ~/.local/share/dpsynth/ledger.jsonl), per table of
-strata, or with --dataset NAME per dataset: every table of the same people (deaths by
-county x age, then by county x sex) released under one name is added up against one
-budget. --budget refuses a release that would exceed it. A table released under a name
-keeps it. `dpsynth ledger` shows the spending.
+(--ledger, default $DPSYNTH_LEDGER or ~/.local/share/dpsynth/ledger.jsonl) under its
+--dataset NAME (required): every table of the same people (deaths by county x age, then
+by county x sex) released under one name is added up against the name's budget, stored in
+the ledger by `dpsynth ledger --set-budget NAME EPS` or by the first --budget given for
+it, and checked on every later release. A table released under a name keeps it. The
+ledger is checked against the releases' private folders: a deleted or cut ledger is
+refused, never reset (`dpsynth ledger --rebuild`). `dpsynth ledger` shows the spending.
 
 example:
   dpsynth synthesize --input counts.csv --keys county age --strata strata.csv \\
-      --epsilon 1 --sets 10 --mechanism truncated --prior rates.csv --out release/
+      --dataset us-deaths-1999 --epsilon 1 --sets 10 --mechanism truncated \\
+      --prior rates.csv --out release/
 """
 
 
@@ -154,17 +157,18 @@ def _add_ledger_options(group) -> None:
         "--budget",
         type=_positive_float,
         metavar="EPS",
-        help="refuse the release if the ledger's total epsilon for this table (with "
-        "--dataset: for every table released under NAME) would exceed EPS",
+        help="the dataset's epsilon budget: stored in the ledger if NAME has none yet (every "
+        "later release under NAME is checked against it, with or without --budget), else a "
+        "cap of this release below the stored one; larger than the stored one is refused",
     )
     group.add_argument(
         "--dataset",
         metavar="NAME",
-        help="the name of the confidential data this table counts (the people, the events), "
-        "e.g. us-deaths-1999: the ledger adds up every release under NAME, whatever its "
-        "table, against one --budget. Give the same NAME to every table of the same people; "
-        "a table released under a NAME must keep it (default: none, the table's own "
-        "releases only)",
+        help="REQUIRED for synthesize: the name of the confidential data this table counts "
+        "(the people, the events), e.g. us-deaths-1999, the unit of the budget: the ledger "
+        "adds up every release under NAME, whatever its table, against NAME's budget. Give "
+        "the same NAME to every table of the same people; a table released under a NAME "
+        "must keep it",
     )
     group.add_argument(
         "--ledger",
@@ -474,7 +478,21 @@ def build_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
     )
     led.add_argument("--ledger", type=Path, metavar="FILE", help="ledger file (default as above)")
-    led.add_argument(
+    action = led.add_mutually_exclusive_group()
+    action.add_argument(
+        "--set-budget",
+        nargs=2,
+        metavar=("NAME", "EPS"),
+        help="store EPS as the epsilon budget of dataset NAME: every later release under "
+        "NAME is checked against it (a stored budget can be lowered, never raised)",
+    )
+    action.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="restore a deleted, cut or edited ledger from its own lines and the releases' "
+        "private folders (the previous file is kept beside it)",
+    )
+    action.add_argument(
         "--dataset",
         metavar="NAME|ID",
         help="one dataset name, or one table's id (or its first 12 hex digits): its total and "
@@ -497,6 +515,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _synthesize(args) -> int:
     from dpsynth.release import ReleaseError, build_release
     from dpsynth.release.folder import PROVENANCE
+    from dpsynth.release.request import DATASET_REQUIRED
 
     try:
         request = _request(
@@ -515,6 +534,8 @@ def _synthesize(args) -> int:
             force=args.force,
             progress=False if args.quiet else None,
         )
+        if args.dataset is None:
+            raise _Usage(DATASET_REQUIRED)
     except _Usage as err:
         print(f"dpsynth synthesize: error: {err}", file=sys.stderr)
         return 2
@@ -593,7 +614,7 @@ def _request(args, **extra):
         prior_is_public_i_am_sure=args.prior_is_public_i_am_sure,
         rounding=args.rounding,
         strata=args.strata if args.strata in STRATA_WORDS else Path(args.strata),
-        **extra,
+        **({"dataset": args.dataset} | extra),
     )
 
 
@@ -632,8 +653,19 @@ def _verify(args) -> int:
 def _ledger(args) -> int:
     from dpsynth.ledger import Ledger, LedgerError, default_ledger_path, format_summary
 
+    ledger = Ledger(args.ledger or default_ledger_path())
     try:
-        print(format_summary(Ledger(args.ledger or default_ledger_path()), args.dataset))
+        if args.set_budget is not None:
+            name, text = args.set_budget
+            try:
+                budget = _positive_float(text)
+            except argparse.ArgumentTypeError as err:
+                raise ValueError(f"--set-budget {name} EPS: {err}") from None
+            print(ledger.set_budget(name, budget))
+        elif args.rebuild:
+            print(ledger.rebuild())
+        else:
+            print(format_summary(ledger, args.dataset))
     except (LedgerError, ValueError) as err:
         print(f"dpsynth ledger: error: {err}", file=sys.stderr)
         return 2

@@ -50,11 +50,13 @@ if that release was never published).
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import math
 import os
 import re
-from dataclasses import dataclass
+import secrets
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -115,6 +117,17 @@ class Entry:
     #: SHA-256 hex of the released table's public identity; None: the same as ``dataset``
     #: (a release without a name, or a line recorded before the field existed)
     table: str | None = None
+    #: other ids of the same table: its ids before identities were canonical (one per
+    #: order of its key columns), whose releases it adopts (:mod:`dpsynth.release.inputs`)
+    aliases: tuple[str, ...] = ()
+    #: the release's private folder, whose provenance.json records this entry
+    private: str | None = None
+    #: a random id (32 hex digits) that the private folder's record names; None: recorded
+    #: before the field existed
+    id: str | None = field(default=None, compare=False)
+    #: SHA-256 of the ledger's bytes before this line (the hash chain); None: recorded
+    #: before the chain existed
+    prev: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.table is None:
@@ -141,15 +154,60 @@ class Entry:
             "time": _format_time(self.time),
             "version": self.version,
             "guarantee": self.guarantee,
+            "aliases": list(self.aliases),
+            "private": self.private,
+            "id": self.id,
+            "prev": self.prev,
+        }
+        return json.dumps(record, ensure_ascii=False, allow_nan=False)
+
+    def record(self) -> dict:
+        """The entry as a JSON object (what a private folder's provenance keeps)."""
+        return json.loads(self.to_json())
+
+
+@dataclass(frozen=True)
+class StoredBudget:
+    """A dataset's budget stored in the ledger (``dpsynth ledger --set-budget``, or the
+    first ``--budget`` given for it): every later release under the name is checked
+    against it."""
+
+    dataset: str
+    budget: float
+    time: datetime
+    id: str | None = None
+    prev: str | None = field(default=None, compare=False)
+
+    def to_json(self) -> str:
+        record = {
+            "kind": "budget",
+            "dataset": self.dataset,
+            "budget": self.budget,
+            "time": _format_time(self.time),
+            "version": __version__,
+            "id": self.id,
+            "prev": self.prev,
         }
         return json.dumps(record, ensure_ascii=False, allow_nan=False)
 
 
 class Ledger:
-    """A JSON Lines ledger at ``path`` (created, with its parents, on the first spend)."""
+    """A JSON Lines ledger at ``path`` (created, with its parents, on the first spend).
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    ``private_area``: the folder of the releases' private folders by default (the
+    steward's ``private/``), whose records the ledger is checked against; ``heads``: the
+    folder of the head records (the steward's ``ledger-heads/``)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        private_area: str | os.PathLike[str] | None = None,
+        heads: str | os.PathLike[str] | None = None,
+    ) -> None:
         self.path = Path(path)
+        self.private_area = Path(private_area or steward_home() / "private")
+        self.heads = Path(heads or steward_home() / "ledger-heads")
 
     def __repr__(self) -> str:
         return f"Ledger({str(self.path)!r})"
@@ -159,19 +217,22 @@ class Ledger:
         name, or a table id (full SHA-256 hex). A name's entries are its own and those
         recorded under its tables' ids before it was given; a table bound to a name has
         the name's entries (those its next release is checked against)."""
-        try:
-            f = open(self.path, "rb")
-        except FileNotFoundError:
-            return []
-        with f:
-            fcntl.flock(f, fcntl.LOCK_SH)  # never see a line half-written by a spend
-            found = self._parse(f.read())
+        found = self._book().entries
         if dataset is None:
             return found
         key = _check_key(dataset)
         owners = _owners(found, self.path)
         key = owners.get(key, key)
         return [e for e in found if _account(e, owners) == key]
+
+    def budgets(self) -> dict[str, float]:
+        """The stored budget of every dataset that has one (the last one stored)."""
+        return self._book().budgets
+
+    def stored_budget(self, dataset: str) -> StoredBudget | None:
+        """The budget stored for ``dataset`` (the last one), or None."""
+        found = [r for r in self._read_book().stored if r.dataset == dataset]
+        return found[-1] if found else None
 
     def spent(self, dataset: str) -> tuple[float, float, int]:
         """(total epsilon, total delta, number of releases) of a budget key (a dataset name
@@ -185,37 +246,100 @@ class Ledger:
         delta: float,
         *,
         table: str | None = None,
+        aliases: tuple[str, ...] = (),
         budget: float | None = None,
         label: str | None = None,
         release: str | None = None,
+        private: str | None = None,
         time: datetime | None = None,
         guarantee: str | None = None,
     ) -> Entry:
         """Record a release at (epsilon, delta) and return its entry.
 
         ``dataset`` is the budget key: a dataset name (:func:`check_name`), with ``table``
-        the id of the table released, or the table id itself (``table`` None or the same).
-        A table already released under a name is bound to it: a release of it without the
-        name, or under another, is refused (``LedgerError``, nothing recorded).
+        the id of the table released (and ``aliases``, its other ids, whose releases it
+        adopts), or the table id itself (``table`` None or the same). A table already
+        released under a name is bound to it: a release of it without the name, or under
+        another, is refused (``LedgerError``, nothing recorded).
 
-        With ``budget``, refuse (``LedgerError``, nothing recorded) if the epsilon already
-        spent on the budget key (for a name: on every table released under it, including
-        ``table``'s releases before it had the name) plus ``epsilon`` would exceed it.
-        Check and append happen under one exclusive lock, so concurrent calls can neither
-        lose entries nor jointly overspend. ``time`` (timezone-aware) defaults to now; it
-        is stored in UTC. ``guarantee`` is ``"certified"`` or ``"nominal"``: a nominal
+        The budget checked is the dataset's stored budget (:meth:`set_budget`); ``budget``
+        stores one when none is (the first ``--budget`` of a dataset is its budget), is a
+        cap of this release when smaller than the stored one, and is refused when larger.
+        Refused (``LedgerError``, nothing recorded) if the epsilon already spent on the
+        budget key (for a name: on every table released under it, including ``table``'s
+        releases before it had the name) plus ``epsilon`` would exceed it. Check and
+        append happen under one exclusive lock, so concurrent calls can neither lose
+        entries nor jointly overspend. ``time`` (timezone-aware) defaults to now; it is
+        stored in UTC. ``guarantee`` is ``"certified"`` or ``"nominal"``: a nominal
         release's epsilon bounds nothing, so no budget can be checked once one is recorded
-        under the budget key (or when this release is nominal): ``budget`` then refuses.
+        under the budget key (or when this release is nominal): a budget then refuses.
+        ``private``: the release's private folder, which records the entry.
+
+        The ledger is checked first (:meth:`check`): a ledger deleted, cut or edited is
+        refused, never reset.
         """
         entry = _new_entry(dataset, epsilon, delta, table, label, release, time, guarantee)
+        entry = replace(
+            entry,
+            aliases=tuple(_check_table(a) for a in aliases if a != entry.table),
+            private=private,
+            id=secrets.token_hex(16),
+        )
         budget = _check_budget_value(budget)
-        line = (entry.to_json() + "\n").encode("utf-8")
         with self._locked_for_append() as f:
-            _checked_account(self._parse(f.read()), entry, budget, self.path)
+            data = f.read()
+            book = self._checked_book(data)
+            owners = _owners(book.entries, self.path)
+            key = entry.dataset if entry.named else owners.get(entry.table, entry.dataset)
+            store, limit = _budget_to_check(book.budgets.get(key), budget, key)
+            _checked_account(book.entries, entry, limit, self.path)
+            chain = hashlib.sha256(data)
+            lines = []
+            if store is not None:
+                record = StoredBudget(key, store, entry.time, secrets.token_hex(16))
+                record = replace(record, prev=chain.hexdigest())
+                lines.append((record.to_json() + "\n").encode("utf-8"))
+                chain.update(lines[-1])
+            entry = replace(entry, prev=chain.hexdigest())
+            lines.append((entry.to_json() + "\n").encode("utf-8"))
+            f.write(b"".join(lines))
+            f.flush()
+            os.fsync(f.fileno())
+            self._write_head(data + b"".join(lines), private)
+        return entry
+
+    def set_budget(self, dataset: str, budget: float, *, time: datetime | None = None) -> str:
+        """Store ``budget`` as the epsilon budget of the dataset name ``dataset``: every
+        later release under the name is checked against it. A stored budget can be
+        lowered, never raised (``LedgerError``); returns what was done, in one line."""
+        name = check_name(dataset)
+        budget = _check_budget_value(budget)
+        if budget is None:
+            raise ValueError("budget must be a finite number > 0, got None")
+        when = (time or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
+        with self._locked_for_append() as f:
+            data = f.read()
+            book = self._checked_book(data)
+            stored = book.budgets.get(name)
+            if stored is not None and budget > stored * (1 + BUDGET_RTOL):
+                raise LedgerError(
+                    f"dataset {name} has the stored budget epsilon = {_num(stored)} in "
+                    f"{self.path}; a stored budget can be lowered, never raised (that would "
+                    "undo the steward's limit). Nothing was recorded."
+                )
+            record = StoredBudget(name, budget, when, secrets.token_hex(16))
+            record = replace(record, prev=hashlib.sha256(data).hexdigest())
+            line = (record.to_json() + "\n").encode("utf-8")
             f.write(line)
             f.flush()
             os.fsync(f.fileno())
-        return entry
+            self._write_head(data + line, None)
+        owners = _owners(book.entries, self.path)
+        spent = _totals([e for e in book.entries if _account(e, owners) == name])
+        return (
+            f"dataset {name}: budget epsilon = {_num(budget)} stored in {self.path} "
+            f"(spent so far: epsilon = {_num(spent[0])} in {spent[2]} release(s))"
+        )
 
     def preview(
         self,
@@ -224,23 +348,29 @@ class Ledger:
         delta: float,
         *,
         table: str | None = None,
+        aliases: tuple[str, ...] = (),
         budget: float | None = None,
         guarantee: str | None = None,
     ) -> dict:
         """What :meth:`spend` with these arguments would find, recording nothing: the
         budget key's spending so far (``spent``: epsilon, delta, releases), the totals
-        after this release (``after``), and ``refusal``, the message :meth:`spend` would
-        refuse with (binding or budget), or None."""
+        after this release (``after``), the budget checked (``budget``: the stored one,
+        or this call's), and ``refusal``, the message :meth:`spend` would refuse with
+        (binding or budget), or None. A ledger that :meth:`check` refuses raises."""
         entry = _new_entry(dataset, epsilon, delta, table, None, None, None, guarantee)
+        entry = replace(entry, aliases=tuple(_check_table(a) for a in aliases))
         budget = _check_budget_value(budget)
-        found = self.entries()
+        book = self._read_book()
+        found = book.entries
         owners = _owners(found, self.path)
         previous = _previous(found, owners, entry)
-        refusal = None
+        key = entry.dataset if entry.named else owners.get(entry.table, entry.dataset)
+        refusal = limit = None
         try:
             _check_binding(owners, entry, found)
-            if budget is not None:
-                _check_budget(previous, entry, budget)
+            _, limit = _budget_to_check(book.budgets.get(key), budget, key)
+            if limit is not None:
+                _check_budget(previous, entry, limit)
         except LedgerError as err:
             refusal = str(err)
         spent_eps, spent_delta, n = _totals(previous)
@@ -252,15 +382,202 @@ class Ledger:
                 "epsilon": math.fsum([spent_eps, entry.epsilon]),
                 "delta": math.fsum([spent_delta, entry.delta]),
             },
-            "budget": budget,
+            "budget": limit if limit is not None else budget,
+            "stored_budget": book.budgets.get(key),
             "nominal": any(e.guarantee == "nominal" for e in [*previous, entry]),
             "refusal": refusal,
         }
 
+    def check(self) -> None:
+        """Refuse (``LedgerError``, one line) a ledger that lost or changed what it
+        recorded: a line that breaks the hash chain (lines removed or edited before it),
+        a ledger shorter than, or different from, its head record (deleted, cut), or a
+        release recorded in a private folder and missing from the ledger."""
+        self._read_book()
+
+    def rebuild(self) -> str:
+        """Restore the ledger from what survives: its own lines (read without the chain
+        and head checks) and the entries recorded in the releases' private folders (the
+        private area, and every folder the head record lists), written again in time
+        order with a new hash chain; the previous file, if any, is kept beside it
+        (``<name>.before-rebuild-<time>``). Returns what was done, in one line. Spending
+        recorded nowhere else (a release refused after spending leaves no private folder)
+        cannot be restored: the message says to check it by hand."""
+        with self._locked_for_append(check=False) as f:
+            data = f.read()
+            book = _parse_lines(data, self.path, chained=False)
+            have = {r.id for r in [*book.entries, *book.stored] if r.id is not None}
+            restored: list = []
+            for record in self._private_records():
+                for item in record:
+                    if item.id is not None and item.id not in have:
+                        have.add(item.id)
+                        restored.append(item)
+            kept = [*book.stored, *book.entries]
+            order = {id(r): i for i, r in enumerate(book.order)}
+            everything = sorted(
+                [*kept, *restored], key=lambda r: (r.time, order.get(id(r), len(order)))
+            )
+            chain = hashlib.sha256()
+            lines = []
+            for record in everything:
+                record = replace(record, prev=chain.hexdigest())
+                line = (record.to_json() + "\n").encode("utf-8")
+                chain.update(line)
+                lines.append(line)
+            new = b"".join(lines)
+            if data:
+                stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+                backup = self.path.with_name(f"{self.path.name}.before-rebuild-{stamp}")
+                backup.write_bytes(data)
+                os.chmod(backup, 0o600)
+            tmp = self.path.with_name(f".{self.path.name}.rebuild")
+            tmp.write_bytes(new)
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, self.path)
+            _fsync_dir(self.path.parent)
+            self._write_head(new, None)
+        n_entries = sum(isinstance(r, Entry) for r in restored)
+        return (
+            f"rebuilt {self.path}: {len(book.entries)} release(s) kept from the ledger, "
+            f"{n_entries} restored from private folders, {len(restored) - n_entries} stored "
+            "budget(s) restored"
+            + (f"; the previous file is {backup}" if data else "")
+            + ". A release refused after spending left no private folder: check the "
+            "backup for any such line."
+        )
+
     # -- internals -------------------------------------------------------------------
 
-    def _locked_for_append(self):
-        """The ledger opened for read + append, exclusively locked, positioned at 0."""
+    def _book(self) -> _Book:
+        return self._read_book()
+
+    def _read_book(self) -> _Book:
+        try:
+            f = open(self.path, "rb")
+        except FileNotFoundError:
+            return self._checked_book(None)
+        with f:
+            fcntl.flock(f, fcntl.LOCK_SH)  # never see a line half-written by a spend
+            return self._checked_book(f.read())
+
+    def _checked_book(self, data: bytes | None) -> _Book:
+        """The ledger's records, after the chain, head and private-folder checks."""
+        book = _parse_lines(data or b"", self.path, chained=True)
+        restore = (
+            f"Restore the ledger from a backup, or rebuild it from the releases' private "
+            f"folders: dpsynth ledger --ledger {self.path} --rebuild"
+        )
+        head = self._head()
+        if head is not None:
+            size, digest = head.get("bytes", 0), head.get("sha256")
+            if not data and size > 0:
+                raise LedgerError(
+                    f"the ledger {self.path} is missing, but its head record "
+                    f"{self._head_path()} says it held {head.get('lines')} line(s): it was "
+                    f"deleted or moved, and its spending would be reset. {restore}"
+                )
+            if len(data) < size or hashlib.sha256(data[:size]).hexdigest() != digest:
+                raise LedgerError(
+                    f"the ledger {self.path} is not the one its head record "
+                    f"{self._head_path()} describes ({head.get('lines')} line(s), "
+                    f"{size} bytes): lines were removed or edited. {restore}"
+                )
+        ids = {e.id for e in book.entries if e.id is not None}
+        missing = [
+            (folder, item)
+            for folder, items in self._private_records(with_folders=True)
+            for item in items
+            if isinstance(item, Entry) and item.id not in ids
+        ]
+        if missing:
+            folder, item = missing[0]
+            state = "is missing" if data is None else "lacks them"
+            raise LedgerError(
+                f"{len(missing)} release(s) recorded in private folders (e.g. {folder}, "
+                f"dataset {item.dataset}, epsilon {_num(item.epsilon)}) are not in the "
+                f"ledger {self.path}, which {state}: it was deleted, cut or replaced. "
+                f"{restore}"
+            )
+        return book
+
+    def _private_folders(self) -> list[Path]:
+        folders = []
+        if self.private_area.is_dir():
+            folders += sorted(p for p in self.private_area.iterdir() if p.is_dir())
+        head = self._head() or {}
+        folders += [Path(p) for p in head.get("private", [])]
+        return list(dict.fromkeys(folders))
+
+    def _private_records(self, with_folders: bool = False):
+        """Per private folder recorded for this ledger, its entry and stored budget."""
+        mine = str(self.path.resolve())
+        out = []
+        for folder in self._private_folders():
+            try:
+                provenance = json.loads((folder / "provenance.json").read_text())
+                ledger = provenance["ledger"]
+            except (OSError, ValueError, KeyError, TypeError):
+                continue  # not a private folder, or one recorded before the field existed
+            if not isinstance(ledger, dict) or ledger.get("path") != mine:
+                continue
+            items = []
+            try:
+                raw = json.dumps(ledger["entry"]).encode("utf-8")
+                items.append(_parse_entry(raw))
+                if ledger.get("budget") is not None:
+                    items.append(_parse_budget(json.dumps(ledger["budget"]).encode("utf-8")))
+            except (KeyError, TypeError, ValueError):
+                continue
+            out.append((folder, items) if with_folders else items)
+        return out
+
+    def _head_path(self) -> Path:
+        key = hashlib.sha256(str(self.path.resolve()).encode("utf-8")).hexdigest()[:32]
+        return self.heads / f"{key}.json"
+
+    def _head(self) -> dict | None:
+        try:
+            head = json.loads(self._head_path().read_text())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as err:
+            raise LedgerError(
+                f"the ledger's head record {self._head_path()} cannot be read ({err}); "
+                "expected the JSON object dpsynth writes: repair or restore it"
+            ) from None
+        if not isinstance(head, dict) or head.get("ledger") != str(self.path.resolve()):
+            return None
+        return head
+
+    def _write_head(self, data: bytes, private: str | None) -> None:
+        """Record the ledger's length and hash (and the private folder) beside the
+        private area, atomically: a ledger deleted or cut is then found."""
+        head = self._head() or {}
+        folders = list(head.get("private", []))
+        if private is not None and str(private) not in folders:
+            folders.append(str(private))
+        record = {
+            "note": "PRIVATE: dpsynth's record of the ledger's length and hash; keep it",
+            "ledger": str(self.path.resolve()),
+            "lines": data.count(b"\n"),
+            "bytes": len(data),
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "private": folders,
+        }
+        path = self._head_path()
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
+        tmp.write_text(json.dumps(record, indent=1))
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+
+    def _locked_for_append(self, check: bool = True):
+        """The ledger opened for read + append, exclusively locked, positioned at 0. A
+        missing ledger is checked (:meth:`check`) before it is created: a deleted one is
+        refused, not recreated empty."""
+        if check and not self.path.exists():
+            self._checked_book(None)
         while True:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             flags = os.O_RDWR | os.O_APPEND | os.O_CREAT
@@ -285,28 +602,84 @@ class Ledger:
                 raise
             f.close()
 
-    def _parse(self, data: bytes) -> list[Entry]:
-        lines = data.split(b"\n")
-        last = len(lines)  # the piece after the final newline: empty if the file is whole
-        found = []
-        for number, raw in enumerate(lines, start=1):
-            if not raw.strip():
-                continue
-            if number == last:
-                raise LedgerError(
-                    f"{self.path}, line {number}: incomplete last line (no newline at the "
-                    f"end; a release was probably killed while recording): {_snippet(raw)}. "
-                    "Expected one complete JSON object per line. Repair it by hand: complete "
-                    "it, or delete it only if that release was never published."
-                )
-            try:
-                found.append(_parse_entry(raw))
-            except ValueError as err:  # includes UnicodeDecodeError
-                raise LedgerError(
-                    f"{self.path}, line {number}: {err}; got {_snippet(raw)}. Repair the "
-                    "line by hand: the ledger refuses to guess what was spent."
-                ) from None
-        return found
+
+@dataclass
+class _Book:
+    """A ledger's records: release entries, stored budgets, both in file order."""
+
+    entries: list[Entry]
+    stored: list[StoredBudget]
+    order: list
+
+    @property
+    def budgets(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for record in self.stored:
+            out[record.dataset] = record.budget
+        return out
+
+
+def _parse_lines(data: bytes, path: Path, chained: bool) -> _Book:
+    """Parse a ledger's bytes; with ``chained``, check its hash chain: every line recorded
+    since the chain exists holds the SHA-256 of the bytes before it; lines without one
+    (recorded before) may only come first."""
+    lines = data.split(b"\n")
+    last = len(lines)  # the piece after the final newline: empty if the file is whole
+    book = _Book([], [], [])
+    running = hashlib.sha256()
+    seen_chain = False
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            running.update(raw + b"\n")
+            continue
+        if number == last:
+            raise LedgerError(
+                f"{path}, line {number}: incomplete last line (no newline at the "
+                f"end; a release was probably killed while recording): {_snippet(raw)}. "
+                "Expected one complete JSON object per line. Repair it by hand: complete "
+                "it, or delete it only if that release was never published."
+            )
+        try:
+            record = _parse_record(raw)
+        except ValueError as err:  # includes UnicodeDecodeError
+            raise LedgerError(
+                f"{path}, line {number}: {err}; got {_snippet(raw)}. Repair the "
+                "line by hand: the ledger refuses to guess what was spent."
+            ) from None
+        if chained and record.prev is not None and record.prev != running.hexdigest():
+            where = "its first line" if number == 1 else f"line {number}"
+            raise LedgerError(
+                f"{path}, {where}: the hash chain is broken (the line records the SHA-256 "
+                "of the ledger before it, and that ledger is not there): lines before it "
+                "were removed or edited. Restore the ledger from a backup, or rebuild it "
+                f"from the releases' private folders: dpsynth ledger --ledger {path} --rebuild"
+            )
+        if chained and record.prev is None and seen_chain:
+            raise LedgerError(
+                f"{path}, line {number}: a line without the hash chain after lines with it "
+                "(inserted by hand?); the ledger refuses to guess what was spent. Restore "
+                f"it from a backup, or: dpsynth ledger --ledger {path} --rebuild"
+            )
+        seen_chain = seen_chain or record.prev is not None
+        running.update(raw + b"\n")
+        book.order.append(record)
+        (book.stored if isinstance(record, StoredBudget) else book.entries).append(record)
+    return book
+
+
+def _budget_to_check(
+    stored: float | None, asked: float | None, key: str
+) -> tuple[float | None, float | None]:
+    """(the budget to store with this release, or None; the budget to check it against)."""
+    if stored is None:
+        return asked, asked
+    if asked is not None and asked > stored * (1 + BUDGET_RTOL):
+        raise LedgerError(
+            f"--budget {_num(asked)} exceeds the budget epsilon = {_num(stored)} stored for "
+            f"dataset {key}; a stored budget is the dataset's (dpsynth ledger shows it), and "
+            "a --budget may only cap one release below it. Nothing was recorded."
+        )
+    return None, stored if asked is None else min(stored, asked)
 
 
 def format_summary(ledger: Ledger, dataset: str | None = None) -> str:
@@ -355,6 +728,13 @@ def format_summary(ledger: Ledger, dataset: str | None = None) -> str:
     if any(key in owners.values() for key in accounts):
         lines += ["", "dataset: a name given with --dataset (its total adds up its tables, "
                   "indented below it),", "or the id of a table released without one"]  # fmt: skip
+    budgets = ledger.budgets()
+    shown = [k for k in accounts if k in budgets]
+    if shown:
+        lines += ["", "Stored budgets (every release under the name is checked against it):"]
+        for key in shown:
+            eps = _totals(accounts[key])[0]
+            lines.append(f"  {key}: epsilon {_num(budgets[key])} (spent {_num(eps)})")
     if any(e.guarantee == "nominal" for e in found):
         note = ("nominal: a release whose epsilon is a target the exact audit found exceeded "
                 "(--allow-nominal); a total that includes one bounds nothing")  # fmt: skip
@@ -452,6 +832,9 @@ def _owners(entries: list[Entry], path: Path) -> dict[str, str]:
     """The name each table is bound to (tables ever released under a name)."""
     owners: dict[str, str] = {}
     for e in entries:
+        if e.named:
+            for alias in e.aliases:  # the table's earlier ids: their releases are its own
+                owners.setdefault(alias, e.dataset)
         if e.named and owners.setdefault(e.table, e.dataset) != e.dataset:
             raise LedgerError(
                 f"{path}: table {e.short} is recorded under two dataset names, "
@@ -529,7 +912,8 @@ def _checked_account(
 def _previous(found: list[Entry], owners: dict[str, str], entry: Entry) -> list[Entry]:
     """The recorded entries a release ``entry`` adds up with: its account (its table's
     name, else its own key) and its table's releases from before the table had a name."""
-    return [e for e in found if _account(e, owners) in (_account(entry, owners), entry.table)]
+    keys = {_account(entry, owners), entry.table, *entry.aliases}
+    return [e for e in found if _account(e, owners) in keys]
 
 
 def _check_budget_value(budget: object) -> float | None:
@@ -542,8 +926,9 @@ def _check_budget_value(budget: object) -> float | None:
 
 
 def _check_binding(owners: dict[str, str], entry: Entry, found: list[Entry]) -> None:
-    owner = owners.get(entry.table)
-    if owner is None or owner == entry.dataset:
+    bound = [owners[t] for t in (entry.table, *entry.aliases) if t in owners]
+    owner = next((o for o in bound if o != entry.dataset), None)
+    if owner is None:
         return
     label = entry.label or _label([e for e in found if e.table == entry.table])
     asked = (
@@ -612,7 +997,7 @@ def _who(previous: list[Entry], entry: Entry) -> str:
     )
 
 
-def _parse_entry(raw: bytes) -> Entry:
+def _load(raw: bytes) -> dict:
     try:
         record = json.loads(raw.decode("utf-8"))
     except json.JSONDecodeError as err:
@@ -622,6 +1007,53 @@ def _parse_entry(raw: bytes) -> Entry:
         ) from None
     if not isinstance(record, dict):
         raise ValueError("expected a JSON object")
+    return record
+
+
+def _parse_record(raw: bytes) -> Entry | StoredBudget:
+    """A ledger line: a release (no ``kind``) or a stored budget (``kind: budget``)."""
+    record = _load(raw)
+    if record.get("kind") == "budget":
+        return _parse_budget(raw)
+    if "kind" in record:
+        raise ValueError(f"expected kind 'budget' or none, got {record['kind']!r}")
+    return _parse_entry(raw)
+
+
+def _hex_or_none(record: dict, key: str, pattern: re.Pattern) -> str | None:
+    value = record.get(key)
+    if value is not None and not (isinstance(value, str) and pattern.fullmatch(value)):
+        raise ValueError(f"expected {key} to be hex digits or null, got {value!r}")
+    return value
+
+
+def _parse_budget(raw: bytes) -> StoredBudget:
+    record = _load(raw)
+    name = _check_key(record.get("dataset"))
+    budget = _check_number("budget", record.get("budget"))
+    if not budget > 0:
+        raise ValueError(f"expected budget > 0, got {budget!r}")
+    return StoredBudget(
+        name,
+        budget,
+        _parse_time(record.get("time")),
+        _hex_or_none(record, "id", _HEX),
+        _hex_or_none(record, "prev", _SHA256),
+    )
+
+
+def _parse_time(stamp: object) -> datetime:
+    try:
+        time = datetime.fromisoformat(stamp)
+    except (TypeError, ValueError):
+        raise ValueError(f"expected an ISO-8601 time, got {stamp!r}") from None
+    if time.tzinfo is None:
+        raise ValueError(f"expected an ISO-8601 time with a UTC offset, got {stamp!r}")
+    return time.astimezone(UTC)
+
+
+def _parse_entry(raw: bytes) -> Entry:
+    record = _load(raw)
     missing = [k for k in ("dataset", "epsilon", "delta", "time") if k not in record]
     if missing:
         raise ValueError(
@@ -645,22 +1077,29 @@ def _parse_entry(raw: bytes) -> Entry:
         raise ValueError(f"expected epsilon > 0, got {epsilon!r}")
     if not 0 <= delta < 1:
         raise ValueError(f"expected delta in [0, 1), got {delta!r}")
-    stamp = record["time"]
-    try:
-        time = datetime.fromisoformat(stamp)
-    except (TypeError, ValueError):
-        raise ValueError(f"expected an ISO-8601 time, got {stamp!r}") from None
-    if time.tzinfo is None:
-        raise ValueError(f"expected an ISO-8601 time with a UTC offset, got {stamp!r}")
+    time = _parse_time(record["time"])
     optional = {}
-    for key in ("label", "release", "version", "guarantee"):
+    for key in ("label", "release", "version", "guarantee", "private"):
         value = record.get(key)
         if value is not None and not isinstance(value, str):
             raise ValueError(f"expected {key} to be a string or null, got {value!r}")
         optional[key] = value
     if optional["guarantee"] not in GUARANTEES:
         raise ValueError(f"expected guarantee in {GUARANTEES}, got {optional['guarantee']!r}")
-    return Entry(dataset, epsilon, delta, time.astimezone(UTC), **optional, table=table)
+    aliases = record.get("aliases") or []
+    if not isinstance(aliases, list):
+        raise ValueError(f"expected aliases to be a list of table ids, got {aliases!r}")
+    return Entry(
+        dataset,
+        epsilon,
+        delta,
+        time,
+        **optional,
+        table=table,
+        aliases=tuple(_check_table(a) for a in aliases),
+        id=_hex_or_none(record, "id", _HEX),
+        prev=_hex_or_none(record, "prev", _SHA256),
+    )
 
 
 def _totals(entries: list[Entry]) -> tuple[float, float, int]:

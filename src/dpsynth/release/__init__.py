@@ -35,6 +35,7 @@ what the sets kept). The steward's ledger is :mod:`dpsynth.ledger`.
 
 from __future__ import annotations
 
+import json
 import secrets
 import shutil
 from pathlib import Path
@@ -50,6 +51,7 @@ from dpsynth.release.inputs import Strata, load_strata
 from dpsynth.release.manifest import RELEASE_FORMAT, SYNTHETIC_COUNT
 from dpsynth.release.randomness import RootKey, describe
 from dpsynth.release.request import (
+    DATASET_REQUIRED,
     NEIGHBOURS,
     Budget,
     ReleaseError,
@@ -137,6 +139,8 @@ def _draw(sampler, sets: int, root: RootKey, n_cells: int, progress) -> np.ndarr
 def build_release(request: ReleaseRequest) -> dict:
     """Check, calibrate, record the spending, draw and install; return the manifest."""
     budget = plan_budget(request)
+    if request.dataset is None:
+        raise ReleaseError(DATASET_REQUIRED)
     manifest.check_method(request)
     root = RootKey.from_seed(request.test_seed) if request.test_seed is not None else None
     root = root or RootKey.fresh()
@@ -165,14 +169,21 @@ def build_release(request: ReleaseRequest) -> dict:
 
     # Spent before anything is drawn: a release that fails later still counts. A public
     # prior makes the calibration and every check on it public, so they come first and a
-    # refusal costs nothing; a sanitised prior is drawn, so its budget is spent before it.
+    # refusal costs nothing; a sanitised prior is drawn, so its budget is spent before it,
+    # after every check the prior cannot change (check_before_prior).
     spend_first = public_prior(request, strata) is None
     if spend_first:
-        _spend(request, strata, budget, private)
+        check_before_prior(request, design, strata)
+        entry = _spend(request, strata, budget, private)
     rates, prior_table, prior_block = _prior(request, strata, budget, root)
-    cal = _checked_calibration(request, design, strata, rates)
+    try:
+        cal = _checked_calibration(request, design, strata, rates)
+    except ReleaseError as err:
+        if not spend_first:
+            raise
+        raise ReleaseError(f"{err}. {_spent_note(request, budget)}") from err
     if not spend_first:
-        _spend(request, strata, budget, private)
+        entry = _spend(request, strata, budget, private)
 
     try:
         sampler = design.sampler(strata.counts, cal)
@@ -182,7 +193,7 @@ def build_release(request: ReleaseRequest) -> dict:
         raise ReleaseError(
             f"{request.input}: the release sampler could not be built within its target for "
             "this table (the one refusal that depends on the counts, docs/privacy.md, Part "
-            "5); nothing was published, and the budget recorded in the ledger stays spent. "
+            f"5); nothing was published. {_spent_note(request, budget)} "
             "Please report it (the calibration is public: dpsynth calibrate prints it)"
         ) from err
     synthetic = _draw(sampler, budget.sets, root, cal.n_cells, request.progress)
@@ -200,6 +211,7 @@ def build_release(request: ReleaseRequest) -> dict:
             partials[request.out], request, strata, cal, synthetic, budget, root, salt
         )
         info["sampler"] = {"tail": sampler.tail, "tv_bound": sampler.tv_bound}
+        info["ledger"] = entry
         write_private(partials[private], request, strata, cal, synthetic, root, info)
         _finish_manifest(partials[request.out], info, prior_table, prior_block, design)
         folder.install(partials, request.force, private)
@@ -208,6 +220,24 @@ def build_release(request: ReleaseRequest) -> dict:
             if partial.exists():
                 shutil.rmtree(partial, ignore_errors=True)
     return info["manifest"]
+
+
+def check_before_prior(request, design: Design, strata: Strata) -> None:
+    """With a sanitised prior, the refusals the public inputs decide, before the prior is
+    drawn and anything spent (``dpsynth calibrate`` makes the same check)."""
+    try:
+        design.check_without_prior(strata.total, strata.population)
+    except ValueError as err:
+        raise ReleaseError(f"{request.input}: cannot calibrate: {err}") from err
+
+
+def _spent_note(request, budget: Budget) -> str:
+    """What a refusal after spending says was spent."""
+    return (
+        f"The sanitised prior had been drawn: epsilon {budget.epsilon:g}, delta "
+        f"{budget.delta:g} were spent on dataset {request.dataset} and stay recorded in the "
+        f"ledger {request.ledger_path}"
+    )
 
 
 def _checked_calibration(request, design: Design, strata: Strata, rates):
@@ -236,7 +266,8 @@ def _checked_calibration(request, design: Design, strata: Strata, rates):
     return cal
 
 
-def _spend(request: ReleaseRequest, strata: Strata, budget: Budget, private: Path) -> None:
+def _spend(request: ReleaseRequest, strata: Strata, budget: Budget, private: Path) -> dict:
+    """Record the release in the ledger; return what its private folder records of it."""
     from dpsynth.ledger import Ledger, LedgerError
 
     path = request.ledger_path
@@ -252,22 +283,30 @@ def _spend(request: ReleaseRequest, strata: Strata, budget: Budget, private: Pat
     ledger = Ledger(path)
     table = strata.dataset_id()
     try:
-        ledger.spend(
-            request.dataset or table,  # the budget key: the dataset's name, or the table
+        entry = ledger.spend(
+            request.dataset,
             budget.epsilon,
             budget.delta,
             table=table,
+            aliases=strata.legacy_ids(),
             budget=request.budget,
             label=request.input.name,
             release=str(request.out.resolve()),
+            private=str(private.resolve()),
             guarantee=(
                 "certified"
                 if (request.mechanism, request.method) in manifest.CERTIFIED
                 else "nominal"
             ),
         )
+        stored = ledger.stored_budget(request.dataset)
     except LedgerError as err:
         raise ReleaseError(str(err)) from err
+    return {
+        "path": str(path.resolve()),
+        "entry": entry.record(),
+        "budget": None if stored is None else json.loads(stored.to_json()),
+    }
 
 
 def write_release(tmp: Path, request, strata, cal, synthetic, budget, root, salt) -> dict:
@@ -340,6 +379,9 @@ def write_private(tmp: Path, request, strata, cal, synthetic, root: RootKey, inf
         "prior_file": str(request.prior_file.resolve()) if request.prior_file else None,
         "dataset_id": strata.dataset_id(),
         "ledger_dataset": request.dataset,  # the name its spending was recorded under
+        # what it spent, as the ledger recorded it: a ledger deleted or cut is found by it,
+        # and rebuilt from it (dpsynth ledger --rebuild)
+        "ledger": info["ledger"],
         # depends on the counts: private (the manifest states only the rule)
         "rounding": {
             "mode": request.rounding,

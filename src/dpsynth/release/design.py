@@ -89,6 +89,32 @@ class Design:
             )
         return floor
 
+    def check_without_prior(self, total: int, population) -> None:
+        """The checks a release with a sanitised prior makes before drawing the prior,
+        and so before spending anything (ValueError, the message of the check after it):
+        those the prior cannot change. pg/certified's shapes and bounds do not depend on
+        the prior, so its calibration and target are checked at a stand-in prior (the
+        overall rate); for any other design the target is checked against the least
+        rounding bound of any calibration (:func:`~dpsynth.sampling.conditioned.
+        least_rounding_bound`)."""
+        from dpsynth.sampling.conditioned import check_feasible, least_rounding_bound
+
+        population = np.asarray(population, dtype=float)
+        if self.mechanism == "pg" and self.method == "certified":
+            stand_in = np.full(population.size, max(total, 1) / float(population.sum()))
+            cal = self.calibrate(total, population, stand_in)
+            check_feasible(cal)
+            self.check_tv_target(cal)
+            return
+        floor = least_rounding_bound(population.size, total)
+        if self.tv_target < 2.0 * floor:
+            raise ValueError(
+                f"the sampler's total-variation target {self.tv_target:.3g} (delta per set / "
+                f"(1 + e^epsilon per set)) is below twice {floor:.3g}, the least "
+                "floating-point error a sampler of these strata has, whatever the prior. Use "
+                "a larger --delta, fewer --sets or a smaller epsilon per set"
+            )
+
     def sampler(self, counts, cal: Calibration):
         """The release-mode sampler of the sets for these counts."""
         from dpsynth.sampling.conditioned import release_sampler

@@ -16,6 +16,7 @@ value is a number sorts numerically (ids 1, 2, 10, 100), any other as text.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,19 +68,59 @@ class Strata:
         return int(self.counts.sum())
 
     def dataset_id(self) -> str:
-        """SHA-256 of the public identity of the table: key names, keys and populations.
+        """SHA-256 of the canonical public identity of the table: key names, keys and
+        populations, whatever the order of its key columns or rows and the file's types.
 
-        The ledger records every release's table by this id, and adds up the releases of a
-        table released without a dataset name (``--dataset``) by it. It deliberately leaves
-        the counts out: a corrected count is a neighbouring dataset, exactly what the budget
-        must cover.
+        The key columns are taken in sorted order of their names and the rows sorted by
+        their values as text in that order; a value is its text with surrounding spaces
+        stripped, a number written canonically (1001, 1001.0 and "1001" are "1001"; leading
+        zeros and letter case are kept: "01001" and "1001" are different codes); a
+        population is the number given to the release. The ledger binds the table to its
+        dataset's name by this id. It deliberately leaves the counts out: a corrected count
+        is a neighbouring dataset, exactly what the budget must cover.
         """
-        digest = hashlib.sha256()
-        digest.update(repr(list(self.keys.columns)).encode())
-        rows = self.keys.astype(str).itertuples(index=False)
-        for row, pop in zip(rows, self.population, strict=True):
-            digest.update(repr((tuple(row), float(pop))).encode())
+        names = sorted(self.keys.columns)
+        text = {name: [_canonical(v) for v in self.keys[name]] for name in names}
+        rows = sorted(
+            zip(*(text[n] for n in names), (repr(float(p)) for p in self.population), strict=True)
+        )
+        digest = hashlib.sha256(b"dpsynth table identity 2\n")
+        digest.update(repr(names).encode())
+        for row in rows:
+            digest.update(repr(row).encode())
         return digest.hexdigest()
+
+    def legacy_ids(self) -> tuple[str, ...]:
+        """The ids this table had before :meth:`dataset_id` was canonical (dpsynth 0.1: the
+        key columns in the order given, rows in key order, values as pandas wrote them),
+        one per order of its key columns (up to 4 keys): the ledger adds up the releases
+        recorded under them with the table's (the migration, docs/privacy.md Part 4)."""
+        names = list(self.keys.columns)
+        orders = itertools.permutations(names) if len(names) <= 4 else [tuple(names)]
+        frame = self.keys.assign(__population=self.population)
+        ids = []
+        for order in orders:
+            sorted_frame = key_order(frame[[*order, "__population"]], list(order))
+            digest = hashlib.sha256()
+            digest.update(repr(list(order)).encode())
+            rows = sorted_frame[list(order)].astype(str).itertuples(index=False)
+            pops = sorted_frame["__population"]
+            for row, pop in zip(rows, pops, strict=True):
+                digest.update(repr((tuple(row), float(pop))).encode())
+            ids.append(digest.hexdigest())
+        return tuple(dict.fromkeys(ids))
+
+
+def _canonical(value) -> str:
+    """A key value as text: numbers canonical (1001.0 -> 1001), text stripped as given."""
+    if isinstance(value, bool | np.bool_):
+        return str(bool(value))
+    if isinstance(value, int | np.integer):
+        return str(int(value))
+    if isinstance(value, float | np.floating):
+        number = float(value)
+        return str(int(number)) if number.is_integer() else repr(number)
+    return str(value).strip()
 
 
 def read_table(path: Path) -> pd.DataFrame:

@@ -32,23 +32,28 @@ def _spread(values: np.ndarray) -> dict:
     }
 
 
-def _account(request: ReleaseRequest, strata, budget, guarantee: str) -> dict:
+def _account(request: ReleaseRequest, strata, budget, guarantee: str) -> dict | None:
     """The ledger's account of this release (:meth:`dpsynth.ledger.Ledger.preview`) and
-    the ledger's path."""
+    the ledger's path; None without a dataset name (nothing to look up)."""
     from dpsynth.ledger import Ledger, LedgerError
 
+    if request.dataset is None:
+        return None
     path = request.ledger_path
     table = strata.dataset_id()
     try:
         account = Ledger(path).preview(
-            request.dataset or table,
+            request.dataset,
             budget.epsilon,
             budget.delta,
             table=table,
+            aliases=strata.legacy_ids(),
             budget=request.budget,
             guarantee=guarantee,
         )
-    except (LedgerError, ValueError) as err:
+    except LedgerError as err:
+        raise ReleaseError(str(err)) from err
+    except ValueError as err:
         raise ReleaseError(f"{path}: {err}") from err
     return account | {"path": str(path)}
 
@@ -56,7 +61,7 @@ def _account(request: ReleaseRequest, strata, budget, guarantee: str) -> dict:
 def preview(request: ReleaseRequest, hyperparameters: Path | None = None) -> dict:
     """The promise and the calibration of a release of ``request``; optionally write the
     per-stratum calibration to ``hyperparameters`` (CSV or Parquet)."""
-    from dpsynth.release import public_prior
+    from dpsynth.release import check_before_prior, public_prior
     from dpsynth.sampling.conditioned import check_feasible
 
     budget = plan_budget(request)
@@ -78,6 +83,7 @@ def preview(request: ReleaseRequest, hyperparameters: Path | None = None) -> dic
     info["ledger"] = _account(request, strata, budget, info["guarantee"]["status"])
     public = public_prior(request, strata)
     if public is None:
+        check_before_prior(request, design, strata)  # what synthesize refuses before spending
         info["calibration_note"] = (
             "the prior is sanitised (noisy group totals drawn by the release), so the "
             "calibration is known only after the release draws it"
@@ -110,6 +116,8 @@ def preview(request: ReleaseRequest, hyperparameters: Path | None = None) -> dic
 
 def _account_lines(account: dict, epsilon: float) -> list[str]:
     """The ledger's account in words: spent so far, after this release, and the verdict."""
+    if account is None:
+        return ["ledger: not read (no --dataset NAME, which synthesize requires)"]
     spent, after = account["spent"], account["after"]
     whose = (
         f"this table ({account['table'][:12]})"
@@ -132,8 +140,9 @@ def _account_lines(account: dict, epsilon: float) -> list[str]:
         lines.append("  synthesize would refuse this release: " + refusal.replace("\n", "\n    "))
     elif account["budget"] is not None:
         left = account["budget"] - after["epsilon"]
+        which = "stored budget" if account["stored_budget"] is not None else "--budget"
         lines.append(
-            f"  within --budget {account['budget']:g} (epsilon {epsilon:g} now, "
+            f"  within the {which} {account['budget']:g} (epsilon {epsilon:g} now, "
             f"{max(left, 0):g} left after it)"
         )
     return lines

@@ -52,6 +52,14 @@ group, would reveal them at any epsilon), and only you know where yours comes fr
                           input; dpsynth checks that every combination of them has a row"""
 
 
+#: Why ``--dataset`` has no default (the command line's error, and the library's).
+DATASET_REQUIRED = (
+    "--dataset NAME is required: the name of the confidential data this table counts (the "
+    "people, the events), e.g. --dataset us-deaths-1999; the ledger adds up every release "
+    "under NAME against its budget. Give every table of the same people the same NAME"
+)
+
+
 class ReleaseError(ValueError):
     """Bad input or options: the message names the file, column, key or option at fault."""
 
@@ -70,6 +78,12 @@ class ReleaseRequest:
     #: :data:`STRATA_WORDS` is a file name), "input" (the input lists every stratum) or
     #: "cross-product" (every key value appears in the input; its combinations are checked)
     strata: Path | str
+    #: the name of the confidential data the table counts (the people, the events), the
+    #: unit of the privacy budget (no default, :data:`DATASET_REQUIRED`): the ledger adds
+    #: up every release under one name, whatever its table, against the name's stored
+    #: budget. A table released under a name must keep it (``dpsynth.ledger``). None only
+    #: for a preview (``dpsynth calibrate`` without ``--dataset``); a release refuses it
+    dataset: str | None
     method: str = "certified"
     allow_nominal: bool = False
     tail: float | None = None
@@ -88,12 +102,10 @@ class ReleaseRequest:
     prior_is_public_i_am_sure: bool = False
     prior_epsilon: float | None = None
     rounding: str = "refuse"  # fractional counts: refuse, or round to nearest (half to even)
+    #: the dataset's budget: stored in the ledger if it has none (then every later release
+    #: under the name is checked against it), else a cap of this release, refused when it
+    #: exceeds the stored one
     budget: float | None = None
-    #: the name of the confidential data the table counts (the people, the events): the
-    #: ledger adds up every release under one name, whatever its table, against one
-    #: ``budget``; None: the table's own id (its releases only). A table released under a
-    #: name must keep it (``dpsynth.ledger``)
-    dataset: str | None = None
     ledger: Path | None = None
     max_memory: int = DEFAULT_MAX_MEMORY
     group_by: str | None = None

@@ -758,8 +758,6 @@ def public_rounding_bound(cal: Calibration) -> float:
     counts and met for a neighbour (a data-dependent refusal), so a release checks it
     first (:meth:`dpsynth.release.design.Design.check_tv_target`).
     """
-    from dpsynth.sampling import tree_draw as td
-
     total, n_cells = int(cal.total), cal.n_cells
     if n_cells == 1 or total == 0:
         return 0.0
@@ -768,6 +766,23 @@ def public_rounding_bound(cal: Calibration) -> float:
         widths = (upper - lower + 1).astype(np.int64).tolist()
     else:
         widths = [total + 1] * n_cells
+    return _rounding_bound_of(widths, total)
+
+
+def least_rounding_bound(n_cells: int, total: int) -> float:
+    """A lower bound on :func:`public_rounding_bound` over every calibration of ``n_cells``
+    strata and ``total``, whatever the prior: every window one value wide (the fewest
+    operations a tree of that many leaves does). A sampler's target below twice it is
+    refused for any prior, so a release with a sanitised prior checks it before drawing
+    the prior (:meth:`dpsynth.release.design.Design.check_without_prior`)."""
+    if n_cells <= 1 or total <= 0:
+        return 0.0
+    return _rounding_bound_of([1] * n_cells, int(total))
+
+
+def _rounding_bound_of(widths: list[int], total: int) -> float:
+    from dpsynth.sampling import tree_draw as td
+
     ops = sum(td.LEAF_OPS_PER_STEP * (w - 1) + 1 for w in widths)
     level, splits = widths, 0
     while len(level) > 1:
