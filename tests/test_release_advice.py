@@ -89,8 +89,8 @@ def test_out_inside_the_stewards_folder_is_refused(tmp_path, private_ledger):
     home = Path(os.environ["XDG_DATA_HOME"]) / "dpsynth"
     code, stdout, stderr = run(
         "synthesize", "--input", str(tmp_path / "s.csv"), "--keys", *KEYS, "--strata",
-        "input", "--epsilon", "1", "--mechanism", "pg", "--out", str(home / "release"),
-        "--private-dir", str(tmp_path / "private"),
+        "input", "--dataset", "deaths", "--epsilon", "1", "--mechanism", "pg",
+        "--out", str(home / "release"), "--private-dir", str(tmp_path / "private"),
     )  # fmt: skip
     assert code == 2 and len(stderr.strip().splitlines()) == 1
     assert "steward's folder" in stderr and "ledger" in stderr

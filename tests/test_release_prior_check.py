@@ -65,7 +65,8 @@ def test_a_prior_computed_from_the_counts_is_refused_before_anything(
         table.to_csv(source, index=False)
     code, stdout, stderr = run(
         "synthesize", "--input", str(source), "--keys", *KEYS, "--strata", "input",
-        "--epsilon", "1", "--mechanism", "pg", "--out", str(tmp_path / "out"), *prior,
+        "--dataset", "pennlc", "--epsilon", "1", "--mechanism", "pg",
+        "--out", str(tmp_path / "out"), *prior,
     )  # fmt: skip
     assert code == 2 and not stdout
     assert len(stderr.strip().splitlines()) == 1
@@ -77,7 +78,7 @@ def test_the_override_is_the_stewards_explicit_word(tmp_path, pennlc):
     table = pennlc.assign(prior_rate=rates(pennlc, "derived"))
     table.to_csv(tmp_path / "in.csv", index=False)
     fields = dict(input=tmp_path / "in.csv", out=tmp_path / "out", epsilon=1.0,
-                  mechanism="pg", keys=KEYS, strata="input")  # fmt: skip
+                  mechanism="pg", keys=KEYS, strata="input", dataset="pennlc")  # fmt: skip
     with pytest.raises(ReleaseError, match="look computed from these counts"):
         load_strata(ReleaseRequest(**fields))
     strata = load_strata(ReleaseRequest(**fields, prior_is_public_i_am_sure=True))
@@ -121,7 +122,8 @@ def test_a_zero_prior_rate_names_the_safe_ways_out(tmp_path, pennlc):
     table.loc[3, "prior_rate"] = 0.0
     table.to_csv(tmp_path / "in.csv", index=False)
     request = ReleaseRequest(input=tmp_path / "in.csv", out=tmp_path / "out", epsilon=1.0,
-                             mechanism="pg", keys=KEYS, strata="input")  # fmt: skip
+                             mechanism="pg", keys=KEYS, strata="input",
+                             dataset="pennlc")  # fmt: skip
     with pytest.raises(ReleaseError) as err:
         load_strata(request)
     message = str(err.value)
