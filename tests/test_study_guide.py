@@ -127,6 +127,11 @@ def test_every_verdict_has_its_words():
 # ---- each verdict on a small table of its own ----------------------------------------------
 def run_guide(tmp_path, frame: pd.DataFrame, **spec) -> pd.DataFrame:
     """The study stage in process, as the workflow runs it; the guide table."""
+    return run_study(tmp_path, frame, **spec)[2].set_index(["arm", "measure"])
+
+
+def run_study(tmp_path, frame: pd.DataFrame, **spec):
+    """The study stage in process: (definition, summary, guide)."""
     frame.to_csv(tmp_path / "t.csv", index=False)
     base = {"table": "t.csv", "keys": ["area", "group"], "count": "y", "population": "n",
             "area": "area", "arms": {"pg": ["certified"]}, "datasets": 60,
@@ -153,7 +158,7 @@ def run_guide(tmp_path, frame: pd.DataFrame, **spec) -> pd.DataFrame:
         calibrations=pd.concat(calibrations), status=pd.concat(status),
         reference=reference_metrics(d, strata, job_rng(3, "ref")).drop(columns="dataset"),
     )  # fmt: skip
-    return study_guide(d, strata, summary, spent).set_index(["arm", "measure"])
+    return d, summary, study_guide(d, strata, summary, spent)
 
 
 def two_groups(areas: int, population: int, rates=(0.01, 0.02), seed=0) -> pd.DataFrame:
@@ -213,3 +218,31 @@ def test_counts_outside_the_truncation_bounds_bias_the_measure(tmp_path):
     row = guide.loc[("truncated_certified", "disparity:d")]
     assert row["verdict"] == "truncation_bias" and row["outside_bounds_share"] > 0
     assert guide.loc[("pg_certified", "disparity:d"), "verdict"] == "met"
+
+
+def test_a_new_measure_is_one_entry_and_one_function(tmp_path, monkeypatch):
+    """The newcomer's example of issue #25: the mean absolute error of the area rates,
+    declared once (an error, so judged against the overall rate, drawn on a log scale with
+    no truth line), reaches the summary, the guide and the figure with no other change."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from dpsynth.plots.study import figure_measures
+    from dpsynth.study import measures as registry
+
+    def mae(m, counts, truth, rates):
+        true_rates = m.area_rates(truth)[0]
+        return np.abs(rates[:, : len(m.areas)] - true_rates).mean(axis=1)
+
+    extra = Measure("mae_area", "Mean absolute error of the area rates", "per 100,000",
+                    KINDS["error"], mae, needs_areas=True)  # fmt: skip
+    monkeypatch.setattr(registry, "MEASURES", (*registry.MEASURES, extra))
+    d, summary, guide = run_study(tmp_path, two_groups(20, 20_000), epsilons=[1.0, 100.0])
+    row = guide.set_index(["arm", "measure"]).loc[("pg_certified", "mae_area")]
+    assert row["verdict"] in VERDICTS and row["truth"] == 0 and row["reference"] > 0
+    measures = registry.study_measure_list(d)
+    assert [m.name for m in measures] == ["rmse", "rank_correlation", "mae_area", "disparity:d"]
+    figure = figure_measures(summary, guide, measures, d.arms, "s", adjusted=False)
+    (ax,) = [a for a in figure.axes if a.get_ylabel().startswith("Mean absolute error")]
+    assert ax.get_yscale() == "log" and "(per 100,000)" in ax.get_ylabel()
+    assert not [line for line in ax.get_lines() if line.get_label() == "truth"]
