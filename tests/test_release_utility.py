@@ -136,6 +136,17 @@ def test_rmse_is_near_the_reference_at_a_huge_epsilon_and_far_above_at_a_tiny_on
     assert "outside the range of the 20 no-privacy tables" in (tiny / "utility.md").read_text()
 
 
+def test_sets_no_better_than_the_prior_alone_get_a_word(counts_csv, tmp_path):
+    """Issue #26 (6): sets further from the truth than the prior alone, with no word. At 0.01
+    per set md's sets are no closer to the true strata rates than its own prior (the total
+    spread evenly), and the report says so; at 20 per set they are, and it says nothing."""
+    _, tiny = release(counts_csv, tmp_path / "tiny", mechanism="md", sets=20, epsilon=0.2)
+    _, huge = release(counts_csv, tmp_path / "huge", mechanism="md", sets=20, epsilon=400.0)
+    words = "no better than the prior alone"
+    assert words in (tiny / "utility.md").read_text()
+    assert words not in (huge / "utility.md").read_text()
+
+
 def test_truncated_reports_the_share_of_true_counts_outside_the_bounds(tmp_path):
     """Counts far above their prior fall above U: the report's share is the one computed
     here from the published bounds (rows of hyperparameters in key order)."""

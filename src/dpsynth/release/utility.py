@@ -136,6 +136,10 @@ class Utility:
     rank_correlation: Compared | None
     true_area_rates: np.ndarray | None  # per 100,000, one per area
     outside: int | None  # strata whose true count is outside [L, U] (truncated only)
+    #: the measures of the prior alone, the table the sets drift to as epsilon shrinks
+    #: (y. spread as n x prior_rate for pg and truncated, evenly for md): ``rmse`` and,
+    #: with an area, ``rank_correlation``
+    prior: dict | None = None
 
     @property
     def outside_share(self) -> float | None:
@@ -182,12 +186,37 @@ class Utility:
                 f"{ours:.3g} events per group (mean absolute difference, median over sets), "
                 f"{_times(error.ratio())} synthesis with no privacy ({theirs:.3g})"
             )
+        out.update(self._prior_verdicts())
         if self.outside is not None:
             out["outside_bounds"] = (
                 f"{self.outside} of {self.strata} strata ({100 * self.outside_share:.2g}%) "
                 "have a true count outside their truncation bounds [L, U]: the mechanism "
                 "sees them clamped to the nearest bound, and no set can reach them"
             )
+        return out
+
+    def _prior_verdicts(self) -> dict[str, str]:
+        """A word where the sets are no closer to the truth than the prior alone: at this
+        epsilon they then tell the table's users nothing the prior does not."""
+        out = {}
+        if not self.prior:
+            return out
+        ours, prior = float(np.median(self.rmse.synthetic)), self.prior["rmse"]
+        if ours >= prior:
+            out["prior:rmse"] = (
+                f"the sets' rMSE ({ours:.3g} per 100,000, median) is no better than the prior "
+                f"alone's ({prior:.3g}, the total spread by the prior): at this epsilon the "
+                "sets tell users nothing about the strata rates that the prior does not"
+            )
+        if self.rank_correlation is not None and "rank_correlation" in self.prior:
+            ours = float(np.nanmedian(self.rank_correlation.synthetic))
+            prior = self.prior["rank_correlation"]
+            if np.isfinite(prior) and ours <= prior:
+                out["prior:rank_correlation"] = (
+                    f"the sets rank the areas no better (rho {ours:.3f}, median) than the prior "
+                    f"alone ({prior:.3f}): at this epsilon they tell users nothing about the "
+                    "ranking that the prior does not"
+                )
         return out
 
     def long_table(self) -> pd.DataFrame:
@@ -373,6 +402,8 @@ def utility_report(
     outside = None
     if cal.truncated:
         outside = int(np.count_nonzero((y < cal.lower) | (y > cal.upper)))
+    weights = np.ones(y.size) if cal.prior_rate is None else population * cal.prior_rate
+    drift = measures.values(y.sum() * weights / weights.sum(), y).iloc[0]
     return Utility(
         mechanism=cal.mechanism,
         epsilon=cal.epsilon,
@@ -388,6 +419,7 @@ def utility_report(
         rank_correlation=rank,
         true_area_rates=None if area is None else measures.area_rates(y)[0],
         outside=outside,
+        prior={name: float(value) for name, value in drift.items()},
     )
 
 
