@@ -527,8 +527,19 @@ def test_a_sampler_too_large_is_refused_before_it_is_built(tmp_path):
     frame.to_csv(tmp_path / "s.csv", index=False)
     with pytest.raises(ReleaseError, match=r"GiB.*widest stratum is \(code=") as err:
         build_release(request_for(tmp_path / "s.csv", tmp_path / "o"))
-    assert "--max-memory" in str(err.value)
+    assert "--max-memory" in str(err.value) and "--mechanism truncated" in str(err.value)
     assert listing(tmp_path) == ["s.csv"]
+
+
+def test_a_refusal_for_size_names_only_options_that_would_help(csv, tmp_path):
+    """Issue #27: a truncated release too large was told to use --mechanism truncated. Over
+    the memory limit alone, the way out is a larger --max-memory (and for pg, truncated)."""
+    for mechanism in ("truncated", "pg"):
+        with pytest.raises(ReleaseError, match="--max-memory of at least") as err:
+            build_release(request_for(csv, tmp_path / "o", mechanism=mechanism, max_memory=1))
+        advice = str(err.value).split("; use ")[-1]
+        assert ("--mechanism truncated" in advice) == (mechanism == "pg")
+    assert not (tmp_path / "o").exists()
 
 
 # --- dpsynth calibrate: the promise before the draw ----------------------------------------

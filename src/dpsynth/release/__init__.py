@@ -253,11 +253,16 @@ def _checked_calibration(request, design: Design, strata: Strata, rates):
     size, work, widest = estimate_cost(cal)
     if size > request.max_memory or work > MAX_WORK:
         where = ", ".join(f"{k}={v!r}" for k, v in strata.keys.iloc[widest].items())
+        ways = []  # only what would help
+        if size > request.max_memory and work <= MAX_WORK:
+            ways.append(f"--max-memory of at least {size / 2**30:.1f} (GiB) if the machine has it")
+        if request.mechanism != "truncated":
+            ways.append("--mechanism truncated (bounded strata make a smaller sampler)")
+        ways.append("fewer strata or a smaller total")
         raise ReleaseError(
             f"{request.input}: the sampler would need about {size / 2**30:.1f} GiB and "
             f"{work:.2g} multiply-adds (limits: --max-memory {request.max_memory / 2**30:g} GiB, "
-            f"{MAX_WORK:.0e}); the widest stratum is ({where}); use --mechanism truncated, "
-            "fewer strata or a smaller total"
+            f"{MAX_WORK:.0e}); the widest stratum is ({where}); use " + ", or ".join(ways)
         )
     try:  # public, like the limits above: a target the sampler may miss for some counts
         design.check_tv_target(cal)
