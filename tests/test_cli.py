@@ -304,6 +304,20 @@ def test_the_default_county_frame_is_the_projects_data_folder(tmp_path, private_
     assert (private_folder(tmp_path / "there") / "map_county_code.png").stat().st_size > 0
 
 
+def test_a_county_frame_that_cannot_be_read_costs_the_map_not_the_release(tmp_path, private_folder):
+    """The map is drawn after the budget is spent: a --county-frame that is no county frame
+    (a GeoPackage, say) leaves the release made and the summary saying why there is no map,
+    instead of a traceback with the budget recorded and nothing released."""
+    (tmp_path / "frame.gpkg").write_bytes(b"SQLite format 3\x00 not a parquet file")
+    ok("synthesize", "--input", str(WONDER_FIXTURE), "--wonder", "--keys", "county_code",
+       "age_group_code", "--strata", "cross-product", "--sanitised-prior-by", "--epsilon", "1",
+       "--mechanism", "pg", "--dataset", "wonder-deaths", "--county-frame", "frame.gpkg",
+       "--out", "r", cwd=tmp_path)  # fmt: skip
+    assert (tmp_path / "r" / "manifest.json").exists()
+    summary = (private_folder(tmp_path / "r") / "summary.md").read_text()
+    assert "No map: county frame `frame.gpkg` could not be read" in summary
+
+
 def test_pennlc_by_county_and_age_with_a_sanitised_prior(tmp_path, private_folder):
     """The shipped Pennsylvania strata, summed over race and sex for eight counties."""
     strata = pd.read_parquet(REPO / "data" / "pennlc_strata.parquet")

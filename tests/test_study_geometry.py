@@ -93,7 +93,8 @@ def test_codes_shifted_by_one_stop_the_study_naming_the_areas_without_a_shape(st
     first, *rest = message.splitlines()
     assert first == ("config key studies.s.geometry.key: 1 of 6 areas of 'tract' have no "
                      "shape in areas.gpkg: '00001'")  # fmt: skip
-    assert "'code' holds '00002', '00003', '00004', '00005', '00006', '00007'" in message
+    holds = "'code' of areas.gpkg holds '00002', '00003', '00004', '00005', '00006', '00007'"
+    assert holds in message
     assert "1 shape(s) match no area: '00007'" in message
     assert "studies.s.geometry.missing: allow" in rest[-1]
     assert len(rest) == 3

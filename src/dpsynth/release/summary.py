@@ -206,7 +206,14 @@ def _county_map(folder: Path, frame_path: Path, keys, fips: str, counts, synthet
 
     if not Path(frame_path).is_file():
         return f"county frame `{frame_path}` not found (give one with `--county-frame`)."
-    counties = load_counties(frame_path)
+    try:
+        counties = load_counties(frame_path)
+    except (OSError, ValueError) as err:  # not a county frame (ValueError: pyarrow's too)
+        # the release's budget is already spent: an unreadable frame costs the map only
+        return (
+            f"county frame `{frame_path}` could not be read as the county frame (a GeoParquet "
+            f"file with the columns of data/counties_1980.parquet): {str(err).splitlines()[0]}"
+        )
     by_fips = group_totals(keys, fips, counts, synthetic).rename(columns={fips: "fips"})
     unknown = sorted(set(by_fips["fips"]) - set(counties["fips"]))
     if unknown:

@@ -229,7 +229,7 @@ def check_geometry(definition: StudyDefinition, strata: pd.DataFrame) -> None:
         raise StudyDataError(
             f"config key studies.{name}.geometry.key: {len(missing)} of {areas.nunique()} "
             f"areas of {definition.area!r} have no shape in {path}: {_listed(missing)}"
-            f"\n  {key!r} holds {_levels(values)}{spare_line}"
+            f"\n  {key!r} of {path} holds {_levels(values)}{spare_line}"
             "\n  expected one shape for every area, its code compared as text (codes shifted "
             "or retyped would colour one area's shape with another's rate); to map the "
             f"others and list these in the map's footnote, set studies.{name}.geometry."
