@@ -199,7 +199,11 @@ def test_the_area_rule_and_the_reference_size():
                          "county": [f"{k:05d}" for k in range(12)]})  # fmt: skip
     assert area_column(keys, "county", "sex")[0] == "county"  # FIPS first
     assert area_column(keys, None, "county")[0] == "county"
-    assert area_column(keys, None, None)[0] == "age"  # first with more than 5 values
+    assert area_column(keys, None, None)[0] == "county"  # the most values (12 against 6)
+    assert area_column(keys[["sex", "age"]], None, None)[0] == "age"  # more than 5 values
+    nested = pd.DataFrame({"pref": [f"p{k // 40}" for k in range(240)],
+                           "town": [f"t{k}" for k in range(240)]})  # fmt: skip
+    assert area_column(nested, None, None)[0] == "town"  # the finer of nested keys
     assert AREA_MIN_VALUES == 5
     name, why = area_column(keys, None, "sex")
     assert name is None and "fewer than 3 values" in why

@@ -65,6 +65,16 @@ def test_the_prior_alone_keeps_an_uninformative_measure():
     assert "keeping it says nothing" in found["reason"]
 
 
+def test_a_prior_within_tolerance_of_the_reference_keeps_it_too():
+    """Tokyo's wards against the rest (a steward's trial): truth 1.117, prior 1.0, no
+    privacy 1.11. The prior is 10.5% off the truth but within 10% of the reference, so an
+    arm that returns the prior would be "met": the measure cannot tell, and says so."""
+    found = verdict(RATIO, rows(1.117, 1.0, 1.11, [1.02, 1.02, 1.02]))
+    assert found["verdict"] == "prior_keeps" and "a tolerance below 0.099" in found["reason"]
+    found = verdict(RATIO, rows(1.117, 1.0, 1.11, [1.02, 1.02, 1.02]), tolerance=0.05)
+    assert found["verdict"] == "beyond_grid"  # a finer tolerance tells the prior apart
+
+
 def test_bias_from_truncation_comes_first():
     """True counts outside the bounds, the arm away from the reference at the largest
     epsilon, and the true counts clamped to the bounds away too: that is said even where

@@ -41,7 +41,7 @@ REFERENCE_MIN_TABLES = 20
 REFERENCE_CELLS = 20_000_000
 #: Counts drawn and scored at once (tables x strata per batch): about 32 MB per array.
 BATCH_CELLS = 4_000_000
-#: Without a FIPS column or --group-by, the area is the first key with more values.
+#: Without a FIPS column or --group-by, the area is the key with the most values, if more.
 AREA_MIN_VALUES = 5
 #: Groups listed per key in utility.md before it says "and N more".
 TABLE_ROWS = 30
@@ -263,8 +263,10 @@ def area_column(keys: pd.DataFrame, fips: str | None, group_by: str | None):
     """(the area column or None, the rule that chose it, in words).
 
     The rule: the county FIPS column (``--fips-column``, or a key named fips, county_fips
-    or county_code holding 5-digit codes); else ``--group-by``; else the first key with more
-    than :data:`AREA_MIN_VALUES` values. A column with fewer than 3 values ranks nothing.
+    or county_code holding 5-digit codes); else ``--group-by``; else the key with the most
+    values (the first of equals; nested keys such as prefecture > municipality give the
+    finer), if it has more than :data:`AREA_MIN_VALUES`. A column with fewer than 3 values
+    ranks nothing.
     """
     if fips is not None:
         name, why = fips, f"`{fips}`, the county FIPS column"
@@ -277,8 +279,8 @@ def area_column(keys: pd.DataFrame, fips: str | None, group_by: str | None):
                 f"no area: no FIPS column, no --group-by and no key with more than "
                 f"{AREA_MIN_VALUES} values"
             )
-        name = many[0]
-        why = f"`{name}`, the first key with more than {AREA_MIN_VALUES} values"
+        name = max(many, key=lambda c: keys[c].nunique())  # the first of equals
+        why = f"`{name}`, the key with the most values ({keys[name].nunique()})"
     if keys[name].nunique() < 3:
         return None, f"no area: {why} has fewer than 3 values to rank"
     return name, why

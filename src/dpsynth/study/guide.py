@@ -24,7 +24,10 @@ a correlation's difference, a ratio's relative difference), against the toleranc
 2. ``prior_keeps``, *the prior alone keeps it*: the prior's value is within t of the
    truth, so keeping it says nothing (the measure is uninformative on this table);
 3. ``synthesis_loses``, *synthesis alone loses it*: the no-privacy reference's median is
-   further than t from the truth, so no epsilon helps;
+   further than t from the truth, so no epsilon helps; then ``prior_keeps`` again where
+   the prior's value is within t of the no-privacy reference: an arm that returns the
+   prior would pass the test of verdict 4, so at this tolerance the measure cannot tell
+   (the reason says which tolerance would);
 4. ``met``, *met from epsilon E*: the privacy loss is within t from E on: at E and at every
    larger epsilon of the grid, the whole 95% confidence interval of the arm's median
    (order statistics over the datasets, :func:`dpsynth.metrics.median_interval`) lies
@@ -117,6 +120,7 @@ def judge(measure: Measure, rows: pd.DataFrame, *, scale: float, tolerance: floa
     privacy = (f"; privacy adds no more than {tol:g} from epsilon {_g(total)} on"
                if np.isfinite(first) else "")  # fmt: skip
     d_prior = float(kind.distance(prior, truth, scale))
+    d_prior_reference = float(kind.distance(prior, reference, scale))
     d_reference = float(kind.distance(reference, truth, scale))
     if outside > 0 and not met[-1] and d_bounds > tol:
         out["verdict"] = "truncation_bias"
@@ -135,6 +139,13 @@ def judge(measure: Measure, rows: pd.DataFrame, *, scale: float, tolerance: floa
         out["reason"] = (f"with no privacy at all the synthetic tables give {_g(reference)} "
                          f"against a true {_g(truth)} ({kind.rule} = {d_reference:.2g} > "
                          f"{tol:g}): no epsilon helps{privacy}")  # fmt: skip
+    elif d_prior_reference <= tol:
+        out["verdict"] = "prior_keeps"
+        out["reason"] = (f"the prior alone gives {_g(prior)} against {_g(reference)} with no "
+                         f"privacy ({kind.rule} = {d_prior_reference:.2g} <= {tol:g}; a true "
+                         f"{_g(truth)}): a table that returns the prior passes this "
+                         f"tolerance, so keeping it says nothing; a tolerance below "
+                         f"{d_prior_reference:.2g} would tell{privacy}")  # fmt: skip
     elif np.isfinite(first):
         k = int(np.flatnonzero(eps == first)[0])
         out["verdict"], out["epsilon"] = "met", total
