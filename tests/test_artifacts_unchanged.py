@@ -7,15 +7,12 @@ from __future__ import annotations
 
 import fnmatch
 import importlib.util
-import io
 import json
-import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 import pytest
-from workflow_helpers import REPO, TEST_CONFIG, copy_project, snakemake
+from workflow_helpers import REPO, TEST_CONFIG, copy_project, export_commit, snakemake
 
 pytestmark = [pytest.mark.slow, pytest.mark.process]
 
@@ -85,40 +82,11 @@ def imports(work: Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted((work / ".import_log").glob("*.json"))]
 
 
-def export_baseline(dest: Path) -> Path:
-    """The project at BASELINE (git archive); fails, never skips, without git or the commit."""
-    try:
-        found = subprocess.run(
-            ["git", "-C", str(REPO), "rev-parse", "--verify", "--quiet", f"{BASELINE}^{{commit}}"],
-            capture_output=True,
-            text=True,
-        )
-    except FileNotFoundError:
-        found = None
-    if found is None:
-        pytest.fail(f"git is not installed: this test needs it to export commit {BASELINE}")
-    if found.returncode != 0:
-        pytest.fail(
-            f"the baseline commit {BASELINE} is not available in {REPO} "
-            f"({found.stderr.strip() or 'unknown revision'}): a shallow clone or a copy "
-            "without history? Fetch the history (git fetch --unshallow) and rerun; this "
-            "test compares today's artifacts with that commit's and cannot run without it."
-        )
-    archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", "--format=tar", BASELINE],
-        capture_output=True,
-        check=True,
-    ).stdout
-    dest.mkdir(parents=True)
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(dest, filter="data")
-    return dest
-
-
 @pytest.fixture(scope="module")
 def baseline_run(tmp_path_factory):
-    """The tiny run of the project at BASELINE: its Snakefile, rules, scripts and library."""
-    work = export_baseline(tmp_path_factory.mktemp("artifacts") / "baseline")
+    """The tiny run of the project at BASELINE: its Snakefile, rules, scripts and library
+    (skipped in a source archive without .git; fails in a shallow clone)."""
+    work = export_commit(BASELINE, tmp_path_factory.mktemp("artifacts") / "baseline")
     return run_tiny(work, work / "src")
 
 

@@ -4,14 +4,12 @@ study stage ran it (commit dd9e247, run from its own source tree)."""
 
 from __future__ import annotations
 
-import subprocess
-
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
 from matplotlib import image as mpimg
-from workflow_helpers import REPO, TEST_CONFIG, copy_project, merged, snakemake
+from workflow_helpers import REPO, TEST_CONFIG, copy_project, export_commit, merged, snakemake
 
 from dpsynth.study.summary import SUMMARY_COLUMNS
 
@@ -89,11 +87,9 @@ def test_every_figure_is_a_readable_image(study2_run):
 
 @pytest.fixture(scope="module")
 def before_run(tmp_path_factory):
-    """Study 2 run by the project as it was at BEFORE: its Snakefile, its library."""
-    work = tmp_path_factory.mktemp("before")
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", BEFORE], capture_output=True,
-                             check=True).stdout  # fmt: skip
-    subprocess.run(["tar", "-x", "-C", str(work)], input=archive, check=True)
+    """Study 2 run by the project as it was at BEFORE: its Snakefile, its library (skipped
+    in a source archive without .git; fails in a shallow clone)."""
+    work = export_commit(BEFORE, tmp_path_factory.mktemp("before"))
     env = {"PYTHONPATH": str(work / "src")}  # its library before the installed one
     result = snakemake(work, "results/study2/pennlc/summary.parquet", "--cores", "2",
                        "--configfile", TEST_CONFIG, env=env)  # fmt: skip
@@ -101,7 +97,7 @@ def before_run(tmp_path_factory):
     return work
 
 
-def test_study2_numbers_are_those_of_its_own_pipeline_before(study2_run, before_run):
+def test_study2_numbers_are_those_of_its_own_pipeline_before(before_run, study2_run):
     """Same draws (streams, chunks, batches, strata order), same measures: every median
     and band of every arm, disparity and calibration shape, the truth and the prior, and
     every county's mean rate agree to rounding."""

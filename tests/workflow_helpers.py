@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
+
+import pytest
 
 from dpsynth.config_check import check_config
 
@@ -25,6 +29,48 @@ def copy_project(dest: Path) -> Path:
     for folder in ("workflow", "config"):
         shutil.copytree(REPO / folder, dest / folder, ignore=shutil.ignore_patterns("__pycache__"))
     os.symlink(REPO / "data", dest / "data")
+    return dest
+
+
+def no_history_reason(commit: str) -> str:
+    return (
+        f"needs the git history (commit {commit}), and {REPO} has no .git: a source archive "
+        "or a downloaded ZIP. A git clone with its history (as CI has) runs this test."
+    )
+
+
+def export_commit(commit: str, dest: Path) -> Path:
+    """The project at ``commit`` (git archive), extracted into ``dest``.
+
+    Skips, saying why, where the checkout has no git history at all (no ``.git``: a
+    release tarball or a "download ZIP"); fails, never skips, where it is a git checkout
+    without the commit (a shallow clone) or git is not installed, so that CI, which has
+    the history, cannot skip it by accident."""
+    if not (REPO / ".git").exists():
+        pytest.skip(no_history_reason(commit))
+    try:
+        found = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"],
+            capture_output=True,
+            text=True,
+        )
+    except FileNotFoundError:
+        pytest.fail(f"git is not installed: this test needs it to export commit {commit}")
+    if found.returncode != 0:
+        pytest.fail(
+            f"commit {commit} is not available in {REPO} "
+            f"({found.stderr.strip() or 'unknown revision'}): a shallow clone? Fetch the "
+            "history (git fetch --unshallow) and rerun; this test compares today's results "
+            "with that commit's and cannot run without it."
+        )
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", "--format=tar", commit],
+        capture_output=True,
+        check=True,
+    ).stdout
+    dest.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(dest, filter="data")
     return dest
 
 

@@ -11,8 +11,13 @@ import math
 import numba
 import numpy as np
 
+from dpsynth import compile_cache
 
-@numba.njit(cache=True)
+#: Cache the machine code on disk when numba can write it somewhere (dpsynth.compile_cache).
+CACHE = compile_cache.available(__file__)
+
+
+@numba.njit(cache=CACHE)
 def cell_loss(total, lower, upper, lower_agg, upper_agg, a_agg, tilt, a, base, own, agg, wy, wx):
     """Largest |log p(z|y) - log p(z|x)| over the pairs and the support of one cell.
 
@@ -82,7 +87,7 @@ def cell_loss(total, lower, upper, lower_agg, upper_agg, a_agg, tilt, a, base, o
     return best
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=CACHE)
 def losses(total, lower, upper, lower_agg, upper_agg, a_agg, tilt, a, out):
     """``cell_loss`` of every cell (flat arrays, one entry per cell) into ``out``."""
     n = lower.size

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpsynth import extras
 from dpsynth.pseudo_posterior.conjugate import exact_fit, is_conjugate
 from dpsynth.pseudo_posterior.likelihood import check_family, parameter_names
 from dpsynth.pseudo_posterior.posterior import PosteriorFit
@@ -109,9 +110,12 @@ def fit_weighted(
     if fit_method(family, method) == "exact":
         return exact_fit(y, weights, family, settings.chains, settings.samples, rng)
 
-    from numpyro.diagnostics import effective_sample_size, split_gelman_rubin
+    try:  # NUTS needs the extra 'mcmc' (pip install 'dpsynth[mcmc]')
+        from numpyro.diagnostics import effective_sample_size, split_gelman_rubin
 
-    from dpsynth.pseudo_posterior.nuts import nuts_draws  # imports JAX
+        from dpsynth.pseudo_posterior.nuts import nuts_draws  # imports JAX
+    except ModuleNotFoundError as error:
+        extras.raise_missing("mcmc", "NUTS (dpsynth.pseudo_posterior.fitting)", error)
 
     seed = int(rng.integers(2**31))
     init = initial_values(y, weights, family, settings.chains, rng)

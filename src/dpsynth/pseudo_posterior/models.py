@@ -20,9 +20,14 @@ record-level log-likelihoods in NumPy.
 
 from __future__ import annotations
 
-import jax.numpy as jnp
-import numpyro
-import numpyro.distributions as dist
+from dpsynth import extras
+
+try:
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+except ModuleNotFoundError as error:  # the extra 'mcmc' (pip install 'dpsynth[mcmc]')
+    extras.raise_missing("mcmc", __name__, error)
 
 from dpsynth.pseudo_posterior.conjugate import MU_PRIOR_RATE, MU_PRIOR_SHAPE
 

@@ -26,14 +26,20 @@ from __future__ import annotations
 
 import functools
 
-import jax
 import numpy as np
-from jax import lax
-from numpyro import handlers
-from numpyro.distributions.transforms import biject_to
-from numpyro.infer.hmc import hmc
-from numpyro.infer.initialization import init_to_feasible
-from numpyro.infer.util import get_potential_fn
+
+from dpsynth import extras
+
+try:
+    import jax
+    from jax import lax
+    from numpyro import handlers
+    from numpyro.distributions.transforms import biject_to
+    from numpyro.infer.hmc import hmc
+    from numpyro.infer.initialization import init_to_feasible
+    from numpyro.infer.util import get_potential_fn
+except ModuleNotFoundError as error:  # the extra 'mcmc' (pip install 'dpsynth[mcmc]')
+    extras.raise_missing("mcmc", __name__, error)
 
 from dpsynth.pseudo_posterior.models import MODELS
 

@@ -8,8 +8,9 @@ near the leaves carry t = their minimum and need no random number at all, so a c
 loop per node is far cheaper than vectorised NumPy, which must touch every node of every
 level for every draw several times over.
 
-Compiled with numba (``cache=True``: later processes load the machine code from
-``__pycache__`` instead of compiling again). The generator is passed in and advanced in
+Compiled with numba (cached on disk where numba can write, see
+:mod:`dpsynth.compile_cache`: later processes load the machine code instead of compiling
+again). The generator is passed in and advanced in
 place, so the stream is that of the caller's ``rng``.
 
 :func:`draw_tree` is the default mode's draw (a 53-bit inverse CDF per split). The second
@@ -28,8 +29,13 @@ import numba
 import numba.extending
 import numpy as np
 
+from dpsynth import compile_cache
 
-@numba.njit(cache=True)
+#: Cache the machine code on disk when numba can write it somewhere (dpsynth.compile_cache).
+CACHE = compile_cache.available(__file__)
+
+
+@numba.njit(cache=CACHE)
 def split_range(left, right, t, offsets, lengths):
     """(k_min, k_max): the values the ``left`` child can take when its parent holds ``t``,
     both children within their pmfs' supports (node ``v``'s pmf runs over ``offsets[v]`` to
@@ -39,7 +45,7 @@ def split_range(left, right, t, offsets, lengths):
     return max(off_l, t - (off_r + lengths[right] - 1)), min(off_l + lengths[left] - 1, t - off_r)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=CACHE)
 def draw_tree(
     n_draws: int,
     total: int,
@@ -140,7 +146,7 @@ _MASK53 = (1 << 53) - 1
 _SPLITTER = 134217729.0  # 2^27 + 1 (Veltkamp/Dekker splitting)
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=CACHE, inline="always")
 def _two_sum(a, b):
     """s + e == a + b exactly (Knuth)."""
     s = a + b
@@ -149,7 +155,7 @@ def _two_sum(a, b):
     return s, e
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=CACHE, inline="always")
 def _fast_two_sum(a, b):
     """s + e == a + b exactly when |a| >= |b| (Dekker)."""
     s = a + b
@@ -157,7 +163,7 @@ def _fast_two_sum(a, b):
     return s, e
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=CACHE, inline="always")
 def _two_prod(a, b):
     """p + e == a * b exactly (Dekker's product; no FMA needed), |a|, |b| < 2^996."""
     p = a * b
@@ -171,7 +177,7 @@ def _two_prod(a, b):
     return p, e
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=CACHE, inline="always")
 def dd_mul(ah, al, bh, bl):
     """(ah + al) * (bh + bl) as a normalised dd, relative error <= 9 u^2."""
     p, e = _two_prod(ah, bh)
@@ -179,7 +185,7 @@ def dd_mul(ah, al, bh, bl):
     return _fast_two_sum(p, e)
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=CACHE, inline="always")
 def dd_add(ah, al, bh, bl):
     """(ah + al) + (bh + bl) for non-negative operands, relative error <= 4 u^2."""
     s, e = _two_sum(ah, bh)
@@ -187,7 +193,7 @@ def dd_add(ah, al, bh, bl):
     return _fast_two_sum(s, e)
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=CACHE, inline="always")
 def dd_div(ah, al, bh, bl):
     """(ah + al) / (bh + bl) for positive operands, relative error <= 14 u^2."""
     q1 = ah / bh
@@ -211,7 +217,7 @@ def next_u53(source):
     raise TypeError("next_u53 is callable from numba-compiled code only (see its overload)")
 
 
-@numba.extending.overload(next_u53, jit_options={"cache": True})
+@numba.extending.overload(next_u53, jit_options={"cache": CACHE})
 def _next_u53_overload(source):
     if isinstance(source, numba.types.NumPyRandomGeneratorType):
         # Generator.random() is (next_uint64 >> 11) * 2^-53 for numpy's bit generators and
@@ -238,7 +244,7 @@ def _next_u53_overload(source):
     return None
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=CACHE)
 def uniform_below(n, source):
     """A uniform integer in [0, n), 1 <= n <= 2^53, exactly: rejection from 53-bit integers."""
     limit = _TWO53_INT - _TWO53_INT % n
@@ -248,7 +254,7 @@ def uniform_below(n, source):
             return u % n
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=CACHE, inline="always")
 def _window_bits(value, position, window):
     """Bits of ``value * 2^position`` (0 <= value < 2^53) at positions window..window+52."""
     shift = position - window
@@ -259,7 +265,7 @@ def _window_bits(value, position, window):
     return value >> (-shift)
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=CACHE, inline="always")
 def _trailing_zeros(value):
     count = 0
     while value & 1 == 0:
@@ -268,7 +274,7 @@ def _trailing_zeros(value):
     return count
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=CACHE)
 def bernoulli_dd(hi, lo, exponent, source):
     """True with probability exactly (hi + lo) / 2^exponent, for a normalised dd with
     0 < hi + lo < 2^exponent (``hi < 2^exponent`` suffices).
@@ -329,7 +335,7 @@ def bernoulli_dd(hi, lo, exponent, source):
         j += 1
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=CACHE)
 def exact_choice(weight_hi, weight_lo, n, source):
     """An index k in [0, n) with probability exactly w_k / sum_m w_m, w_k = hi_k + lo_k >= 0.
 
@@ -357,7 +363,7 @@ def exact_choice(weight_hi, weight_lo, n, source):
             return k
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=CACHE)
 def split_weights(left, right, t, offsets, starts, lengths, values_hi, values_lo, out_hi, out_lo):
     """The weights w_k = left(k) * right(t - k) (dd products) of splitting value t of a node
     between its children; fills ``out_*[:width]`` and returns (k_min, width)."""
@@ -376,7 +382,7 @@ def split_weights(left, right, t, offsets, starts, lengths, values_hi, values_lo
     return k_min, width
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=CACHE)
 def draw_tree_exact(
     n_draws,
     total,
@@ -421,7 +427,7 @@ def draw_tree_exact(
 # --- release-mode construction ---------------------------------------------------------------
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=CACHE)
 def leaf_walk(lo, hi, s_hi, s_lo, rho_hi, rho_lo, out_hi, out_lo, out_exp):
     """Unnormalised pmf f(z) = prod_{j=lo}^{z-1} r(j), r(j) = (j + s) rho / (j + 1), from f(lo) = 1.
 
@@ -464,7 +470,7 @@ def leaf_walk(lo, hi, s_hi, s_lo, rho_hi, rho_lo, out_hi, out_lo, out_exp):
     return n, -np.inf
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=CACHE)
 def convolve_dd(a_hi, a_lo, b_hi, b_lo, length, out_hi, out_lo):
     """out[s] = sum_m a[m] b[s - m] for s < length, in dd (products then sequential
     non-negative additions; zero entries skipped)."""
@@ -482,7 +488,7 @@ def convolve_dd(a_hi, a_lo, b_hi, b_lo, length, out_hi, out_lo):
         out_lo[s] = acc_lo
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=CACHE)
 def dot_dd(a_hi, a_lo, b_hi, b_lo, t):
     """sum_m a[m] b[t - m] in dd: one entry of the convolution."""
     acc_hi = 0.0
@@ -495,7 +501,7 @@ def dot_dd(a_hi, a_lo, b_hi, b_lo, t):
     return acc_hi, acc_lo
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=CACHE)
 def trim_dd(values_hi, values_lo, values_exp, n, tail, trim):
     """Cut a node's tails of mass <= ``tail`` (if ``trim``) and every entry below
     2^-FLOOR_BITS times its largest; rescale by a power of two so the largest is in [1/2, 1).
@@ -558,7 +564,7 @@ def trim_dd(values_hi, values_lo, values_exp, n, tail, trim):
     return first, last, log_cut, log_total, top * math.log(2.0), best
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=CACHE)
 def tilted_success(population, b, tilt, md, out_hi, out_lo):
     """rho_k = p_k * tilt as dds, p_k = n_k / (b_k + 2 n_k) (pg, truncated) or 1 (md).
 

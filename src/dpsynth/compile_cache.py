@@ -1,0 +1,45 @@
+"""Where numba keeps the machine code of dpsynth's compiled loops, and what happens when
+it can keep it nowhere.
+
+The compiled modules (``dpsynth.sampling.tree_draw``, ``dpsynth.privacy.bivariate_loss``)
+ask numba to cache on disk, so only the first process of an install compiles (about 10 s
+for a release's sampler; later processes load the code in well under a second). numba
+looks for a writable place in this order: ``$NUMBA_CACHE_DIR`` when set; the package's own
+``__pycache__`` (in site-packages after ``pip install``, in ``src/`` for a checkout); the
+user's cache folder (``$XDG_CACHE_HOME/numba`` or ``~/.cache/numba``). Where none is
+writable (a read-only install with a read-only home), numba refuses to compile a cached
+function at all; :func:`available` finds that out first, so the loops are then compiled in
+memory in every process, with one warning naming ``NUMBA_CACHE_DIR``.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from numba.core.caching import FunctionCache
+
+_checked: dict[str, bool] = {}
+
+
+def available(module_file: str) -> bool:
+    """Whether numba can cache the compiled functions of ``module_file`` on disk (the
+    ``cache=`` of their ``numba.njit``); warns once per module when it cannot."""
+    if module_file not in _checked:
+
+        def probe():  # a function "defined" in module_file, for numba's cache locators
+            pass
+
+        probe.__code__ = probe.__code__.replace(co_filename=module_file)
+        try:
+            FunctionCache(probe)
+            _checked[module_file] = True
+        except RuntimeError as error:  # "cannot cache function ...: no locator available"
+            warnings.warn(
+                f"numba cannot cache the compiled code of {module_file} ({error}): it is "
+                "compiled again in every process (about 10 s). Set NUMBA_CACHE_DIR to a "
+                "writable folder to keep it.",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            _checked[module_file] = False
+    return _checked[module_file]
