@@ -226,6 +226,19 @@ def test_python_m_dpsynth_matches_the_script(strata_csv, tmp_path):
     ).read_bytes()
 
 
+@pytest.mark.process
+def test_a_reader_that_goes_away_gets_no_traceback(strata_csv, tmp_path):
+    """`dpsynth ledger | head`: the pipe closes before dpsynth writes; it stops quietly."""
+    ok("synthesize", "--input", "counts.csv", *KEYS, "--mechanism", "md", "--quiet",
+       "--epsilon", "0.5", "--out", "a", cwd=tmp_path)  # fmt: skip
+    process = subprocess.Popen([str(DPSYNTH), "ledger"], cwd=tmp_path, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)  # fmt: skip
+    process.stdout.close()  # the reader is gone before anything is written
+    stderr = process.stderr.read()
+    assert process.wait(timeout=120) == 141
+    assert "Traceback" not in stderr and "BrokenPipe" not in stderr
+
+
 def test_ledger_command_shows_the_spending(strata_csv, tmp_path):
     base = ["synthesize", "--input", "counts.csv", *KEYS, "--mechanism", "md", "--quiet"]
     ok(*base, "--epsilon", "0.5", "--out", "a", cwd=tmp_path)

@@ -25,7 +25,20 @@ ARCHITECTURE = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
 #: API ``calibrate``, ``audit``, ``synthesize``, ``posterior_rates``) sits in ``privacy``,
 #: the highest layer its public names come from.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("values", ("arms", "calibration", "config_check", "design", "io", "seeding", "units")),
+    (
+        "values",
+        (
+            "arms",
+            "calibration",
+            "compile_cache",
+            "config_check",
+            "design",
+            "extras",
+            "io",
+            "seeding",
+            "units",
+        ),
+    ),
     ("sampling", ("sampling",)),
     ("mechanisms", ("mechanisms",)),
     ("privacy", ("__init__", "privacy")),

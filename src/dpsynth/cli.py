@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import signal
 import sys
 from pathlib import Path
@@ -698,6 +699,9 @@ def main(argv: list[str] | None = None) -> int:
     except _Terminated:
         print(f"dpsynth {args.command}: terminated; nothing was published", file=sys.stderr)
         return 143
+    except BrokenPipeError:  # the reader went away (dpsynth ledger | head): nothing to add
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
+        return 141
     finally:
         signal.signal(signal.SIGTERM, previous)
 
