@@ -124,3 +124,20 @@ def discrete_laplace_log_cdf(k, scale) -> np.ndarray:
     out[negative] = -np.abs(k[negative]) * c - log_1pq
     out[~negative] = np.log1p(-np.exp(-(k[~negative] + 1) * c - log_1pq))
     return out
+
+
+def run_cli(*args: str) -> tuple[int, str, str]:
+    """``dpsynth ARGS`` in this process: (exit code, stdout, stderr); argparse's exits
+    (--help, usage errors) are returned as codes."""
+    import contextlib
+    import io
+
+    from dpsynth.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as exit_:
+            code = exit_.code
+    return code, out.getvalue(), err.getvalue()

@@ -4,30 +4,18 @@ column beside --sanitised-prior-by."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_cli as run
 from test_release import KEYS, STRATA, request_for
 
-from dpsynth.cli import main
 from dpsynth.privacy.release_audit import audit_release, window_for
 from dpsynth.release import ReleaseError, build_release, load_strata
 from dpsynth.release.design import Design
 from dpsynth.release.request import Budget
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(list(args))
-        except SystemExit as exit_:
-            code = exit_.code
-    return code, out.getvalue(), err.getvalue()
 
 
 def test_the_audit_at_the_default_prior_share_says_it_is_exact_within_a_window():

@@ -3,15 +3,13 @@ counts are refused before anything is spent or written; real public priors pass.
 
 from __future__ import annotations
 
-import contextlib
-import io
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import run_cli as run
 
-from dpsynth.cli import main
 from dpsynth.data.pennsylvania import load_pennlc
 from dpsynth.data.pennsylvania_standin import StandinModel, standin_strata
 from dpsynth.data.standard_population import load_standard_population
@@ -38,16 +36,6 @@ def rates(table: pd.DataFrame, kind: str) -> np.ndarray:
         return np.full(y.size, y.sum() / n.sum())
     groups = table.groupby(["race", "sex", "age"], observed=True)  # statewide group rates
     return (groups["count"].transform("sum") / groups["population"].transform("sum")).to_numpy()
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(list(args))
-        except SystemExit as exit_:
-            code = exit_.code
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.mark.parametrize("where", ["column", "file"])

@@ -3,8 +3,6 @@ by the check that is about it, and the command exits 0, 1 or 2 as documented."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import math
 import subprocess
@@ -13,9 +11,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import run_cli as run
 from test_release import STRATA  # the same six strata as the release tests
 
-from dpsynth.cli import main
 from dpsynth.io import sha256_file
 from dpsynth.release import ReleaseRequest, build_release
 from dpsynth.release.verify import (
@@ -60,16 +58,6 @@ def by_name(checks) -> dict:
 
 def failures(checks) -> list[str]:
     return sorted(f"{c.topic}/{c.name}" for c in checks if c.status == FAIL)
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(list(args))
-        except SystemExit as exit_:
-            code = exit_.code
-    return code, out.getvalue(), err.getvalue()
 
 
 def manifest_of(out: Path) -> dict:

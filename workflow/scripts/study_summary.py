@@ -2,6 +2,7 @@
 
 import json
 import logging
+from pathlib import Path
 
 import pandas as pd
 
@@ -36,6 +37,6 @@ write_parquet(summary, snakemake.output.summary)
 sums = read_all(snakemake.input.area_sums)
 write_parquet(area_rates(d, strata, measures, sums), snakemake.output.area_rates)
 with atomic_path(snakemake.output.guide) as tmp:
-    spent = json.loads(open(snakemake.input.prior).read())["epsilon_prior"]
+    spent = json.loads(Path(snakemake.input.prior).read_text())["epsilon_prior"]
     study_guide(d, strata, summary, spent).to_csv(tmp, index=False, lineterminator="\n",
                                            float_format="%.6g")  # fmt: skip
