@@ -325,6 +325,26 @@ def _rows_to_list(prob: np.ndarray, first: np.ndarray, last: np.ndarray) -> list
     return np.split(kept[keep], np.cumsum(last - first + 1)[:-1])
 
 
+def _report(progress, fraction: float) -> None:
+    if progress is not None:
+        progress(fraction)
+
+
+def _tree_work(leaf_lengths: np.ndarray, total: int) -> float:
+    """A rough forecast of the multiply-adds of the release tree's convolutions, for
+    progress only: widths add in quadrature up the tree (a sum's spread grows as the
+    square root of its variance), capped at y. + 1."""
+    widths = leaf_lengths.astype(float)
+    work = 0.0
+    while widths.size > 2:
+        pairs = widths.size // 2
+        left, right = widths[0 : 2 * pairs : 2], widths[1 : 2 * pairs : 2]
+        work += float(np.sum(left * right))
+        merged = np.minimum(np.sqrt(left**2 + right**2), total + 1.0)
+        widths = np.concatenate([merged, widths[2 * pairs :]])
+    return max(work, 1.0)
+
+
 def _close_level(level, parents, lefts, rights, levels) -> list:
     """Record one level of the tree (an odd node out is carried up as its own parent, with
     right child -1) and return the next level's node ids."""
@@ -353,9 +373,12 @@ class ConditionedSampler:
         convolutions, exact splits, and a rigorous :attr:`tv_bound` =
         :attr:`cut_bound` + :attr:`rounding_bound`. The default mode (False) is unchanged:
         same draws for the same rng, and its ``tv_bound`` covers the tail cuts only.
+    progress : release mode only: called with the fraction of the build done (0 to 1)
     """
 
-    def __init__(self, y, cal: Calibration, *, tail: float = TAIL, release: bool = False):
+    def __init__(
+        self, y, cal: Calibration, *, tail: float = TAIL, release: bool = False, progress=None
+    ):
         # scipy.stats and scipy.signal are imported by the methods that need them: they
         # take over a second to import, which every workflow job would otherwise pay.
         counts = check_counts(y, cal)
@@ -379,7 +402,7 @@ class ConditionedSampler:
             self._levels = []
             return
         if self.release:
-            self._build_release(counts, shape, log_p, lower, upper, tail)
+            self._build_release(counts, shape, log_p, lower, upper, tail, progress)
             return
         self._build_leaves(shape, log_p, lower, upper, tail)
         self._build_tree(tail)
@@ -535,9 +558,14 @@ class ConditionedSampler:
             )
         return _solve_tilt_untruncated(shape, log_p, self.total)
 
-    def _build_release(self, counts, shape, log_p, lower, upper, tail) -> None:
+    def _build_release(self, counts, shape, log_p, lower, upper, tail, progress) -> None:
         """Leaves by exact-ratio recurrences and direct convolutions, all in double-double;
-        see "Release mode" in the module docstring for what is stored and what is bounded."""
+        see "Release mode" in the module docstring for what is stored and what is bounded.
+        The compiled work runs in :mod:`dpsynth.sampling.tree_build`, on every core numba
+        has; ``progress`` (if given) is called with the fraction of the work done."""
+        import numba
+
+        from dpsynth.sampling import tree_build as tb
         from dpsynth.sampling import tree_draw as td
 
         cal = self.calibration
@@ -545,7 +573,7 @@ class ConditionedSampler:
         if n_cells == 1:  # z = (y.) is the only vector: nothing to draw, nothing to bound
             self.log_tilt = self.log_event_probability = 0.0
             self.cut_bound = self.rounding_bound = self.tv_bound = 0.0
-            self._store_release([np.ones(1)], [np.zeros(1)], [total], [], 0)
+            self._store_flat(np.ones(1), np.zeros(1), np.ones(1), np.array([total]), [], 0)
             return
         tilt = float(np.exp(self._release_log_tilt(shape, log_p, lower, upper)))
         self.log_tilt = float(np.log(tilt))
@@ -567,99 +595,150 @@ class ConditionedSampler:
             lo_w, hi_w = np.zeros(n_cells, np.int64), np.full(n_cells, total, np.int64)
 
         log2 = float(np.log(2.0))
-        ops = 0  # dd operations that touch a value used by the draw, along any z
-        log_cuts = []  # log of each node's cut mass under the tilted product measure
-        pmfs_hi, pmfs_lo, offsets, log_scale = [], [], [], []
-        size = int(np.max(hi_w - lo_w)) + 1
-        buf_hi, buf_lo, buf_exp = np.empty(size), np.empty(size), np.zeros(size, np.int64)
-        for k in range(n_cells):
-            n_walk, remainder = td.leaf_walk(
-                int(lo_w[k]), int(hi_w[k]), s_hi[k], s_lo[k], rho_hi[k], rho_lo[k],
-                buf_hi, buf_lo, buf_exp,
-            )  # fmt: skip
-            first, last, log_cut, log_total, log_rescale, best = td.trim_dd(
-                buf_hi, buf_lo, buf_exp, n_walk, tail, True
-            )
-            if remainder > -np.inf:  # the unwalked tail: twice its geometric bound
-                log_cut = np.logaddexp(log_cut, (remainder + best + 1.0) * log2)
-            pmfs_hi.append(buf_hi[first : last + 1].copy())
-            pmfs_lo.append(buf_lo[first : last + 1].copy())
-            offsets.append(int(lo_w[k]) + first)
-            # stored * exp(log_scale) = g_k, the tilted cell pmf (its mass outside the walk
-            # is below 2^-439 of the walked mass: inside the bookkeeping slack)
-            log_scale.append(log_rescale - log_total)
-            log_cuts.append(log_cut - log_total)
-            ops += td.LEAF_OPS_PER_STEP * (n_walk - 1) + 1
-
-        level = list(range(n_cells))
+        n_blocks = max(1, min(numba.get_num_threads(), n_cells // 64 + 1))
+        (leaf_hi, leaf_lo, lengths, first, n_walk, log_cut, log_total, log_rescale, best,
+         remainder) = tb.build_leaves(
+            lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, float(tail), n_blocks
+        )  # fmt: skip
+        # the unwalked tail counts twice its geometric bound
+        unwalked = remainder > -np.inf
+        log_cut = np.where(
+            unwalked, np.logaddexp(log_cut, (remainder + best + 1.0) * log2), log_cut
+        )
+        # dd operations that touch a value used by the draw, along any z
+        ops = int(np.sum(td.LEAF_OPS_PER_STEP * (n_walk - 1) + 1))
+        # stored * exp(log_scale) = g_k, the tilted cell pmf (its mass outside the walk is
+        # below 2^-439 of the walked mass: inside the bookkeeping slack)
+        log_cuts = [log_cut - log_total]  # each node's cut mass under the tilted measure
+        # per node id: offsets, log scales, lengths; values chunk by chunk in id order
+        offsets, log_scale, node_lengths = [lo_w + first], [log_rescale - log_total], [lengths]
+        chunks_hi, chunks_lo = [leaf_hi], [leaf_lo]
+        # the current level: its node ids and, contiguous in level order, their values
+        level = np.arange(n_cells, dtype=np.int64)
+        cur_hi, cur_lo = leaf_hi, leaf_lo
+        cur_lengths, cur_offsets, cur_scale = lengths, offsets[0], log_scale[0]
         levels: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        n_splits = 0
-        log_event = 0.0
-        while len(level) > 1:
-            n_pairs = len(level) // 2
-            lefts, rights = level[0 : 2 * n_pairs : 2], level[1::2]
-            parents = list(range(len(pmfs_hi), len(pmfs_hi) + n_pairs))
-            for left, right in zip(lefts, rights, strict=True):
-                offset = offsets[left] + offsets[right]
-                scale = log_scale[left] + log_scale[right]
-                a_hi, a_lo, b_hi, b_lo = (
-                    pmfs_hi[left], pmfs_lo[left], pmfs_hi[right], pmfs_lo[right]
-                )  # fmt: skip
-                if len(level) == 2:  # the root: only its value at y. is ever needed
-                    value_hi, value_lo = td.dot_dd(a_hi, a_lo, b_hi, b_lo, total - offset)
-                    if not value_hi > 0.0:
-                        raise RuntimeError(
-                            "the conditioning event sum z = y. has no mass inside the kept "
-                            "windows; the tilt failed (please report this calibration)"
-                        )
-                    shift = int(np.frexp(value_hi)[1])
-                    pmfs_hi.append(np.array([np.ldexp(value_hi, -shift)]))
-                    pmfs_lo.append(np.array([np.ldexp(value_lo, -shift)]))
-                    offsets.append(total)
-                    log_scale.append(scale + shift * log2)
-                    log_event = scale + float(np.log(value_hi))
-                    continue
-                length = min(a_hi.size + b_hi.size - 1, total - offset + 1)
-                if length <= 0:
-                    raise RuntimeError("a subtree cannot reach y. within its windows")
-                conv_hi, conv_lo = np.empty(length), np.empty(length)
-                td.convolve_dd(a_hi, a_lo, b_hi, b_lo, length, conv_hi, conv_lo)
-                first, last, log_cut, _, log_rescale, _ = td.trim_dd(
-                    conv_hi, conv_lo, np.zeros(length, np.int64), length, tail, True
+        n_nodes, n_splits, log_event = n_cells, 0, 0.0
+        work, done = _tree_work(lengths, total), 0.0
+        _report(progress, 0.0)
+        while level.size > 1:
+            n_pairs = level.size // 2
+            lefts = np.arange(0, 2 * n_pairs, 2, dtype=np.int64)  # positions in the level
+            rights = lefts + 1
+            starts = np.concatenate([[0], np.cumsum(cur_lengths)[:-1]]).astype(np.int64)
+            offset = cur_offsets[lefts] + cur_offsets[rights]
+            scale = cur_scale[lefts] + cur_scale[rights]
+            if level.size == 2:  # the root: only its value at y. is ever needed
+                a = slice(0, cur_lengths[0])
+                b = slice(starts[1], starts[1] + cur_lengths[1])
+                value_hi, value_lo = td.dot_dd(
+                    cur_hi[a], cur_lo[a], cur_hi[b], cur_lo[b], total - int(offset[0])
                 )
-                pmfs_hi.append(conv_hi[first : last + 1].copy())
-                pmfs_lo.append(conv_lo[first : last + 1].copy())
-                offsets.append(offset + first)
-                log_scale.append(scale + log_rescale)
-                log_cuts.append(scale + log_cut)
-                ops += min(a_hi.size, b_hi.size) + 2
+                if not value_hi > 0.0:
+                    raise RuntimeError(
+                        "the conditioning event sum z = y. has no mass inside the kept "
+                        "windows; the tilt failed (please report this calibration)"
+                    )
+                shift = int(np.frexp(value_hi)[1])
+                new_hi = np.array([np.ldexp(value_hi, -shift)])
+                new_lo = np.array([np.ldexp(value_lo, -shift)])
+                new_lengths = np.ones(1, np.int64)
+                new_offsets = np.array([total], np.int64)
+                new_scale = scale + shift * log2
+                log_event = float(scale[0]) + float(np.log(value_hi))
+            else:
+                out_lengths = np.minimum(
+                    cur_lengths[lefts] + cur_lengths[rights] - 1, total - offset + 1
+                )
+                if np.any(out_lengths <= 0):
+                    raise RuntimeError("a subtree cannot reach y. within its windows")
+                out_starts = np.concatenate([[0], np.cumsum(out_lengths)[:-1]]).astype(np.int64)
+                conv_hi = np.empty(int(out_lengths.sum()))
+                conv_lo = np.empty(conv_hi.size)
+                tb.convolve_level(
+                    cur_hi, cur_lo, starts, cur_lengths, lefts, rights,
+                    out_starts, out_lengths, conv_hi, conv_lo,
+                )  # fmt: skip
+                cut_first, cut_last, node_cut, node_rescale = tb.trim_level(
+                    conv_hi, conv_lo, out_starts, out_lengths, float(tail), True
+                )
+                new_lengths = cut_last - cut_first + 1
+                new_starts = np.concatenate([[0], np.cumsum(new_lengths)[:-1]]).astype(np.int64)
+                new_hi = np.empty(int(new_lengths.sum()))
+                new_lo = np.empty(new_hi.size)
+                tb.gather(conv_hi, conv_lo, out_starts + cut_first, new_lengths,
+                          new_hi, new_lo, new_starts)  # fmt: skip
+                del conv_hi, conv_lo
+                new_offsets = offset + cut_first
+                new_scale = scale + node_rescale
+                log_cuts.append(scale + node_cut)
+                pair_lengths = np.minimum(cur_lengths[lefts], cur_lengths[rights])
+                ops += int(np.sum(pair_lengths + 2))
+                done += float(np.sum(cur_lengths[lefts].astype(float) * cur_lengths[rights]))
+                _report(progress, min(done / work, 0.99))
+            chunks_hi.append(new_hi)
+            chunks_lo.append(new_lo)
+            offsets.append(new_offsets)
+            log_scale.append(new_scale)
+            node_lengths.append(new_lengths)
+            parents = np.arange(n_nodes, n_nodes + n_pairs, dtype=np.int64)
             n_splits += n_pairs
-            level = _close_level(level, list(parents), list(lefts), list(rights), levels)
+            n_nodes += n_pairs
+            if level.size % 2:  # the odd node out is carried up unchanged, last
+                tail_at = int(np.sum(cur_lengths[:-1]))
+                cur_hi = np.concatenate([new_hi, cur_hi[tail_at:]])
+                cur_lo = np.concatenate([new_lo, cur_lo[tail_at:]])
+                cur_lengths = np.append(new_lengths, cur_lengths[-1])
+                cur_offsets = np.append(new_offsets, cur_offsets[-1])
+                cur_scale = np.append(new_scale, cur_scale[-1])
+            else:
+                cur_hi, cur_lo = new_hi, new_lo
+                cur_lengths, cur_offsets, cur_scale = new_lengths, new_offsets, new_scale
+            level = np.asarray(
+                _close_level(
+                    level.tolist(),
+                    parents.tolist(),
+                    level[lefts].tolist(),
+                    level[rights].tolist(),
+                    levels,
+                ),
+                dtype=np.int64,
+            )
+        _report(progress, 1.0)
         self.log_event_probability = float(log_event)
         # q(not A) <= (sum of cut masses) / P(sum = y., A); the slack covers the double
         # bookkeeping of the masses (module docstring, step 5)
-        cut = math.fsum(np.exp(c - log_event) for c in log_cuts if c > -np.inf)
+        every_cut = np.concatenate(log_cuts)
+        every_cut = every_cut[every_cut > -np.inf]
+        cut = math.fsum(np.exp(every_cut - log_event).tolist())
         self.cut_bound = float(cut * (1.0 + _BOOKKEEPING_SLACK))
         log_ratio = -np.log1p(-td.DD_OP_ERROR) * (ops + 2 * n_splits)
         self.rounding_bound = float(np.expm1(2.0 * log_ratio) * (1.0 + _BOOKKEEPING_SLACK))
         self.tv_bound = self.cut_bound + self.rounding_bound
-        self._store_release(pmfs_hi, pmfs_lo, offsets, levels, level[0])
+        self._store_flat(
+            np.concatenate(chunks_hi),
+            np.concatenate(chunks_lo),
+            np.concatenate(node_lengths),
+            np.concatenate(offsets),
+            levels,
+            int(level[0]),
+        )
 
-    def _store_release(self, pmfs_hi, pmfs_lo, offsets, levels, root) -> None:
-        """The tree in the flat layout the compiled draws read (as :meth:`_build_tree`)."""
+    def _store_flat(self, values_hi, values_lo, lengths, offsets, levels, root) -> None:
+        """The tree in the flat layout the compiled draws read, from flat arrays."""
         self._levels = levels
-        self._offsets = np.array(offsets, dtype=np.int64)
-        self._lengths = np.array([p.size for p in pmfs_hi], dtype=np.int64)
+        self._offsets = np.asarray(offsets, dtype=np.int64)
+        self._lengths = np.asarray(lengths, dtype=np.int64)
         self._starts = np.concatenate([[0], np.cumsum(self._lengths)[:-1]]).astype(np.int64)
-        self._values = np.concatenate(pmfs_hi)
-        self._values_lo = np.concatenate(pmfs_lo)
+        self._values = values_hi
+        self._values_lo = values_lo
         top_down = levels[::-1]
         empty = np.empty(0, np.int64)
         self._parents, self._lefts, self._rights = (
             np.concatenate([empty] + [level[part] for level in top_down]).astype(np.int64)
             for part in range(3)
         )
-        self._pmfs = pmfs_hi  # approximate (hi parts): for marginal_pmfs only
+        self._pmfs = None  # marginal_pmfs reads the hi parts through _node_pmf
         self._root = root
 
     # --- drawing -----------------------------------------------------------------------
@@ -701,7 +780,7 @@ class ConditionedSampler:
         if self.total == 0:
             return [(0, np.ones(1)) for _ in range(self.n_cells)]
         outside: dict[int, np.ndarray] = {}
-        root_weight = np.zeros(self._pmfs[self._root].size)
+        root_weight = np.zeros(self._node_pmf(self._root).size)
         root_weight[self.total - self._offsets[self._root]] = 1.0
         outside[self._root] = root_weight
         for parents, lefts, rights in reversed(self._levels):
@@ -714,15 +793,22 @@ class ConditionedSampler:
                 outside[right] = self._outside(weight, parent, left, right)
         result = []
         for cell in range(self.n_cells):
-            joint = self._pmfs[cell] * outside[cell]
+            joint = self._node_pmf(cell) * outside[cell]
             result.append((int(self._offsets[cell]), joint / joint.sum()))
         return result
+
+    def _node_pmf(self, node: int) -> np.ndarray:
+        """Node's stored pmf (release mode: the hi parts of its double-doubles)."""
+        if self._pmfs is not None:
+            return self._pmfs[node]
+        start = self._starts[node]
+        return self._values[start : start + self._lengths[node]]
 
     def _outside(self, weight, parent, sibling, child) -> np.ndarray:
         from scipy.signal import fftconvolve
 
         """outside(child)(k) = sum_r outside(parent)(k + r) * sibling(r), on child's window."""
-        reversed_sibling = self._pmfs[sibling][::-1]
+        reversed_sibling = self._node_pmf(sibling)[::-1]
         if min(weight.size, reversed_sibling.size) <= _DIRECT_CONVOLVE:
             corr = np.convolve(weight, reversed_sibling)
         else:
@@ -730,7 +816,7 @@ class ConditionedSampler:
         # corr[m] belongs to k = off_parent - off_sibling - (len_sibling - 1) + m
         first_k = self._offsets[parent] - self._offsets[sibling] - (reversed_sibling.size - 1)
         shift = self._offsets[child] - first_k
-        out = np.zeros(self._pmfs[child].size)
+        out = np.zeros(self._node_pmf(child).size)
         lo, hi = max(0, -shift), min(out.size, corr.size - shift)
         if hi > lo:
             out[lo:hi] = corr[shift + lo : shift + hi]
@@ -801,12 +887,31 @@ def _rounding_bound_of(widths: list[int], total: int) -> float:
     return float(np.expm1(2.0 * log_ratio) * (1.0 + _BOOKKEEPING_SLACK))
 
 
-def release_sampler(y, cal: Calibration, tv_target: float) -> ConditionedSampler:
+def release_tails(n_cells: int, total: int, tv_target: float) -> tuple[float, ...]:
+    """The tails :func:`release_sampler` tries, in order: :data:`RELEASE_TAILS` without
+    those too large to meet ``tv_target`` for any table of this size, by two orders of
+    magnitude.
+
+    A tree of n cells has 2n - 1 nodes, each cutting at most twice ``tail`` of its mass,
+    and the conditioning event has probability about 1 / sqrt(2 pi Var), Var of the order
+    of y.; so the cut bound is of the order of 4 n tail sqrt(2 pi y.) (what a build
+    measures is smaller, as most cuts are). A tail whose forecast exceeds the target a
+    hundredfold is not built (each build of a national table costs seconds). The choice
+    uses public numbers only, and any tail gives a sampler within the target or none, so
+    which tails are tried changes the cost, not the guarantee.
+    """
+    forecast = 4.0 * max(n_cells, 1) * math.sqrt(2.0 * math.pi * max(total, 1))
+    kept = tuple(t for t in RELEASE_TAILS if forecast * t <= 100.0 * tv_target)
+    return kept or RELEASE_TAILS[-1:]
+
+
+def release_sampler(y, cal: Calibration, tv_target: float, progress=None) -> ConditionedSampler:
     """A release-mode sampler whose :attr:`~ConditionedSampler.tv_bound` is at most ``tv_target``.
 
     Builds ``ConditionedSampler(y, cal, tail=t, release=True)`` for t in
-    :data:`RELEASE_TAILS` (1e-16, then ever smaller, down to 0: only the 2^-400 floor) and
-    returns the first whose rigorous total-variation bound meets the target. A tail whose
+    :func:`release_tails` (from :data:`RELEASE_TAILS`: 1e-16, then ever smaller, down to 0:
+    only the 2^-400 floor) and returns the first whose rigorous total-variation bound meets
+    the target. ``progress`` is passed to each build. A tail whose
     cuts leave the conditioning event no mass (the build raises ``RuntimeError``; where that
     happens depends on the counts, through the tilt and the cells' shapes) is skipped like
     one whose bound is too large: the next, smaller tail keeps more of every node. Raises
@@ -817,9 +922,9 @@ def release_sampler(y, cal: Calibration, tv_target: float) -> ConditionedSampler
     if not (np.isfinite(target) and target > 0.0):
         raise ValueError(f"tv_target must be a finite number > 0, got {tv_target!r}")
     reached, sampler, failure = [], None, None
-    for tail in RELEASE_TAILS:
+    for tail in release_tails(cal.n_cells, cal.total, target):
         try:
-            sampler = ConditionedSampler(y, cal, tail=tail, release=True)
+            sampler = ConditionedSampler(y, cal, tail=tail, release=True, progress=progress)
         except RuntimeError as err:  # the cuts removed the whole conditioning event: cut less
             failure = err
             continue

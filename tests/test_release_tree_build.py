@@ -1,0 +1,147 @@
+"""The compiled, parallel build of the release tree (:mod:`dpsynth.sampling.tree_build`)
+stores bit for bit what a sequential node-by-node build stores (issue #27).
+
+The reference below is the build as it was before #27: one Python iteration per leaf and per
+internal node, ``leaf_walk``/``trim_dd`` per leaf and ``convolve_dd`` (a row-ordered loop,
+each output entry summing its products in increasing order of the left index) per internal
+node. The compiled build splits the work into chunks, runs on every core and orders the
+loops for SIMD lanes; every entry must still come out the same double-double, so the
+rounding bound, the cut bound, the tree and the draws are those the audits checked.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+import pytest
+
+from dpsynth import calibrate
+from dpsynth.sampling import tree_draw as td
+from dpsynth.sampling.conditioned import (
+    RELEASE_TAILS,
+    ConditionedSampler,
+    release_sampler,
+    release_tails,
+)
+
+
+def sequential_tree(sampler: ConditionedSampler, counts, tail: float):
+    """(values_hi, values_lo, offsets, rounding operations) of the release tree, built one
+    node at a time as before the compiled build."""
+    cal = sampler.calibration
+    total, n_cells = cal.total, cal.n_cells
+    lower, upper = cal.bounds()
+    tilt = math.exp(sampler.log_tilt)
+    clamped = np.asarray(cal.clamp(counts), dtype=float)
+    s_hi = clamped + cal.a
+    s_back = s_hi - clamped
+    s_lo = (clamped - (s_hi - s_back)) + (cal.a - s_back)
+    md = cal.mechanism == "md"
+    population = np.ones(n_cells) if md else np.asarray(cal.population, dtype=float)
+    rates = np.zeros(n_cells) if md else np.asarray(cal.b, dtype=float)
+    rho_hi, rho_lo = np.empty(n_cells), np.empty(n_cells)
+    td.tilted_success(population, rates, tilt, md, rho_hi, rho_lo)
+    if cal.truncated:
+        lo_w, hi_w = lower.astype(np.int64), np.minimum(upper, total).astype(np.int64)
+    else:
+        lo_w, hi_w = np.zeros(n_cells, np.int64), np.full(n_cells, total, np.int64)
+    his, los, offsets, ops = [], [], [], 0
+    size = int(np.max(hi_w - lo_w)) + 1
+    buf_hi, buf_lo, buf_exp = np.empty(size), np.empty(size), np.zeros(size, np.int64)
+    for k in range(n_cells):
+        n_walk, _ = td.leaf_walk(
+            int(lo_w[k]), int(hi_w[k]), s_hi[k], s_lo[k], rho_hi[k], rho_lo[k],
+            buf_hi, buf_lo, buf_exp,
+        )  # fmt: skip
+        first, last, *_ = td.trim_dd(buf_hi, buf_lo, buf_exp, n_walk, tail, True)
+        his.append(buf_hi[first : last + 1].copy())
+        los.append(buf_lo[first : last + 1].copy())
+        offsets.append(int(lo_w[k]) + first)
+        ops += td.LEAF_OPS_PER_STEP * (n_walk - 1) + 1
+    level = list(range(n_cells))
+    while len(level) > 1:
+        pairs = len(level) // 2
+        parents = []
+        for left, right in zip(level[0 : 2 * pairs : 2], level[1::2], strict=True):
+            offset = offsets[left] + offsets[right]
+            parents.append(len(his))
+            if len(level) == 2:
+                hi, lo = td.dot_dd(his[left], los[left], his[right], los[right], total - offset)
+                shift = int(np.frexp(hi)[1])
+                his.append(np.array([np.ldexp(hi, -shift)]))
+                los.append(np.array([np.ldexp(lo, -shift)]))
+                offsets.append(total)
+                continue
+            length = min(his[left].size + his[right].size - 1, total - offset + 1)
+            conv_hi, conv_lo = np.empty(length), np.empty(length)
+            td.convolve_dd(his[left], los[left], his[right], los[right], length, conv_hi, conv_lo)
+            first, last, *_ = td.trim_dd(
+                conv_hi, conv_lo, np.zeros(length, np.int64), length, tail, True
+            )
+            his.append(conv_hi[first : last + 1].copy())
+            los.append(conv_lo[first : last + 1].copy())
+            offsets.append(offset + first)
+            ops += min(his[left].size, his[right].size) + 2
+        level = parents + ([level[-1]] if len(level) % 2 else [])
+    return np.concatenate(his), np.concatenate(los), np.array(offsets), ops
+
+
+def national_like(mechanism: str, n_cells: int, seed: int):
+    """Strata of very different sizes (a few large, many small), like a national table."""
+    rng = np.random.default_rng(seed)
+    population = np.round(np.exp(rng.normal(7.0, 1.8, n_cells))) + 1
+    rate = np.exp(rng.normal(np.log(0.004), 0.8, n_cells))
+    counts = rng.poisson(population * rate)
+    counts[0] += 1  # a total of at least one
+    prior = None if mechanism == "md" else rate
+    cal = calibrate(mechanism, 1.0, int(counts.sum()), population, prior, method="certified")
+    return counts, cal
+
+
+@pytest.mark.parametrize("mechanism", ["truncated", "pg", "md"])
+@pytest.mark.parametrize("n_cells, seed", [(2, 1), (3, 2), (257, 3), (2_001, 4)])
+@pytest.mark.parametrize("tail", [1e-16, 1e-3])
+def test_compiled_build_stores_the_sequential_tree_bit_for_bit(mechanism, n_cells, seed, tail):
+    counts, cal = national_like(mechanism, n_cells, seed)
+    sampler = ConditionedSampler(counts, cal, tail=tail, release=True)
+    values_hi, values_lo, offsets, ops = sequential_tree(sampler, counts, tail)
+    assert np.array_equal(sampler._values, values_hi)
+    assert np.array_equal(sampler._values_lo, values_lo)
+    assert np.array_equal(sampler._offsets, offsets)
+    splits = n_cells - 1
+    expected = math.expm1(2.0 * -math.log1p(-td.DD_OP_ERROR) * (ops + 2 * splits)) * (1 + 1e-6)
+    assert sampler.rounding_bound == pytest.approx(expected, rel=1e-12)
+
+
+def test_one_thread_and_every_thread_build_the_same_tree():
+    counts, cal = national_like("truncated", 5_000, 7)
+    threads = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = ConditionedSampler(counts, cal, tail=1e-16, release=True)
+    finally:
+        numba.set_num_threads(threads)
+    every = ConditionedSampler(counts, cal, tail=1e-16, release=True)
+    assert np.array_equal(one._values, every._values)
+    assert np.array_equal(one._values_lo, every._values_lo)
+    assert (one.cut_bound, one.rounding_bound) == (every.cut_bound, every.rounding_bound)
+    rng_one, rng_every = np.random.default_rng(3), np.random.default_rng(3)
+    assert np.array_equal(one.draw(4, rng_one), every.draw(4, rng_every))
+
+
+def test_progress_is_reported_from_zero_to_one():
+    counts, cal = national_like("pg", 3_000, 8)
+    seen = []
+    release_sampler(counts, cal, 1e-14, progress=seen.append)
+    assert seen[0] == 0.0 and seen[-1] == 1.0
+    assert all(0.0 <= f <= 1.0 for f in seen)
+
+
+def test_release_tails_keep_the_floor_and_drop_only_hopeless_tails():
+    assert release_tails(2, 1, 1e-300)[-1] == 0.0
+    assert release_tails(10, 100, 1.0) == RELEASE_TAILS
+    # a national table: 1e-16 cannot bring ~1e6 nodes' cuts below 1e-14
+    tails = release_tails(1_000_000, 3_000_000, 1e-14)
+    assert 1e-16 not in tails and tails == tuple(t for t in RELEASE_TAILS if t <= tails[0])
