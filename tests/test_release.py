@@ -535,10 +535,22 @@ def test_a_refusal_for_size_names_only_options_that_would_help(csv, tmp_path):
     """Issue #27: a truncated release too large was told to use --mechanism truncated. Over
     the memory limit alone, the way out is a larger --max-memory (and for pg, truncated)."""
     for mechanism in ("truncated", "pg"):
-        with pytest.raises(ReleaseError, match="--max-memory of at least") as err:
+        with pytest.raises(ReleaseError, match=r"Use --max-memory \d") as err:
             build_release(request_for(csv, tmp_path / "o", mechanism=mechanism, max_memory=1))
-        advice = str(err.value).split("; use ")[-1]
+        advice = str(err.value).split(". Use ")[-1]
         assert ("--mechanism truncated" in advice) == (mechanism == "pg")
+        assert "--max-minutes" not in advice
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_release_forecast_beyond_max_minutes_is_refused_with_the_time_it_needs(csv, tmp_path):
+    """Issue #27: the fixed work limit is gone; a release is refused on its forecast time on
+    this machine, which the steward can raise, and the message says by how much."""
+    request = request_for(csv, tmp_path / "o", mechanism="truncated", max_minutes=1e-7)
+    with pytest.raises(ReleaseError, match=r"minutes on this machine") as err:
+        build_release(request)
+    advice = str(err.value).split(". Use ")[-1]
+    assert advice.startswith("--max-minutes 1,") and "--max-memory" not in advice
     assert not (tmp_path / "o").exists()
 
 

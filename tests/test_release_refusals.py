@@ -291,10 +291,10 @@ def test_a_refusal_on_public_grounds_spends_nothing_with_a_public_prior(tmp_path
 class _RefusesOneTable(Design):
     """A deliberately broken release: its sampler cannot be built for one table."""
 
-    def sampler(self, counts, cal):
+    def sampler(self, counts, cal, progress=None):
         if list(counts) == [143, 127]:
             raise RuntimeError("no mass inside the kept windows")
-        return super().sampler(counts, cal)
+        return super().sampler(counts, cal, progress)
 
 
 def test_the_audit_counts_a_refusal_for_one_table_as_an_output_its_neighbour_lacks():
@@ -354,7 +354,7 @@ def test_a_sampler_refusal_states_no_number_that_depends_on_the_counts(tmp_path,
     TWO_CELLS.assign(count=[143, 127]).to_csv(path, index=False)
     detail = "smallest bound reached is 3.21e-09, log P(sum = y.) = -41.7"
 
-    def refuse(self, counts, cal):
+    def refuse(self, counts, cal, progress=None):
         raise ValueError(detail)
 
     monkeypatch.setattr(Design, "sampler", refuse)

@@ -145,3 +145,30 @@ def test_release_tails_keep_the_floor_and_drop_only_hopeless_tails():
     # a national table: 1e-16 cannot bring ~1e6 nodes' cuts below 1e-14
     tails = release_tails(1_000_000, 3_000_000, 1e-14)
     assert 1e-16 not in tails and tails == tuple(t for t in RELEASE_TAILS if t <= tails[0])
+
+
+def built_work(sampler: ConditionedSampler) -> float:
+    """The multiply-adds the build's convolutions did: the product of the children's
+    stored widths at every internal node but the root (which forms one value)."""
+    lengths = sampler._lengths.astype(float)
+    work = 0.0
+    nodes = zip(sampler._parents, sampler._lefts, sampler._rights, strict=True)
+    for parent, left, right in nodes:
+        if right >= 0 and parent != sampler._root:
+            work += lengths[left] * lengths[right]
+    return work
+
+
+@pytest.mark.parametrize("mechanism", ["truncated", "pg", "md"])
+def test_the_public_forecast_follows_the_work_the_build_does(mechanism):
+    """Issue #27: the forecast (from public numbers only) was 20-40 times the work; it
+    must now follow what the build really stores and convolves."""
+    from dpsynth.release.design import estimate_cost
+
+    counts, cal = national_like(mechanism, 20_000, 9)
+    target = 1e-13
+    forecast = estimate_cost(cal, target)
+    sampler = release_sampler(counts, cal, target)
+    assert forecast.tail == sampler.tail
+    assert 0.6 < forecast.entries / sampler._lengths.sum() < 1.6
+    assert 0.6 < forecast.multiply_adds / built_work(sampler) < 1.6

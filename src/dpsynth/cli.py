@@ -180,6 +180,30 @@ def _add_ledger_options(group) -> None:
     )
 
 
+def _add_limit_options(parser: argparse.ArgumentParser) -> None:
+    """The limits a release is refused beyond, before anything is drawn or spent (calibrate
+    shows the forecast and the refusal a release would meet)."""
+    from dpsynth.release.request import DEFAULTS
+
+    limits = parser.add_argument_group("limits (forecast from public numbers only)")
+    limits.add_argument(
+        "--max-memory",
+        type=_positive_float,
+        default=DEFAULTS["max_memory"] / 2**30,
+        metavar="GIB",
+        help="refuse a release whose sampler is forecast to need more memory, in GiB "
+        "(default: %(default)g)",
+    )
+    limits.add_argument(
+        "--max-minutes",
+        type=_positive_float,
+        default=DEFAULTS["max_minutes"],
+        metavar="MIN",
+        help="refuse a release forecast to take longer on this machine, in minutes "
+        "(default: %(default)g; dpsynth calibrate shows the forecast)",
+    )
+
+
 def _add_strata_options(syn: argparse.ArgumentParser) -> None:
     """Input, columns, mechanism and budget: what ``synthesize`` and ``calibrate`` share."""
     from dpsynth.release.request import DEFAULT_PRIOR_SHARE, DEFAULTS
@@ -408,15 +432,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="file format of the synthetic sets and the hyperparameters (default: %(default)s)",
     )
 
-    io.add_argument(
-        "--max-memory",
-        type=_positive_float,
-        default=DEFAULTS["max_memory"] / 2**30,
-        metavar="GIB",
-        help="refuse (before drawing) a sampler estimated to need more memory, in GiB "
-        "(default: %(default)g)",
-    )
-
+    _add_limit_options(syn)
     draw = syn.add_argument_group("drawing and accounting")
     draw.add_argument(
         "--insecure-test-seed",
@@ -462,6 +478,7 @@ def build_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
     )
     _add_strata_options(cal)
+    _add_limit_options(cal)
     _add_ledger_options(cal.add_argument_group("accounting (read, never written)"))
     cal.add_argument(
         "--hyperparameters",
@@ -527,6 +544,7 @@ def _synthesize(args) -> int:
             dataset=args.dataset,
             ledger=args.ledger,
             max_memory=int(args.max_memory * 2**30),
+            max_minutes=args.max_minutes,
             group_by=args.group_by,
             fips_column=args.fips_column,
             county_frame=args.county_frame,
@@ -629,7 +647,13 @@ def _calibrate(args) -> int:
 
     try:
         request = _request(
-            args, out=Path("unused"), budget=args.budget, dataset=args.dataset, ledger=args.ledger
+            args,
+            out=Path("unused"),
+            budget=args.budget,
+            dataset=args.dataset,
+            ledger=args.ledger,
+            max_memory=int(args.max_memory * 2**30),
+            max_minutes=args.max_minutes,
         )
         print(format_preview(preview(request, hyperparameters=args.hyperparameters)))
     except (ReleaseError, _Usage) as err:

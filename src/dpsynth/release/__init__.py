@@ -36,6 +36,7 @@ what the sets kept). The steward's ledger is :mod:`dpsynth.ledger`.
 from __future__ import annotations
 
 import json
+import math
 import secrets
 import shutil
 from pathlib import Path
@@ -71,8 +72,9 @@ __all__ = [
     "load_strata",
 ]
 
-#: Work (multiply-adds) above which a sampler is refused, about a few minutes.
-MAX_WORK = 2e11
+#: Multiply-adds a second that no laptop of the last decade falls below: a forecast at
+#: this rate within the limits needs no measurement of the machine.
+_SLOWEST_RATE = 2e7
 
 
 def public_prior(request, strata: Strata):
@@ -136,6 +138,21 @@ def _draw(sampler, sets: int, root: RootKey, n_cells: int, progress) -> np.ndarr
     return out
 
 
+def _build(design: Design, counts, cal, progress):
+    """The release sampler, with a progress bar on stderr (on a terminal, or when
+    ``progress`` is True; never when False)."""
+    from tqdm import tqdm
+
+    disable = None if progress is None else not progress
+    with tqdm(total=100, desc="building the sampler", unit="%", disable=disable) as bar:
+
+        def advance(fraction: float) -> None:
+            bar.n = round(100 * fraction)
+            bar.refresh()
+
+        return design.sampler(counts, cal, progress=advance)
+
+
 def build_release(request: ReleaseRequest) -> dict:
     """Check, calibrate, record the spending, draw and install; return the manifest."""
     budget = plan_budget(request)
@@ -186,7 +203,7 @@ def build_release(request: ReleaseRequest) -> dict:
         entry = _spend(request, strata, budget, private)
 
     try:
-        sampler = design.sampler(strata.counts, cal)
+        sampler = _build(design, strata.counts, cal, request.progress)
     except (ValueError, RuntimeError) as err:
         # Whether this happens depends on the counts (docs/privacy.md, Part 5), and so do
         # the sampler's numbers in ``err``: the message states neither.
@@ -250,25 +267,53 @@ def _checked_calibration(request, design: Design, strata: Strata, rates):
         check_feasible(cal)
     except ValueError as err:
         raise ReleaseError(f"{request.input}: cannot calibrate: {err}") from err
-    size, work, widest = estimate_cost(cal)
-    if size > request.max_memory or work > MAX_WORK:
-        where = ", ".join(f"{k}={v!r}" for k, v in strata.keys.iloc[widest].items())
-        ways = []  # only what would help
-        if size > request.max_memory and work <= MAX_WORK:
-            ways.append(f"--max-memory of at least {size / 2**30:.1f} (GiB) if the machine has it")
-        if request.mechanism != "truncated":
-            ways.append("--mechanism truncated (bounded strata make a smaller sampler)")
-        ways.append("fewer strata or a smaller total")
-        raise ReleaseError(
-            f"{request.input}: the sampler would need about {size / 2**30:.1f} GiB and "
-            f"{work:.2g} multiply-adds (limits: --max-memory {request.max_memory / 2**30:g} GiB, "
-            f"{MAX_WORK:.0e}); the widest stratum is ({where}); use " + ", or ".join(ways)
-        )
+    check_cost(request, design, strata, cal)
     try:  # public, like the limits above: a target the sampler may miss for some counts
         design.check_tv_target(cal)
     except ValueError as err:
         raise ReleaseError(f"{request.input}: {err}") from err
     return cal
+
+
+def check_cost(request, design: Design, strata: Strata, cal, measure: bool = False) -> dict:
+    """The forecast of building the sampler (:func:`~dpsynth.release.design.estimate_cost`,
+    public), refused (ReleaseError) beyond ``--max-memory`` or ``--max-minutes``; the
+    message names only the options that would let it run. The machine's speed is measured
+    (:func:`~dpsynth.sampling.tree_build.machine_rate`) only when the forecast at the
+    slowest rate would not fit the time limit, or when ``measure`` asks for it."""
+    cost = estimate_cost(cal, design.tv_target)
+    limit = request.max_minutes * 60.0
+    rate = _SLOWEST_RATE
+    if measure or cost.seconds(rate) > limit:
+        from dpsynth.sampling.tree_build import machine_rate
+
+        rate = machine_rate()
+    seconds = cost.seconds(rate)
+    forecast = {
+        "bytes": cost.bytes,
+        "multiply_adds": cost.multiply_adds,
+        "seconds": seconds,
+        "measured_rate": rate != _SLOWEST_RATE,
+    }
+    over_memory, over_time = cost.bytes > request.max_memory, seconds > limit
+    if not (over_memory or over_time):
+        return forecast
+    where = ", ".join(f"{k}={v!r}" for k, v in strata.keys.iloc[cost.widest].items())
+    ways = []  # only what would help
+    if over_memory:
+        needed = math.ceil(cost.bytes / 2**30 * 10) / 10
+        ways.append(f"--max-memory {needed:g} (GiB) if the machine has it")
+    if over_time:
+        ways.append(f"--max-minutes {math.ceil(seconds / 60.0):d}")
+    if request.mechanism != "truncated":
+        ways.append("--mechanism truncated (bounded strata make a smaller sampler)")
+    ways.append("fewer strata or a smaller total")
+    raise ReleaseError(
+        f"{request.input}: the sampler would need about {cost.bytes / 2**30:.1f} GiB and "
+        f"{seconds / 60.0:.1f} minutes on this machine ({cost.multiply_adds:.2g} "
+        f"multiply-adds; limits --max-memory {request.max_memory / 2**30:g} GiB, --max-minutes "
+        f"{request.max_minutes:g}); the widest stratum is ({where}). Use " + ", or ".join(ways)
+    )
 
 
 def _spend(request: ReleaseRequest, strata: Strata, budget: Budget, private: Path) -> dict:

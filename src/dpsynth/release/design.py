@@ -29,9 +29,6 @@ from dpsynth.calibration import Calibration
 from dpsynth.data.validation import key_order
 from dpsynth.release.request import Budget
 
-#: Widths estimated from this many standard deviations of a cell's count.
-_SPREAD_SDS = 40
-
 
 @dataclass(frozen=True)
 class Design:
@@ -115,11 +112,12 @@ class Design:
                 "a larger --delta, fewer --sets or a smaller epsilon per set"
             )
 
-    def sampler(self, counts, cal: Calibration):
-        """The release-mode sampler of the sets for these counts."""
+    def sampler(self, counts, cal: Calibration, progress=None):
+        """The release-mode sampler of the sets for these counts (``progress``: called with
+        the fraction of each build done)."""
         from dpsynth.sampling.conditioned import release_sampler
 
-        return release_sampler(counts, cal, self.tv_target)
+        return release_sampler(counts, cal, self.tv_target, progress=progress)
 
 
 def group_codes(keys: pd.DataFrame, columns) -> tuple[np.ndarray, pd.DataFrame]:
@@ -132,44 +130,103 @@ def group_codes(keys: pd.DataFrame, columns) -> tuple[np.ndarray, pd.DataFrame]:
     return codes.astype(np.int64), groups
 
 
-def estimate_cost(cal: Calibration) -> tuple[float, float, int]:
-    """Estimated (bytes, multiply-adds, widest cell) of building the release sampler.
+@dataclass(frozen=True)
+class Cost:
+    """Forecast of building a release's sampler, from public quantities only.
 
-    From public quantities only (bounds, total, shapes and the prior's expected shares),
-    so a refusal reveals nothing about the counts. A cell's window is its truncation
-    range, or about 40 standard deviations of its count; a node's window is that of the
-    sum of its cells, capped at the total; direct convolution costs the product of the
-    children's widths.
+    ``entries`` double-doubles stored in the tree, ``multiply_adds`` of its convolutions,
+    ``bytes`` at the peak of the release (the tree twice over while its levels are joined,
+    plus what the rest of the release holds per stratum), ``widest`` the stratum whose leaf
+    is widest, ``tail`` the first tail the build tries.
     """
-    total = cal.total
-    lower, upper = cal.bounds()
+
+    entries: float
+    multiply_adds: float
+    bytes: float
+    widest: int
+    tail: float
+    n_cells: int
+
+    def seconds(self, rate: float) -> float:
+        """Forecast wall time on a machine that convolves ``rate`` multiply-adds a second
+        on all its cores (:func:`dpsynth.sampling.tree_build.machine_rate`)."""
+        return self.multiply_adds / rate + _SECONDS_PER_STRATUM * self.n_cells
+
+
+#: Bytes a release holds per stratum besides the tree (keys, counts, sets, reports).
+_BYTES_PER_STRATUM = 1200.0
+#: Seconds a release spends per stratum besides the convolutions (reading, identifying the
+#: table, calibrating, leaves, drawing, writing, the utility report), on a 2-core laptop;
+#: measured by ``benchmarks/release.py --national``.
+_SECONDS_PER_STRATUM = 3e-5
+
+
+def estimate_cost(cal: Calibration, tv_target: float) -> Cost:
+    """What building the release sampler of ``cal`` will cost (:class:`Cost`).
+
+    From public quantities only (bounds, total, shapes, populations and the prior's
+    expected shares), so a refusal reveals nothing about the counts. Each cell's count is
+    taken at its prior's expected share of the total, y_k ~ mu_k: its leaf is then the
+    negative binomial of shape mu_k + a_k and success p_k c, c the tilt that makes the
+    expected total y. (as the build does), cut to its truncation range. A node's window is
+    the span holding all but ``tail`` of each side of its sum's distribution,
+    2 z(tail) sd (+ 1), sd from the variances of its cells (they add), capped by its
+    children's spans and y. + 1; a convolution costs the product of its children's widths.
+    ``benchmarks/release.py --national`` prints the forecast beside what the build did.
+    """
+    from scipy.special import ndtri
+
+    from dpsynth.sampling.conditioned import check_feasible, release_tails
+    from dpsynth.sampling.tree_draw import FLOOR_BITS
+
+    total, n_cells = int(cal.total), cal.n_cells
+    lower, upper = check_feasible(cal)
     upper = np.minimum(upper, total)
-    if cal.truncated:
-        width = (upper - lower + 1).astype(float)
-        sd = width / 2.0
+    tail = release_tails(n_cells, total, tv_target)[0]
+    # both tails of a window; the 2^-FLOOR_BITS floor bounds the span when tail = 0
+    z = float(-ndtri(max(tail, 2.0**-FLOOR_BITS)))
+    spread = 2.0 * z
+    if cal.mechanism == "md":
+        share = np.full(n_cells, 1.0 / n_cells)
     else:
-        if cal.mechanism == "md":
-            share = np.full(cal.n_cells, 1.0 / cal.n_cells)
+        expected = np.asarray(cal.population, float) * np.asarray(cal.prior_rate, float)
+        share = expected / expected.sum()
+    mean = total * share
+    shape = mean + cal.a
+    log_p = np.asarray(cal.log_success(), dtype=float)
+    # the tilt c with sum_k shape_k q_k / (1 - q_k) = y., q = p c (untruncated cells)
+    top = -float(np.max(log_p))
+    low, high = top - 60.0, top - 1e-12
+    for _ in range(200):
+        mid = 0.5 * (low + high)
+        q = np.exp(log_p + mid)
+        if float(np.sum(shape * q / (1.0 - q))) < total:
+            low = mid
         else:
-            expected = cal.population * cal.prior_rate
-            share = expected / expected.sum()
-        mean = total * share
-        sd = np.sqrt(mean * (1.0 + mean / (cal.a + mean)) + 1.0)
-        width = np.minimum(_SPREAD_SDS * sd + 1.0, total + 1.0)
+            high = mid
+    q = np.exp(log_p + low)
+    var = shape * q / (1.0 - q) ** 2
+    width = np.minimum(spread * np.sqrt(var) + 2.0, total + 1.0)
+    if cal.truncated:
+        span = (upper - lower + 1).astype(float)
+        width = np.minimum(width, span)
+        var = np.minimum(var, span**2 / 4.0)
     widest = int(np.argmax(width))
-    nodes = list(zip(width.tolist(), (sd**2).tolist(), strict=True))
     entries = float(width.sum())
     work = 0.0
-    while len(nodes) > 1:
-        merged = []
-        for i in range(0, len(nodes) - 1, 2):
-            (w1, v1), (w2, v2) = nodes[i], nodes[i + 1]
-            work += w1 * w2
-            var = v1 + v2
-            w = min(w1 + w2 - 1.0, _SPREAD_SDS * math.sqrt(var) + 1.0, total + 1.0)
-            merged.append((max(w, 1.0), var))
-            entries += w
-        if len(nodes) % 2:
-            merged.append(nodes[-1])
-        nodes = merged
-    return 8.0 * entries * 3.0, work, widest
+    widths, variances = width, var
+    while widths.size > 1:
+        pairs = widths.size // 2
+        wl, wr = widths[0 : 2 * pairs : 2], widths[1 : 2 * pairs : 2]
+        vl, vr = variances[0 : 2 * pairs : 2], variances[1 : 2 * pairs : 2]
+        if widths.size > 2:  # the root forms only its value at y.
+            work += float(np.sum(wl * wr))
+        merged_var = vl + vr
+        merged = np.minimum(
+            np.minimum(wl + wr - 1.0, spread * np.sqrt(merged_var) + 2.0), total + 1.0
+        )
+        entries += float(merged.sum())
+        widths = np.concatenate([merged, widths[2 * pairs :]])
+        variances = np.concatenate([merged_var, variances[2 * pairs :]])
+    size = 2.0 * 16.0 * entries + _BYTES_PER_STRATUM * n_cells
+    return Cost(entries, work, size, widest, tail, n_cells)

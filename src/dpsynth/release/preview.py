@@ -17,11 +17,22 @@ from pathlib import Path
 import numpy as np
 
 from dpsynth.release import manifest
-from dpsynth.release.design import Design, estimate_cost
+from dpsynth.release.design import Design
 from dpsynth.release.folder import write_public_table
 from dpsynth.release.inputs import load_strata
 from dpsynth.release.request import NEIGHBOURS, ReleaseError, ReleaseRequest, plan_budget
 from dpsynth.release.summary import rounding_note
+
+
+def _duration(seconds: float) -> str:
+    """About how long, in words a steward reads at a glance."""
+    if seconds < 90:
+        return f"about {max(seconds, 1):.0f} s"
+    return f"about {seconds / 60:.0f} min"
+
+
+def _size(size: float) -> str:
+    return f"{size / 2**30:.1f} GiB" if size >= 2**30 else f"{size / 2**20:.0f} MiB"
 
 
 def _spread(values: np.ndarray) -> dict:
@@ -61,7 +72,7 @@ def _account(request: ReleaseRequest, strata, budget, guarantee: str) -> dict | 
 def preview(request: ReleaseRequest, hyperparameters: Path | None = None) -> dict:
     """The promise and the calibration of a release of ``request``; optionally write the
     per-stratum calibration to ``hyperparameters`` (CSV or Parquet)."""
-    from dpsynth.release import check_before_prior, public_prior
+    from dpsynth.release import check_before_prior, check_cost, public_prior
     from dpsynth.sampling.conditioned import check_feasible
 
     budget = plan_budget(request)
@@ -98,14 +109,14 @@ def preview(request: ReleaseRequest, hyperparameters: Path | None = None) -> dic
         floor = design.check_tv_target(cal)
     except ValueError as err:
         raise ReleaseError(f"{request.input}: {err}") from err
-    size, work, _ = estimate_cost(cal)
+    forecast = check_cost(request, design, strata, cal, measure=True)
     calibration = {"a": _spread(cal.a), "prior": public[1]["kind"]}
     if cal.truncated:
         calibration["lower"] = _spread(cal.lower)
         calibration["upper"] = _spread(cal.upper)
         calibration["tail"] = cal.tail
     info["calibration"] = calibration
-    info["sampler_estimate"] = {"bytes": size, "multiply_adds": work, "rounding_floor": floor}
+    info["sampler_estimate"] = forecast | {"rounding_floor": floor}
     if hyperparameters is not None:
         table = strata.keys.reset_index(drop=True).join(cal.hyperparameter_frame())
         hyperparameters = Path(hyperparameters)
@@ -181,9 +192,10 @@ def format_preview(info: dict) -> str:
             )
         estimate = info["sampler_estimate"]
         lines.append(
-            f"  sampler estimate: {estimate['bytes'] / 2**20:.1f} MiB, "
-            f"{estimate['multiply_adds']:.2g} multiply-adds, floating-point error at most "
-            f"{estimate['rounding_floor']:.3g} (the target must be at least twice it)"
+            f"  forecast: {_duration(estimate['seconds'])} on this machine, "
+            f"{_size(estimate['bytes'])} ({estimate['multiply_adds']:.2g} multiply-adds); "
+            f"sampler's floating-point error at most {estimate['rounding_floor']:.3g} (the "
+            "target must be at least twice it)"
         )
         if "hyperparameters" in info:
             lines.append(f"  per-stratum calibration written to {info['hyperparameters']}")

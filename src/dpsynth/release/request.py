@@ -34,6 +34,8 @@ DEFAULT_DELTA = 1e-12
 DEFAULT_PRIOR_SHARE = 0.1
 #: Default ceiling on the sampler's estimated memory, in bytes.
 DEFAULT_MAX_MEMORY = 4 * 2**30
+#: Default ceiling on the release's forecast time on this machine, in minutes.
+DEFAULT_MAX_MINUTES = 10.0
 #: The words ``--strata`` takes besides a file, and the source each names (the manifest's
 #: ``strata_list.source``, ``strata_list.STATEMENTS``); there is no default.
 STRATA_WORDS = {"input": "declared", "cross-product": "cross-product"}
@@ -108,6 +110,7 @@ class ReleaseRequest:
     budget: float | None = None
     ledger: Path | None = None
     max_memory: int = DEFAULT_MAX_MEMORY
+    max_minutes: float = DEFAULT_MAX_MINUTES
     group_by: str | None = None
     fips_column: str | None = None
     county_frame: Path | None = None
