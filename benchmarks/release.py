@@ -17,6 +17,15 @@ truncated and pg mechanisms with certified calibrations, it times, in one proces
 
 Times are the best of ``--repeats`` runs (numba compilation is paid before timing).
 Prints a markdown table with ratios to the floor.
+
+With ``--national`` it times instead ``dpsynth synthesize`` as a process on the synthetic
+national table of ``benchmarks/national_table.py`` (1,005,440 strata, about 3 million
+deaths; the public prior is the national rate of each age group): 1 and 10 sets for
+``truncated`` and ``pg`` (certified), a scaling table at 10k, 100k and 1M strata, and
+``dpsynth verify`` of the 1M release. For each run it prints wall time, CPU time and peak
+memory (the process's own rusage), the forecast ``dpsynth calibrate`` shows for it, and
+the floor: NumPy drawing as many negative binomials (one per stratum and set) in one
+process, and the ratio of the wall time to that floor divided by the cores the run had.
 """
 
 from __future__ import annotations
@@ -24,7 +33,10 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -43,7 +55,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--national", action="store_true", help="the national table instead")
     args = parser.parse_args()
+    if args.national:
+        national()
+        return
 
     strata = pd.read_parquet(REPO / "data" / "pennlc_strata.parquet").query("population > 0")
     strata = strata.rename(columns={"cases": "count"})
@@ -114,3 +130,101 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+# --- the national table (issue #27) -------------------------------------------------------
+
+
+def run(command: list[str], env: dict) -> tuple[float, float, float]:
+    """(wall s, CPU s, peak resident GiB) of one process."""
+    start = time.perf_counter()
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) not in (0, 1):
+        raise SystemExit(f"failed ({status}): {' '.join(command)}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 2**20
+
+
+def negative_binomial_floor(n: int, repeats: int = 3) -> float:
+    """Seconds NumPy takes to draw n negative binomials in one process (best of repeats)."""
+    rng = np.random.default_rng(0)
+    shape, success = rng.uniform(0.5, 20.0, n), rng.uniform(0.2, 0.95, n)
+
+    def draw():
+        rng.negative_binomial(shape, success)
+
+    return best_time(draw, repeats)
+
+
+def national() -> None:
+    import numba
+    from national_table import KEYS, national_table
+
+    from dpsynth.release.design import estimate_cost
+    from dpsynth.sampling.tree_build import machine_rate
+
+    cores = numba.get_num_threads()
+    delta = 1e-12
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        env = dict(os.environ, XDG_DATA_HOME=str(tmp / "home"), DPSYNTH_LEDGER=str(tmp / "l"))
+        tables = {}
+        for counties in (32, 315, 3142):
+            frame = national_table(counties)
+            path = tmp / f"national_{counties}.parquet"
+            frame.to_parquet(path)
+            tables[counties] = (path, frame)
+        print(
+            f"national table: {len(tables[3142][1]):,} strata, "
+            f"{int(tables[3142][1]['count'].sum()):,} deaths; {cores} cores\n"
+        )
+        rate = machine_rate()
+
+        def synthesize(counties, mechanism, sets, epsilon=1.0):
+            path, frame = tables[counties]
+            out = tmp / f"{mechanism}_{counties}_{sets}"
+            command = [
+                sys.executable, "-m", "dpsynth", "synthesize", "--input", str(path),
+                "--keys", *KEYS, "--strata", "input", "--prior-rate-column", "prior_rate",
+                "--prior-is-public-i-am-sure", "--mechanism", mechanism,
+                "--epsilon", str(epsilon), "--sets", str(sets), "--dataset", out.name,
+                "--out", str(out), "--private-dir", str(tmp / f"{out.name}.private"),
+                "--quiet", "--max-memory", "16", "--max-minutes", "60",
+            ]  # fmt: skip
+            wall, cpu, peak = run(command, env)
+            per_set = epsilon / sets
+            cal = calibrate(
+                mechanism, per_set, int(frame["count"].sum()),
+                frame["population"].to_numpy(float), frame["prior_rate"].to_numpy(float),
+                method="certified",
+            )  # fmt: skip
+            forecast = estimate_cost(cal, delta / sets / (1 + math.exp(per_set)))
+            floor = negative_binomial_floor(len(frame) * sets)
+            rows.append(
+                f"| {len(frame):,} | {int(frame['count'].sum()):,} | {mechanism} | {sets} | "
+                f"{wall:.1f} s | {cpu:.1f} s | {peak:.2f} GiB | "
+                f"{forecast.seconds(rate):.0f} s, {forecast.bytes / 2**30:.1f} GiB | "
+                f"{floor:.2f} s | {wall / (floor / cores):.0f}x |"
+            )
+            print(rows[-1], flush=True)
+            return out
+
+        print(
+            "| strata | deaths | mechanism | sets | wall | CPU | peak | forecast | "
+            "floor (1 process) | wall / (floor / cores) |"
+        )
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        synthesize(32, "truncated", 1)  # numba's cache, filled outside the timings
+        rows.clear()
+        for counties in (32, 315):
+            synthesize(counties, "truncated", 1)
+        release = synthesize(3142, "truncated", 1)
+        for mechanism, sets in (("truncated", 10), ("pg", 1), ("pg", 10)):
+            synthesize(3142, mechanism, sets)
+        wall, cpu, peak = run([sys.executable, "-m", "dpsynth", "verify", str(release)], env)
+        print(
+            f"\n`dpsynth verify` of the 1,005,440-strata truncated release: {wall:.1f} s "
+            f"wall, {cpu:.1f} s CPU, {peak:.2f} GiB peak"
+        )

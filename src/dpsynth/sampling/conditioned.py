@@ -325,6 +325,19 @@ def _rows_to_list(prob: np.ndarray, first: np.ndarray, last: np.ndarray) -> list
     return np.split(kept[keep], np.cumsum(last - first + 1)[:-1])
 
 
+def _join(chunks: list[np.ndarray]) -> np.ndarray:
+    """The chunks one after another, each freed once copied: the peak is about one copy of
+    the whole (a fresh large array takes memory only as it is written), not two."""
+    out = np.empty(sum(chunk.size for chunk in chunks))
+    position = 0
+    for i in range(len(chunks)):
+        size = chunks[i].size
+        out[position : position + size] = chunks[i]
+        chunks[i] = None  # the list held the last reference
+        position += size
+    return out
+
+
 def _report(progress, fraction: float) -> None:
     if progress is not None:
         progress(fraction)
@@ -715,9 +728,10 @@ class ConditionedSampler:
         log_ratio = -np.log1p(-td.DD_OP_ERROR) * (ops + 2 * n_splits)
         self.rounding_bound = float(np.expm1(2.0 * log_ratio) * (1.0 + _BOOKKEEPING_SLACK))
         self.tv_bound = self.cut_bound + self.rounding_bound
+        del cur_hi, cur_lo, new_hi, new_lo, leaf_hi, leaf_lo
         self._store_flat(
-            np.concatenate(chunks_hi),
-            np.concatenate(chunks_lo),
+            _join(chunks_hi),
+            _join(chunks_lo),
             np.concatenate(node_lengths),
             np.concatenate(offsets),
             levels,

@@ -1,0 +1,49 @@
+"""A synthetic national table shaped like the deaths a health agency publishes.
+
+County x age group (20) x race (4) x sex (2) x Hispanic origin (2): 3,142 counties give
+1,005,440 strata and about 3 million deaths. Everything comes from one seed:
+
+* county populations log-normal (median about 25,000 before scaling), scaled so that 3,142
+  counties hold 330 million people; each county's population split by public-like shares
+  of age, race, sex and origin, with gamma(20) noise per stratum;
+* a national death rate per age group, rising exponentially from 0.009% to 5%;
+* deaths binomial in each stratum at that rate times a county effect (gamma(30)).
+
+The prior rate column is the national rate of the stratum's age group: public, as the
+national life tables are.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+KEYS = ("county", "age", "race", "sex", "hispanic")
+AGES, RACES, SEXES, ORIGINS = 20, 4, 2, 2
+
+
+def national_table(counties: int = 3142, seed: int = 20261126) -> pd.DataFrame:
+    """The table (one row per stratum: keys, count, population, prior_rate)."""
+    rng = np.random.default_rng(seed)
+    county_population = np.exp(rng.normal(np.log(25_000), 1.3, counties))
+    county_population *= 330e6 / county_population.sum() * counties / 3142
+    shares = np.einsum(
+        "a,r,s,h->arsh",
+        np.full(AGES, 1.0 / AGES),
+        np.array([0.76, 0.13, 0.06, 0.05]),
+        np.array([0.5, 0.5]),
+        np.array([0.82, 0.18]),
+    ).ravel()
+    noise = rng.gamma(20.0, 1.0 / 20.0, (counties, shares.size))
+    population = np.maximum(np.round(county_population[:, None] * shares * noise), 1.0)
+    age_rate = 0.35 * 0.00025 * np.exp(np.linspace(0.0, np.log(600.0), AGES))
+    rate = np.repeat(age_rate, RACES * SEXES * ORIGINS)
+    effect = rng.gamma(30.0, 1.0 / 30.0, counties)[:, None]
+    count = rng.binomial(population.astype(np.int64), np.minimum(rate * effect, 1.0))
+    index = np.indices((counties, AGES, RACES, SEXES, ORIGINS)).reshape(5, -1)
+    frame = pd.DataFrame({key: index[i].astype(str) for i, key in enumerate(KEYS)})
+    frame["county"] = (index[0] + 1001).astype(str)
+    frame["count"] = count.ravel()
+    frame["population"] = population.ravel().astype(np.int64)
+    frame["prior_rate"] = np.tile(rate, counties)
+    return frame
