@@ -45,6 +45,12 @@ def truncation_bounds(
 
     lower = stats.poisson.ppf(tail / 2.0, expected / inflation)
     upper = stats.poisson.ppf(1.0 - tail / 2.0, expected * inflation)
+    if not (np.all(np.isfinite(lower)) and np.all(np.isfinite(upper))):
+        raise ValueError(
+            f"the Poisson quantiles of an expected count of {expected.max():.3g} cannot be "
+            "computed (scipy's fail above about 1e10): the truncated mechanism needs every "
+            "stratum's expected count below that; release a table of fewer events per stratum"
+        )
     lower = lower.astype(np.int64)
     upper = np.minimum(upper, total).astype(np.int64)
     if lower.sum() > total:

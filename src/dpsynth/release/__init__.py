@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import secrets
 import shutil
 from pathlib import Path
@@ -299,14 +300,16 @@ def check_cost(request, design: Design, strata: Strata, cal, measure: bool = Fal
     if not (over_memory or over_time):
         return forecast
     where = ", ".join(f"{k}={v!r}" for k, v in strata.keys.iloc[cost.widest].items())
-    ways = []  # only what would help
-    if over_memory:
-        needed = math.ceil(cost.bytes / 2**30 * 10) / 10
-        ways.append(f"--max-memory {needed:g} (GiB) if the machine has it")
-    if over_time:
-        ways.append(f"--max-minutes {math.ceil(seconds / 60.0):d}")
-    if request.mechanism != "truncated":
-        ways.append("--mechanism truncated (bounded strata make a smaller sampler)")
+    ways = []  # only what would let this release run
+    raises = []  # larger limits: useful only if every limit exceeded can be raised
+    if over_memory and cost.bytes <= _physical_memory():
+        raises.append(f"--max-memory {math.ceil(cost.bytes / 2**30 * 10) / 10:g}")
+    if over_time and seconds <= _LONGEST_SUGGESTED:
+        raises.append(f"--max-minutes {math.ceil(seconds / 60.0):d}")
+    if len(raises) == over_memory + over_time:
+        ways.append(" and ".join(raises) + (" (the machine has the memory)" if over_memory else ""))
+    if request.mechanism == "pg" and _fits_truncated(request, design, strata, cal, rate):
+        ways.append("--mechanism truncated (its bounded strata make a sampler within the limits)")
     ways.append("fewer strata or a smaller total")
     raise ReleaseError(
         f"{request.input}: the sampler would need about {cost.bytes / 2**30:.1f} GiB and "
@@ -314,6 +317,29 @@ def check_cost(request, design: Design, strata: Strata, cal, measure: bool = Fal
         f"multiply-adds; limits --max-memory {request.max_memory / 2**30:g} GiB, --max-minutes "
         f"{request.max_minutes:g}); the widest stratum is ({where}). Use " + ", or ".join(ways)
     )
+
+
+#: A forecast longer than this is not worth suggesting a larger --max-minutes for.
+_LONGEST_SUGGESTED = 24 * 3600.0
+
+
+def _physical_memory() -> float:
+    """Bytes of memory this machine has (infinite where the system does not say)."""
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return math.inf
+
+
+def _fits_truncated(request, design: Design, strata: Strata, cal, rate: float) -> bool:
+    """Whether the truncated mechanism, same prior and budget, fits the limits."""
+    truncated = Design("truncated", design.method, design.budget, design.tail, design.inflation)
+    try:
+        other = truncated.calibrate(strata.total, strata.population, cal.prior_rate)
+        cost = estimate_cost(other, truncated.tv_target)
+    except ValueError:
+        return False
+    return cost.bytes <= request.max_memory and cost.seconds(rate) <= request.max_minutes * 60
 
 
 def _spend(request: ReleaseRequest, strata: Strata, budget: Budget, private: Path) -> dict:
