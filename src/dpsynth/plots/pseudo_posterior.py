@@ -86,7 +86,8 @@ def _present(frame: pd.DataFrame, order=SYNTHESIZERS) -> list[str]:
 
 def _distributions(ax, groups: list[np.ndarray], labels: list[str], epsilons=None) -> None:
     """Each synthesizer's values as an empirical distribution function (steps; the data
-    widest), labelled with its epsilon where ``epsilons`` knows it, and a legend."""
+    widest), labelled with its epsilon where ``epsilons`` knows it; the figure's legend
+    (:func:`_legend`) names them."""
     for values, name in zip(groups, labels, strict=True):
         values = np.asarray(values, dtype=float)
         if values.size == 0:
@@ -95,7 +96,11 @@ def _distributions(ax, groups: list[np.ndarray], labels: list[str], epsilons=Non
                 label=synthesizer_label(name, epsilons or {}))  # fmt: skip
     ax.set_ylim(0, 1.02)
     ax.set_ylabel("share of values at most x")
-    ax.legend(fontsize=7.5, loc="lower right")
+
+
+def _legend(fig: Figure, ax) -> None:
+    """One legend for the figure, right of the panels: it covers no line."""
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside right upper", fontsize=8)
 
 
 def _one(frame: pd.DataFrame, dataset: str) -> pd.DataFrame:
@@ -118,6 +123,7 @@ def lipschitz_violins(records: pd.DataFrame, summary: pd.DataFrame, dataset: str
     ax.axvline(delta, color="red", linestyle=":", label=f"LW's {delta_equals(delta)}")
     _distributions(ax, groups, names, _epsilons(summary, dataset))
     ax.set_xlabel("record-level Lipschitz bound x")
+    _legend(fig, ax)
     _heading(fig, dataset, "record-level Lipschitz bounds", summary)
     return fig
 
@@ -134,6 +140,7 @@ def weight_violins(records: pd.DataFrame, summary: pd.DataFrame, dataset: str) -
     _distributions(ax, groups, names, _epsilons(summary, dataset))
     ax.set_xlim(-0.03, 1.03)
     ax.set_xlabel(f"record weight {ALPHA} = x")
+    _legend(fig, ax)
     _heading(fig, dataset, "record weights", summary)
     return fig
 
@@ -151,10 +158,11 @@ def utility_violins(
     data = utility[utility.synthesizer == DATA].iloc[0]
     for ax, stat in zip(axes, statistics, strict=True):
         groups = [utility.loc[utility.synthesizer == n, stat] for n in names]
-        ax.axvline(data[stat], color="black", linestyle="--", label=f"the data: {data[stat]:.2f}")
+        ax.axvline(data[stat], color="black", linestyle="--", label="the data's value")
         _distributions(ax, groups, names, _epsilons(summary, dataset))
-        ax.set_title(STAT_LABELS[stat], fontsize=10)
+        ax.set_title(f"{STAT_LABELS[stat]} (the data's: {data[stat]:.2f})", fontsize=10)
         ax.set_xlabel(f"{STAT_LABELS[stat]} x of a synthetic data set")
+    _legend(fig, axes[0])
     what = " and ".join(STAT_LABELS[stat] for stat in statistics) + " of the synthetic data sets"
     _heading(fig, dataset, what, summary)
     return fig
@@ -218,6 +226,7 @@ def synthetic_violins(synthetic: pd.DataFrame, summary: pd.DataFrame, dataset: s
     groups = [synthetic.loc[synthetic.synthesizer == n, "value"] for n in names]
     _distributions(ax, groups, names, _epsilons(summary, dataset))
     ax.set_xlabel("count x")
+    _legend(fig, ax)
     _heading(fig, dataset, "the data and one synthetic data set per synthesizer", summary)
     return fig
 
