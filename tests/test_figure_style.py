@@ -95,6 +95,14 @@ def problems(fig) -> list[str]:
                         found.append(f"axes {k}: log tick label {text!r} is no plain number")
         if tick_label_boxes(ax.yaxis, renderer) and not ax.get_ylabel().strip():
             found.append(f"axes {k} ({ax.get_title()!r}) shows y values but has no y label")
+    title = fig._suptitle.get_window_extent(renderer) if fig._suptitle else None
+    for legend in fig.legends:  # a figure's legend covers neither the title nor a panel
+        where = legend.get_window_extent(renderer)
+        if title is not None and where.overlaps(title):
+            found.append("the figure's legend covers its title")
+        for k, ax in enumerate(fig.axes):
+            if is_data_axes(ax) and where.overlaps(ax.get_window_extent(renderer)):
+                found.append(f"the figure's legend covers axes {k} ({ax.get_title()!r})")
     for text in texts:
         if "_" in unmath(text):
             found.append(f"title {text!r} holds an underscore (a config key, not words)")

@@ -100,7 +100,7 @@ def _distributions(ax, groups: list[np.ndarray], labels: list[str], epsilons=Non
 
 def _legend(fig: Figure, ax) -> None:
     """One legend for the figure, right of the panels: it covers no line."""
-    fig.legend(*ax.get_legend_handles_labels(), loc="outside right upper", fontsize=8)
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside right center", fontsize=8)
 
 
 def _one(frame: pd.DataFrame, dataset: str) -> pd.DataFrame:
