@@ -45,11 +45,13 @@ def test_the_config_titles_name_the_arms_and_their_place_colours_them():
     assert [arm.title for arm in arms] == ["Plain PG", "Cut PG", "cut_exact"]  # default: name
     metrics = ["gamma_shape", "gamma_shape_max"]
     fig = figure_shapes(summary(arms, metrics), 100, arms, "a study")
-    colours = legend_colours(fig.axes[0])
-    for k, arm in enumerate(arms):
-        for what in ("median", "max"):
-            assert colours[f"{arm.title}: {what}"] == mcolors.to_hex(PALETTE[k])
-    assert fig.axes[0].get_title().endswith(": a study")
+    # one panel per arm, titled by the arm and drawn in its colour
+    assert [ax.get_title() for ax in fig.axes] == [arm.title for arm in arms]
+    for k, ax in enumerate(fig.axes):
+        colours = legend_colours(ax)
+        for what in ("median of strata", "largest across strata"):
+            assert colours[what] == mcolors.to_hex(PALETTE[k])
+    assert fig.get_suptitle().endswith(": a study")
     plt.close(fig)
 
 

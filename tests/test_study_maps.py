@@ -56,8 +56,8 @@ def test_every_axes_is_a_map_and_the_truth_appears_once(arms, epsilons):
         assert ax.get_xlabel() == "" and not ax.get_xticks().size
     titles = [ax.get_title() for ax in panels]
     assert titles.count("true rates") == 1
-    assert sorted(t for t in titles if t.startswith("epsilon")) == sorted(
-        f"epsilon = {e:g}" for e in epsilons
+    assert sorted(t for t in titles if t.startswith("$\\varepsilon")) == sorted(
+        f"$\\varepsilon = {e:g}$" for e in epsilons
     )
     assert sorted(ax.get_ylabel() for ax in panels if ax.get_ylabel()) == sorted(
         arm_title(spec) for spec in specs
@@ -138,6 +138,12 @@ def test_study1_maps_share_one_colour_bar_and_draw_state_outlines():
 def test_arm_titles_come_from_the_arm_fields_not_its_name():
     assert arm_title(Arm("truncated", "certified")) == "Truncated PG (certified)"
     assert arm_title(Arm("md", "certified")) == "MD (exact alpha)"
-    assert arm_title(Arm("pg", "paper", "untruncated")) == "untruncated"
-    # a name that reads like another arm's is not parsed: the config named it
-    assert arm_title(Arm("truncated", "exact", "pg_paper")) == "pg_paper"
+    # a name the config chose, without a title: the name in words, then what the arm is
+    assert arm_title(Arm("pg", "paper", "untruncated")) == (
+        "untruncated: PG (paper calibration, nominal $\\varepsilon$)"
+    )
+    # a name that reads like another arm's is not parsed: the fields say what it is
+    assert arm_title(Arm("truncated", "exact", "pg_paper")) == (
+        "pg paper: Truncated PG (exact bivariate)"
+    )
+    assert arm_title(Arm("pg", "paper", "untruncated", title="Plain PG")) == "Plain PG"

@@ -20,7 +20,6 @@ fig = county_choropleth(
     counties,
     "rate",
     title="Pennsylvania lung cancer, crude rate by county (pennLC: 2002 cases, 2000 pop.)",
-    cmap="magma_r",
     legend_label="cases per 100,000",
     edgecolor="grey",
     linewidth=0.3,

@@ -17,7 +17,6 @@ fig = county_choropleth(
     counties,
     "35-44",
     title="Population aged 35-44 by county, 1980 (modelled)",
-    cmap="viridis",
     norm="log",
     legend_label="people aged 35-44 (modelled, log scale)",
 )

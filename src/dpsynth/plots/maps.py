@@ -14,6 +14,8 @@ import matplotlib.colors as mcolors
 import matplotlib.pyplot as plt
 import numpy as np
 
+from dpsynth.plots.style import RATE_CMAP, colourbar_plain, styled
+
 log = logging.getLogger(__name__)
 
 #: Conus Albers equal-area projection (NAD83).
@@ -108,13 +110,14 @@ def map_projection(frame):
     return frame, f"drawn in {_crs_name(crs)}, its own CRS"
 
 
+@styled
 def county_choropleth(
     frame,
     column: str,
     ax=None,
     *,
     title: str = "",
-    cmap: str = "viridis",
+    cmap: str = RATE_CMAP,
     vmin: float | None = None,
     vmax: float | None = None,
     norm: mcolors.Normalize | str | None = None,
@@ -129,7 +132,7 @@ def county_choropleth(
     ``norm`` is a matplotlib ``Normalize`` or ``"log"`` (a ``LogNorm`` from ``vmin``/``vmax``,
     defaulting to the positive data range; values must then be positive). Missing values
     are drawn in ``missing_color``. A colorbar labelled ``legend_label`` (default: the
-    column name) is added. Returns the Figure.
+    column name; plain numbers on a log scale) is added. Returns the Figure.
     """
     if frame.crs is None:
         raise ValueError("frame has no CRS; cannot project it")
@@ -169,6 +172,7 @@ def county_choropleth(
     mappable = plt.cm.ScalarMappable(norm=norm, cmap=cmap)
     colorbar = fig.colorbar(mappable, ax=ax, shrink=0.7, pad=0.01)
     colorbar.set_label(legend_label if legend_label is not None else column)
+    colourbar_plain(colorbar)
     ax.set_axis_off()
     ax.set_aspect("equal")
     if title:
@@ -191,7 +195,8 @@ def hide_frame(ax) -> None:
         spine.set_visible(False)
 
 
-def map_grid(frame, truth, rows, *, norm, label: str, outlines=None, cmap: str = "viridis",
+@styled
+def map_grid(frame, truth, rows, *, norm, label: str, outlines=None, cmap: str = RATE_CMAP,
              missing_color: str = "lightgrey"):  # fmt: skip
     """The truth's map (left, spanning every row) beside a grid of maps on one colour scale,
     with one shared colour bar; every axes holds a map, none is left empty.

@@ -3,6 +3,10 @@ synthesizers, one data set each.
 
 Every function takes the aggregated tables of ``results/pseudo_posterior/`` and returns a
 matplotlib ``Figure`` (built without pyplot, so no global backend state is touched).
+Distributions (of counts, which are whole numbers, and of weights, which may all be
+equal) are drawn as empirical distribution functions, one step line per synthesizer: a
+step at each value, no smoothing that would put mass between whole numbers or hide a
+distribution of one value.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from scipy.stats import gaussian_kde
 
+from dpsynth.plots.style import DELTA, EPSILON, delta_equals, eps_equals, human, math, styled
 from dpsynth.pseudo_posterior.study import SYNTHESIZERS
 from dpsynth.pseudo_posterior.synthesis import DATA
 
@@ -51,16 +56,26 @@ def _epsilons(summary: pd.DataFrame, dataset: str) -> dict[str, float]:
     return {name: 2.0 * float(delta) for name, delta in own["delta"].items()}
 
 
-def _tick(name: str, epsilons: dict[str, float]) -> str:
-    return f"{name}\neps {epsilons[name]:.1f}" if name in epsilons else name
+#: Line widths of the step lines: the data widest, under the synthesizers.
+WIDTHS = {DATA: 3.0}
+ALPHA = math(r"\alpha")
+MU = math(r"\mu")
+EPSILON_2_DELTA = math(r"\varepsilon = 2\Delta")
+
+
+def synthesizer_label(name: str, epsilons: dict[str, float]) -> str:
+    """``LW final (eps = 7.1)``: a synthesizer (or the data) with its guarantee."""
+    label = "the data" if name == DATA else human(name)
+    return f"{label} ({eps_equals(epsilons[name], '.1f')})" if name in epsilons else label
 
 
 def _heading(fig: Figure, dataset: str, what: str, summary: pd.DataFrame) -> None:
     """Title: the data set and what is shown; below it, the guarantee being compared."""
     own = _one(summary, dataset).set_index("synthesizer")
-    line = "each synthesizer is eps-DP with eps = 2 Delta, Delta its overall Lipschitz bound"
+    line = (f"each synthesizer is {EPSILON}-DP with {EPSILON_2_DELTA}, {DELTA} its overall "
+            "Lipschitz bound")  # fmt: skip
     if "LW" in own.index:
-        line += f"; weighted ones tuned to LW's Delta = {float(own.at['LW', 'delta']):.2f}"
+        line += f"; weighted ones tuned to LW's {delta_equals(float(own.at['LW', 'delta']))}"
     fig.suptitle(f"{dataset_title(dataset)}: {what}\n{line}", fontsize=10)
 
 
@@ -69,25 +84,23 @@ def _present(frame: pd.DataFrame, order=SYNTHESIZERS) -> list[str]:
     return [name for name in order if name in names]
 
 
-def _violins(ax, groups: list[np.ndarray], labels: list[str], epsilons=None) -> None:
-    """seaborn violins of each synthesizer's values (quartiles inside, cut at the data's
-    range); a group with a single value (SW's weights) is drawn as a line at that value.
-    Tick labels carry each synthesizer's eps where ``epsilons`` knows it."""
-    import seaborn as sns
+def _distributions(ax, groups: list[np.ndarray], labels: list[str], epsilons=None) -> None:
+    """Each synthesizer's values as an empirical distribution function (steps; the data
+    widest), labelled with its epsilon where ``epsilons`` knows it; the figure's legend
+    (:func:`_legend`) names them."""
+    for values, name in zip(groups, labels, strict=True):
+        values = np.asarray(values, dtype=float)
+        if values.size == 0:
+            continue
+        ax.ecdf(values, color=COLORS.get(name, "tab:gray"), lw=WIDTHS.get(name, 1.4),
+                label=synthesizer_label(name, epsilons or {}))  # fmt: skip
+    ax.set_ylim(0, 1.02)
+    ax.set_ylabel("share of values at most x")
 
-    long = pd.DataFrame(
-        {
-            "synthesizer": np.repeat(labels, [len(values) for values in groups]),
-            "value": np.concatenate([np.asarray(values, dtype=float) for values in groups]),
-        }
-    )
-    sns.violinplot(data=long, x="synthesizer", y="value", hue="synthesizer", order=labels,
-                   hue_order=labels, palette={n: COLORS.get(n, "tab:gray") for n in labels},
-                   cut=0, inner="quart", linewidth=0.8, legend=False, ax=ax)  # fmt: skip
-    ax.set_xlabel("")
-    ax.set_ylabel("")
-    ticks = [_tick(label, epsilons or {}) for label in labels]
-    ax.set_xticks(range(len(labels)), ticks, fontsize=8)
+
+def _legend(fig: Figure, ax) -> None:
+    """One legend for the figure, right of the panels: it covers no line."""
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside right center", fontsize=8)
 
 
 def _one(frame: pd.DataFrame, dataset: str) -> pd.DataFrame:
@@ -97,40 +110,47 @@ def _one(frame: pd.DataFrame, dataset: str) -> pd.DataFrame:
     return subset
 
 
+@styled
 def lipschitz_violins(records: pd.DataFrame, summary: pd.DataFrame, dataset: str) -> Figure:
-    """Record-level Lipschitz bounds by synthesizer; the dotted line is LW's Delta."""
+    """Record-level Lipschitz bounds by synthesizer (distribution functions); the dotted
+    line is LW's Delta."""
     records, summary = _one(records, dataset), _one(summary, dataset)
     names = _present(records)
     fig = Figure(figsize=(7, 4), layout="constrained")
     ax = fig.add_subplot()
     groups = [records.loc[records.synthesizer == n, "lipschitz"] for n in names]
-    _violins(ax, groups, names, _epsilons(summary, dataset))
     delta = summary.set_index("synthesizer").at["LW", "delta"]
-    ax.axhline(delta, color="red", linestyle=":", label=f"LW's Delta = {delta:.2f}")
-    ax.set_ylabel("record-level Lipschitz bound")
+    ax.axvline(delta, color="red", linestyle=":", label=f"LW's {delta_equals(delta)}")
+    _distributions(ax, groups, names, _epsilons(summary, dataset))
+    ax.set_xlabel("record-level Lipschitz bound x")
+    _legend(fig, ax)
     _heading(fig, dataset, "record-level Lipschitz bounds", summary)
-    ax.legend(loc="upper right")
     return fig
 
 
+@styled
 def weight_violins(records: pd.DataFrame, summary: pd.DataFrame, dataset: str) -> Figure:
-    """Each weighted synthesizer's record weights."""
+    """Each weighted synthesizer's record weights (distribution functions: SW's, all
+    equal, is one step)."""
     records = _one(records, dataset)
     names = [n for n in _present(records) if n != "unweighted"]
     fig = Figure(figsize=(7, 4), layout="constrained")
     ax = fig.add_subplot()
     groups = [records.loc[records.synthesizer == n, "weight"] for n in names]
-    _violins(ax, groups, names, _epsilons(summary, dataset))
-    ax.set_ylim(-0.03, 1.03)
-    ax.set_ylabel("record weight alpha")
+    _distributions(ax, groups, names, _epsilons(summary, dataset))
+    ax.set_xlim(-0.03, 1.03)
+    ax.set_xlabel(f"record weight {ALPHA} = x")
+    _legend(fig, ax)
     _heading(fig, dataset, "record weights", summary)
     return fig
 
 
+@styled
 def utility_violins(
     utility: pd.DataFrame, summary: pd.DataFrame, dataset: str, statistics: tuple[str, ...]
 ) -> Figure:
-    """Each statistic over the synthetic data sets; the dashed line is the data's value."""
+    """Each statistic over the synthetic data sets (distribution functions); the dashed
+    line is the data's value."""
     utility = _one(utility, dataset)
     names = _present(utility)
     fig = Figure(figsize=(5.5 * len(statistics), 4.2), layout="constrained")
@@ -138,16 +158,17 @@ def utility_violins(
     data = utility[utility.synthesizer == DATA].iloc[0]
     for ax, stat in zip(axes, statistics, strict=True):
         groups = [utility.loc[utility.synthesizer == n, stat] for n in names]
-        _violins(ax, groups, names, _epsilons(summary, dataset))
-        ax.axhline(data[stat], color="black", linestyle="--", label=f"data: {data[stat]:.2f}")
-        ax.set_title(STAT_LABELS[stat], fontsize=10)
-        ax.legend(loc="best", fontsize=8)
-    axes[0].set_ylabel("value in the synthetic data")
+        ax.axvline(data[stat], color="black", linestyle="--", label="the data's value")
+        _distributions(ax, groups, names, _epsilons(summary, dataset))
+        ax.set_title(f"{STAT_LABELS[stat]} (the data's: {data[stat]:.2f})", fontsize=10)
+        ax.set_xlabel(f"{STAT_LABELS[stat]} x of a synthetic data set")
+    _legend(fig, axes[0])
     what = " and ".join(STAT_LABELS[stat] for stat in statistics) + " of the synthetic data sets"
     _heading(fig, dataset, what, summary)
     return fig
 
 
+@styled
 def posterior_density(posterior: pd.DataFrame, summary: pd.DataFrame, dataset: str) -> Figure:
     """Posterior density of the mean parameter mu by synthesizer."""
     posterior = _one(posterior, dataset)
@@ -157,15 +178,16 @@ def posterior_density(posterior: pd.DataFrame, summary: pd.DataFrame, dataset: s
     for name in _present(posterior):
         mu = posterior.loc[posterior.synthesizer == name, "mu"].to_numpy()
         grid = np.linspace(mu.min(), mu.max(), 200)
-        label = f"{name} (eps = {epsilons[name]:.1f})" if name in epsilons else name
+        label = synthesizer_label(name, epsilons)
         ax.plot(grid, gaussian_kde(mu)(grid), color=COLORS[name], label=label)
-    ax.set_xlabel("mu (mean parameter)")
+    ax.set_xlabel(f"{MU} (mean parameter)")
     ax.set_ylabel("posterior density")
-    _heading(fig, dataset, "pseudo-posterior of the mean mu", summary)
+    _heading(fig, dataset, f"pseudo-posterior of the mean {MU}", summary)
     ax.legend(fontsize=8)
     return fig
 
 
+@styled
 def reweighting_scatter(records: pd.DataFrame, summary: pd.DataFrame, dataset: str) -> Figure:
     """Lipschitz bound against weight before and after re-weighting (Algorithm 3)."""
     records, summary = _one(records, dataset), _one(summary, dataset)
@@ -182,26 +204,29 @@ def reweighting_scatter(records: pd.DataFrame, summary: pd.DataFrame, dataset: s
                 s=6,
                 alpha=0.6,
                 color=COLORS[name],
-                label=f"{name} (Delta = {deltas[name]:.2f})",
+                label=f"{human(name)} ({delta_equals(deltas[name])})",
             )
-        ax.axhline(deltas[before], color="red", linestyle="--", label=f"Delta of {before}")
-        ax.set_xlabel("record weight alpha")
+        ax.axhline(deltas[before], color="red", linestyle="--", label=f"{DELTA} of {before}")
+        ax.set_xlabel(f"record weight {ALPHA}")
         ax.set_ylabel("record-level Lipschitz bound")
-        ax.set_title(f"{before} vs {after}", fontsize=10)
+        ax.set_title(f"{before} vs {human(after)}", fontsize=10)
         ax.legend(loc="lower right", fontsize=8)
     _heading(fig, dataset, "re-weighting (Algorithm 3)", summary)
     return fig
 
 
+@styled
 def synthetic_violins(synthetic: pd.DataFrame, summary: pd.DataFrame, dataset: str) -> Figure:
-    """One synthetic data set per synthesizer against the data."""
+    """One synthetic data set per synthesizer against the data (distribution functions of
+    the counts: steps at whole numbers)."""
     synthetic = _one(synthetic, dataset)
     names = _present(synthetic, (DATA, *SYNTHESIZERS))
     fig = Figure(figsize=(7, 4), layout="constrained")
     ax = fig.add_subplot()
     groups = [synthetic.loc[synthetic.synthesizer == n, "value"] for n in names]
-    _violins(ax, groups, names, _epsilons(summary, dataset))
-    ax.set_ylabel("value")
+    _distributions(ax, groups, names, _epsilons(summary, dataset))
+    ax.set_xlabel("count x")
+    _legend(fig, ax)
     _heading(fig, dataset, "the data and one synthetic data set per synthesizer", summary)
     return fig
 

@@ -9,22 +9,19 @@ import pandas as pd
 
 from dpsynth.arms import Arm
 from dpsynth.design import at_epsilon
+from dpsynth.plots.style import (
+    EPSILON,
+    METHOD_LABELS,
+    arm_title,
+    eps_equals,
+    log_axis,
+    plain_log_ticks,
+    styled,
+)
 from dpsynth.study.guide import CALIBRATION_METRICS
 
-METHOD_LABELS = {"paper": "paper calibration, nominal eps", "exact": "exact bivariate",
-                 "certified": "certified"}  # fmt: skip
-MECHANISM_NAMES = {"md": "MD", "pg": "PG", "truncated": "Truncated PG"}
-
-
-def arm_title(arm: Arm) -> str:
-    """An arm's legend, from its fields: ``Truncated PG (certified)`` for the arm
-    ``truncated`` / ``certified`` under its default name; an arm the config names otherwise
-    (e.g. Study 2's ``untruncated``) keeps its name."""
-    if arm.baseline or arm.name != Arm(arm.mechanism, arm.method).name:
-        return arm.name
-    if arm.mechanism == "md":
-        return "MD (exact alpha)"  # Quick (2021), eq 5: paper and certified are one calibration
-    return f"{MECHANISM_NAMES[arm.mechanism]} ({METHOD_LABELS[arm.method]})"
+__all__ = ["METHOD_LABELS", "arm_title", "arm_colours", "figure_measures", "figure_guide",
+           "figure_maps", "plain_log_ticks"]  # fmt: skip
 
 
 def _summary_titles(summary: pd.DataFrame) -> dict[str, str]:
@@ -49,7 +46,6 @@ VERDICT_TEXT = {"prior_keeps": "the prior alone keeps it (uninformative)",
                 "synthesis_loses": "synthesis alone loses it: no epsilon helps",
                 "truncation_bias": "bias from truncation",
                 "beyond_grid": "needs more than the grid"}  # fmt: skip
-EPSILON = "$\\varepsilon$"
 
 
 def _wrapped(text: str, width: int = 26) -> str:
@@ -64,19 +60,7 @@ def _verdict_line(row) -> str:
     return VERDICT_TEXT[row.verdict]
 
 
-def plain_log_ticks(axis) -> None:
-    """Tick labels of a log axis as plain numbers (0.5, 2, 10), minor ticks labelled only
-    where the axis spans little more than a decade, so labels never run into each other."""
-    from matplotlib.ticker import LogFormatter
-
-    class Plain(LogFormatter):  # matplotlib's choice of ticks to label, written as %g
-        def _num_to_string(self, x, vmin, vmax):
-            return f"{x:g}"
-
-    axis.set_major_formatter(Plain(labelOnlyBase=False))
-    axis.set_minor_formatter(Plain(labelOnlyBase=False, minor_thresholds=(2, 0.8)))
-
-
+@styled
 def figure_measures(summary: pd.DataFrame, guide: pd.DataFrame, measures, arms, study: str,
                     adjusted: bool):  # fmt: skip
     """Each measure (rows; :class:`~dpsynth.study.measures.Measure` values, in order) for
@@ -101,7 +85,9 @@ def figure_measures(summary: pd.DataFrame, guide: pd.DataFrame, measures, arms, 
             verdict = guide[(guide["measure"] == measure.name) & (guide["arm"] == arm.name)]
             if len(verdict):
                 v = verdict.iloc[0]
-                ax.axhspan(v.within_low, v.within_high, color="0.85", lw=0, zorder=0,
+                # hatched grey, edged: told apart from the arm's coloured band over it
+                ax.axhspan(v.within_low, v.within_high, facecolor="0.94", edgecolor="0.6",
+                           hatch="////", lw=0.6, zorder=0,
                            label="within tolerance of the reference")  # fmt: skip
             if len(sel):
                 ref = sel.iloc[0]
@@ -111,7 +97,7 @@ def figure_measures(summary: pd.DataFrame, guide: pd.DataFrame, measures, arms, 
                     ax.axhline(ref["truth"], color="black", ls="--", lw=1, label="truth")
                 ax.axhline(ref["prior"], color="#8c564b", ls="-.", lw=1, label="prior alone")
                 ax.fill_between(sel["epsilon"], sel["lower"], sel["upper"],
-                                color=colours[arm.name], alpha=0.2, lw=0,
+                                color=colours[arm.name], alpha=0.35, lw=0, zorder=1,
                                 label="95% band over the datasets")  # fmt: skip
                 ax.plot(sel["epsilon"], sel["median"], color=colours[arm.name], lw=1.6,
                         label="median over the datasets")  # fmt: skip
@@ -125,11 +111,9 @@ def figure_measures(summary: pd.DataFrame, guide: pd.DataFrame, measures, arms, 
             if r == 0:
                 notes.insert(0, arm_title(arm))
             ax.set_title("\n".join(notes), fontsize=7.5)
-            ax.set_xscale("log")
-            plain_log_ticks(ax.xaxis)
+            log_axis(ax.xaxis)
             if measure.kind.log_scale:
-                ax.set_yscale("log")
-                plain_log_ticks(ax.yaxis)
+                log_axis(ax.yaxis)
             if c == 0:
                 ax.set_ylabel(f"{_wrapped(measure.title)}\n({measure.unit})", fontsize=8)
             if r == nrows - 1:
@@ -149,6 +133,7 @@ def figure_measures(summary: pd.DataFrame, guide: pd.DataFrame, measures, arms, 
     return fig
 
 
+@styled
 def figure_guide(guide: pd.DataFrame, measures, arms, epsilons, study: str):
     """The guide's verdicts: one row per measure and arm, the verdict at the right; a dot at
     the total epsilon (the prior's budget included) from which privacy moves the measure
@@ -182,8 +167,8 @@ def figure_guide(guide: pd.DataFrame, measures, arms, epsilons, study: str):
                   [f"{_wrapped(m.title, 40)}  " if a is arms[0] else "" for m, a in rows],
                   fontsize=7.5)  # fmt: skip
     ax.set_ylim(len(rows) - 0.5, -0.5)
-    ax.set_xscale("log")
-    plain_log_ticks(ax.xaxis)
+    ax.set_ylabel("measure (one row per arm)", fontsize=8)
+    log_axis(ax.xaxis)
     ax.set_xlim(low, high)
     ax.axvline(max(epsilons) + prior, color="grey", lw=0.6, ls=":")
     ax.grid(axis="x", which="major", lw=0.3)
@@ -205,6 +190,7 @@ def figure_guide(guide: pd.DataFrame, measures, arms, epsilons, study: str):
     return fig
 
 
+@styled
 def figure_maps(geometry, key: str, area_rates: pd.DataFrame, arms, epsilons, study: str,
                 outline: str | None = None):  # fmt: skip
     """The true area rates (left, once), then the mean synthetic rates of each arm (rows;
@@ -235,7 +221,7 @@ def figure_maps(geometry, key: str, area_rates: pd.DataFrame, arms, epsilons, st
         for eps in epsilons:
             sel = area_rates[(area_rates["arm"] == arm) & at_epsilon(area_rates["epsilon"], eps)]
             frame[f"{arm}|{eps:g}"] = lookup(sel)
-            cells.append((f"{arm}|{eps:g}", f"epsilon = {eps:g}" if r == 0 else ""))
+            cells.append((f"{arm}|{eps:g}", eps_equals(eps) if r == 0 else ""))
         rows.append((arm_title(spec), cells))
     fig = map_grid(
         frame,
@@ -245,7 +231,7 @@ def figure_maps(geometry, key: str, area_rates: pd.DataFrame, arms, epsilons, st
         label="rate per 100,000",
         outlines=boundaries(frame, outline) if outline else None,
     )
-    notes = ["rows: arms; columns: epsilon", "colours saturate outside the truth's 1-99% range",
+    notes = [f"rows: arms; columns: {EPSILON}", "colours saturate outside the truth's 1-99% range",
              "light grey: a shape without a rate"]  # fmt: skip
     if unused:
         notes.append(f"{unused} shape(s) whose key is no area of the strata: not drawn")

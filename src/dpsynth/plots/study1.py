@@ -8,6 +8,7 @@ import pandas as pd
 from dpsynth.arms import arm_named
 from dpsynth.data.scenarios import SCENARIOS
 from dpsynth.design import at_epsilon
+from dpsynth.plots.style import EPSILON, eps_equals, log_axis, styled
 from dpsynth.study1 import ARMS
 
 #: Each arm's legend text (:data:`dpsynth.study1.ARMS`), in the legends' order.
@@ -63,11 +64,12 @@ def _pair_panel(ax, rows: pd.DataFrame, arm: str, first, second) -> None:
         truth = rows[(rows["arm"] == "truth") & (rows["metric"] == metric)]
         if len(truth):
             ax.axhline(truth["median"].iloc[0], color=color, linestyle="--", lw=1)
-    ax.set_xscale("log")
-    ax.set_xlabel("epsilon")
+    log_axis(ax.xaxis)
+    ax.set_xlabel(EPSILON)
     ax.set_ylabel("rate per 100,000")
 
 
+@styled
 def figure_rmse(summary: pd.DataFrame, arms=None):
     """Figure 1: rMSE x 100,000 against epsilon, one panel per scenario."""
     rows = summary[summary["metric"] == "rmse"]
@@ -81,10 +83,10 @@ def figure_rmse(summary: pd.DataFrame, arms=None):
             sel = rows[(rows["scenario"] == scenario) & (rows["arm"] == arm)]
             if len(sel):
                 _band(ax, sel, ARM_TITLES[arm], **arm_style(arm))
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+        log_axis(ax.xaxis)
+        log_axis(ax.yaxis)
         ax.set_title(scenario_title(scenario))
-        ax.set_xlabel("epsilon")
+        ax.set_xlabel(EPSILON)
         ax.set_ylabel("rMSE x 100,000")
     for ax in list(axes.flat)[len(scenarios) :]:
         ax.set_visible(False)
@@ -100,21 +102,23 @@ def figure_rmse(summary: pd.DataFrame, arms=None):
     return fig
 
 
+@styled
 def figure_disparities(summary: pd.DataFrame, scenario: int = 4, arms=None):
     """Figure 2: (a) urban vs rural and (b) New Mexico vs New York rates against epsilon."""
     rows = summary[summary["scenario"] == scenario]
     arms = arms or ["md", "pg_state", "pg_state_certified"]
     arms = [m for m in arms if m in set(rows["arm"])]
     panels = [
-        ("(a) Urban vs rural", ("rate_urban", "urban"), ("rate_rural", "rural")),
-        ("(b) New Mexico vs New York", ("rate_nm", "NM"), ("rate_ny", "NY")),
+        ("Urban vs rural", ("rate_urban", "urban"), ("rate_rural", "rural")),
+        ("New Mexico vs New York", ("rate_nm", "NM"), ("rate_ny", "NY")),
     ]
     fig, axes = plt.subplots(len(arms), 2, figsize=(11, 3.2 * len(arms)))
     axes = axes.reshape(len(arms), 2)
     for r, arm in enumerate(arms):
         for c, (title, first, second) in enumerate(panels):
+            letter = chr(ord("a") + 2 * r + c)  # one letter per panel, row by row
             _pair_panel(axes[r, c], rows, arm, first, second)
-            axes[r, c].set_title(f"{title}: {ARM_TITLES[arm]}", fontsize=10)
+            axes[r, c].set_title(f"({letter}) {title}: {ARM_TITLES[arm]}", fontsize=10)
             axes[r, c].legend(fontsize=8, frameon=False)
     fig.suptitle(
         f"Study 1, scenario {scenario}: group rates (median, 95% band); dashed = truth", y=1.0
@@ -123,6 +127,7 @@ def figure_disparities(summary: pd.DataFrame, scenario: int = 4, arms=None):
     return fig
 
 
+@styled
 def figure_maps(counties, scenario_frame, county_means, epsilons, scenario: int = 4):
     """County maps: the (modelled) true rates (left) and the mean synthetic rates of MD and
     PG-state (rows) at each map epsilon (columns), on one colour scale (per 100,000) with
@@ -143,7 +148,7 @@ def figure_maps(counties, scenario_frame, county_means, epsilons, scenario: int 
                 continue
             column = f"{arm}_{eps:g}"
             frame[column] = sel.sort_values("county")["rate"].to_numpy() * PER_100K
-            cells.append((column, f"epsilon = {eps:g}" if not rows else ""))
+            cells.append((column, eps_equals(eps) if not rows else ""))
         if cells:
             rows.append((ARM_TITLES[arm], cells))
     fig = map_grid(
@@ -156,7 +161,7 @@ def figure_maps(counties, scenario_frame, county_means, epsilons, scenario: int 
     )
     fig.suptitle(
         f"Study 1, scenario {scenario}: modelled truth and mean synthetic rates over the "
-        "datasets (rows: mechanisms; columns: epsilon)\nages 35-44; populations and rates "
+        f"datasets (rows: mechanisms; columns: {EPSILON})\nages 35-44; populations and rates "
         "modelled; colours saturate outside the truth's 1-99% range; white lines: states",
         fontsize=11,
     )
@@ -181,6 +186,7 @@ def _age_groups(summary: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(summary["age_group"]))  # first-seen order (youngest first)
 
 
+@styled
 def figure_appendix_rmse(summary: pd.DataFrame, arms=None, correlation=None):
     """Appendix C: rMSE x 100,000 against epsilon, one row per age group, one column per
     scenario (median and 95% band over the datasets, log-log axes)."""
@@ -200,11 +206,11 @@ def figure_appendix_rmse(summary: pd.DataFrame, arms=None, correlation=None):
                 sel = here[here["arm"] == arm]
                 if len(sel):
                     _band(ax, sel, ARM_TITLES[arm], **arm_style(arm))
-            ax.set_xscale("log")
-            ax.set_yscale("log")
+            log_axis(ax.xaxis)
+            log_axis(ax.yaxis)
             title = scenario_title(scenario)
             ax.set_title(f"Ages {group}. {title}", fontsize=9)
-            ax.set_xlabel("epsilon")
+            ax.set_xlabel(EPSILON)
             ax.set_ylabel("rMSE x 100,000")
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=min(4, len(labels)), frameon=False)
@@ -215,6 +221,7 @@ def figure_appendix_rmse(summary: pd.DataFrame, arms=None, correlation=None):
     return fig
 
 
+@styled
 def figure_appendix_disparities(
     summary: pd.DataFrame, scenario: int = 4, arms=("md", "pg_state"), correlation=None
 ):

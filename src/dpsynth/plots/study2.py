@@ -13,11 +13,11 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from matplotlib.ticker import FuncFormatter
 
 from dpsynth.arms import Arm, arm_named
 from dpsynth.design import at_epsilon
 from dpsynth.plots.study import arm_colours
+from dpsynth.plots.style import EPSILON, EXP_PM_EPSILON, eps_equals, log_axis, math, styled
 from dpsynth.study2 import toy
 from dpsynth.units import PER_100K
 
@@ -25,8 +25,6 @@ from dpsynth.units import PER_100K
 #: paper's four arms: red, blue, green, purple).
 PALETTE = ("tab:red", "tab:blue", "tab:green", "tab:purple", "tab:orange", "tab:brown",
            "tab:pink", "tab:gray", "tab:olive", "tab:cyan")  # fmt: skip
-#: Epsilon on a log axis as plain numbers (1, 2, 4), not powers of ten.
-EPSILON_TICKS = FuncFormatter(lambda value, _: f"{value:g}")
 
 
 def _colours(arms) -> dict[str, str]:
@@ -44,6 +42,7 @@ def _arm_of(arms, cal) -> Arm:
 
 
 # ---- Figure 1: the toy example ----------------------------------------------------------
+@styled
 def figure_toy(total: int, expected, epsilon: float, true_y1: int, tail: float, arms):
     """Figure 1: (a) privacy ratio against z_1, (b) posterior predictive of z_1. Each of
     the toy's two calibrations (:func:`dpsynth.study2.toy.calibrations`) is drawn as the
@@ -58,7 +57,8 @@ def figure_toy(total: int, expected, epsilon: float, true_y1: int, tail: float, 
             z1,
             ratio,
             color=color,
-            label=f"{arm.title}: a = ({cal.a[0]:.3g}, {cal.a[1]:.3g}), y_1 = {y1} vs {y1 - 1}",
+            label=f"{arm.title}: $a$ = ({cal.a[0]:.3g}, {cal.a[1]:.3g}), "
+            f"{math('y_1')} = {y1} vs {y1 - 1}",
         )
         z1, probs = toy.predictive(cal, true_y1)
         ax_b.plot(z1, probs, color=color, marker=".", ms=3, label=arm.title)
@@ -67,30 +67,37 @@ def figure_toy(total: int, expected, epsilon: float, true_y1: int, tail: float, 
                 ax_a.axvline(bound[0], color=color, linestyle=":", linewidth=1)
     for bound in (np.exp(epsilon), np.exp(-epsilon)):
         ax_a.axhline(bound, color="black", linestyle="--", linewidth=1)
-    ax_a.set_yscale("log")
-    ax_a.set_xlabel("z_1")
-    ax_a.set_ylabel("p(z | y) / p(z | x)")
-    ax_a.set_title("(a) Privacy ratio; dashed: exp(+-eps), dotted: truncation bounds")
+    log_axis(ax_a.yaxis)
+    ax_a.set_xlabel(math("z_1"))
+    ax_a.set_ylabel(math(r"p(z \mid y)\,/\,p(z \mid x)"))
+    ax_a.set_title(f"(a) Privacy ratio; dashed: {EXP_PM_EPSILON}, dotted: truncation bounds")
     # lower right, lifted above the exp(-eps) line: the curves never go there
     ax_a.legend(fontsize=8, loc="lower right", bbox_to_anchor=(1.0, 0.1))
-    ax_b.axvline(true_y1, color="black", linestyle="--", linewidth=1, label=f"true y_1 = {true_y1}")
     ax_b.axvline(
-        expected[0], color="grey", linestyle=":", linewidth=1.5, label=f"E[y_1] = {expected[0]:g}"
+        true_y1, color="black", linestyle="--", linewidth=1, label=f"true {math('y_1')} = {true_y1}"
+    )
+    ax_b.axvline(
+        expected[0],
+        color="grey",
+        linestyle=":",
+        linewidth=1.5,
+        label=f"{math('E[y_1]')} = {expected[0]:g}",
     )
     ax_b.set_xlim(0, max(4 * expected[0], 2 * true_y1))
-    ax_b.set_xlabel("z_1")
-    ax_b.set_ylabel("P(z_1 | y)")
-    ax_b.set_title("(b) Posterior predictive of z_1")
+    ax_b.set_xlabel(math("z_1"))
+    ax_b.set_ylabel(math(r"P(z_1 \mid y)"))
+    ax_b.set_title(f"(b) Posterior predictive of {math('z_1')}")
     ax_b.legend(fontsize=8)
     fig.suptitle(
-        f"Toy example (Quick 2022, Figure 1): y. = {total}, E[y] = ({expected[0]:g}, "
-        f"{expected[1]:g}), eps = {epsilon:g}; exact enumeration"
+        f"Toy example (Quick 2022, Figure 1): {math('y_{+}')} = {total}, {math('E[y]')} = "
+        f"({expected[0]:g}, {expected[1]:g}), {eps_equals(epsilon)}; exact enumeration"
     )
     fig.tight_layout()
     return fig
 
 
 # ---- Figure 2: the prior information -------------------------------------------------------
+@styled
 def figure_prior(strata: pd.DataFrame, keys, title: str, prior_label: str):
     """Figure 2: (a) statewide group rates vs the prior rates, (b) observed vs expected.
 
@@ -113,8 +120,8 @@ def figure_prior(strata: pd.DataFrame, keys, title: str, prior_label: str):
         max(state_rate.max(), prior_rate.max()) * 1.5,
     ]
     ax_a.plot(lim, lim, color="black", linewidth=0.8)
-    ax_a.set_xscale("log")
-    ax_a.set_yscale("log")
+    log_axis(ax_a.xaxis)
+    log_axis(ax_a.yaxis)
     ax_a.set_xlabel(f"prior rate per 100,000 ({prior_label})")
     ax_a.set_ylabel("statewide rate per 100,000 (confidential)")
     ax_a.set_title(f"(a) Statewide vs prior rates, {len(groups)} groups ({' x '.join(keys)})")
@@ -122,9 +129,9 @@ def figure_prior(strata: pd.DataFrame, keys, title: str, prior_label: str):
     ax_b.scatter(strata["expected"] + offset, strata["cases"] + offset, s=4, alpha=0.3)
     lim = [offset, float(max(strata["expected"].max(), strata["cases"].max())) * 1.5]
     ax_b.plot(lim, lim, color="black", linewidth=0.8)
-    ax_b.set_xscale("log")
-    ax_b.set_yscale("log")
-    ax_b.set_xlabel("expected count n * lambda0 (+ 0.5)")
+    log_axis(ax_b.xaxis)
+    log_axis(ax_b.yaxis)
+    ax_b.set_xlabel("expected count " + math(r"n \lambda_0") + " (+ 0.5)")
     ax_b.set_ylabel("observed count (+ 0.5)")
     ax_b.set_title(f"(b) Observed vs expected counts, {len(strata)} strata")
     fig.suptitle(f"Study 2 prior information: {title}")
@@ -141,6 +148,7 @@ def _county_table(area_rates: pd.DataFrame, arm: str, epsilon=None) -> pd.Series
     return rows.set_index("area")["rate"]
 
 
+@styled
 def figure_county_rates(area_rates: pd.DataFrame, epsilons, arms, primary: Arm, title: str):
     """Figure 3: county age-adjusted rates (mean over datasets) against the true ones, of
     the untruncated arms and the ``primary`` one."""
@@ -173,13 +181,14 @@ def figure_county_rates(area_rates: pd.DataFrame, epsilons, arms, primary: Arm, 
         )
         ax.set_xlabel("true age-adjusted rate per 100,000")
         ax.set_ylabel("synthetic rate per 100,000\n(age-adjusted, mean over datasets)")
-        ax.set_title(f"eps = {eps:g}")
+        ax.set_title(eps_equals(eps))
         ax.legend(fontsize=8)
     fig.suptitle(f"County age-adjusted rates from synthetic data: {title}")
     fig.tight_layout()
     return fig
 
 
+@styled
 def figure_maps(counties, area_rates: pd.DataFrame, epsilon: float, primary: Arm, title: str):
     """Figure 4: maps of the true and the synthetic (``primary`` arm, mean) county rates on
     one colour scale, with one colour bar."""
@@ -191,7 +200,7 @@ def figure_maps(counties, area_rates: pd.DataFrame, epsilon: float, primary: Arm
     frame["truth"] = frame["county"].map(_county_table(area_rates, "truth"))
     frame["synthetic"] = frame["county"].map(_county_table(area_rates, primary.name, epsilon))
     values = pd.concat([frame["truth"], frame["synthetic"]]).dropna()
-    synthetic = f"Synthetic: {primary.title},\neps = {epsilon:g} (mean over datasets)"
+    synthetic = f"Synthetic: {primary.title},\n{eps_equals(epsilon)} (mean over datasets)"
     fig = map_grid(
         frame,
         ("truth", "True (confidential) rates"),
@@ -231,14 +240,13 @@ def _metric_panel(ax, summary, metric, arms, primary, title, prior_label):
                    label="true data")  # fmt: skip
         ax.axhline(rows["prior"].iloc[0], color="black", linestyle=":", linewidth=1.2,
                    label=prior_label)  # fmt: skip
-    ax.set_xscale("log")
-    ax.xaxis.set_major_formatter(EPSILON_TICKS)
-    ax.xaxis.set_minor_formatter(EPSILON_TICKS)
-    ax.set_xlabel("epsilon (synthesis budget)")
+    log_axis(ax.xaxis)
+    ax.set_xlabel(f"{EPSILON} (synthesis budget)")
     ax.set_ylabel("ratio of age-adjusted rates")
     ax.set_title(title)
 
 
+@styled
 def figure_disparities(summary, metrics, titles, arms, primary, study_title, prior_label,
                        heading):  # fmt: skip
     """Figures 5 and 6: ratio metrics against epsilon; band = 95% sampling interval."""
@@ -254,44 +262,49 @@ def figure_disparities(summary, metrics, titles, arms, primary, study_title, pri
     return fig
 
 
+@styled
 def figure_shapes(summary: pd.DataFrame, total: int, arms, title: str):
-    """The distribution of the gamma shapes a across strata against epsilon: median (line),
-    2.5-97.5% range (band) and maximum (dashed) per arm; y./(e^eps - 1) dotted."""
-    fig, ax = plt.subplots(figsize=(7.5, 5))
+    """The distribution of the gamma shapes a across strata against epsilon, one panel per
+    arm (shared axes, so no band hides another): median (line), 2.5-97.5% range (band)
+    and maximum (dashed) across strata; y./(e^eps - 1), MD's alpha, dotted in every panel."""
+    drawn = [
+        arm
+        for arm in arms
+        if ((summary["arm"] == arm.name) & (summary["metric"] == "gamma_shape")).any()
+    ]
+    fig, axes = plt.subplots(1, max(len(drawn), 1), figsize=(3.4 * max(len(drawn), 1) + 0.8, 4.2),
+                             sharex=True, sharey=True, squeeze=False,
+                             layout="constrained")  # fmt: skip
+    axes = axes[0]
     colours = _colours(arms)
-    for arm in arms:
+    eps = np.geomspace(summary["epsilon"].min(), summary["epsilon"].max(), 100)
+    reference = math(r"y_{+} / (e^{\varepsilon} - 1)") + " (MD's " + math(r"\alpha") + ")"
+    for ax, arm in zip(axes, drawn, strict=False):
         med = summary[(summary["arm"] == arm.name) & (summary["metric"] == "gamma_shape")]
         top = summary[(summary["arm"] == arm.name) & (summary["metric"] == "gamma_shape_max")]
-        if med.empty:
-            continue
         med, top = med.sort_values("epsilon"), top.sort_values("epsilon")
-        color, label = colours[arm.name], arm.title
-        ax.plot(med["epsilon"], med["median"], color=color, label=f"{label}: median")
-        ax.fill_between(med["epsilon"], med["lower"], med["upper"], color=color, alpha=0.15)
-        ax.plot(
-            top["epsilon"],
-            top["median"],
-            color=color,
-            linestyle="--",
-            linewidth=1,
-            label=f"{label}: max",
-        )
-    eps = np.geomspace(summary["epsilon"].min(), summary["epsilon"].max(), 100)
-    ax.plot(eps, total / np.expm1(eps), color="black", linestyle=":", label="y. / (e^eps - 1)")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("epsilon")
-    ax.set_ylabel("gamma shape a")
-    ax.legend(fontsize=7)
-    ax.set_title(f"Prior informativeness a across strata: {title}")
-    fig.tight_layout()
+        color = colours[arm.name]
+        ax.fill_between(med["epsilon"], med["lower"], med["upper"], color=color, alpha=0.25,
+                        lw=0, label="2.5-97.5% of strata")  # fmt: skip
+        ax.plot(med["epsilon"], med["median"], color=color, lw=1.8, label="median of strata")
+        ax.plot(top["epsilon"], top["median"], color=color, ls="--", lw=1.2,
+                label="largest across strata")  # fmt: skip
+        ax.plot(eps, total / np.expm1(eps), color="black", ls=":", lw=1.2, label=reference)
+        log_axis(ax.xaxis)
+        log_axis(ax.yaxis)
+        ax.set_title(arm.title, color=color)
+        ax.set_xlabel(f"{EPSILON} (synthesis budget)")
+    axes[0].set_ylabel(f"gamma shape {math('a')} (log scale)")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=len(labels))
+    fig.suptitle(f"Prior informativeness {math('a')} across strata, per arm: {title}")
     return fig
 
 
 def prior_label(prior) -> str:
     """How a figure names a study's prior (:class:`dpsynth.study.definition.Prior`)."""
     if prior.source == "sanitised":
-        return f"prior: noisy statewide rates (eps_prior = {prior.epsilon:g})"
+        return f"prior: noisy statewide rates ({eps_equals(prior.epsilon, subscript='prior')})"
     if prior.source == "overall":
         return "prior: the overall rate"
     return f"prior: public rates ({prior.column})"

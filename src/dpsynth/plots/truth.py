@@ -6,7 +6,6 @@ import logging
 
 import pandas as pd
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
 
 from dpsynth.plots.maps import county_choropleth
 
@@ -19,7 +18,8 @@ SOURCE_LABELS = {"model": "modelled truth", "wonder": "smoothed observed rates"}
 def truth_map(counties, truth: pd.DataFrame, source: str) -> Figure:
     """Choropleth of ``truth``'s ``rate_per_100k`` on ``counties`` (a GeoDataFrame with
     ``fips``; a county without a rate is drawn as missing), log colour scale with plain
-    numbers; the title names the ``source`` (``truth.source``: model or wonder)."""
+    numbers (:data:`~dpsynth.plots.style.RATE_CMAP`); the title names the ``source``
+    (``truth.source``: model or wonder)."""
     if source not in SOURCE_LABELS:
         raise ValueError(f"truth.source must be one of {list(SOURCE_LABELS)}, got {source!r}")
     frame = counties.merge(
@@ -30,12 +30,7 @@ def truth_map(counties, truth: pd.DataFrame, source: str) -> Figure:
         frame,
         "rate_per_100k",
         title=f"True heart-disease death rates, ages 35-44, 1980 ({SOURCE_LABELS[source]})",
-        cmap="magma_r",
         norm="log",
         legend_label="deaths per 100,000 (log scale)",
     )
-    # plain numbers (20, 30, ..., 100) on the log colour bar instead of 2 x 10^1
-    plain = FuncFormatter(lambda value, _: f"{value:g}")
-    fig.axes[-1].yaxis.set_major_formatter(plain)
-    fig.axes[-1].yaxis.set_minor_formatter(plain)
     return fig

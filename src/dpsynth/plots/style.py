@@ -1,0 +1,229 @@
+"""The one style of every figure: its rcParams, the colour map of rates, log axes whose
+tick labels never run into each other, the symbols (epsilon, Delta) in mathtext, and the
+labels of the project's vocabulary (arms, mechanisms, calibration methods).
+
+Every plotting module draws through :func:`styled` (its figure functions are decorated)
+and takes its symbols and labels from here, so a figure never writes ``eps`` or a config
+key where a reader expects a symbol or words.
+"""
+
+from __future__ import annotations
+
+import functools
+from math import ceil, floor, log10
+
+import matplotlib as mpl
+import numpy as np
+from matplotlib.ticker import Formatter, Locator, NullFormatter
+
+#: The colour map of every rate (maps of rates, their colour bars): one map, so that the
+#: same colour means a high rate in every figure. Perceptually uniform and print-safe.
+RATE_CMAP = "viridis"
+
+#: rcParams of every figure (:func:`styled`): one type size per role, mathtext in the body
+#: font, no frame around legends.
+RC = {
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.labelsize": 9,
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "legend.fontsize": 8,
+    "legend.frameon": False,
+    "figure.titlesize": 11,
+    "mathtext.fontset": "dejavusans",
+    "axes.formatter.use_mathtext": True,
+    "image.cmap": RATE_CMAP,
+}
+
+
+def styled(function):
+    """Decorator: build the figure under :data:`RC` (the values are read as artists are
+    made, so the saved figure keeps them)."""
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        with mpl.rc_context(RC):
+            return function(*args, **kwargs)
+
+    return wrapper
+
+
+# ---- symbols ------------------------------------------------------------------------------
+EPSILON = r"$\varepsilon$"
+DELTA = r"$\Delta$"
+#: The privacy ratio's bounds, exp(+-epsilon).
+EXP_PM_EPSILON = r"$\exp(\pm\varepsilon)$"
+
+
+def eps_equals(value: float, fmt: str = "g", subscript: str = "") -> str:
+    """``$\\varepsilon = 1$`` (or ``$\\varepsilon_{prior} = 0.5$`` with ``subscript``)."""
+    sub = f"_{{\\mathrm{{{subscript}}}}}" if subscript else ""
+    return f"$\\varepsilon{sub} = {value:{fmt}}$"
+
+
+def delta_equals(value: float, fmt: str = ".2f") -> str:
+    """``$\\Delta = 3.54$``."""
+    return f"$\\Delta = {value:{fmt}}$"
+
+
+def math(text: str) -> str:
+    """``text`` (a formula in TeX notation) as mathtext."""
+    return f"${text}$"
+
+
+# ---- the project's vocabulary -----------------------------------------------------------
+MECHANISM_NAMES = {"md": "MD", "pg": "PG", "truncated": "Truncated PG"}
+METHOD_LABELS = {"paper": f"paper calibration, nominal {EPSILON}", "exact": "exact bivariate",
+                 "certified": "certified"}  # fmt: skip
+BASELINE_NAMES = {"geometric": "geometric output perturbation"}
+
+
+def human(key: str) -> str:
+    """A config key or column name as words: underscores become spaces."""
+    return str(key).replace("_", " ")
+
+
+def mechanism_title(mechanism: str, method: str | None) -> str:
+    """``Truncated PG (certified)``, from a mechanism and calibration method."""
+    if mechanism in BASELINE_NAMES:
+        return BASELINE_NAMES[mechanism].capitalize()
+    if mechanism == "md":
+        return "MD (exact alpha)"  # Quick (2021), eq 5: paper and certified are one calibration
+    return f"{MECHANISM_NAMES.get(mechanism, human(mechanism))} ({METHOD_LABELS[method]})"
+
+
+def arm_title(arm) -> str:
+    """An arm's legend (an :class:`~dpsynth.arms.Arm`): its config ``title`` where it has
+    one; else its mechanism and method (``Truncated PG (certified)``); an arm the config
+    named otherwise without a title reads as its name in words, then what it is
+    (``untruncated: PG (paper calibration, nominal eps)``), so no legend is a config key."""
+    from dpsynth.arms import Arm
+
+    if arm.title != arm.name:
+        return arm.title
+    what = mechanism_title(arm.mechanism, arm.method)
+    if arm.baseline or arm.name == Arm(arm.mechanism, arm.method).name:
+        return what
+    return f"{human(arm.name)}: {what}"
+
+
+# ---- log axes -----------------------------------------------------------------------------
+#: Mantissas tried within each decade, sparsest first.
+_MANTISSAS = ((1,), (1, 3), (1, 2, 5), (1, 2, 3, 5), (1, 2, 3, 4, 5, 6, 7, 8, 9))
+#: Room a label needs along its axis, beyond its own extent (in font sizes).
+_GAP = 0.8
+
+
+def plain_number(value: float) -> str:
+    """A tick value as a plain number, at most 4 significant digits: 0.01, 2, 1.15, 1000."""
+    if value == 0 or not np.isfinite(value):
+        return f"{value:g}"
+    text = f"{float(f'{value:.4g}'):f}".rstrip("0").rstrip(".")
+    return text if abs(value) < 1e6 else f"{value:.4g}"
+
+
+class PlainLogFormatter(Formatter):
+    """Log-axis tick labels as plain numbers (0.01, 2, 10), never 10^x or 2 x 10^0."""
+
+    def __call__(self, value, pos=None):
+        return plain_number(value)
+
+
+class PlainLogLocator(Locator):
+    """Major ticks of a log axis, as many as fit: over a decade or more, 1-2-5 style values
+    (the densest of 1; 1, 3; 1, 2, 5; 1, 2, 3, 5; 1 to 9 per decade, else every other
+    decade); within less than a decade, evenly spaced round values (0.8, 1, 1.2, 1.4 on a
+    ratio axis). A set fits when every two neighbouring labels, at the axis's tick label
+    size and at their places on the log scale, leave a gap between them; so labels never
+    run into each other."""
+
+    def __init__(self, minimum: int = 2):
+        self.minimum = minimum
+
+    def __call__(self):
+        vmin, vmax = self.axis.get_view_interval()
+        return self.tick_values(vmin, vmax)
+
+    def _room(self) -> tuple[float, float, bool]:
+        """(axis length in points, label font size in points, whether labels lie along the
+        axis: the x axis)."""
+        along = self.axis is None or self.axis.axis_name == "x"
+        axes = getattr(self.axis, "axes", None)
+        if axes is None or axes.figure is None:
+            return 300.0, 8.0, along
+        box = axes.get_position()
+        width, height = axes.figure.get_size_inches()
+        length = (box.width * width if along else box.height * height) * 72
+        size = self.axis.majorTicks[0].label1.get_fontsize()
+        return float(length), float(size), along
+
+    @staticmethod
+    def _fits(ticks, vmin, vmax, room) -> bool:
+        """Whether neighbouring labels of ``ticks`` keep a gap at their places."""
+        length, size, along = room
+        if len(ticks) < 2:
+            return True
+        places = length * (np.log(ticks) - np.log(vmin)) / (np.log(vmax) - np.log(vmin))
+        if along:  # half of each neighbour's width
+            extent = np.array([0.62 * len(plain_number(t)) * size for t in ticks])
+            need = (extent[1:] + extent[:-1]) / 2 + _GAP * size
+        else:  # one line of text
+            need = np.full(len(ticks) - 1, (1.2 + _GAP) * size)
+        return bool(np.all(np.diff(places) >= need))
+
+    def tick_values(self, vmin, vmax):
+        vmin, vmax = sorted((float(vmin), float(vmax)))
+        if not (np.isfinite(vmin) and np.isfinite(vmax)) or vmax <= 0:
+            return np.array([1.0, 10.0])
+        vmin = max(vmin, vmax * 1e-12)
+        if vmax <= vmin * (1 + 1e-9):
+            return np.array([vmin])
+        room = self._room()
+        if log10(vmax / vmin) >= 1:
+            low, high = floor(log10(vmin)), ceil(log10(vmax))
+            candidates = [[m * 10.0**k for k in range(low, high + 1) for m in mantissas]
+                          for mantissas in _MANTISSAS]  # fmt: skip
+        else:
+            candidates = [self._linear(vmin, vmax, nbins) for nbins in (1, 2, 3, 4, 5, 7, 9)]
+        candidates = [[t for t in ticks if vmin * (1 - 1e-9) <= t <= vmax * (1 + 1e-9)]
+                      for ticks in candidates]  # fmt: skip
+        best = next((c for c in candidates if len(c) >= self.minimum), candidates[-1])
+        for ticks in candidates:  # sparsest first: the densest that fits
+            if len(ticks) >= max(self.minimum, len(best)) and self._fits(ticks, vmin, vmax, room):
+                best = ticks
+        while len(best) > 2 and not self._fits(best, vmin, vmax, room):
+            best = best[::2]  # many decades on a short axis: every other one
+        return np.array(best)
+
+    @staticmethod
+    def _linear(vmin, vmax, nbins):
+        from matplotlib.ticker import MaxNLocator
+
+        ticks = MaxNLocator(nbins, steps=[1, 2, 5, 10]).tick_values(vmin, vmax)
+        return [float(f"{t:.12g}") for t in ticks if t > 0]
+
+
+def log_axis(axis) -> None:
+    """A log axis (``ax.xaxis`` or ``ax.yaxis``; the scale set to log if it is not) with
+    :class:`PlainLogLocator` ticks labelled by :class:`PlainLogFormatter` and unlabelled
+    minor ticks: plain numbers that never collide."""
+    from matplotlib.ticker import LogLocator
+
+    if axis.get_scale() != "log":
+        axis.axes.set_xscale("log") if axis.axis_name == "x" else axis.axes.set_yscale("log")
+    axis.set_major_locator(PlainLogLocator())
+    axis.set_major_formatter(PlainLogFormatter())
+    axis.set_minor_locator(LogLocator(subs="auto"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+#: The former name of :func:`log_axis`.
+plain_log_ticks = log_axis
+
+
+def colourbar_plain(colorbar) -> None:
+    """A colour bar on a log scale labelled with plain numbers that do not collide."""
+    axis = colorbar.ax.yaxis if colorbar.orientation == "vertical" else colorbar.ax.xaxis
+    if axis.get_scale() == "log":
+        log_axis(axis)

@@ -1,0 +1,353 @@
+"""Every figure family drawn through the library's plot functions from small synthetic
+inputs, then read back as a reviewer would (issue #28, the figures): log-axis tick labels
+that do not run into each other (their rendered boxes), a y label on every data axes that
+shows y tick labels, titles in words (no config key's underscore outside mathtext), one
+colour map for rates, and whole-number distributions drawn as steps, not violins."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import geopandas as gpd
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import PolyCollection
+from shapely.geometry import box
+
+from dpsynth.arms import Arm
+from dpsynth.plots import pseudo_posterior, study, study1, study2
+from dpsynth.plots.maps import county_choropleth
+from dpsynth.plots.truth import truth_map
+from dpsynth.study.measures import DISPARITY, KINDS, MEASURES, Measure
+
+REPO = Path(__file__).resolve().parents[1]
+#: The colour map every rate is drawn in (dpsynth.plots.style.RATE_CMAP).
+RATE_CMAP = "viridis"
+#: The default run's grids: where the old figures' labels collided.
+STUDY_EPSILONS = np.geomspace(0.01, 100, 25)
+STUDY2_EPSILONS = np.geomspace(0.01, 4, 20)
+STUDY2_ARMS = [
+    Arm("pg", "paper", name="untruncated", title="Untruncated PG (paper eq 6)"),
+    Arm("truncated", "paper", name="truncated_paper", title="Truncated PG, paper eq 13"),
+    Arm("truncated", "certified", name="truncated_certified", title="Truncated PG, certified"),
+]
+RNG_SEED = 28
+
+
+# ---- what a reviewer checks -----------------------------------------------------------------
+def _overlaps(boxes) -> list[tuple[int, int]]:
+    return [(i, j) for i in range(len(boxes)) for j in range(i + 1, len(boxes))
+            if boxes[i].overlaps(boxes[j])]  # fmt: skip
+
+
+def tick_label_boxes(axis, renderer):
+    """The rendered boxes and texts of an axis's visible, non-empty tick labels (major and
+    minor) within its view."""
+    lo, hi = sorted(axis.get_view_interval())
+    found = []
+    for tick in [*axis.get_major_ticks(), *axis.get_minor_ticks()]:
+        label = tick.label1
+        if not (tick.get_visible() and label.get_visible() and label.get_text()):
+            continue
+        if not lo * (1 - 1e-9) <= tick.get_loc() <= hi * (1 + 1e-9):
+            continue
+        found.append((label.get_window_extent(renderer), label.get_text()))
+    return found
+
+
+def is_data_axes(ax) -> bool:
+    """A plotting axes: visible, with ticks, not a colour bar or a map (no frame)."""
+    if not ax.get_visible() or ax.get_label() == "<colorbar>" or not ax.axison:
+        return False
+    return bool(len(ax.get_xticks()) and len(ax.get_yticks()))
+
+
+def unmath(text: str) -> str:
+    """``text`` without its mathtext ($...$) parts."""
+    return re.sub(r"\$[^$]*\$", "", text)
+
+
+def problems(fig) -> list[str]:
+    """What a reviewer would flag in ``fig``, drawn."""
+    if not hasattr(fig.canvas, "get_renderer"):  # a Figure built without pyplot
+        FigureCanvasAgg(fig)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    found = []
+    texts = [fig._suptitle.get_text() if fig._suptitle else ""]
+    for k, ax in enumerate(fig.axes):
+        texts += [ax.get_title(loc) for loc in ("left", "center", "right")]
+        if not is_data_axes(ax):
+            continue
+        for axis in (ax.xaxis, ax.yaxis):
+            labelled = tick_label_boxes(axis, renderer)
+            boxes = [b for b, _ in labelled]
+            for i, j in _overlaps(boxes):
+                found.append(f"axes {k} ({ax.get_title()!r}): {axis.axis_name} tick labels "
+                             f"{labelled[i][1]!r} and {labelled[j][1]!r} overlap")  # fmt: skip
+            if axis.get_scale() == "log":
+                for _, text in labelled:
+                    if re.search(r"10\^|\\times|\\mathdefault\{10", text):
+                        found.append(f"axes {k}: log tick label {text!r} is no plain number")
+        if tick_label_boxes(ax.yaxis, renderer) and not ax.get_ylabel().strip():
+            found.append(f"axes {k} ({ax.get_title()!r}) shows y values but has no y label")
+    title = fig._suptitle.get_window_extent(renderer) if fig._suptitle else None
+    for legend in fig.legends:  # a figure's legend covers neither the title nor a panel
+        where = legend.get_window_extent(renderer)
+        if title is not None and where.overlaps(title):
+            found.append("the figure's legend covers its title")
+        for k, ax in enumerate(fig.axes):
+            if is_data_axes(ax) and where.overlaps(ax.get_window_extent(renderer)):
+                found.append(f"the figure's legend covers axes {k} ({ax.get_title()!r})")
+    for text in texts:
+        if "_" in unmath(text):
+            found.append(f"title {text!r} holds an underscore (a config key, not words)")
+        if re.search(r"\beps\b|\bDelta\b|exp\(\+-", unmath(text)):
+            found.append(f"title {text!r} writes a symbol in plain text")
+    return found
+
+
+def rate_colour_maps(fig) -> set[str]:
+    """The colour maps of every mapped artist (maps, colour bars) of ``fig``."""
+    names = set()
+    for ax in fig.axes:
+        for artist in [*ax.collections, *ax.images]:
+            cmap = getattr(artist, "cmap", None)
+            if cmap is not None and artist.get_array() is not None:
+                names.add(cmap.name)
+    return names
+
+
+def assert_clean(fig):
+    try:
+        found = problems(fig)
+        assert not found, "\n".join(found)
+    finally:
+        plt.close(fig)
+
+
+# ---- small synthetic inputs -------------------------------------------------------------------
+def band_rows(rng, arms, metrics, epsilons, centre=1.2, **extra) -> pd.DataFrame:
+    rows = []
+    for arm in arms:
+        for metric in metrics:
+            for eps in epsilons:
+                spread = 0.3 / (1 + eps)
+                median = centre * (1 + rng.normal(0, 0.02))
+                rows.append(dict(arm=arm, metric=metric, epsilon=eps, median=median,
+                                 lower=median - spread, upper=median + spread,
+                                 truth=centre, prior=centre * 0.9, **extra))  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def measure_list():
+    ratio = Measure(DISPARITY + "urban_rural", "Urban / rural counties", "rate ratio",
+                    KINDS["ratio"], lambda *a: None)  # fmt: skip
+    return (*MEASURES, ratio)
+
+
+def study_inputs(rng):
+    arms = [Arm("md", "paper"), Arm("pg", "paper", "untruncated"), Arm("truncated", "certified")]
+    measures = measure_list()
+    frames = []
+    for m in measures:
+        centre = {"rmse": 300.0, "rank_correlation": 0.6}.get(m.name, 1.3)
+        frame = band_rows(rng, [a.name for a in arms], [m.name], STUDY_EPSILONS, centre)
+        if m.name == "rmse":  # errors span decades
+            scale = 1 + 3000 / STUDY_EPSILONS[np.arange(len(frame)) % len(STUDY_EPSILONS)]
+            frame[["median", "lower", "upper"]] *= scale[:, None]
+        frames.append(frame)
+    summary = pd.concat(frames, ignore_index=True)
+    by_name = {a.name: a for a in arms}
+    summary["mechanism"] = summary["arm"].map(lambda n: by_name[n].mechanism)
+    summary["method"] = summary["arm"].map(lambda n: by_name[n].method)
+    summary["reference"] = summary["truth"] * 1.02
+    summary["truth_in_bounds"] = summary["truth"]
+    guide = pd.DataFrame([
+        dict(study="s", arm=a.name, measure=m.name, verdict=verdict, epsilon=eps,
+             epsilon_privacy=eps, epsilon_prior=0.5, tolerance=0.05, within_low=0.9,
+             within_high=1.5, outside_bounds_share=0.01 if a.mechanism == "truncated" else 0.0)
+        for a in arms for m, (verdict, eps) in zip(
+            measures, [("met", 2.0), ("synthesis_loses", np.nan), ("prior_keeps", 0.3)],
+            strict=True)
+    ])  # fmt: skip
+    return summary, guide, measures, arms
+
+
+def study1_summary(rng, age_group=None) -> pd.DataFrame:
+    arms = ["md", "pg_national", "pg_state", "pg_state_certified"]
+    frames = [band_rows(rng, arms, ["rmse"], STUDY_EPSILONS, 0.0).assign(scenario=s)
+              for s in (1, 2, 3, 4)]  # fmt: skip
+    for frame in frames:
+        frame[["median", "lower", "upper"]] = 50 / np.sqrt(frame[["epsilon"]].to_numpy()) * [
+            1, 0.8, 1.25]  # fmt: skip
+    metrics = ["rate_urban", "rate_rural", "rate_nm", "rate_ny"]
+    frames.append(band_rows(rng, arms, metrics, STUDY_EPSILONS, 45.0).assign(scenario=4))
+    frames.append(band_rows(rng, ["truth"], metrics, [np.nan], 45.0).assign(scenario=4))
+    summary = pd.concat(frames, ignore_index=True)
+    return summary if age_group is None else summary.assign(age_group=age_group)
+
+
+def study2_summary(rng) -> pd.DataFrame:
+    names = [a.name for a in STUDY2_ARMS]
+    ratios = band_rows(rng, names, ["disparity:a", "disparity:b"], STUDY2_EPSILONS, 1.3)
+    shapes = band_rows(rng, names, ["gamma_shape", "gamma_shape_max"], STUDY2_EPSILONS, 1.0)
+    scale = 5000 / np.expm1(shapes["epsilon"].to_numpy())
+    shapes[["median", "upper"]] *= scale[:, None]
+    shapes["lower"] = 1e-3
+    return pd.concat([ratios, shapes], ignore_index=True)
+
+
+def squares(key: str, codes, crs="EPSG:4326") -> gpd.GeoDataFrame:
+    return gpd.GeoDataFrame({key: list(codes), "state": ["A", "B"] * (len(codes) // 2)},
+                            geometry=[box(-100 + k, 35, -99 + k, 36) for k in range(len(codes))],
+                            crs=crs)  # fmt: skip
+
+
+def pseudo_posterior_tables(rng) -> dict[str, pd.DataFrame]:
+    names = ["unweighted", "LW", "CW", "SW", "LW_final", "CW_final"]
+    records = pd.concat([
+        pd.DataFrame({"synthesizer": n, "lipschitz": rng.gamma(2, 1, 200),
+                      "weight": np.full(200, 0.39) if n == "SW" else rng.beta(5, 1, 200)})
+        for n in names])  # fmt: skip
+    summary = pd.DataFrame({"synthesizer": names, "delta": [9.0, 3.5, 3.5, 3.6, 3.5, 3.5]})
+    centres = {"q15": 4, "q90": 60, "mean": 30, "median": 25}
+    utility = pd.concat([pd.DataFrame({"synthesizer": n, **{
+        s: rng.poisson(lam, 20).astype(float) for s, lam in centres.items()}})
+        for n in ["data", *names]])  # fmt: skip
+    posterior = pd.concat([pd.DataFrame({"synthesizer": n, "mu": rng.normal(100, 2, 300)})
+                           for n in names])  # fmt: skip
+    synthetic = pd.concat([pd.DataFrame({"synthesizer": n, "value": rng.poisson(100, 200)})
+                           for n in ["data", *names]])  # fmt: skip
+    tables = dict(records=records, summary=summary, utility=utility, posterior=posterior,
+                  synthetic=synthetic)  # fmt: skip
+    return {k: v.assign(dataset="poisson") for k, v in tables.items()}
+
+
+# ---- each family ---------------------------------------------------------------------------
+def test_the_study_stage_figures():
+    rng = np.random.default_rng(RNG_SEED)
+    summary, guide, measures, arms = study_inputs(rng)
+    assert_clean(study.figure_measures(summary, guide, measures, arms, "s", adjusted=True))
+    assert_clean(study.figure_guide(guide, measures, arms, STUDY_EPSILONS, "s"))
+
+
+def test_study1_figures():
+    rng = np.random.default_rng(RNG_SEED)
+    assert_clean(study1.figure_rmse(study1_summary(rng)))
+    fig = study1.figure_disparities(study1_summary(rng), arms=["md", "pg_state"])
+    letters = [re.match(r"\((\w)\)", ax.get_title()).group(1) for ax in fig.axes]
+    assert len(set(letters)) == len(letters), f"panel letters repeat: {letters}"
+    assert_clean(fig)
+    older = pd.concat([study1_summary(rng, g) for g in ("45-54", "85+")], ignore_index=True)
+    assert_clean(study1.figure_appendix_rmse(older))
+    assert_clean(study1.figure_appendix_disparities(older))
+
+
+def test_study2_figures():
+    rng = np.random.default_rng(RNG_SEED)
+    summary = study2_summary(rng)
+    fig = study2.figure_disparities(summary, ["disparity:a", "disparity:b"], ["(a) a", "(b) b"],
+                                    STUDY2_ARMS, STUDY2_ARMS[1], "a study", "prior: public",
+                                    "Disparities")  # fmt: skip
+    assert_clean(fig)
+    fig = study2.figure_shapes(summary, 5000, STUDY2_ARMS, "a study")
+    legend = fig.legends[0].get_window_extent(fig.canvas.get_renderer())
+    for ax in fig.axes:  # the legend covers no panel
+        assert not legend.overlaps(ax.get_window_extent(fig.canvas.get_renderer()))
+    assert_clean(fig)
+    strata = pd.DataFrame({"sex": ["f", "m"] * 20, "age": np.repeat(range(20), 2),
+                           "cases": rng.poisson(30, 40), "population": rng.integers(1e4, 1e6, 40),
+                           "prior_rate": rng.uniform(1e-5, 1e-3, 40)})  # fmt: skip
+    assert_clean(study2.figure_prior(strata, ["sex", "age"], "a study", "prior: public"))
+    areas = [f"c{k}" for k in range(12)]
+    truth = rng.uniform(40, 90, len(areas))
+    area_rates = pd.concat([
+        pd.DataFrame({"arm": "truth", "epsilon": np.nan, "area": areas, "rate": truth}),
+        pd.DataFrame({"arm": "prior", "epsilon": np.nan, "area": areas, "rate": truth * 0.9}),
+        *[pd.DataFrame({"arm": a.name, "epsilon": eps, "area": areas,
+                        "rate": truth * rng.uniform(0.8, 1.2, len(areas))})
+          for a in STUDY2_ARMS for eps in (1.0, 4.0)]])  # fmt: skip
+    assert_clean(study2.figure_county_rates(area_rates, [1.0, 4.0], STUDY2_ARMS, STUDY2_ARMS[1],
+                                            "a study"))  # fmt: skip
+    fig = study2.figure_maps(squares("county", areas), area_rates, 1.0, STUDY2_ARMS[1], "a study")
+    assert rate_colour_maps(fig) == {RATE_CMAP}
+    assert_clean(fig)
+
+
+def test_the_toy_writes_symbols_and_plain_ratios():
+    arms = [*STUDY2_ARMS, Arm("truncated", "exact", title="Truncated PG, exact bivariate")]
+    fig = study2.figure_toy(100, (15, 85), 1.0, 10, 1e-4, arms)
+    ratio_axis = fig.axes[0].yaxis
+    assert ratio_axis.get_scale() == "log"
+    assert "$" in fig.axes[0].get_title() and "$" in fig._suptitle.get_text()
+    assert_clean(fig)
+
+
+@pytest.mark.parametrize("kind", sorted(pseudo_posterior.FIGURES))
+def test_pseudo_posterior_figures(kind):
+    fig = pseudo_posterior.dataset_figure(kind, pseudo_posterior_tables(np.random.default_rng(1)),
+                                          "poisson")  # fmt: skip
+    filled = [c for ax in fig.axes for c in ax.collections if isinstance(c, PolyCollection)]
+    assert not filled, "a distribution is drawn as a violin (a smoothed density)"
+    assert_clean(fig)
+
+
+def test_whole_numbers_are_drawn_as_steps_at_whole_numbers_and_one_value_as_one_step():
+    tables = pseudo_posterior_tables(np.random.default_rng(1))
+    fig = pseudo_posterior.dataset_figure("synthetic", tables, "poisson")
+    steps = [line for line in fig.axes[0].get_lines() if line.get_drawstyle().startswith("steps")]
+    assert len(steps) == 7  # the data and six synthesizers
+    for line in steps:
+        x = np.asarray(line.get_xdata(), dtype=float)
+        x = x[np.isfinite(x)]
+        assert np.array_equal(x, np.round(x)), f"{line.get_label()}: a step between whole numbers"
+    plt.close(fig)
+    fig = pseudo_posterior.dataset_figure("weights", tables, "poisson")
+    (sw,) = [line for line in fig.axes[0].get_lines() if line.get_label().startswith("SW")]
+    y = np.asarray(sw.get_ydata(), dtype=float)
+    assert np.nanmin(y) == 0 and np.nanmax(y) == 1, "SW's single weight collapses to nothing"
+    plt.close(fig)
+
+
+def test_maps_of_rates_use_one_colour_map():
+    rng = np.random.default_rng(RNG_SEED)
+    codes = [f"{k:05d}" for k in range(1, 9)]
+    truth = pd.DataFrame({"fips": codes, "rate_per_100k": rng.uniform(10, 90, len(codes))})
+    fig = truth_map(squares("fips", codes), truth, "model")
+    assert rate_colour_maps(fig) == {RATE_CMAP}
+    assert_clean(fig)
+    frame = squares("fips", codes).assign(rate=rng.uniform(10, 90, len(codes)))
+    fig = county_choropleth(frame, "rate", legend_label="cases per 100,000")
+    assert rate_colour_maps(fig) == {RATE_CMAP}
+    plt.close(fig)
+    arms = [Arm("md", "paper"), Arm("truncated", "certified")]
+    rates = [("truth", np.nan, c, r) for c, r in zip(codes, truth["rate_per_100k"], strict=True)]
+    rates += [(a.name, e, c, rng.uniform(10, 90)) for a in arms for e in (1.0, 10.0) for c in codes]
+    area_rates = pd.DataFrame(rates, columns=["arm", "epsilon", "area", "rate"])
+    fig = study.figure_maps(squares("code", codes), "code", area_rates, arms, [1.0, 10.0], "s",
+                            outline="state")  # fmt: skip
+    assert rate_colour_maps(fig) == {RATE_CMAP}
+    assert_clean(fig)
+
+
+def test_no_plot_module_or_script_names_another_colour_map():
+    """Colour maps are named only in the style module: every other plot module and script
+    takes the rate colour map from it."""
+    named = re.compile(r"cmap\s*=\s*[\"']|plt\.cm\.(?!ScalarMappable|tab10)\w+")
+    files = [*(REPO / "src/dpsynth/plots").glob("*.py"), *(REPO / "workflow/scripts").glob("*.py")]
+    offenders = [f"{path.name}: {match.group(0)}" for path in files if path.name != "style.py"
+                 for match in named.finditer(path.read_text())]  # fmt: skip
+    assert not offenders, offenders
+
+
+def test_the_style_module_is_the_only_log_tick_formatter():
+    """One implementation of log-axis ticks: no plot module writes its own formatter."""
+    own = re.compile(r"FuncFormatter|LogFormatter|set_(major|minor)_formatter")
+    files = [p for p in (REPO / "src/dpsynth/plots").glob("*.py") if p.name != "style.py"]
+    offenders = [p.name for p in files if own.search(p.read_text())]
+    assert not offenders, offenders
