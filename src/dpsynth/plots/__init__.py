@@ -1,1 +1,2 @@
-"""Figures and maps (matplotlib/seaborn/geopandas); every function returns a Figure."""
+"""Figures and maps (matplotlib/geopandas); every function returns a Figure, styled by
+:mod:`dpsynth.plots.style`."""

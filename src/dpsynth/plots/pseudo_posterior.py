@@ -75,7 +75,7 @@ def _heading(fig: Figure, dataset: str, what: str, summary: pd.DataFrame) -> Non
     line = (f"each synthesizer is {EPSILON}-DP with {EPSILON_2_DELTA}, {DELTA} its overall "
             "Lipschitz bound")  # fmt: skip
     if "LW" in own.index:
-        line += f"; weighted ones tuned to LW's {delta_equals(float(own.at['LW', 'delta']))}"
+        line += f";\nweighted ones tuned to LW's {delta_equals(float(own.at['LW', 'delta']))}"
     fig.suptitle(f"{dataset_title(dataset)}: {what}\n{line}", fontsize=10)
 
 
@@ -99,8 +99,9 @@ def _distributions(ax, groups: list[np.ndarray], labels: list[str], epsilons=Non
 
 
 def _legend(fig: Figure, ax) -> None:
-    """One legend for the figure, right of the panels: it covers no line."""
-    fig.legend(*ax.get_legend_handles_labels(), loc="outside right center", fontsize=8)
+    """One legend for the figure, below the panels: it covers no line and no title."""
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 4), fontsize=8)
 
 
 def _one(frame: pd.DataFrame, dataset: str) -> pd.DataFrame:
