@@ -115,20 +115,30 @@ def test_compiled_build_stores_the_sequential_tree_bit_for_bit(mechanism, n_cell
     assert sampler.rounding_bound == pytest.approx(expected, rel=1e-12)
 
 
-def test_one_thread_and_every_thread_build_the_same_tree():
+def test_serial_and_parallel_builds_store_the_same_tree(monkeypatch):
+    """Small tables are built in one thread, large ones on every core: the same tree."""
+    from dpsynth.sampling import conditioned
+
     counts, cal = national_like("truncated", 5_000, 7)
+    monkeypatch.setattr(conditioned, "_PARALLEL_CELLS", 10**9)
+    serial = ConditionedSampler(counts, cal, tail=1e-16, release=True)
+    monkeypatch.setattr(conditioned, "_PARALLEL_CELLS", 0)
     threads = numba.get_num_threads()
+    builds = [ConditionedSampler(counts, cal, tail=1e-16, release=True)]
     try:
         numba.set_num_threads(1)
-        one = ConditionedSampler(counts, cal, tail=1e-16, release=True)
+        builds.append(ConditionedSampler(counts, cal, tail=1e-16, release=True))
     finally:
         numba.set_num_threads(threads)
-    every = ConditionedSampler(counts, cal, tail=1e-16, release=True)
-    assert np.array_equal(one._values, every._values)
-    assert np.array_equal(one._values_lo, every._values_lo)
-    assert (one.cut_bound, one.rounding_bound) == (every.cut_bound, every.rounding_bound)
-    rng_one, rng_every = np.random.default_rng(3), np.random.default_rng(3)
-    assert np.array_equal(one.draw(4, rng_one), every.draw(4, rng_every))
+    for parallel in builds:
+        assert np.array_equal(serial._values, parallel._values)
+        assert np.array_equal(serial._values_lo, parallel._values_lo)
+        assert (serial.cut_bound, serial.rounding_bound) == (
+            parallel.cut_bound,
+            parallel.rounding_bound,
+        )
+        rng_serial, rng_parallel = np.random.default_rng(3), np.random.default_rng(3)
+        assert np.array_equal(serial.draw(4, rng_serial), parallel.draw(4, rng_parallel))
 
 
 def test_progress_is_reported_from_zero_to_one():

@@ -138,6 +138,8 @@ _DIRECT_CONVOLVE = 128
 #: Relative allowance on the release-mode bound for its double-precision bookkeeping of
 #: masses (logs and sums of the node masses; their error is below 1e-9, module docstring).
 _BOOKKEEPING_SLACK = 1e-6
+#: Release trees of at least this many cells are built on every core numba has.
+_PARALLEL_CELLS = 20_000
 #: Tails tried in turn by :func:`release_sampler`; 0 keeps every entry above the floor of
 #: 2^-400 times its node's largest (``tree_draw.FLOOR_BITS``).
 RELEASE_TAILS = (1e-16, 1e-24, 1e-32, 1e-48, 1e-64, 1e-80, 1e-96, 0.0)
@@ -608,10 +610,12 @@ class ConditionedSampler:
             lo_w, hi_w = np.zeros(n_cells, np.int64), np.full(n_cells, total, np.int64)
 
         log2 = float(np.log(2.0))
-        n_blocks = max(1, min(numba.get_num_threads(), n_cells // 64 + 1))
+        # every core for a large table; one thread for a small one, which would spend more
+        # starting the threads (and loading their code) than they save
+        parallel = n_cells >= _PARALLEL_CELLS and numba.get_num_threads() > 1
         (leaf_hi, leaf_lo, lengths, first, n_walk, log_cut, log_total, log_rescale, best,
          remainder) = tb.build_leaves(
-            lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, float(tail), n_blocks
+            lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, float(tail), parallel
         )  # fmt: skip
         # the unwalked tail counts twice its geometric bound
         unwalked = remainder > -np.inf
@@ -670,17 +674,17 @@ class ConditionedSampler:
                 conv_lo = np.empty(conv_hi.size)
                 tb.convolve_level(
                     cur_hi, cur_lo, starts, cur_lengths, lefts, rights,
-                    out_starts, out_lengths, conv_hi, conv_lo,
+                    out_starts, out_lengths, conv_hi, conv_lo, parallel,
                 )  # fmt: skip
                 cut_first, cut_last, node_cut, node_rescale = tb.trim_level(
-                    conv_hi, conv_lo, out_starts, out_lengths, float(tail), True
+                    conv_hi, conv_lo, out_starts, out_lengths, float(tail), True, parallel
                 )
                 new_lengths = cut_last - cut_first + 1
                 new_starts = np.concatenate([[0], np.cumsum(new_lengths)[:-1]]).astype(np.int64)
                 new_hi = np.empty(int(new_lengths.sum()))
                 new_lo = np.empty(new_hi.size)
                 tb.gather(conv_hi, conv_lo, out_starts + cut_first, new_lengths,
-                          new_hi, new_lo, new_starts)  # fmt: skip
+                          new_hi, new_lo, new_starts, parallel)  # fmt: skip
                 del conv_hi, conv_lo
                 new_offsets = offset + cut_first
                 new_scale = scale + node_rescale

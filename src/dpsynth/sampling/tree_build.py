@@ -37,153 +37,220 @@ CACHE = compile_cache.available(__file__)
 CHUNK = 2048
 
 
+@numba.njit(cache=CACHE)
+def _leaf_block(block, n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, results, store,
+                starts, lengths, values_hi, values_lo):  # fmt: skip
+    """Walk and trim the leaves of one block of cells: record their results (first pass)
+    or copy their kept entries to ``values`` at ``starts`` (second pass, ``store``)."""
+    n = lo_w.size
+    begin = block * n // n_blocks
+    end = (block + 1) * n // n_blocks
+    size = 1
+    for k in range(begin, end):
+        size = max(size, hi_w[k] - lo_w[k] + 1)
+    buf_hi = np.empty(size)
+    buf_lo = np.empty(size)
+    buf_exp = np.zeros(size, np.int64)
+    for k in range(begin, end):
+        walked, rest = leaf_walk(
+            lo_w[k], hi_w[k], s_hi[k], s_lo[k], rho_hi[k], rho_lo[k], buf_hi, buf_lo, buf_exp
+        )
+        first, last, log_cut, log_total, log_rescale, best = trim_dd(
+            buf_hi, buf_lo, buf_exp, walked, tail, True
+        )
+        if store:
+            for i in range(lengths[k]):
+                values_hi[starts[k] + i] = buf_hi[first + i]
+                values_lo[starts[k] + i] = buf_lo[first + i]
+        else:
+            results[0, k] = first
+            results[1, k] = last
+            results[2, k] = walked
+            results[3, k] = log_cut
+            results[4, k] = log_total
+            results[5, k] = log_rescale
+            results[6, k] = best
+            results[7, k] = rest
+
+
+@numba.njit(cache=CACHE)
+def _convolve_item(item, item_start, values_hi, values_lo, starts, lengths, lefts, rights,
+                   out_starts, out_lengths, out_hi, out_lo):  # fmt: skip
+    """One chunk of :func:`convolve_level`'s output entries."""
+    p = np.searchsorted(item_start, item, side="right") - 1
+    s0 = (item - item_start[p]) * CHUNK
+    s1 = min(s0 + CHUNK, out_lengths[p])
+    base = out_starts[p]
+    for s in range(s0, s1):
+        out_hi[base + s] = 0.0
+        out_lo[base + s] = 0.0
+    a0 = starts[lefts[p]]
+    na = lengths[lefts[p]]
+    b0 = starts[rights[p]]
+    nb = lengths[rights[p]]
+    for m in range(min(na, s1)):
+        a_hi = values_hi[a0 + m]
+        a_lo = values_lo[a0 + m]
+        j0 = max(0, s0 - m)
+        j1 = min(nb, s1 - m)
+        if j1 <= j0:
+            continue
+        # contiguous views: the loop below then runs in SIMD lanes (index arithmetic on
+        # the flat arrays keeps LLVM from vectorising it, 4-5 times slower)
+        b_hi = values_hi[b0 + j0 : b0 + j1]
+        b_lo = values_lo[b0 + j0 : b0 + j1]
+        o_hi = out_hi[base + m + j0 : base + m + j1]
+        o_lo = out_lo[base + m + j0 : base + m + j1]
+        for j in range(j1 - j0):
+            p_hi, p_lo = dd_mul(a_hi, a_lo, b_hi[j], b_lo[j])
+            o_hi[j], o_lo[j] = dd_add(o_hi[j], o_lo[j], p_hi, p_lo)
+
+
+@numba.njit(cache=CACHE)
+def _items(out_lengths):
+    """Cumulative count of :data:`CHUNK`-entry work items per pair."""
+    item_start = np.zeros(out_lengths.size + 1, np.int64)
+    for p in range(out_lengths.size):
+        item_start[p + 1] = item_start[p] + (out_lengths[p] + CHUNK - 1) // CHUNK
+    return item_start
+
+
 @numba.njit(cache=CACHE, parallel=True)
-def build_leaves(lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, n_blocks):
+def _leaves_parallel(n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, results, store,
+                     starts, lengths, values_hi, values_lo):  # fmt: skip
+    for block in numba.prange(n_blocks):
+        _leaf_block(block, n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, results,
+                    store, starts, lengths, values_hi, values_lo)  # fmt: skip
+
+
+@numba.njit(cache=CACHE)
+def _leaves_serial(n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, results, store,
+                   starts, lengths, values_hi, values_lo):  # fmt: skip
+    for block in range(n_blocks):
+        _leaf_block(block, n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, results,
+                    store, starts, lengths, values_hi, values_lo)  # fmt: skip
+
+
+@numba.njit(cache=CACHE, parallel=True)
+def _convolve_parallel(values_hi, values_lo, starts, lengths, lefts, rights, out_starts,
+                       out_lengths, out_hi, out_lo):  # fmt: skip
+    item_start = _items(out_lengths)
+    for item in numba.prange(item_start[-1]):
+        _convolve_item(item, item_start, values_hi, values_lo, starts, lengths, lefts, rights,
+                       out_starts, out_lengths, out_hi, out_lo)  # fmt: skip
+
+
+@numba.njit(cache=CACHE)
+def _convolve_serial(values_hi, values_lo, starts, lengths, lefts, rights, out_starts,
+                     out_lengths, out_hi, out_lo):  # fmt: skip
+    item_start = _items(out_lengths)
+    for item in range(item_start[-1]):
+        _convolve_item(item, item_start, values_hi, values_lo, starts, lengths, lefts, rights,
+                       out_starts, out_lengths, out_hi, out_lo)  # fmt: skip
+
+
+@numba.njit(cache=CACHE)
+def _trim_one(p, out_hi, out_lo, out_starts, out_lengths, tail, trim, zeros, results):
+    a = out_starts[p]
+    b = a + out_lengths[p]
+    first, last, log_cut, _, log_rescale, _ = trim_dd(
+        out_hi[a:b], out_lo[a:b], zeros, out_lengths[p], tail, trim
+    )
+    results[0, p] = first
+    results[1, p] = last
+    results[2, p] = log_cut
+    results[3, p] = log_rescale
+
+
+@numba.njit(cache=CACHE, parallel=True)
+def _trim_parallel(out_hi, out_lo, out_starts, out_lengths, tail, trim, zeros, results):
+    for p in numba.prange(out_starts.size):
+        _trim_one(p, out_hi, out_lo, out_starts, out_lengths, tail, trim, zeros, results)
+
+
+@numba.njit(cache=CACHE)
+def _trim_serial(out_hi, out_lo, out_starts, out_lengths, tail, trim, zeros, results):
+    for p in range(out_starts.size):
+        _trim_one(p, out_hi, out_lo, out_starts, out_lengths, tail, trim, zeros, results)
+
+
+@numba.njit(cache=CACHE, parallel=True)
+def _gather_parallel(source_hi, source_lo, starts, lengths, out_hi, out_lo, out_starts):
+    for p in numba.prange(starts.size):
+        for i in range(lengths[p]):
+            out_hi[out_starts[p] + i] = source_hi[starts[p] + i]
+            out_lo[out_starts[p] + i] = source_lo[starts[p] + i]
+
+
+@numba.njit(cache=CACHE)
+def _gather_serial(source_hi, source_lo, starts, lengths, out_hi, out_lo, out_starts):
+    for p in range(starts.size):
+        for i in range(lengths[p]):
+            out_hi[out_starts[p] + i] = source_hi[starts[p] + i]
+            out_lo[out_starts[p] + i] = source_lo[starts[p] + i]
+
+
+def build_leaves(lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, parallel):
     """Every leaf of the release tree, walked and trimmed, stored one after another.
 
     Returns (values_hi, values_lo, lengths, first, n_walk, log_cut, log_total, log_rescale,
     best, remainder): the kept entries of cell k are ``values[start_k : start_k +
     lengths[k]]`` (starts the cumulative lengths), its window begins ``first[k]`` entries
     after ``lo_w[k]``; the rest are :func:`~dpsynth.sampling.tree_draw.leaf_walk`'s and
-    :func:`~dpsynth.sampling.tree_draw.trim_dd`'s results for that cell.
+    :func:`~dpsynth.sampling.tree_draw.trim_dd`'s results for that cell. ``parallel``:
+    on every core numba has, the cells in blocks (else in one thread).
     """
     n = lo_w.size
-    first = np.empty(n, np.int64)
-    last = np.empty(n, np.int64)
-    n_walk = np.empty(n, np.int64)
-    log_cut = np.empty(n)
-    log_total = np.empty(n)
-    log_rescale = np.empty(n)
-    best = np.empty(n)
-    remainder = np.empty(n)
-    for block in numba.prange(n_blocks):
-        begin = block * n // n_blocks
-        end = (block + 1) * n // n_blocks
-        size = 1
-        for k in range(begin, end):
-            size = max(size, hi_w[k] - lo_w[k] + 1)
-        buf_hi = np.empty(size)
-        buf_lo = np.empty(size)
-        buf_exp = np.zeros(size, np.int64)
-        for k in range(begin, end):
-            walked, rest = leaf_walk(
-                lo_w[k], hi_w[k], s_hi[k], s_lo[k], rho_hi[k], rho_lo[k], buf_hi, buf_lo, buf_exp
-            )
-            f, la, lc, lt, lr, b = trim_dd(buf_hi, buf_lo, buf_exp, walked, tail, True)
-            first[k] = f
-            last[k] = la
-            n_walk[k] = walked
-            log_cut[k] = lc
-            log_total[k] = lt
-            log_rescale[k] = lr
-            best[k] = b
-            remainder[k] = rest
+    n_blocks = max(1, min(numba.get_num_threads(), n // 64 + 1)) if parallel else 1
+    run = _leaves_parallel if parallel else _leaves_serial
+    results = np.empty((8, n))
+    empty_i, empty_f = np.empty(0, np.int64), np.empty(0)
+    run(n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, results, False,
+        empty_i, empty_i, empty_f, empty_f)  # fmt: skip
+    first, last, n_walk = (results[i].astype(np.int64) for i in range(3))
     lengths = last - first + 1
-    starts = np.zeros(n, np.int64)
-    for k in range(1, n):
-        starts[k] = starts[k - 1] + lengths[k - 1]
-    size_all = starts[n - 1] + lengths[n - 1] if n > 0 else 0
-    values_hi = np.empty(size_all)
-    values_lo = np.empty(size_all)
-    for block in numba.prange(n_blocks):
-        begin = block * n // n_blocks
-        end = (block + 1) * n // n_blocks
-        size = 1
-        for k in range(begin, end):
-            size = max(size, hi_w[k] - lo_w[k] + 1)
-        buf_hi = np.empty(size)
-        buf_lo = np.empty(size)
-        buf_exp = np.zeros(size, np.int64)
-        for k in range(begin, end):
-            walked, _ = leaf_walk(
-                lo_w[k], hi_w[k], s_hi[k], s_lo[k], rho_hi[k], rho_lo[k], buf_hi, buf_lo, buf_exp
-            )
-            trim_dd(buf_hi, buf_lo, buf_exp, walked, tail, True)
-            for i in range(lengths[k]):
-                values_hi[starts[k] + i] = buf_hi[first[k] + i]
-                values_lo[starts[k] + i] = buf_lo[first[k] + i]
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    values_hi, values_lo = np.empty(int(lengths.sum())), np.empty(int(lengths.sum()))
+    run(n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, results, True,
+        starts, lengths, values_hi, values_lo)  # fmt: skip
+    log_cut, log_total, log_rescale, best, remainder = results[3:]
     return (
         values_hi, values_lo, lengths, first, n_walk, log_cut, log_total, log_rescale, best,
         remainder,
     )  # fmt: skip
 
 
-@numba.njit(cache=CACHE, parallel=True)
 def convolve_level(
-    values_hi, values_lo, starts, lengths, lefts, rights, out_starts, out_lengths, out_hi, out_lo
-):
+    values_hi, values_lo, starts, lengths, lefts, rights, out_starts, out_lengths, out_hi, out_lo,
+    parallel=True,
+):  # fmt: skip
     """Write the convolution of nodes ``lefts[p]`` and ``rights[p]`` (their first
     ``out_lengths[p]`` entries) at ``out_starts[p]`` in ``out_hi``/``out_lo``, for every p.
 
     Each output entry s is the sum over m, in increasing m, of the dd products
     left[m] * right[s - m] (a zero product adds exactly nothing), as
-    :func:`~dpsynth.sampling.tree_draw.convolve_dd` computes it.
+    :func:`~dpsynth.sampling.tree_draw.convolve_dd` computes it; chunks of :data:`CHUNK`
+    output entries run on every core when ``parallel``.
     """
-    n_pairs = lefts.size
-    item_start = np.zeros(n_pairs + 1, np.int64)
-    for p in range(n_pairs):
-        item_start[p + 1] = item_start[p] + (out_lengths[p] + CHUNK - 1) // CHUNK
-    for item in numba.prange(item_start[n_pairs]):
-        p = np.searchsorted(item_start, item, side="right") - 1
-        s0 = (item - item_start[p]) * CHUNK
-        s1 = min(s0 + CHUNK, out_lengths[p])
-        base = out_starts[p]
-        for s in range(s0, s1):
-            out_hi[base + s] = 0.0
-            out_lo[base + s] = 0.0
-        a0 = starts[lefts[p]]
-        na = lengths[lefts[p]]
-        b0 = starts[rights[p]]
-        nb = lengths[rights[p]]
-        for m in range(min(na, s1)):
-            a_hi = values_hi[a0 + m]
-            a_lo = values_lo[a0 + m]
-            j0 = max(0, s0 - m)
-            j1 = min(nb, s1 - m)
-            if j1 <= j0:
-                continue
-            # contiguous views: the loop below then runs in SIMD lanes (index arithmetic
-            # on the flat arrays keeps LLVM from vectorising it, 4-5 times slower)
-            b_hi = values_hi[b0 + j0 : b0 + j1]
-            b_lo = values_lo[b0 + j0 : b0 + j1]
-            o_hi = out_hi[base + m + j0 : base + m + j1]
-            o_lo = out_lo[base + m + j0 : base + m + j1]
-            for j in range(j1 - j0):
-                p_hi, p_lo = dd_mul(a_hi, a_lo, b_hi[j], b_lo[j])
-                o_hi[j], o_lo[j] = dd_add(o_hi[j], o_lo[j], p_hi, p_lo)
+    run = _convolve_parallel if parallel else _convolve_serial
+    run(values_hi, values_lo, starts, lengths, lefts, rights, out_starts, out_lengths,
+        out_hi, out_lo)  # fmt: skip
 
 
-@numba.njit(cache=CACHE, parallel=True)
-def trim_level(out_hi, out_lo, out_starts, out_lengths, tail, trim):
+def trim_level(out_hi, out_lo, out_starts, out_lengths, tail, trim, parallel=True):
     """:func:`~dpsynth.sampling.tree_draw.trim_dd` of every node written by
     :func:`convolve_level`, in place. Returns (first, last, log_cut, log_rescale)."""
-    n_pairs = out_starts.size
-    first = np.empty(n_pairs, np.int64)
-    last = np.empty(n_pairs, np.int64)
-    log_cut = np.empty(n_pairs)
-    log_rescale = np.empty(n_pairs)
-    longest = 1
-    for p in range(n_pairs):
-        longest = max(longest, out_lengths[p])
-    zeros = np.zeros(longest, np.int64)
-    for p in numba.prange(n_pairs):
-        a = out_starts[p]
-        b = a + out_lengths[p]
-        f, la, lc, _, lr, _ = trim_dd(out_hi[a:b], out_lo[a:b], zeros, out_lengths[p], tail, trim)
-        first[p] = f
-        last[p] = la
-        log_cut[p] = lc
-        log_rescale[p] = lr
-    return first, last, log_cut, log_rescale
+    results = np.empty((4, out_starts.size))
+    zeros = np.zeros(max(1, int(out_lengths.max())), np.int64)
+    run = _trim_parallel if parallel else _trim_serial
+    run(out_hi, out_lo, out_starts, out_lengths, tail, trim, zeros, results)
+    return results[0].astype(np.int64), results[1].astype(np.int64), results[2], results[3]
 
 
-@numba.njit(cache=CACHE, parallel=True)
-def gather(source_hi, source_lo, starts, lengths, out_hi, out_lo, out_starts):
+def gather(source_hi, source_lo, starts, lengths, out_hi, out_lo, out_starts, parallel=True):
     """Copy ``source[starts[p] : starts[p] + lengths[p]]`` to ``out[out_starts[p]:]``."""
-    for p in numba.prange(starts.size):
-        for i in range(lengths[p]):
-            out_hi[out_starts[p] + i] = source_hi[starts[p] + i]
-            out_lo[out_starts[p] + i] = source_lo[starts[p] + i]
+    run = _gather_parallel if parallel else _gather_serial
+    run(source_hi, source_lo, starts, lengths, out_hi, out_lo, out_starts)
 
 
 def machine_rate(width: int = 8192, repeats: int = 3) -> float:
@@ -205,6 +272,6 @@ def machine_rate(width: int = 8192, repeats: int = 3) -> float:
         start = time.perf_counter()
         convolve_level(
             values, low, starts, lengths, left, right, out_starts, out_lengths, out_hi, out_lo
-        )
+        )  # on every core
         best = min(best, time.perf_counter() - start)
     return float(width) * width / max(best, 1e-9)
