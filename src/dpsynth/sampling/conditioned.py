@@ -54,7 +54,9 @@ p_k = n_k / (b_k + 2 n_k), 1 for md; c the tilt, a double), over lo_k..hi_k =
 L_k..min(U_k, y.) (untruncated 0..y.), stopping early once the entries and a geometric
 bound on everything beyond are below 2^-440 of the largest (the ratio is monotone in z
 with limit rho_k, so R = max(ratio at z, rho_k) bounds every later ratio). Internal nodes:
-direct dd convolutions of the stored children, capped at y. (no FFT); the root only at y..
+direct dd convolutions of the stored children, capped at y. (no FFT; each entry adds its
+products in increasing order of the left child's index, in compiled code on every core,
+:mod:`dpsynth.sampling.tree_build`); the root only at y..
 Every node is then cut: each tail of mass <= ``tail``, and every entry below 2^-400 times
 the node's largest (so every stored entry is >= 2^-402 and every product >= 2^-804, in
 the normal range), and rescaled by a power of two (exact).
@@ -68,9 +70,10 @@ the binary expansion of the dyadic W_k / 2^E with fresh 53-bit integers).
 *Bound, step by step.* u = 2^-53; delta_op = 16 u^2.
 
 1. Each dd operation on non-negative normalised operands has relative error <= delta_op:
-   Knuth's two-sum and Dekker's two-product are exact, and working the rounding of the
-   remaining operations through gives multiply <= 8 u^2, add <= 3 u^2, divide <= 13 u^2
-   (each + O(u^3)); lo parts that fall below the normal range add less than 2^-270.
+   Knuth's two-sum and the two-product (one FMA gives a product's rounding error exactly)
+   are exact, and working the rounding of the remaining operations through gives
+   multiply <= 8 u^2, add <= 3 u^2, divide <= 13 u^2 (each + O(u^3)); lo parts that fall
+   below the normal range add less than 2^-270.
    (``tests/test_release_sampler.py`` checks these against exact rationals.)
 2. Entries. A leaf entry j steps from its walk's start equals kappa_k g_k(z) (1 + e),
    g_k the tilted cell pmf, kappa_k a constant, |e| <= (1 + delta_op)^(6 j) - 1 (five

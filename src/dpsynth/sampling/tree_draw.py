@@ -576,7 +576,7 @@ def trim_dd(values_hi, values_lo, values_exp, n, tail, trim):
 def tilted_success(population, b, tilt, md, out_hi, out_lo):
     """rho_k = p_k * tilt as dds, p_k = n_k / (b_k + 2 n_k) (pg, truncated) or 1 (md).
 
-    n * tilt and b + 2 n are exact dds (Dekker's product, Knuth's sum); one dd division.
+    n * tilt and b + 2 n are exact dds (the exact two-product, Knuth's sum); one dd division.
     """
     for k in range(out_hi.size):
         if md:
