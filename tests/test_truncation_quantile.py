@@ -61,3 +61,13 @@ def test_the_bounds_are_those_of_scipys_quantiles():
                 assert lower.sum() > total or upper.sum() < total
                 continue
             assert np.array_equal(ours[0], lower) and np.array_equal(ours[1], upper)
+
+
+@pytest.mark.parametrize(
+    ("q", "mean"),
+    [(0.0, [1.0, 2.0]), (1.0, [1.0, 2.0]), (0.3, [np.nan, 2.0]), (0.3, [np.inf, 0.0]),
+     (0.3, 4.0), (0.3, [[1.0, 3.0]])],
+)  # fmt: skip
+def test_outside_its_domain_scipy_computes_it_all(q, mean):
+    ours, theirs = poisson_quantile(q, mean), stats.poisson.ppf(q, mean)
+    assert np.asarray(ours).tobytes() == np.asarray(theirs).tobytes()

@@ -64,26 +64,29 @@ MAX_STEPS = 64
 
 
 def poisson_quantile(q: float, mean) -> np.ndarray:
-    """``scipy.stats.poisson.ppf(q, mean)``, to the bit, for ``0 < q < 1`` and finite
-    positive means, about five times faster.
+    """``scipy.stats.poisson.ppf(q, mean)``, to the bit, without scipy's slow root finder
+    (5 to 15 times faster on a national table's million cells).
 
     scipy returns ``v = ceil(pdtrik(q, mean))``, or ``v - 1`` when ``pdtr(v - 1, mean) >=
     q``: the root s of the continuous cdf ``gammaincc(s + 1, mean) = q`` (found by
     cdflib's root finder, ``pdtrik``, the slow part), then one step back. That is the
     smallest k with ``pdtr(k, mean) >= q`` whenever pdtrik lands in (k - 1, k + 1]: here
     that k is found with ``pdtr`` alone (a Cornish-Fisher guess, then steps), and the
-    cells where the root lies so close above k - 1 (within :data:`ROOT_MARGIN` * max(1,
-    k), a million times pdtrik's tolerance) that pdtrik might land on or below it are
-    computed by scipy itself. A root far above k - 1 cannot be pushed below it by the
-    root finder's error, and a root near k is corrected by scipy's own step back, which
-    uses the same ``pdtr``; ``tests/test_truncation_quantile.py`` checks both against
-    scipy, on random means and on means put at every integer's root.
+    cells whose root lies within :data:`ROOT_MARGIN` * max(1, k) above k - 1, where
+    pdtrik's error might take it to k - 1 or below, are computed by scipy itself. A root
+    further from k - 1 is not moved past it by the root finder's error (the tests pass
+    with a margin of 1e-14), and a root near k is corrected by scipy's own step back,
+    which calls the same ``pdtr``; ``tests/test_truncation_quantile.py`` checks both
+    against scipy, on random means and on means put at and around every integer's root.
+    Outside ``0 < q < 1`` and a 1-D array of finite positive means, scipy computes it all.
     """
     # Imported here: scipy takes about a second to import, and most jobs never build
     # truncation bounds.
     from scipy import special, stats
 
     mean = np.asarray(mean, dtype=float)
+    if mean.ndim != 1 or not (0.0 < q < 1.0) or not np.all(np.isfinite(mean) & (mean > 0)):
+        return stats.poisson.ppf(q, mean)
     z = float(special.ndtri(q))
     k = np.maximum(np.floor(mean + z * np.sqrt(mean) + (z * z - 1.0) / 6.0), 0.0)
     left = np.zeros(mean.shape, dtype=bool)  # cells for scipy
