@@ -117,3 +117,28 @@ def test_the_age_adjusted_rate_is_the_weighted_band_rates():
     assert adjuster.rates([1, 30])[0] == pytest.approx((0.75 * 1 + 0.25 * 30) / 1000 * 100_000)
     with pytest.raises(ValueError, match="no population in age band"):
         GroupRates([10], {"all": np.ones(1, bool)}, band=["young"], weights=weights)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 300), st.integers(1, 12))
+def test_a_partition_is_the_masks_object_to_the_bit(seed, n, groups):
+    """GroupRates.partition (the release's utility report: one group per area, no mask per
+    area) builds the same populations, indicator and rates, bit for bit, as the masks."""
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(-1, groups, n)  # -1: in no group
+    names = [f"area:{g}" for g in range(groups)]
+    if not all((codes == g).any() for g in range(groups)):
+        with pytest.raises(ValueError, match="has no population"):
+            GroupRates.partition(np.ones(n), codes, names)
+        return
+    population = rng.gamma(0.5, 1e4, n) + rng.random(n)
+    masks = GroupRates(population, {name: codes == g for g, name in enumerate(names)})
+    fast = GroupRates.partition(population, codes, names)
+    assert fast.names == masks.names and fast.bands == masks.bands
+    assert np.array_equal(fast.weights, masks.weights)
+    assert fast.population.tobytes() == masks.population.tobytes()
+    for part in ("data", "indices", "indptr"):
+        assert np.array_equal(getattr(fast._indicator, part), getattr(masks._indicator, part))
+        assert getattr(fast._indicator, part).dtype == getattr(masks._indicator, part).dtype
+    counts = rng.poisson(3.0, (4, n)).astype(float)
+    assert fast.rates(counts).tobytes() == masks.rates(counts).tobytes()

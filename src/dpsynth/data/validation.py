@@ -126,12 +126,35 @@ def refuse_empty_cells(
 def _key_kind(column: pd.Series) -> str:
     """How :func:`key_order` compares a key column: ``number``, ``category``, ``text as
     number`` or ``text``."""
+    return _key_codes(column)[0]
+
+
+def _key_codes(column: pd.Series) -> tuple[str, np.ndarray]:
+    """(the column's kind, as :func:`_key_kind` names it, and an integer code per row
+    whose order is :func:`key_positions`' order of the values: equal values, equal codes).
+
+    The text of a column is parsed as numbers once per distinct value, not per row.
+    """
     if isinstance(column.dtype, pd.CategoricalDtype):
-        return "category"
+        return "category", np.asarray(column.cat.codes, dtype=np.int64)
     if pd.api.types.is_numeric_dtype(column):
-        return "number"
-    numbers = pd.to_numeric(column.astype(str), errors="coerce")
-    return "text as number" if len(column) and numbers.notna().all() else "text"
+        codes, uniques = pd.factorize(column, sort=True)  # missing values: code -1, last
+        return "number", np.where(codes < 0, len(uniques), codes).astype(np.int64)
+    text = column.astype(str)
+    codes, uniques = pd.factorize(text, sort=True)  # in the order of the texts
+    codes = np.asarray(codes, dtype=np.int64)
+    missing = codes < 0
+    if missing.any() or not len(column):  # a missing text reads as no number
+        return "text", np.where(missing, len(uniques), codes)
+    numbers = pd.to_numeric(pd.Series(uniques), errors="coerce")
+    if numbers.isna().any():
+        return "text", codes
+    # the distinct texts by number, ties broken by the text (a sort of distinct pairs)
+    by_number = pd.DataFrame({"n": numbers, "t": pd.Series(uniques)})
+    order = by_number.sort_values(["n", "t"], kind="stable").index.to_numpy()
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return "text as number", rank[codes]
 
 
 def key_kinds(frame: pd.DataFrame, keys: Sequence[str]) -> dict[str, str]:
@@ -155,21 +178,21 @@ def key_positions(frame: pd.DataFrame, keys: Sequence[str]) -> np.ndarray:
     keys read as text stay text. Zero-padded codes (FIPS '01001') sort the same way as
     numbers and as text.
     """
-    order: dict[str, pd.Series] = {}
-    for k, key in enumerate(keys):
-        column = frame[key].reset_index(drop=True)
-        kind = _key_kind(column)
-        if kind == "category":
-            order[f"{k}"] = pd.Series(column.cat.codes)
-        elif kind == "number":
-            order[f"{k}"] = column
-        else:
-            text = column.astype(str)
-            if kind == "text as number":
-                order[f"{k}n"] = pd.to_numeric(text)
-            order[f"{k}"] = text
-    positions = pd.DataFrame(order, index=range(len(frame)))
-    return positions.sort_values(list(order), kind="stable").index.to_numpy()
+    return positions_by_codes(key_sort_codes(frame, keys), len(frame))
+
+
+def key_sort_codes(frame: pd.DataFrame, keys: Sequence[str]) -> list[np.ndarray]:
+    """Per key, an integer code per row whose order is the key's order in
+    :func:`key_positions` (computed once, they sort the rows by any order of the keys:
+    :func:`positions_by_codes`)."""
+    return [_key_codes(frame[key].reset_index(drop=True))[1] for key in keys]
+
+
+def positions_by_codes(codes: Sequence[np.ndarray], rows: int) -> np.ndarray:
+    """The positions of the rows sorted stably by ``codes`` (the first most significant)."""
+    if not codes:
+        return np.arange(rows, dtype=np.int64)
+    return np.lexsort(list(codes)[::-1]).astype(np.int64, copy=False)
 
 
 def validate_strata(

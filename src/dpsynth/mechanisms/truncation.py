@@ -39,12 +39,8 @@ def truncation_bounds(
         raise ValueError(f"tail must lie in (0, 1), got {tail!r}")
     if not (np.isfinite(inflation) and inflation >= 1.0):
         raise ValueError(f"inflation must be a finite number >= 1, got {inflation!r}")
-    # Imported here: scipy.stats takes about a second to import, and most jobs never
-    # build truncation bounds.
-    from scipy import stats
-
-    lower = stats.poisson.ppf(tail / 2.0, expected / inflation)
-    upper = stats.poisson.ppf(1.0 - tail / 2.0, expected * inflation)
+    lower = poisson_quantile(tail / 2.0, expected / inflation)
+    upper = poisson_quantile(1.0 - tail / 2.0, expected * inflation)
     if not (np.all(np.isfinite(lower)) and np.all(np.isfinite(upper))):
         raise ValueError(
             f"the Poisson quantiles of an expected count of {expected.max():.3g} cannot be "
@@ -64,6 +60,64 @@ def truncation_bounds(
             f"total {total}; use a smaller tail or a larger inflation"
         )
     return lower, upper
+
+
+#: A cell whose quantile's continuous root (see :func:`poisson_quantile`) lies within
+#: ROOT_MARGIN * max(1, k) of the integer k - 1 below it is left to scipy's root finder.
+ROOT_MARGIN = 1e-4
+#: Steps from the first guess after which the cells left are left to scipy.
+MAX_STEPS = 64
+
+
+def poisson_quantile(q: float, mean) -> np.ndarray:
+    """``scipy.stats.poisson.ppf(q, mean)``, to the bit, without scipy's slow root finder
+    (5 to 15 times faster on a national table's million cells).
+
+    scipy returns ``v = ceil(pdtrik(q, mean))``, or ``v - 1`` when ``pdtr(v - 1, mean) >=
+    q``: the root s of the continuous cdf ``gammaincc(s + 1, mean) = q`` (found by
+    cdflib's root finder, ``pdtrik``, the slow part), then one step back. That is the
+    smallest k with ``pdtr(k, mean) >= q`` whenever pdtrik lands in (k - 1, k + 1]: here
+    that k is found with ``pdtr`` alone (a Cornish-Fisher guess, then steps), and the
+    cells whose root lies within :data:`ROOT_MARGIN` * max(1, k) above k - 1, where
+    pdtrik's error might take it to k - 1 or below, are computed by scipy itself. A root
+    further from k - 1 is not moved past it by the root finder's error (the tests pass
+    with a margin of 1e-14), and a root near k is corrected by scipy's own step back,
+    which calls the same ``pdtr``; ``tests/test_truncation_quantile.py`` checks both
+    against scipy, on random means and on means put at and around every integer's root.
+    Outside ``0 < q < 1`` and a 1-D array of finite positive means, scipy computes it all.
+    """
+    # Imported here: scipy takes about a second to import, and most jobs never build
+    # truncation bounds.
+    from scipy import special, stats
+
+    mean = np.asarray(mean, dtype=float)
+    if mean.ndim != 1 or not (0.0 < q < 1.0) or not np.all(np.isfinite(mean) & (mean > 0)):
+        return stats.poisson.ppf(q, mean)
+    z = float(special.ndtri(q))
+    k = np.maximum(np.floor(mean + z * np.sqrt(mean) + (z * z - 1.0) / 6.0), 0.0)
+    left = np.zeros(mean.shape, dtype=bool)  # cells for scipy
+    up = np.flatnonzero(special.pdtr(k, mean) < q)  # k too small: step up
+    for _ in range(MAX_STEPS):
+        if not up.size:
+            break
+        k[up] += 1.0
+        up = up[special.pdtr(k[up], mean[up]) < q]
+    left[up] = True
+    down = np.flatnonzero(k > 0)  # k too large: step down (pdtr(-1) would be an error)
+    down = down[special.pdtr(k[down] - 1.0, mean[down]) >= q]
+    for _ in range(MAX_STEPS):
+        if not down.size:
+            break
+        k[down] -= 1.0
+        down = down[(k[down] > 0) & (special.pdtr(k[down] - 1.0, mean[down]) >= q)]
+    left[down] = True
+    # the root s in (k - 1, k]: too close above k - 1 when gammaincc(k - 1 + eps + 1) >= q
+    near = np.flatnonzero(k > 0)
+    eps = ROOT_MARGIN * np.maximum(k[near], 1.0)
+    left[near[special.gammaincc(k[near] + eps, mean[near]) >= q]] = True
+    if left.any():
+        k[left] = stats.poisson.ppf(q, mean[left])
+    return k
 
 
 def check_no_dominant_cell(expected) -> None:

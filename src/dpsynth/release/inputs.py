@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +29,8 @@ from dpsynth.data.validation import (
     SHOWN,
     describe_duplicates,
     key_order,
+    key_sort_codes,
+    positions_by_codes,
     refuse_empty_cells,
     validate_strata,
 )
@@ -57,6 +59,8 @@ class Strata:
     #: what ``--rounding`` did: strata changed, total before and after (private: it
     #: depends on the confidential counts, so only the steward's folder states it)
     rounding: RoundingReport | None = None
+    #: :meth:`dataset_id` and :meth:`legacy_ids`, computed once (the keys never change)
+    _ids: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def rounded(self) -> int:
@@ -78,37 +82,154 @@ class Strata:
         population is the number given to the release. The ledger binds the table to its
         dataset's name by this id. It deliberately leaves the counts out: a corrected count
         is a neighbouring dataset, exactly what the budget must cover.
+
+        Exactly: ``sha256(b"dpsynth table identity 2\\n" + repr(names).encode() + the
+        rows' repr(row).encode(), one after the other)``, each row the tuple of its values'
+        texts (:func:`_canonical`) and ``repr(float(population))``, rows in Python's order
+        of those tuples. Computed once per table, over its distinct values
+        (:func:`_hash_rows`).
         """
-        names = sorted(self.keys.columns)
-        text = {name: [_canonical(v) for v in self.keys[name]] for name in names}
-        rows = sorted(
-            zip(*(text[n] for n in names), (repr(float(p)) for p in self.population), strict=True)
-        )
-        digest = hashlib.sha256(b"dpsynth table identity 2\n")
-        digest.update(repr(names).encode())
-        for row in rows:
-            digest.update(repr(row).encode())
-        return digest.hexdigest()
+        if "dataset_id" not in self._ids:
+            names = sorted(self.keys.columns)
+            columns = [_distinct(self.keys[name], _canonical_texts) for name in names]
+            columns.append(_population_texts(self.population, len(self.keys)))
+            # Python's order of the tuples: each column's texts ranked as Python sorts them
+            ranks = [_ranks(texts)[codes] for codes, texts in columns]
+            order = np.lexsort(ranks[::-1])
+            # every value is text, the population's too (repr quotes it: "'444.0'")
+            pieces = [(codes, [repr(t) for t in texts]) for codes, texts in columns]
+            # one row: "(k1, k2, population)", or "(population,)" with no key
+            pieces = _decorate(pieces, "(", ")" if names else ",)")
+            digest = hashlib.sha256(b"dpsynth table identity 2\n")
+            digest.update(repr(names).encode())
+            _hash_rows(digest, pieces, order)
+            self._ids["dataset_id"] = digest.hexdigest()
+        return self._ids["dataset_id"]
 
     def legacy_ids(self) -> tuple[str, ...]:
         """The ids this table had before :meth:`dataset_id` was canonical (dpsynth 0.1: the
         key columns in the order given, rows in key order, values as pandas wrote them),
         one per order of its key columns (up to 4 keys): the ledger adds up the releases
-        recorded under them with the table's (the migration, docs/privacy.md Part 4)."""
-        names = list(self.keys.columns)
-        orders = itertools.permutations(names) if len(names) <= 4 else [tuple(names)]
-        frame = self.keys.assign(__population=self.population)
-        ids = []
-        for order in orders:
-            sorted_frame = key_order(frame[[*order, "__population"]], list(order))
-            digest = hashlib.sha256()
-            digest.update(repr(list(order)).encode())
-            rows = sorted_frame[list(order)].astype(str).itertuples(index=False)
-            pops = sorted_frame["__population"]
-            for row, pop in zip(rows, pops, strict=True):
-                digest.update(repr((tuple(row), float(pop))).encode())
-            ids.append(digest.hexdigest())
-        return tuple(dict.fromkeys(ids))
+        recorded under them with the table's (the migration, docs/privacy.md Part 4).
+
+        Exactly, per order: ``sha256(repr(list(order)).encode() + the rows'
+        repr((tuple(keys as str), float(population))).encode())``, rows in
+        :func:`~dpsynth.data.validation.key_order` by ``order``, the keys' texts pandas'
+        ``astype(str)``. Computed once per table, over its distinct values."""
+        if "legacy_ids" not in self._ids:
+            names = list(self.keys.columns)
+            orders = itertools.permutations(names) if len(names) <= 4 else [tuple(names)]
+            reprs = {name: _distinct(self.keys[name], _legacy_reprs) for name in names}
+            sort_codes = dict(zip(names, key_sort_codes(self.keys, names), strict=True))
+            population = _population_texts(self.population, len(self.keys))
+            ids = []
+            for order in map(list, orders):
+                positions = positions_by_codes([sort_codes[n] for n in order], len(self.keys))
+                # one row: "((k1, k2), population)", "((k1,), population)", "((), population)"
+                keys = [reprs[n] for n in order]
+                keys = _decorate(keys, "((", ")" if len(keys) > 1 else ",)") if keys else []
+                pieces = [*keys, *_decorate([population], "" if keys else "((), ", ")")]
+                digest = hashlib.sha256()
+                digest.update(repr(order).encode())
+                _hash_rows(digest, pieces, positions)
+                ids.append(digest.hexdigest())
+            self._ids["legacy_ids"] = tuple(dict.fromkeys(ids))
+        return self._ids["legacy_ids"]
+
+
+def _decorate(pieces: list, prefix: str, suffix: str) -> list:
+    """``pieces`` (codes, texts) with ``prefix`` before the first's texts and ``suffix``
+    after the last's."""
+    pieces = list(pieces)
+    codes, texts = pieces[0]
+    pieces[0] = (codes, [prefix + t for t in texts])
+    codes, texts = pieces[-1]
+    pieces[-1] = (codes, [t + suffix for t in texts])
+    return pieces
+
+
+#: Rows hashed at once by :func:`_hash_rows` (bounds the memory of the joined text).
+HASH_CHUNK = 1 << 18
+
+
+def _hash_rows(digest, pieces, order) -> None:
+    """Feed ``digest`` the rows ``order`` one after another, each row its pieces' texts
+    joined by ", ": the same bytes as ``digest.update(row_text.encode())`` row by row.
+
+    ``pieces`` are (a code per row, a text per code); pyarrow joins a chunk of rows' texts
+    and its UTF-8 bytes, the rows' one after the other, are fed at once.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    separator = pa.scalar(", ", type=pa.large_string())
+    tables = [(codes, pa.array(texts, type=pa.large_string())) for codes, texts in pieces]
+    for start in range(0, len(order), HASH_CHUNK):
+        rows = order[start : start + HASH_CHUNK]
+        columns = [texts.take(pa.array(codes[rows])) for codes, texts in tables]
+        joined = columns[0]
+        if len(columns) > 1:
+            joined = pc.binary_join_element_wise(*columns, separator)
+        _, offsets, data = joined.buffers()
+        offsets = np.frombuffer(offsets, dtype=np.int64)
+        begin, end = offsets[joined.offset], offsets[joined.offset + len(joined)]
+        digest.update(memoryview(data)[begin:end])
+
+
+def _distinct(column: pd.Series, texts_of) -> tuple[np.ndarray, list[str]]:
+    """(a code per row, the distinct texts): ``texts[codes[i]]`` is row i's text by
+    ``texts_of`` (a function of the column giving (codes, texts), texts maybe repeated)."""
+    codes, texts = texts_of(column)
+    merged, distinct = pd.factorize(np.asarray(texts, dtype=object))
+    return merged[codes].astype(np.int64), list(distinct)
+
+
+def _canonical_texts(column: pd.Series) -> tuple[np.ndarray, list[str]]:
+    """:func:`_canonical` of each value, computed once per distinct value where the column's
+    type makes equal values equal texts (numbers, bools, text), else row by row."""
+    column = column.reset_index(drop=True)
+    dtype = column.dtype
+    plain = (
+        (isinstance(dtype, np.dtype) and dtype.kind in "biuf")
+        or isinstance(dtype, pd.StringDtype)
+        or (
+            pd.api.types.is_object_dtype(dtype)
+            and pd.api.types.infer_dtype(column, skipna=False) == "string"
+        )
+    )
+    if not plain:  # mixed objects (1 == 1.0 == True), categories, dates: every row
+        return np.arange(len(column)), [_canonical(v) for v in column]
+    codes, uniques = pd.factorize(column, use_na_sentinel=False)
+    return codes, [_canonical(v) for v in uniques]
+
+
+def _legacy_reprs(column: pd.Series) -> tuple[np.ndarray, list[str]]:
+    """``repr`` of each value as ``astype(str)`` writes it, once per distinct text (row
+    by row where a value is missing: ``astype(str)`` keeps it missing)."""
+    text = column.reset_index(drop=True).astype(str)
+    if text.isna().any():
+        return np.arange(len(text)), [repr(v) for v in text]
+    codes, uniques = pd.factorize(text)
+    return codes, [repr(v) for v in uniques]
+
+
+def _population_texts(population, rows: int) -> tuple[np.ndarray, list[str]]:
+    """(a code per row, distinct texts ``repr(float(p))``): one repr per distinct float."""
+    values = np.asarray(population, dtype=float)
+    if values.shape != (rows,):
+        raise ValueError(f"{values.size} populations for {rows} strata")
+    codes, bits = pd.factorize(np.ascontiguousarray(values).view(np.uint64))
+    texts = [repr(float(v)) for v in np.asarray(bits, dtype=np.uint64).view(np.float64)]
+    merged, distinct = pd.factorize(np.asarray(texts, dtype=object))
+    return merged[codes].astype(np.int64), list(distinct)
+
+
+def _ranks(texts: list[str]) -> np.ndarray:
+    """The rank of each of the distinct ``texts`` in Python's order of strings."""
+    order = sorted(range(len(texts)), key=texts.__getitem__)
+    rank = np.empty(len(texts), dtype=np.int64)
+    rank[order] = np.arange(len(texts))
+    return rank
 
 
 def _canonical(value) -> str:

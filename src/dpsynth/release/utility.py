@@ -27,7 +27,7 @@ has sets, and at least :data:`REFERENCE_MIN_TABLES`, at most what
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -286,24 +286,6 @@ def area_column(keys: pd.DataFrame, fips: str | None, group_by: str | None):
     return name, why
 
 
-class _Masks(Mapping):
-    """The strata of each group as boolean masks, made one at a time when asked for (a
-    dict of them all would take groups x strata bytes)."""
-
-    def __init__(self, codes: np.ndarray, names: list[str]):
-        self._codes, self._names = codes, names
-        self._index = {name: k for k, name in enumerate(names)}
-
-    def __getitem__(self, name: str) -> np.ndarray:
-        return self._codes == self._index[name]
-
-    def __iter__(self):
-        return iter(self._names)
-
-    def __len__(self) -> int:
-        return len(self._names)
-
-
 def _indicator(codes: np.ndarray, groups: int):
     """strata x groups sparse 0/1 matrix of a key's codes."""
     import scipy.sparse
@@ -368,14 +350,14 @@ def utility_report(
     n_reference = reference_tables(synthetic.shape[0], y.size)
 
     # the study's measures (rMSE, and rank correlation with an area), on crude rates
-    if area is not None:
+    if area is not None:  # the areas split the strata: no mask per area
         codes, values = pd.factorize(keys[area], sort=True)
         names = [AREA + str(v) for v in values]
-        groups, areas = _Masks(codes, names), tuple(str(v) for v in values)
+        rates, areas = GroupRates.partition(population, codes, names), tuple(map(str, values))
     else:
-        groups, areas = {"all": np.ones(y.size, dtype=bool)}, ()
+        rates, areas = GroupRates(population, {"all": np.ones(y.size, dtype=bool)}), ()
     chosen = tuple(m for m in MEASURES if area is not None or not m.needs_areas)
-    measures = Measures(GroupRates(population, groups), population, areas, chosen)
+    measures = Measures(rates, population, areas, chosen)
 
     key_codes = []
     for column in keys.columns:

@@ -70,6 +70,32 @@ class GroupRates:
         )
         self.population = pop
 
+    @classmethod
+    def partition(cls, population, codes, names) -> GroupRates:
+        """Crude rates of groups that split the strata: stratum i is in group ``codes[i]``
+        (``names[k]`` names group k; a negative code, no group), every stratum its own
+        population unit. The same object, to the bit, as ``GroupRates(population, {name:
+        codes == k})``, without a mask per group: each group's population is summed in
+        the strata's order, as there."""
+        population = np.asarray(population, dtype=float)
+        codes = np.asarray(codes, dtype=np.int64)
+        n, names = population.size, list(names)
+        if codes.shape != (n,):
+            raise ValueError(f"codes have shape {codes.shape}, not ({n},)")
+        rows = np.flatnonzero(codes >= 0)
+        cols = codes[rows]
+        pop = np.bincount(cols, weights=population[rows], minlength=len(names))[:, None]
+        empty = [names[g] for g in np.flatnonzero(pop[: len(names), 0] <= 0)]
+        if empty:
+            raise ValueError(f"group {empty[0]!r} has no population in age band(s) {[CRUDE]}")
+        self = cls.__new__(cls)
+        self.names, self.bands, self.weights = names, [CRUDE], np.array([1.0])
+        self._indicator = scipy.sparse.csr_matrix(
+            (np.ones(rows.size), (rows, cols)), shape=(n, len(names))
+        )
+        self.population = pop
+        return self
+
     def rates(self, counts) -> np.ndarray:
         """Rates per 100,000: shape (rows, groups) (or (groups,) for 1-D counts)."""
         counts = np.asarray(counts, dtype=float)

@@ -1,0 +1,73 @@
+"""The truncation bounds' Poisson quantiles (issue #27) are scipy's, bit for bit, without
+scipy's slow root finder: on random means, on means put at the root of every integer (the
+cells where the root finder decides) and nudged around it, and for the bounds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import special, stats
+
+from dpsynth.mechanisms.truncation import default_tail, poisson_quantile, truncation_bounds
+
+QUANTILES = [1e-12, 5e-7, 4.9729472e-07, 5e-4, 0.025, 0.3, 0.5, 0.975, 0.9995, 1 - 5e-7]
+
+
+def same_as_scipy(q: float, mean: np.ndarray) -> None:
+    ours, theirs = poisson_quantile(q, mean), stats.poisson.ppf(q, mean)
+    bad = np.flatnonzero(ours != theirs)
+    assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+    assert not bad.size, (q, mean[bad[:5]], ours[bad[:5]], theirs[bad[:5]])
+    assert ours.tobytes() == theirs.tobytes()
+
+
+@pytest.mark.parametrize("q", QUANTILES)
+@pytest.mark.parametrize("seed", range(3))
+def test_random_means_give_scipys_quantiles(q, seed):
+    rng = np.random.default_rng(seed)
+    mean = np.exp(rng.uniform(np.log(1e-8), np.log(1e6), 20_000))
+    mean[:50] = rng.integers(1, 60, 50).astype(float)  # whole means
+    same_as_scipy(q, mean)
+
+
+@pytest.mark.parametrize("q", QUANTILES)
+def test_means_at_and_around_every_integers_root_give_scipys_quantiles(q):
+    """pdtr(k, mean) = q exactly: the continuous root is the integer k itself, and a
+    nudge moves it just above or below; here the root finder's error decides."""
+    k = np.concatenate([np.arange(0, 200), np.geomspace(200, 2e5, 60).round()])
+    at = special.pdtri(k, q)
+    at = at[np.isfinite(at) & (at > 0)]
+    nudged = [at * (1 + r) for r in (-1e-6, -1e-9, -1e-12, 1e-12, 1e-9, 1e-6)]
+    ulps = [np.nextafter(at, np.inf), np.nextafter(at, 0), at]
+    for _ in range(4):
+        ulps.append(np.nextafter(ulps[-3], np.inf))
+        ulps.append(np.nextafter(ulps[-3], 0))
+    same_as_scipy(q, np.concatenate([at, *nudged, *ulps]))
+
+
+def test_the_bounds_are_those_of_scipys_quantiles():
+    rng = np.random.default_rng(4)
+    for cells, inflation in ((2, 1.0), (500, 1.0), (20_000, 1.3)):
+        expected = np.exp(rng.normal(0, 2.5, cells))
+        total = int(expected.sum())
+        for tail in (None, 0.05):
+            q = (default_tail(cells) if tail is None else tail) / 2.0
+            lower = stats.poisson.ppf(q, expected / inflation).astype(np.int64)
+            upper = stats.poisson.ppf(1.0 - q, expected * inflation)
+            upper = np.minimum(upper, total).astype(np.int64)
+            try:
+                ours = truncation_bounds(expected, total, tail, inflation)
+            except ValueError:  # infeasible: so are scipy's bounds
+                assert lower.sum() > total or upper.sum() < total
+                continue
+            assert np.array_equal(ours[0], lower) and np.array_equal(ours[1], upper)
+
+
+@pytest.mark.parametrize(
+    ("q", "mean"),
+    [(0.0, [1.0, 2.0]), (1.0, [1.0, 2.0]), (0.3, [np.nan, 2.0]), (0.3, [np.inf, 0.0]),
+     (0.3, 4.0), (0.3, [[1.0, 3.0]])],
+)  # fmt: skip
+def test_outside_its_domain_scipy_computes_it_all(q, mean):
+    ours, theirs = poisson_quantile(q, mean), stats.poisson.ppf(q, mean)
+    assert np.asarray(ours).tobytes() == np.asarray(theirs).tobytes()
