@@ -533,6 +533,15 @@ def test_a_sampler_too_large_is_refused_before_it_is_built(tmp_path):
     assert listing(tmp_path) == ["s.csv"]
 
 
+def test_truncation_bounds_beyond_scipy_are_refused_by_name(tmp_path):
+    """Issue #27: a table of 1e12 events gave "cal bounds must satisfy 0 <= lower <= upper"."""
+    frame = STRATA.assign(count=10**12, population=10**13)
+    frame.to_csv(tmp_path / "s.csv", index=False)
+    request = request_for(tmp_path / "s.csv", tmp_path / "o", mechanism="truncated")
+    with pytest.raises(ReleaseError, match="expected count of .* cannot be computed"):
+        build_release(request)
+
+
 def test_a_refusal_for_size_names_only_options_that_would_help(csv, tmp_path):
     """Issue #27: a truncated release too large was told to use --mechanism truncated. Over
     the memory limit alone, the way out is a larger --max-memory; truncated is suggested
