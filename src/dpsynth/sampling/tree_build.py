@@ -177,17 +177,17 @@ def _trim_serial(out_hi, out_lo, out_starts, out_lengths, tail, trim, zeros, res
 @numba.njit(cache=CACHE, parallel=True)
 def _gather_parallel(source_hi, source_lo, starts, lengths, out_hi, out_lo, out_starts):
     for p in numba.prange(starts.size):
-        for i in range(lengths[p]):
-            out_hi[out_starts[p] + i] = source_hi[starts[p] + i]
-            out_lo[out_starts[p] + i] = source_lo[starts[p] + i]
+        a, b, n = starts[p], out_starts[p], lengths[p]
+        out_hi[b : b + n] = source_hi[a : a + n]
+        out_lo[b : b + n] = source_lo[a : a + n]
 
 
 @numba.njit(cache=CACHE)
 def _gather_serial(source_hi, source_lo, starts, lengths, out_hi, out_lo, out_starts):
     for p in range(starts.size):
-        for i in range(lengths[p]):
-            out_hi[out_starts[p] + i] = source_hi[starts[p] + i]
-            out_lo[out_starts[p] + i] = source_lo[starts[p] + i]
+        a, b, n = starts[p], out_starts[p], lengths[p]
+        out_hi[b : b + n] = source_hi[a : a + n]
+        out_lo[b : b + n] = source_lo[a : a + n]
 
 
 def build_leaves(lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, parallel):
