@@ -18,9 +18,12 @@ SMK    := $(BIN)/snakemake --profile workflow/profiles/default --cores $(CORES) 
 
 .PHONY: all test test-fast lint format data lock bench clean unlock
 
+# The laptop profile's logger (src/snakemake_logger_plugin_dpsynth) prints one line per
+# finished job, warnings and errors; the full log of each run is in logs/snakemake/.
 all: $(STAMP)
 	$(SMK)
-	$(SMK) --report report.html
+	$(SMK) --report report.html --quiet all
+	@echo "dpsynth: report $(CURDIR)/report.html, figures $(CURDIR)/figures/" >&2
 
 # After a hard kill (SIGKILL, power loss) Snakemake's lock stays behind: clear it, then `make`.
 unlock: $(STAMP)

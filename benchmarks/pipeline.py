@@ -19,14 +19,18 @@ file of every job) and the stage's *floor* measured in this same run:
 - stages that draw nothing (maps, truth, figures, report): no floor.
 
 The last row is the whole run: wall seconds of the two commands, CPU of every process,
-the largest single process, the summed floor, and wall / floor. The floor is one
-process; with 2 cores the ideal wall is half of it.
+the largest single process, the summed floor, and the ratio of the wall time to the floor
+divided by the cores used (``--cores``): the floor is measured in one process, and a run
+on N cores could at best take 1/N of it, so that ratio is what the run costs over the
+best its cores could do (1.0x would be perfect). A stage's ratio compares its summed job
+seconds (each job is one single-threaded process) with its one-process floor.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -59,7 +63,8 @@ def run_logged(work: Path, *args: str) -> float:
         tail = []
         for line in process.stderr:
             tail = (tail + [line])[-40:]
-            if "steps (" in line:
+            # the laptop profile's logger prints "[done/total] rule (wildcards)" per job
+            if re.match(r"\[ *\d+/\d+\] ", line) or "steps (" in line:
                 print(f"  [{time.perf_counter() - start:6.0f} s] {line.strip()}", file=sys.stderr)
     if process.returncode:
         raise RuntimeError(f"snakemake {' '.join(args)} failed:\n{''.join(tail)}")
@@ -210,11 +215,18 @@ def main() -> None:
             f"{row['rss']:.0f} MB | {shown} | {ratio} |"
         )
     floor_total = sum(floors.values())
+    ideal = floor_total / args.cores  # the one-process floor shared perfectly by the cores
     peak = after.ru_maxrss / 1024
     print(
         f"| **whole run** (wall: {wall_run:.0f} s + report {wall_report:.0f} s) | "
         f"{int(by_stage['jobs'].sum())} | {wall:.0f} (wall) | {cpu_total:.0f} | "
-        f"{peak:.0f} MB | {floor_total:.1f} s | {wall / floor_total:,.1f}x (wall) |"
+        f"{peak:.0f} MB | {floor_total:.1f} s / {args.cores} cores = {ideal:.1f} s | "
+        f"{wall / ideal:,.1f}x (wall) |"
+    )
+    print(
+        f"\nWhole run: wall {wall:.0f} s against the floor divided by the {args.cores} cores "
+        f"used ({floor_total:.1f} s / {args.cores} = {ideal:.1f} s): {wall / ideal:,.1f}x. "
+        "The floor is one process's sampling; the cores could at best divide it."
     )
 
 

@@ -35,6 +35,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "design",
             "extras",
             "io",
+            "provenance",
             "seeding",
             "units",
         ),

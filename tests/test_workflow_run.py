@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -34,6 +35,58 @@ def clean_run(tmp_path_factory):
     result = snakemake(work, "--cores", "2", "--configfile", TEST_CONFIG)
     assert result.returncode == 0, result.stderr[-4000:]
     return work
+
+
+def make_project(work):
+    """A copy of the project that `make` can run: the Makefile, and the shared virtualenv
+    as .venv (each make call passes -o .venv/.installed: never reinstall it from here)."""
+    (work / ".venv").symlink_to(BIN.parent)
+    for name in ("Makefile", "requirements.txt", "pyproject.toml"):
+        (work / name).write_bytes((REPO / name).read_bytes())
+    return work
+
+
+def run_make(work, target, env):
+    return subprocess.run(
+        ["make", target, "-o", ".venv/.installed", f"SNAKEMAKE_ARGS=--configfile {TEST_CONFIG}"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
+
+
+@pytest.fixture(scope="module")
+def make_run(tmp_path_factory):
+    """`make` (every figure, then the report) on the tiny config, as a user runs it."""
+    work = make_project(copy_project(tmp_path_factory.mktemp("make")))
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    result = run_make(work, "all", env)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return work, result
+
+
+def test_make_prints_one_line_per_job(make_run):
+    """`make`'s stderr: one line per finished job (the laptop profile's logger,
+    src/snakemake_logger_plugin_dpsynth), no job blocks, and a closing line with the report
+    and figures; every job's block is in the full log under logs/snakemake/."""
+    work, result = make_run
+    lines = result.stderr.splitlines()
+    progress = [line for line in lines if re.match(r"\[ *\d+/\d+\] \w", line)]
+    total = int(progress[-1].split("/")[1].split("]")[0])
+    assert len(progress) == total, progress
+    assert len(lines) < 300, f"{len(lines)} lines on stderr:\n" + result.stderr[-3000:]
+    assert len(lines) <= total + 5, "\n".join(line for line in lines if line not in progress)
+    assert not any("Shell command" in line or line.startswith("    input:") for line in lines)
+    assert lines[-1] == f"dpsynth: report {work}/report.html, figures {work}/figures/"
+    assert (work / "report.html").is_file() and (work / "figures").is_dir()
+    closing = [line for line in lines if line.startswith("snakemake: ")]
+    assert closing and closing[0].startswith(f"snakemake: {total} jobs finished; full log: ")
+    full_log = work / closing[0].split("full log: ")[1]
+    text = full_log.read_text()
+    assert full_log.parent == work / "logs" / "snakemake"
+    assert text.count("    input:") >= total - 10 and "study_summary" in text
 
 
 def test_default_dag_dry_run(tmp_path):
@@ -165,26 +218,10 @@ def test_killed_run_resumes_to_the_same_artifacts(clean_run, tmp_path):
     _check_readable(work)
 
     # Resume the way a user would: the Makefile's snakemake invocation.
-    (work / ".venv").symlink_to(BIN.parent)
-    for name in ("Makefile", "requirements.txt", "pyproject.toml"):
-        (work / name).write_bytes((REPO / name).read_bytes())
+    make_project(work)
     # A hard kill leaves Snakemake's lock behind: `make unlock` (documented) clears it.
     for target in ("unlock", "all"):
-        result = subprocess.run(
-            # -o: the shared virtualenv is already installed; never reinstall it from here.
-            [
-                "make",
-                target,
-                "-o",
-                ".venv/.installed",
-                f"SNAKEMAKE_ARGS=--configfile {TEST_CONFIG}",
-            ],
-            cwd=work,
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=600,
-        )
+        result = run_make(work, target, env)
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert generated_files(work) == generated_files(clean_run)
     assert (work / "report.html").exists()
@@ -200,25 +237,53 @@ def test_library_never_imports_snakemake():
     assert result.returncode == 0, result.stderr
 
 
-def test_report_reads_in_a_real_browser(clean_run, tmp_path):
-    """`snakemake --report` makes one self-contained page. Opened in headless Chromium at a
-    laptop's window size: the introduction (with its modelled-or-real warning) is on screen
-    without scrolling, its study links open their categories, every figure has its own
-    caption and shows it, and the configuration is a file, not a dump on the page."""
-    result = snakemake(clean_run, "--cores", "1", "--configfile", TEST_CONFIG, "--report", "r.html")
-    assert result.returncode == 0, result.stderr[-4000:]
+#: (dataset, kind, words of its source) of every dataset of the tiny config's run; the
+#: stand-in (not run by default) must not appear.
+RUN_DATASETS = [
+    ("study homicide_1980", "real", "NCOVR county homicides (rows decade = 1980)"),
+    ("study pennlc", "real", "pennLC"),
+    ("pennLC", "real", "lung-cancer cases"),
+    ("1980 county populations by age group", "modelled", "NCOVR NAT"),
+    ("Study 1's true rates (35-44)", "modelled", "11,364 deaths"),
+    ("Appendix C's true rates (85+)", "modelled", "heart-disease rates"),
+    ("Study 1's datasets", "simulated", "L = 4 tables"),
+    ("pseudo-posterior data set poisson", "simulated", "200 records"),
+    ("pseudo-posterior data set negbin_mixture", "simulated", "200 records"),
+    ("the toy example", "illustrative", "Quick (2022)"),
+]
+
+
+def test_report_reads_in_a_real_browser(make_run, tmp_path):
+    """`make`'s report.html is one self-contained page. Opened in headless Chromium at a
+    laptop's window size: the introduction (with its real-modelled-simulated paragraph) is
+    on screen without scrolling and lists every dataset of the run with its kind and
+    source, its study links open their categories, every figure has its own caption, which
+    ends with its datasets, and shows it beside the figure in dark text on white, and the
+    configuration is a file, not a dump on the page."""
+    work, _ = make_run
     executable = find_chromium()
     if executable is None:
         pytest.skip("no Chromium on this machine (Debian: apt-get install chromium)")
+    from dpsynth import provenance
+
     with Chromium(executable, tmp_path / "profile", width=1280, height=800) as browser:
-        browser.open((clean_run / "r.html").as_uri())
+        browser.open((work / "report.html").as_uri())
+        landing = browser.evaluate(LANDING_LIST)
+        for dataset, kind, source in RUN_DATASETS:
+            found = [item for item in landing if item.startswith(f"{dataset}: {kind}, ")]
+            assert found, f"{dataset} ({kind}) not in the landing page's datasets: {landing}"
+            assert source in found[0], (source, found)
+        assert not any("stand-in" in item for item in landing), landing
+        assert len(landing) == len(RUN_DATASETS), landing
+        assert all(item.split(": ")[1].split(",")[0] in provenance.KINDS for item in landing)
+
         intro = browser.evaluate(INTRO_GEOMETRY)
         assert intro is not None, "the landing page shows no introduction"
         top, bottom, height = intro
         assert 0 <= top and bottom <= height, f"introduction at {top}..{bottom} px of {height}"
 
         figures = browser.evaluate(FIGURE_CAPTIONS)
-        expected = {p for p in generated_files(clean_run) if p.startswith("figures/")}
+        expected = {p for p in generated_files(work) if p.startswith("figures/")}
         assert set(figures) == {p for p in expected if p.endswith(".png")}
         texts = list(figures.values())
         assert all(len(text) > 80 for text in texts), "a figure without a real caption"
@@ -228,12 +293,21 @@ def test_report_reads_in_a_real_browser(clean_run, tmp_path):
         for path, text in figures.items():  # each caption is what the reader sees
             shown = browser.evaluate(SHOW_RESULT % json.dumps(path))
             assert " ".join(text.split())[:120] in " ".join(shown.split()), path
+            assert "Data. " in text and any(f": {k}, " in text for k in provenance.KINDS), path
+
+        # A figure's caption is visible with the figure: on screen, the figure embedded
+        # above it at a readable size, dark text on a light background.
+        seen = browser.evaluate(CAPTION_SEEN % json.dumps("figures/study1/figure1_rmse.png"))
+        assert seen["text"].startswith("Study 1, Figure 1"), seen
+        assert 0 <= seen["top"] < seen["height"] and seen["bottom"] > seen["top"], seen
+        assert seen["image"] >= 300 and seen["loaded"], seen
+        assert seen["contrast"] >= 7, seen
 
         config = browser.evaluate("results['results/run_config.yaml'].data_uri")
         assert config.startswith("data:text/plain") and "urban_threshold" not in (
             browser.evaluate("document.body.innerText")
         )
-        browser.open((clean_run / "r.html").as_uri())
+        browser.open((work / "report.html").as_uri())
         opened = browser.evaluate(STUDY_LINK_OPENS)
         assert opened == {"link": "Study 1", "category": "Study 1"}, opened
 
@@ -247,6 +321,37 @@ new Promise(resolve => setTimeout(() => {
   const intro = p.closest(".prose").getBoundingClientRect(), r = p.getBoundingClientRect();
   resolve([Math.min(intro.top, r.top), r.bottom, window.innerHeight]);
 }, 500))
+"""
+
+#: The landing page's list of datasets, one text per item.
+LANDING_LIST = """
+new Promise(resolve => setTimeout(() => {
+  const p = Array.from(document.querySelectorAll(".prose p"))
+    .find(p => p.innerText.startsWith("Real, modelled or simulated"));
+  const list = p && p.nextElementSibling;
+  resolve(list ? Array.from(list.querySelectorAll("li")).map(li => li.innerText) : []);
+}, 500))
+"""
+
+#: Open one result's information (%s: its path as JSON); where its caption is, the width
+#: of the figure embedded in it, and the contrast of its text against its background.
+CAPTION_SEEN = """
+app.showResultInfo(%s);
+new Promise(resolve => setTimeout(() => {
+  const li = Array.from(document.querySelectorAll("nav li.prose"))[0];
+  const img = li.querySelector("img"), r = li.getBoundingClientRect();
+  const rgb = s => s.match(/[0-9.]+/g).slice(0, 3).map(Number);
+  const lum = c => { const [R, G, B] = c.map(v => { v /= 255;
+    return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); });
+    return 0.2126 * R + 0.7152 * G + 0.0722 * B; };
+  const p = Array.from(li.querySelectorAll("p")).find(p => p.innerText.length > 80);
+  const fg = lum(rgb(getComputedStyle(p).color));
+  const bg = lum(rgb(getComputedStyle(li).backgroundColor));
+  resolve({text: p.innerText, top: r.top, bottom: r.bottom, height: window.innerHeight,
+    image: img ? img.getBoundingClientRect().width : 0,
+    loaded: img ? img.complete && img.naturalWidth > 0 : false,
+    contrast: (Math.max(fg, bg) + 0.05) / (Math.min(fg, bg) + 0.05)});
+}, 300))
 """
 
 #: {figure path: its caption as text} for every image result of the report.

@@ -3,6 +3,7 @@ import os
 
 from snakemake.io import report as captioned
 
+from dpsynth import provenance as prov
 from dpsynth.data.age_groups import AGE_GROUPS
 from dpsynth.design import calibration_chunk
 from dpsynth.study1 import Design as Study1Design
@@ -42,6 +43,29 @@ def report_figures(stem, caption, category, subcategory=None):
         )
         for path in figure_paths(stem)
     ]
+
+
+# ---- provenance: each figure rule's params.provenance, which its caption ends with and
+# the report's landing page lists (dpsynth.provenance holds every dataset's line) -------
+def study1_provenance(appendix=False):
+    """The datasets of Study 1's figures (Appendix C's when ``appendix``)."""
+    s1 = config["study1"]
+    truth = prov.appendix_c(s1) if appendix else prov.truth(config["truth"])
+    return prov.lines(truth, prov.POPULATIONS_1980, prov.study1_datasets(s1))
+
+
+def study_provenance(wildcards):
+    """The dataset of a study of the study stage (a params function)."""
+    name = wildcards.study
+    return prov.lines(prov.study(name, config["studies"][name]))
+
+
+def pseudo_posterior_provenance(wildcards):
+    """The simulated data set of a pseudo-posterior figure (a params function)."""
+    name = wildcards.dataset
+    return prov.lines(
+        prov.pseudo_posterior(name, config["pseudo_posterior"]["datasets"][name])
+    )
 
 
 def run_config():

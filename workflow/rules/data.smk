@@ -25,6 +25,8 @@ rule data_map_population_35_44:
         "logs/benchmarks/data/population_35_44.tsv"
     conda:
         DPSYNTH_ENV
+    params:
+        provenance=prov.lines(prov.POPULATIONS_1980),
     script:
         "../scripts/data_map_population_35_44.py"
 
@@ -41,5 +43,7 @@ rule data_map_pennlc_crude_rates:
         "logs/benchmarks/data/pennlc_crude_rates.tsv"
     conda:
         DPSYNTH_ENV
+    params:
+        provenance=prov.lines(prov.PENNLC),
     script:
         "../scripts/data_map_pennlc_crude_rates.py"

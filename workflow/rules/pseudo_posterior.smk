@@ -152,5 +152,7 @@ rule pseudo_posterior_figure:
         figure="|".join(PP_FIGURES),
     conda:
         DPSYNTH_ENV
+    params:
+        provenance=pseudo_posterior_provenance,
     script:
         "../scripts/pseudo_posterior_figure.py"

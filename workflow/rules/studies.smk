@@ -232,6 +232,7 @@ rule study_figures:
         DPSYNTH_ENV
     params:
         entry=study_entry,
+        provenance=study_provenance,
     script:
         "../scripts/study_figures.py"
 
@@ -250,6 +251,7 @@ rule study_maps:
         DPSYNTH_ENV
     params:
         entry=study_entry,
+        provenance=study_provenance,
     script:
         "../scripts/study_maps.py"
 

@@ -212,6 +212,8 @@ rule study1_figures:
         "logs/benchmarks/study1/figures.tsv"
     conda:
         DPSYNTH_ENV
+    params:
+        provenance=study1_provenance(),
     script:
         "../scripts/study1_figures.py"
 
@@ -231,6 +233,7 @@ rule study1_maps:
         DPSYNTH_ENV
     params:
         design=S1_DESIGN_ENTRY,
+        provenance=study1_provenance(),
     script:
         "../scripts/study1_maps.py"
 
@@ -277,5 +280,6 @@ rule study1_appendix_c_figures:
         DPSYNTH_ENV
     params:
         correlation=S1C["correlation"],
+        provenance=study1_provenance(appendix=True),
     script:
         "../scripts/study1_appendix_c_figures.py"

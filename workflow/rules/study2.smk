@@ -81,6 +81,7 @@ rule study2_toy:
     params:
         toy=S2["toy"],
         arms=S2["arms"],
+        provenance=prov.lines(prov.TOY),
     script:
         "../scripts/study2_toy.py"
 
@@ -107,6 +108,7 @@ rule study2_figures:
         primary=S2["primary"],
         figure5=lambda wildcards: S2[wildcards.study]["figure5"],
         figure6=lambda wildcards: S2[wildcards.study]["figure6"],
+        provenance=study_provenance,
     script:
         "../scripts/study2_figures.py"
 

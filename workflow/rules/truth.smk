@@ -52,6 +52,7 @@ rule truth_map_35_44:
         DPSYNTH_ENV
     params:
         source=config["truth"]["source"],
+        provenance=prov.lines(prov.truth(config["truth"]), prov.POPULATIONS_1980),
     script:
         "../scripts/truth_map.py"
 
