@@ -37,7 +37,7 @@ from dpsynth.data.scenarios import Scenario, draw_datasets, make_scenario
 from dpsynth.design import at_epsilon, chunk_labels, chunk_members, grid_from_config
 from dpsynth.metrics import BAND_COLUMNS, group_rate_per_100k, pooled_mean, rmse_per_100k
 from dpsynth.privacy.calibrate import calibrate
-from dpsynth.privacy.sanitised_prior import sanitised_prior_calibration
+from dpsynth.privacy.sanitised_prior import StateGroups
 from dpsynth.sampling.synthesize import posterior_rates, posterior_rates_per_dataset
 from dpsynth.seeding import job_rng
 
@@ -160,6 +160,7 @@ def score_datasets(
     dataset_ids = np.asarray(dataset_ids)
     n = scenario.population
     state_prior = geo.state_rates(n, scenario.rate) if arm.prior == "state" else None
+    states = StateGroups.of(geo.state_codes, n) if arm.prior == "sanitised" else None
     epsilons = [float(epsilon) for epsilon in epsilons]
     mapped = at_epsilon(epsilons, list(map_epsilons))
     values, sums = [], []
@@ -171,9 +172,8 @@ def score_datasets(
             # drawing its prior noise and then its rates (the order of the draws).
             rates = np.empty(datasets.shape, dtype=float)
             for row, y in enumerate(datasets):
-                _, cal_y = sanitised_prior_calibration(
+                _, cal_y = states.calibration(
                     y,
-                    geo.state_codes,
                     n,
                     epsilon,
                     prior_budget_fraction * epsilon,
@@ -358,9 +358,23 @@ def load_scenario(path) -> tuple[Scenario, Geography]:
 
 def load_datasets(path, ids) -> np.ndarray:
     """Rows ``ids`` of a datasets artifact (long ``dataset, county, count``) as (len(ids), I)."""
+    ids = np.asarray(ids, dtype=np.int64).reshape(-1)
     frame = pd.read_parquet(path, filters=[("dataset", "in", [int(i) for i in ids])])
-    wide = frame.pivot(index="dataset", columns="county", values="count")
-    return wide.loc[list(ids)].to_numpy(np.int64)
+    dataset = frame["dataset"].to_numpy(np.int64)
+    county = frame["county"].to_numpy(np.int64)
+    n_cells = int(county.max()) + 1 if county.size else 0
+    order = np.argsort(ids, kind="stable")
+    found = np.searchsorted(ids, dataset, sorter=order)
+    row = order[np.minimum(found, max(ids.size - 1, 0))]
+    if ids.size != np.unique(ids).size or np.any(ids[row] != dataset):
+        raise ValueError("dataset ids must be distinct and present in the datasets artifact")
+    out = np.zeros((ids.size, n_cells), dtype=np.int64)
+    filled = np.zeros((ids.size, n_cells), dtype=bool)
+    out[row, county] = frame["count"].to_numpy(np.int64)
+    filled[row, county] = True
+    if not filled.all():
+        raise ValueError("the datasets artifact lacks some (dataset, county) of these ids")
+    return out
 
 
 def summarise_scores(scores: pd.DataFrame, scenario_paths) -> pd.DataFrame:
