@@ -79,6 +79,13 @@ class Geography:
         """Each county's state as an integer, in the sorted order of the postal codes."""
         return np.unique(self.state, return_inverse=True)[1].reshape(-1)
 
+    @cached_property
+    def groups(self) -> dict[str, np.ndarray]:
+        """The county groups of the metrics (bool masks): urban, rural, NM and NY."""
+        state = np.asarray(self.state)
+        return {"urban": self.urban, "rural": ~self.urban, "nm": state == "NM",
+                "ny": state == "NY"}  # fmt: skip
+
     def state_rates(self, population, rate) -> np.ndarray:
         """Each county's state rate sum n lambda / sum n over its state (per person)."""
         frame = pd.DataFrame({"state": self.state, "events": population * rate, "n": population})
@@ -89,10 +96,8 @@ class Geography:
 def group_metrics(rates: np.ndarray, scenario: Scenario, geo: Geography) -> dict[str, np.ndarray]:
     """Every metric of Study 1 for a batch of rate vectors (rows), per 100,000."""
     n = scenario.population
-    urban = group_rate_per_100k(rates, n, geo.urban)
-    rural = group_rate_per_100k(rates, n, ~geo.urban)
-    nm = group_rate_per_100k(rates, n, geo.state == "NM")
-    ny = group_rate_per_100k(rates, n, geo.state == "NY")
+    urban, rural, nm, ny = (group_rate_per_100k(rates, n, geo.groups[name])
+                            for name in ("urban", "rural", "nm", "ny"))  # fmt: skip
     return {
         "rmse": rmse_per_100k(rates, scenario.rate),
         "rate_urban": urban,
@@ -250,7 +255,12 @@ def run_rng(seed: int, run_labels, *labels) -> np.random.Generator:
 
 def datasets_frame(scenario: Scenario, n_datasets: int, rng) -> pd.DataFrame:
     """The L datasets y ~ Mult(y., n lambda / sum n lambda), long: ``dataset, county, count``."""
-    y = draw_datasets(scenario, n_datasets, rng)
+    return datasets_long(draw_datasets(scenario, n_datasets, rng))
+
+
+def datasets_long(y) -> pd.DataFrame:
+    """Datasets (rows of counts) as the long artifact ``dataset, county, count``."""
+    y = np.asarray(y)
     n_sets, n_cells = y.shape
     return pd.DataFrame(
         {
@@ -308,6 +318,11 @@ class Design:
         return chunk_labels(len(self.epsilons), self.epsilons_per_job, self.datasets,
                             self.datasets_per_job)  # fmt: skip
 
+    def members(self, chunk: str) -> tuple[list[float], np.ndarray]:
+        """The epsilons and dataset ids of the chunk ``e{i}_d{j}``."""
+        return chunk_members(chunk, self.epsilons, self.epsilons_per_job, self.datasets,
+                             self.datasets_per_job)  # fmt: skip
+
     @property
     def units(self) -> list[tuple[str, str]]:
         """(arm name, chunk) of every scoring unit of one scenario: a job of its own
@@ -319,17 +334,35 @@ def score_chunk(
     scenario_path, datasets_path, arm: Arm | str, chunk: str, design: Design, rng
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Scores and county sums of one unit (an arm and chunk ``e{i}_d{j}``) of a
-    scenario, from the scenario and datasets artifacts; both frames start with the
-    columns ``scenario, arm`` (the arm's name)."""
-    arm = arm_named(design.arms, arm) if isinstance(arm, str) else arm
+    scenario, from the scenario and datasets artifacts: :func:`score_unit` of the
+    chunk's datasets read from ``datasets_path``."""
     scenario, geo = load_scenario(scenario_path)
-    epsilons, ids = chunk_members(
-        chunk, design.epsilons, design.epsilons_per_job, design.datasets, design.datasets_per_job
-    )
+    _, ids = design.members(chunk)
+    return score_unit(scenario, geo, load_datasets(datasets_path, ids), arm, chunk, design, rng)
+
+
+def score_unit(
+    scenario: Scenario,
+    geo: Geography,
+    datasets: np.ndarray,
+    arm: Arm | str,
+    chunk: str,
+    design: Design,
+    rng,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Scores and county sums of one unit (an arm and chunk ``e{i}_d{j}``) of a loaded
+    scenario; ``datasets`` holds the chunk's datasets (rows, in the order of their ids,
+    ``design.members(chunk)``). Both frames start with the columns ``scenario, arm`` (the
+    arm's name)."""
+    arm = arm_named(design.arms, arm) if isinstance(arm, str) else arm
+    epsilons, ids = design.members(chunk)
+    datasets = np.asarray(datasets)
+    if datasets.shape[0] != ids.size:
+        raise ValueError(f"chunk {chunk!r} has {ids.size} datasets, got {datasets.shape[0]}")
     scores, county_sums = score_datasets(
         scenario,
         geo,
-        load_datasets(datasets_path, ids),
+        datasets,
         ids,
         arm,
         epsilons,
