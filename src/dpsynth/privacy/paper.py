@@ -42,11 +42,16 @@ def pg_nu(a, total: int, population, prior_rate) -> np.ndarray:
     r_i = (b_(i)/n_(i) + 2) / (b_i/n_i + 2) with b = a / prior_rate and (i) the sum over
     the other cells.
     """
-    a = np.asarray(a, dtype=float)
     population = np.asarray(population, dtype=float)
+    return _pg_nu(a, total, population, population.sum() - population, prior_rate)
+
+
+def _pg_nu(a, total: int, population: np.ndarray, n_other: np.ndarray, prior_rate):
+    """:func:`pg_nu` with the float ``population`` and ``n_other`` = n. - n_i given (they do
+    not change along the fixed-point iteration)."""
+    a = np.asarray(a, dtype=float)
     b = gamma_rates(a, prior_rate)
     b_other = b.sum() - b
-    n_other = population.sum() - population
     r = (b_other / n_other + 2.0) / (b / population + 2.0)
     a_other = a.sum() - a
     return (total * np.maximum(1.0 - r, 0.0) + a_other + total - 1.0) / (a_other + total - 1.0)
@@ -60,9 +65,12 @@ def pg_paper_shapes(epsilon: float, total: int, population, prior_rate) -> np.nd
     positive solution) or when the iteration does not converge.
     """
     exp_eps = np.exp(epsilon)
+    population = np.asarray(population, dtype=float)
+    n_other = population.sum() - population
+    prior_rate = np.asarray(prior_rate, dtype=float)
 
     def update(a):
-        nu = pg_nu(a, total, population, prior_rate)
+        nu = _pg_nu(a, total, population, n_other, prior_rate)
         if np.any(nu >= exp_eps):
             worst = int(np.argmax(nu))
             raise ValueError(
