@@ -148,6 +148,7 @@ def score_datasets(
     *,
     prior_budget_fraction: float,
     map_epsilons=(),
+    calibrations: dict | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Score ``arm`` (one of :data:`ARMS`, or its name) on ``datasets`` (rows) at each
     epsilon.
@@ -157,6 +158,10 @@ def score_datasets(
     frame ``dataset, epsilon, metric, value`` and, for the epsilons in
     ``map_epsilons`` (found by label), the per-county sums of the rate draws over these
     datasets (``epsilon, county, rate_sum, count``) from which the workflow maps mean rates.
+
+    ``calibrations`` (optional, a dict the caller keeps for this scenario) stores the
+    data-independent calibrations by ``(arm name, epsilon)``, so that the chunks of one
+    scenario compute each once; it changes no draw.
     """
     if not isinstance(arm, Arm) and arm not in ARM_NAMES:
         raise ValueError(f"arm must be one of {ARM_NAMES}, got {arm!r}")
@@ -189,7 +194,13 @@ def score_datasets(
                 rates[row] = posterior_rates(y, cal_y, 1, rng)[0]
         else:
             # Calibrations are data-independent: one per epsilon, shared by every dataset.
-            cal = _calibration(arm, epsilon, scenario, state_prior)
+            # A calibration is immutable: the chunks of a scenario can share it.
+            key = (arm.name, epsilon)
+            cal = calibrations.get(key) if calibrations is not None else None
+            if cal is None:
+                cal = _calibration(arm, epsilon, scenario, state_prior)
+                if calibrations is not None:
+                    calibrations[key] = cal
             rates = posterior_rates_per_dataset(datasets, cal, rng)
         metrics = group_metrics(rates, scenario, geo)
         values.extend(metrics[metric] for metric in METRICS)
@@ -349,6 +360,8 @@ def score_unit(
     chunk: str,
     design: Design,
     rng,
+    *,
+    calibrations: dict | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Scores and county sums of one unit (an arm and chunk ``e{i}_d{j}``) of a loaded
     scenario; ``datasets`` holds the chunk's datasets (rows, in the order of their ids,
@@ -369,6 +382,7 @@ def score_unit(
         rng,
         prior_budget_fraction=design.prior_budget_fraction,
         map_epsilons=design.map_epsilons,
+        calibrations=calibrations,
     )
     for frame in (scores, county_sums):
         frame.insert(0, "arm", arm.name)

@@ -32,11 +32,14 @@ rng = run_rng(p.seed, p.rng_labels, "datasets", number)
 design = Design.from_config(p.design)
 datasets = draw_datasets(scenario, design.datasets, rng).astype("int64", copy=False)
 write_parquet(datasets_long(datasets), out.datasets)
+calibrations = {}  # (arm, epsilon): shared by the arm's chunks (no data in them)
 outputs = zip(design.units, out.scores, out.county_sums, strict=True)
 for (arm, chunk), scores_path, sums_path in outputs:
     rng = run_rng(p.seed, p.rng_labels, "score", number, arm, chunk)
     rows = datasets[design.members(chunk)[1]]
-    scores, county_sums = score_unit(scenario, geo, rows, arm, chunk, design, rng)
+    scores, county_sums = score_unit(
+        scenario, geo, rows, arm, chunk, design, rng, calibrations=calibrations
+    )
     logging.info("%s %s: %d score rows", arm, chunk, len(scores))
     write_parquet(scores, scores_path)
     write_parquet(county_sums, sums_path)
