@@ -27,7 +27,10 @@ def _fixed_point(update, a: np.ndarray, what: str, epsilon: float) -> np.ndarray
     steps."""
     for _ in range(MAX_ITER):
         a_new = update(a)
-        if np.max(np.abs(a_new - a) / a_new) <= RTOL:
+        change = np.subtract(a_new, a)
+        np.abs(change, out=change)
+        change /= a_new
+        if np.max(change) <= RTOL:
             return a_new
         a = a_new
     raise RuntimeError(
@@ -51,10 +54,24 @@ def _pg_nu(a, total: int, population: np.ndarray, n_other: np.ndarray, prior_rat
     not change along the fixed-point iteration)."""
     a = np.asarray(a, dtype=float)
     b = gamma_rates(a, prior_rate)
-    b_other = b.sum() - b
-    r = (b_other / n_other + 2.0) / (b / population + 2.0)
+    # The operations of the formula, in its order, on reused buffers (the same numbers).
+    r = b.sum() - b  # b_(i)
+    r /= n_other
+    r += 2.0
+    b /= population
+    b += 2.0
+    r /= b  # r_i = (b_(i)/n_(i) + 2) / (b_i/n_i + 2)
+    np.subtract(1.0, r, out=r)
+    np.maximum(r, 0.0, out=r)
+    r *= total
     a_other = a.sum() - a
-    return (total * np.maximum(1.0 - r, 0.0) + a_other + total - 1.0) / (a_other + total - 1.0)
+    r += a_other
+    r += total
+    r -= 1.0
+    a_other += total
+    a_other -= 1.0
+    r /= a_other
+    return r
 
 
 def pg_paper_shapes(epsilon: float, total: int, population, prior_rate) -> np.ndarray:
@@ -78,7 +95,9 @@ def pg_paper_shapes(epsilon: float, total: int, population, prior_rate) -> np.nd
                 f"nu_{worst} = {nu[worst]:.6g} >= e^epsilon = {exp_eps:.6g}; use a larger "
                 "epsilon or method='certified'"
             )
-        return total / (exp_eps / nu - 1.0)
+        nu = np.divide(exp_eps, nu, out=nu)
+        nu -= 1.0
+        return np.divide(total, nu, out=nu)  # y. / (e^eps / nu - 1)
 
     start = np.full(len(population), total / np.expm1(epsilon))
     return _fixed_point(update, start, "PG paper calibration", epsilon)
