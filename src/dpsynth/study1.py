@@ -37,7 +37,7 @@ from dpsynth.data.scenarios import Scenario, draw_datasets, make_scenario
 from dpsynth.design import at_epsilon, chunk_labels, chunk_members, grid_from_config
 from dpsynth.metrics import BAND_COLUMNS, group_rate_per_100k, pooled_mean, rmse_per_100k
 from dpsynth.privacy.calibrate import calibrate
-from dpsynth.privacy.sanitised_prior import sanitised_prior_calibration
+from dpsynth.privacy.sanitised_prior import StateGroups
 from dpsynth.sampling.synthesize import posterior_rates, posterior_rates_per_dataset
 from dpsynth.seeding import job_rng
 
@@ -79,6 +79,13 @@ class Geography:
         """Each county's state as an integer, in the sorted order of the postal codes."""
         return np.unique(self.state, return_inverse=True)[1].reshape(-1)
 
+    @cached_property
+    def groups(self) -> dict[str, np.ndarray]:
+        """The county groups of the metrics (bool masks): urban, rural, NM and NY."""
+        state = np.asarray(self.state)
+        return {"urban": self.urban, "rural": ~self.urban, "nm": state == "NM",
+                "ny": state == "NY"}  # fmt: skip
+
     def state_rates(self, population, rate) -> np.ndarray:
         """Each county's state rate sum n lambda / sum n over its state (per person)."""
         frame = pd.DataFrame({"state": self.state, "events": population * rate, "n": population})
@@ -89,10 +96,8 @@ class Geography:
 def group_metrics(rates: np.ndarray, scenario: Scenario, geo: Geography) -> dict[str, np.ndarray]:
     """Every metric of Study 1 for a batch of rate vectors (rows), per 100,000."""
     n = scenario.population
-    urban = group_rate_per_100k(rates, n, geo.urban)
-    rural = group_rate_per_100k(rates, n, ~geo.urban)
-    nm = group_rate_per_100k(rates, n, geo.state == "NM")
-    ny = group_rate_per_100k(rates, n, geo.state == "NY")
+    urban, rural, nm, ny = (group_rate_per_100k(rates, n, geo.groups[name])
+                            for name in ("urban", "rural", "nm", "ny"))  # fmt: skip
     return {
         "rmse": rmse_per_100k(rates, scenario.rate),
         "rate_urban": urban,
@@ -143,6 +148,7 @@ def score_datasets(
     *,
     prior_budget_fraction: float,
     map_epsilons=(),
+    calibrations: dict | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Score ``arm`` (one of :data:`ARMS`, or its name) on ``datasets`` (rows) at each
     epsilon.
@@ -152,6 +158,10 @@ def score_datasets(
     frame ``dataset, epsilon, metric, value`` and, for the epsilons in
     ``map_epsilons`` (found by label), the per-county sums of the rate draws over these
     datasets (``epsilon, county, rate_sum, count``) from which the workflow maps mean rates.
+
+    ``calibrations`` (optional, a dict the caller keeps for this scenario) stores the
+    data-independent calibrations by ``(arm name, epsilon)``, so that the chunks of one
+    scenario compute each once; it changes no draw.
     """
     if not isinstance(arm, Arm) and arm not in ARM_NAMES:
         raise ValueError(f"arm must be one of {ARM_NAMES}, got {arm!r}")
@@ -160,6 +170,7 @@ def score_datasets(
     dataset_ids = np.asarray(dataset_ids)
     n = scenario.population
     state_prior = geo.state_rates(n, scenario.rate) if arm.prior == "state" else None
+    states = StateGroups.of(geo.state_codes, n) if arm.prior == "sanitised" else None
     epsilons = [float(epsilon) for epsilon in epsilons]
     mapped = at_epsilon(epsilons, list(map_epsilons))
     values, sums = [], []
@@ -171,9 +182,8 @@ def score_datasets(
             # drawing its prior noise and then its rates (the order of the draws).
             rates = np.empty(datasets.shape, dtype=float)
             for row, y in enumerate(datasets):
-                _, cal_y = sanitised_prior_calibration(
+                _, cal_y = states.calibration(
                     y,
-                    geo.state_codes,
                     n,
                     epsilon,
                     prior_budget_fraction * epsilon,
@@ -184,7 +194,13 @@ def score_datasets(
                 rates[row] = posterior_rates(y, cal_y, 1, rng)[0]
         else:
             # Calibrations are data-independent: one per epsilon, shared by every dataset.
-            cal = _calibration(arm, epsilon, scenario, state_prior)
+            # A calibration is immutable: the chunks of a scenario can share it.
+            key = (arm.name, epsilon)
+            cal = calibrations.get(key) if calibrations is not None else None
+            if cal is None:
+                cal = _calibration(arm, epsilon, scenario, state_prior)
+                if calibrations is not None:
+                    calibrations[key] = cal
             rates = posterior_rates_per_dataset(datasets, cal, rng)
         metrics = group_metrics(rates, scenario, geo)
         values.extend(metrics[metric] for metric in METRICS)
@@ -250,7 +266,12 @@ def run_rng(seed: int, run_labels, *labels) -> np.random.Generator:
 
 def datasets_frame(scenario: Scenario, n_datasets: int, rng) -> pd.DataFrame:
     """The L datasets y ~ Mult(y., n lambda / sum n lambda), long: ``dataset, county, count``."""
-    y = draw_datasets(scenario, n_datasets, rng)
+    return datasets_long(draw_datasets(scenario, n_datasets, rng))
+
+
+def datasets_long(y) -> pd.DataFrame:
+    """Datasets (rows of counts) as the long artifact ``dataset, county, count``."""
+    y = np.asarray(y)
     n_sets, n_cells = y.shape
     return pd.DataFrame(
         {
@@ -308,6 +329,11 @@ class Design:
         return chunk_labels(len(self.epsilons), self.epsilons_per_job, self.datasets,
                             self.datasets_per_job)  # fmt: skip
 
+    def members(self, chunk: str) -> tuple[list[float], np.ndarray]:
+        """The epsilons and dataset ids of the chunk ``e{i}_d{j}``."""
+        return chunk_members(chunk, self.epsilons, self.epsilons_per_job, self.datasets,
+                             self.datasets_per_job)  # fmt: skip
+
     @property
     def units(self) -> list[tuple[str, str]]:
         """(arm name, chunk) of every scoring unit of one scenario: a job of its own
@@ -319,23 +345,44 @@ def score_chunk(
     scenario_path, datasets_path, arm: Arm | str, chunk: str, design: Design, rng
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Scores and county sums of one unit (an arm and chunk ``e{i}_d{j}``) of a
-    scenario, from the scenario and datasets artifacts; both frames start with the
-    columns ``scenario, arm`` (the arm's name)."""
-    arm = arm_named(design.arms, arm) if isinstance(arm, str) else arm
+    scenario, from the scenario and datasets artifacts: :func:`score_unit` of the
+    chunk's datasets read from ``datasets_path``."""
     scenario, geo = load_scenario(scenario_path)
-    epsilons, ids = chunk_members(
-        chunk, design.epsilons, design.epsilons_per_job, design.datasets, design.datasets_per_job
-    )
+    _, ids = design.members(chunk)
+    return score_unit(scenario, geo, load_datasets(datasets_path, ids), arm, chunk, design, rng)
+
+
+def score_unit(
+    scenario: Scenario,
+    geo: Geography,
+    datasets: np.ndarray,
+    arm: Arm | str,
+    chunk: str,
+    design: Design,
+    rng,
+    *,
+    calibrations: dict | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Scores and county sums of one unit (an arm and chunk ``e{i}_d{j}``) of a loaded
+    scenario; ``datasets`` holds the chunk's datasets (rows, in the order of their ids,
+    ``design.members(chunk)``). Both frames start with the columns ``scenario, arm`` (the
+    arm's name)."""
+    arm = arm_named(design.arms, arm) if isinstance(arm, str) else arm
+    epsilons, ids = design.members(chunk)
+    datasets = np.asarray(datasets)
+    if datasets.shape[0] != ids.size:
+        raise ValueError(f"chunk {chunk!r} has {ids.size} datasets, got {datasets.shape[0]}")
     scores, county_sums = score_datasets(
         scenario,
         geo,
-        load_datasets(datasets_path, ids),
+        datasets,
         ids,
         arm,
         epsilons,
         rng,
         prior_budget_fraction=design.prior_budget_fraction,
         map_epsilons=design.map_epsilons,
+        calibrations=calibrations,
     )
     for frame in (scores, county_sums):
         frame.insert(0, "arm", arm.name)
@@ -358,9 +405,23 @@ def load_scenario(path) -> tuple[Scenario, Geography]:
 
 def load_datasets(path, ids) -> np.ndarray:
     """Rows ``ids`` of a datasets artifact (long ``dataset, county, count``) as (len(ids), I)."""
+    ids = np.asarray(ids, dtype=np.int64).reshape(-1)
     frame = pd.read_parquet(path, filters=[("dataset", "in", [int(i) for i in ids])])
-    wide = frame.pivot(index="dataset", columns="county", values="count")
-    return wide.loc[list(ids)].to_numpy(np.int64)
+    dataset = frame["dataset"].to_numpy(np.int64)
+    county = frame["county"].to_numpy(np.int64)
+    n_cells = int(county.max()) + 1 if county.size else 0
+    order = np.argsort(ids, kind="stable")
+    found = np.searchsorted(ids, dataset, sorter=order)
+    row = order[np.minimum(found, max(ids.size - 1, 0))]
+    if ids.size != np.unique(ids).size or np.any(ids[row] != dataset):
+        raise ValueError("dataset ids must be distinct and present in the datasets artifact")
+    out = np.zeros((ids.size, n_cells), dtype=np.int64)
+    filled = np.zeros((ids.size, n_cells), dtype=bool)
+    out[row, county] = frame["count"].to_numpy(np.int64)
+    filled[row, county] = True
+    if not filled.all():
+        raise ValueError("the datasets artifact lacks some (dataset, county) of these ids")
+    return out
 
 
 def summarise_scores(scores: pd.DataFrame, scenario_paths) -> pd.DataFrame:

@@ -7,14 +7,15 @@ import pandas as pd
 
 from dpsynth.data.age_groups import group_population, load_age_groups
 from dpsynth.data.counties import load_counties
+from dpsynth.data.scenarios import draw_datasets
 from dpsynth.io import write_parquet
 from dpsynth.study1 import (
     Design,
-    datasets_frame,
+    datasets_long,
     load_scenario,
     run_rng,
     scenario_frame,
-    score_chunk,
+    score_unit,
 )
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
@@ -24,14 +25,21 @@ counties = load_counties(snakemake.input.counties)
 over_35 = group_population(load_age_groups(snakemake.input.age_groups), "35+", counties["fips"])
 truth = pd.read_parquet(snakemake.input.truth)
 write_parquet(scenario_frame(number, counties, truth, over_35, p.urban_threshold), out.scenario)
-scenario, _ = load_scenario(out.scenario)
+# The scenario as written and read back (what the split jobs read); the datasets are
+# scored from memory (the artifact holds the same integers).
+scenario, geo = load_scenario(out.scenario)
 rng = run_rng(p.seed, p.rng_labels, "datasets", number)
 design = Design.from_config(p.design)
-write_parquet(datasets_frame(scenario, design.datasets, rng), out.datasets)
+datasets = draw_datasets(scenario, design.datasets, rng).astype("int64", copy=False)
+write_parquet(datasets_long(datasets), out.datasets)
+calibrations = {}  # (arm, epsilon): shared by the arm's chunks (no data in them)
 outputs = zip(design.units, out.scores, out.county_sums, strict=True)
 for (arm, chunk), scores_path, sums_path in outputs:
     rng = run_rng(p.seed, p.rng_labels, "score", number, arm, chunk)
-    scores, county_sums = score_chunk(out.scenario, out.datasets, arm, chunk, design, rng)
+    rows = datasets[design.members(chunk)[1]]
+    scores, county_sums = score_unit(
+        scenario, geo, rows, arm, chunk, design, rng, calibrations=calibrations
+    )
     logging.info("%s %s: %d score rows", arm, chunk, len(scores))
     write_parquet(scores, scores_path)
     write_parquet(county_sums, sums_path)

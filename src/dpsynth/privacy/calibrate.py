@@ -154,11 +154,11 @@ def _checked(cal: Calibration) -> Calibration:
 
 
 def _calibrate_pg(epsilon, total, population, prior_rate, method) -> Calibration:
-    lower = np.zeros(population.size, np.int64)
-    upper = np.full(population.size, total, np.int64)
     if method == "paper":
         a = pg_paper_shapes(epsilon, total, population, prior_rate)
     else:
+        lower = np.zeros(population.size, np.int64)
+        upper = np.full(population.size, total, np.int64)
         a = certified_shapes(epsilon, total, lower, upper, truncated=False)
         if method == "exact":
             a = exact_bivariate_shapes(

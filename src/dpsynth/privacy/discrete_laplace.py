@@ -173,8 +173,10 @@ def _geometric_exp_minus_one(size: int, rng: np.random.Generator) -> np.ndarray:
         pool = _bernoulli_exp_minus_one(int(need * _POOL_PER_GEOMETRIC) + 16, rng)
         failures = np.flatnonzero(~pool)
         if failures.size:
-            runs = np.diff(failures, prepend=-1) - 1
-            runs[0] += carry
+            runs = np.empty_like(failures)  # gaps between failures: np.diff(prepend=-1) - 1
+            runs[0] = failures[0] + carry
+            np.subtract(failures[1:], failures[:-1], out=runs[1:])
+            runs[1:] -= 1
             take = min(runs.size, need)
             out[filled : filled + take] = runs[:take]
             filled += take
@@ -269,8 +271,9 @@ def sample_discrete_laplace(scale, size, rng: np.random.Generator) -> np.ndarray
         v = _geometric_exp_minus_one(u.size, rng)
         y = _floor_of_ratio(u, v, t, s)
         negative = rng.integers(0, 2, size=y.size, dtype=np.int8) == 1
-        keep = ~(negative & (y == 0))
-        y, negative = y[keep], negative[keep]
+        keep = y != 0
+        keep |= ~negative  # not (B = 1 and Y = 0)
+        y = y[keep]
         if y.dtype == object:
             try:
                 y = y.astype(np.int64)
@@ -278,7 +281,7 @@ def sample_discrete_laplace(scale, size, rng: np.random.Generator) -> np.ndarray
                 raise OverflowError(
                     f"a discrete Laplace draw at scale {float(scale):.3g} exceeds the int64 range"
                 ) from err
-        draws = np.where(negative, -y, y)
+        draws = np.negative(y, out=y, where=negative[keep])  # (1 - 2B) Y
         take = min(draws.size, need)
         out[filled : filled + take] = draws[:take]
         filled += take

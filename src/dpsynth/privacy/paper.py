@@ -27,7 +27,10 @@ def _fixed_point(update, a: np.ndarray, what: str, epsilon: float) -> np.ndarray
     steps."""
     for _ in range(MAX_ITER):
         a_new = update(a)
-        if np.max(np.abs(a_new - a) / a_new) <= RTOL:
+        change = np.subtract(a_new, a)
+        np.abs(change, out=change)
+        change /= a_new
+        if np.max(change) <= RTOL:
             return a_new
         a = a_new
     raise RuntimeError(
@@ -42,14 +45,33 @@ def pg_nu(a, total: int, population, prior_rate) -> np.ndarray:
     r_i = (b_(i)/n_(i) + 2) / (b_i/n_i + 2) with b = a / prior_rate and (i) the sum over
     the other cells.
     """
-    a = np.asarray(a, dtype=float)
     population = np.asarray(population, dtype=float)
+    return _pg_nu(a, total, population, population.sum() - population, prior_rate)
+
+
+def _pg_nu(a, total: int, population: np.ndarray, n_other: np.ndarray, prior_rate):
+    """:func:`pg_nu` with the float ``population`` and ``n_other`` = n. - n_i given (they do
+    not change along the fixed-point iteration)."""
+    a = np.asarray(a, dtype=float)
     b = gamma_rates(a, prior_rate)
-    b_other = b.sum() - b
-    n_other = population.sum() - population
-    r = (b_other / n_other + 2.0) / (b / population + 2.0)
+    # The operations of the formula, in its order, on reused buffers (the same numbers).
+    r = b.sum() - b  # b_(i)
+    r /= n_other
+    r += 2.0
+    b /= population
+    b += 2.0
+    r /= b  # r_i = (b_(i)/n_(i) + 2) / (b_i/n_i + 2)
+    np.subtract(1.0, r, out=r)
+    np.maximum(r, 0.0, out=r)
+    r *= total
     a_other = a.sum() - a
-    return (total * np.maximum(1.0 - r, 0.0) + a_other + total - 1.0) / (a_other + total - 1.0)
+    r += a_other
+    r += total
+    r -= 1.0
+    a_other += total
+    a_other -= 1.0
+    r /= a_other
+    return r
 
 
 def pg_paper_shapes(epsilon: float, total: int, population, prior_rate) -> np.ndarray:
@@ -60,9 +82,12 @@ def pg_paper_shapes(epsilon: float, total: int, population, prior_rate) -> np.nd
     positive solution) or when the iteration does not converge.
     """
     exp_eps = np.exp(epsilon)
+    population = np.asarray(population, dtype=float)
+    n_other = population.sum() - population
+    prior_rate = np.asarray(prior_rate, dtype=float)
 
     def update(a):
-        nu = pg_nu(a, total, population, prior_rate)
+        nu = _pg_nu(a, total, population, n_other, prior_rate)
         if np.any(nu >= exp_eps):
             worst = int(np.argmax(nu))
             raise ValueError(
@@ -70,7 +95,9 @@ def pg_paper_shapes(epsilon: float, total: int, population, prior_rate) -> np.nd
                 f"nu_{worst} = {nu[worst]:.6g} >= e^epsilon = {exp_eps:.6g}; use a larger "
                 "epsilon or method='certified'"
             )
-        return total / (exp_eps / nu - 1.0)
+        nu = np.divide(exp_eps, nu, out=nu)
+        nu -= 1.0
+        return np.divide(total, nu, out=nu)  # y. / (e^eps / nu - 1)
 
     start = np.full(len(population), total / np.expm1(epsilon))
     return _fixed_point(update, start, "PG paper calibration", epsilon)

@@ -27,19 +27,77 @@ from dpsynth.privacy.discrete_laplace import SENSITIVITY, geometric_noise
 MIN_STATE_COUNT = 0.5  # floor on a noisy state total: keeps lambda0* > 0
 
 
+@dataclass(frozen=True)
+class StateGroups:
+    """The public grouping of cells into states, computed once for many datasets:
+    ``codes`` (each cell's state, 0 .. S - 1 in the order of ``numpy.unique``), the
+    number of states and each state's population."""
+
+    codes: np.ndarray
+    n_states: int
+    population: np.ndarray
+
+    @classmethod
+    def of(cls, state, population) -> StateGroups:
+        """The grouping of 1-D ``state`` labels with the cells' ``population``."""
+        state = np.asarray(state)
+        population = np.asarray(population, dtype=float)
+        if state.shape != population.shape or state.ndim != 1:
+            raise ValueError("state and population must be 1-D arrays of the same length")
+        labels, codes = np.unique(state, return_inverse=True)
+        codes = codes.reshape(-1)
+        pops = np.bincount(codes, weights=population, minlength=labels.size)
+        return cls(codes, labels.size, pops)
+
+    def noisy_rates(self, y, epsilon_prior: float, rng) -> np.ndarray:
+        """Per-cell prior rate lambda0*_{s_i} from geometric-noised state totals (eq 19)."""
+        y = np.asarray(y)
+        if y.shape != self.codes.shape:
+            raise ValueError("y, state and population must be 1-D arrays of the same length")
+        totals = np.bincount(self.codes, weights=y, minlength=self.n_states)
+        noisy = totals + geometric_noise(epsilon_prior, self.n_states, rng)
+        rates = np.maximum(noisy, MIN_STATE_COUNT) / self.population
+        return rates[self.codes]
+
+    def calibration(
+        self,
+        y,
+        population,
+        epsilon: float,
+        epsilon_prior: float,
+        rng: np.random.Generator,
+        *,
+        mechanism: str = "pg",
+        method: str = "certified",
+        **calibrate_kwargs,
+    ) -> tuple[np.ndarray, Calibration]:
+        """:func:`sanitised_prior_calibration` with this grouping (``population``: the
+        cells' population the grouping was made with)."""
+        if not (0 < epsilon_prior < epsilon):
+            raise ValueError(
+                f"epsilon_prior must lie strictly between 0 and epsilon={epsilon}, "
+                f"got {epsilon_prior!r}"
+            )
+        rates = self.noisy_rates(y, epsilon_prior, rng)
+        cal = calibrate(
+            mechanism,
+            epsilon - epsilon_prior,
+            int(np.sum(y)),
+            population,
+            rates,
+            method=method,
+            **calibrate_kwargs,
+        )
+        return rates, cal
+
+
 def noisy_state_rates(y, state, population, epsilon_prior: float, rng) -> np.ndarray:
     """Per-cell prior rate lambda0*_{s_i} from geometric-noised state totals (eq 19)."""
     y = np.asarray(y)
     state = np.asarray(state)
-    population = np.asarray(population, dtype=float)
-    if not (y.shape == state.shape == population.shape) or y.ndim != 1:
+    if not (y.shape == state.shape == np.shape(population)) or y.ndim != 1:
         raise ValueError("y, state and population must be 1-D arrays of the same length")
-    labels, codes = np.unique(state, return_inverse=True)
-    totals = np.bincount(codes, weights=y, minlength=labels.size)
-    pops = np.bincount(codes, weights=population, minlength=labels.size)
-    noisy = totals + geometric_noise(epsilon_prior, labels.size, rng)
-    rates = np.maximum(noisy, MIN_STATE_COUNT) / pops
-    return rates[codes]
+    return StateGroups.of(state, population).noisy_rates(y, epsilon_prior, rng)
 
 
 def sanitised_prior_calibration(
@@ -57,24 +115,18 @@ def sanitised_prior_calibration(
     """Split eps = eps_prior + eps_synth; return (public noisy prior rates, calibration).
 
     The calibration is ``calibrate(mechanism, eps - eps_prior, y., population,
-    noisy_rates, method=method, ...)``.
+    noisy_rates, method=method, ...)``. To calibrate many datasets of one geography, build
+    :class:`StateGroups` once and call its ``calibration``.
     """
     if not (0 < epsilon_prior < epsilon):
         raise ValueError(
             f"epsilon_prior must lie strictly between 0 and epsilon={epsilon}, "
             f"got {epsilon_prior!r}"
         )
-    rates = noisy_state_rates(y, state, population, epsilon_prior, rng)
-    cal = calibrate(
-        mechanism,
-        epsilon - epsilon_prior,
-        int(np.sum(y)),
-        population,
-        rates,
-        method=method,
+    return StateGroups.of(state, population).calibration(
+        y, population, epsilon, epsilon_prior, rng, mechanism=mechanism, method=method,
         **calibrate_kwargs,
-    )
-    return rates, cal
+    )  # fmt: skip
 
 
 def rates_from_noisy_totals(noisy_totals, group_population, floor: float = MIN_STATE_COUNT):

@@ -165,6 +165,25 @@ def check_counts(y, cal: Calibration) -> np.ndarray:
     return counts
 
 
+def check_count_rows(ys, cal: Calibration) -> np.ndarray:
+    """:func:`check_counts` of every row of the 2-D ``ys`` at once: int64 (m, I)."""
+    if not isinstance(cal, Calibration):
+        raise TypeError(f"cal must be a dpsynth.calibration.Calibration, got {type(cal)}")
+    arr = np.asarray(ys)
+    if arr.ndim != 2 or arr.shape[1] != cal.n_cells:
+        raise ValueError(f"ys must be rows of {cal.n_cells} counts, got shape {arr.shape}")
+    if arr.dtype.kind not in "iuf" or not np.all(np.isfinite(arr)):
+        raise ValueError(f"y must hold finite numbers, got dtype {arr.dtype}")
+    counts = arr.astype(np.int64)
+    if np.any(counts != arr) or np.any(counts < 0):
+        raise ValueError("y must hold non-negative integers")
+    sums = counts.sum(axis=1)
+    if np.any(sums != cal.total):
+        bad = int(sums[np.flatnonzero(sums != cal.total)[0]])
+        raise ValueError(f"y sums to {bad}, but the calibration's total is {cal.total}")
+    return counts
+
+
 def check_feasible(cal: Calibration) -> tuple[np.ndarray, np.ndarray]:
     """The bounds capped at y.; ValueError when no vector within them sums to y."""
     lower, upper = cal.bounds()

@@ -16,7 +16,12 @@ from __future__ import annotations
 import numpy as np
 
 from dpsynth.calibration import Calibration
-from dpsynth.sampling.conditioned import ConditionedSampler, check_counts, check_feasible
+from dpsynth.sampling.conditioned import (
+    ConditionedSampler,
+    check_count_rows,
+    check_counts,
+    check_feasible,
+)
 
 __all__ = ["ConditionedSampler", "posterior_rates", "posterior_rates_per_dataset", "synthesize"]
 
@@ -83,13 +88,15 @@ def posterior_rates_per_dataset(ys, cal: Calibration, rng: np.random.Generator) 
     ys = np.asarray(ys)
     if ys.ndim != 2:
         raise ValueError(f"ys must be a 2-D array (datasets x cells), got shape {ys.shape}")
-    counts = np.stack([check_counts(row, cal) for row in ys]) if len(ys) else ys
+    counts = check_count_rows(ys, cal) if len(ys) else ys
     _check_draw_args(1, rng)
     if cal.population is None or np.any(cal.population <= 0):
         raise ValueError("posterior rates need cal.population, positive in every cell")
     if cal.mechanism == "md":
-        gammas = rng.gamma(counts + cal.a)
-        theta = gammas / gammas.sum(axis=1, keepdims=True)
-        return theta * cal.total / cal.population[None, :]
+        rates = rng.gamma(counts + cal.a)
+        rates /= rates.sum(axis=1, keepdims=True)  # theta, in place: the same operations
+        rates *= cal.total
+        rates /= cal.population[None, :]
+        return rates
     shape = cal.clamp(counts) + cal.a
     return rng.gamma(shape, 1.0 / (cal.population + cal.b)[None, :])
