@@ -128,10 +128,6 @@ def main() -> None:
             )
 
 
-if __name__ == "__main__":
-    main()
-
-
 # --- the national table (issue #27) -------------------------------------------------------
 
 
@@ -182,16 +178,16 @@ def national() -> None:
         )
         rate = machine_rate()
 
-        def synthesize(counties, mechanism, sets, epsilon=1.0):
+        def synthesize(counties, mechanism, sets, epsilon=1.0, show=True):
             path, frame = tables[counties]
             out = tmp / f"{mechanism}_{counties}_{sets}"
             command = [
                 sys.executable, "-m", "dpsynth", "synthesize", "--input", str(path),
                 "--keys", *KEYS, "--strata", "input", "--prior-rate-column", "prior_rate",
                 "--prior-is-public-i-am-sure", "--mechanism", mechanism,
-                "--epsilon", str(epsilon), "--sets", str(sets), "--dataset", out.name,
+                "--epsilon", str(epsilon), "--sets", str(sets), "--dataset", path.stem,
                 "--out", str(out), "--private-dir", str(tmp / f"{out.name}.private"),
-                "--quiet", "--max-memory", "16", "--max-minutes", "60",
+                "--quiet", "--max-memory", "16", "--max-minutes", "60", "--force",
             ]  # fmt: skip
             wall, cpu, peak = run(command, env)
             per_set = epsilon / sets
@@ -200,15 +196,16 @@ def national() -> None:
                 frame["population"].to_numpy(float), frame["prior_rate"].to_numpy(float),
                 method="certified",
             )  # fmt: skip
-            forecast = estimate_cost(cal, delta / sets / (1 + math.exp(per_set)))
+            forecast = estimate_cost(cal, delta / sets / (1 + math.exp(per_set)), sets)
             floor = negative_binomial_floor(len(frame) * sets)
             rows.append(
                 f"| {len(frame):,} | {int(frame['count'].sum()):,} | {mechanism} | {sets} | "
                 f"{wall:.1f} s | {cpu:.1f} s | {peak:.2f} GiB | "
-                f"{forecast.seconds(rate):.0f} s, {forecast.bytes / 2**30:.1f} GiB | "
-                f"{floor:.2f} s | {wall / (floor / cores):.0f}x |"
+                f"{forecast.seconds(rate):.1f} s, {forecast.bytes / 2**30:.2f} GiB | "
+                f"{floor:.3g} s | {wall / (floor / cores):.0f}x |"
             )
-            print(rows[-1], flush=True)
+            if show:
+                print(rows[-1], flush=True)
             return out
 
         print(
@@ -216,7 +213,7 @@ def national() -> None:
             "floor (1 process) | wall / (floor / cores) |"
         )
         print("|---|---|---|---|---|---|---|---|---|---|")
-        synthesize(32, "truncated", 1)  # numba's cache, filled outside the timings
+        synthesize(32, "truncated", 1, show=False)  # numba's cache, outside the timings
         rows.clear()
         for counties in (32, 315):
             synthesize(counties, "truncated", 1)
@@ -228,3 +225,7 @@ def national() -> None:
             f"\n`dpsynth verify` of the 1,005,440-strata truncated release: {wall:.1f} s "
             f"wall, {cpu:.1f} s CPU, {peak:.2f} GiB peak"
         )
+
+
+if __name__ == "__main__":
+    main()

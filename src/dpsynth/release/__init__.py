@@ -282,7 +282,7 @@ def check_cost(request, design: Design, strata: Strata, cal, measure: bool = Fal
     message names only the options that would let it run. The machine's speed is measured
     (:func:`~dpsynth.sampling.tree_build.machine_rate`) only when the forecast at the
     slowest rate would not fit the time limit, or when ``measure`` asks for it."""
-    cost = estimate_cost(cal, design.tv_target)
+    cost = estimate_cost(cal, design.tv_target, design.budget.sets)
     limit = request.max_minutes * 60.0
     rate = _SLOWEST_RATE
     if measure or cost.seconds(rate) > limit:
@@ -336,7 +336,7 @@ def _fits_truncated(request, design: Design, strata: Strata, cal, rate: float) -
     truncated = Design("truncated", design.method, design.budget, design.tail, design.inflation)
     try:
         other = truncated.calibrate(strata.total, strata.population, cal.prior_rate)
-        cost = estimate_cost(other, truncated.tv_target)
+        cost = estimate_cost(other, truncated.tv_target, design.budget.sets)
     except ValueError:
         return False
     return cost.bytes <= request.max_memory and cost.seconds(rate) <= request.max_minutes * 60

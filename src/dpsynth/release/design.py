@@ -135,8 +135,9 @@ class Cost:
     """Forecast of building a release's sampler, from public quantities only.
 
     ``entries`` double-doubles stored in the tree, ``multiply_adds`` of its convolutions,
-    ``bytes`` at the peak of the release (the tree twice over while its levels are joined,
-    plus what the rest of the release holds per stratum), ``widest`` the stratum whose leaf
+    ``bytes`` at the peak of the release (twice the tree's 16 bytes an entry, for the level
+    being convolved and joined beside it, plus what the rest of the release holds per
+    stratum and per stratum and set), ``widest`` the stratum whose leaf
     is widest, ``tail`` the first tail the build tries.
     """
 
@@ -146,22 +147,30 @@ class Cost:
     widest: int
     tail: float
     n_cells: int
+    sets: int = 1
 
     def seconds(self, rate: float) -> float:
         """Forecast wall time on a machine that convolves ``rate`` multiply-adds a second
         on all its cores (:func:`dpsynth.sampling.tree_build.machine_rate`)."""
-        return self.multiply_adds / rate + _SECONDS_PER_STRATUM * self.n_cells
+        per_stratum = _SECONDS_PER_STRATUM + _SECONDS_PER_STRATUM_SET * self.sets
+        return self.multiply_adds / rate + per_stratum * self.n_cells + _START_SECONDS
 
 
-#: Bytes a release holds per stratum besides the tree (keys, counts, sets, reports).
+#: Bytes a release holds per stratum besides the tree (keys, counts, reports), and per
+#: stratum and set (the sets as a long table while they are written and scored); from
+#: ``benchmarks/release.py --national`` (1.84 GiB for 1 set, 4.24 GiB for 10, at 1M).
 _BYTES_PER_STRATUM = 1200.0
+_BYTES_PER_STRATUM_SET = 280.0
 #: Seconds a release spends per stratum besides the convolutions (reading, identifying the
-#: table, calibrating, leaves, drawing, writing, the utility report), on a 2-core laptop;
-#: measured by ``benchmarks/release.py --national``.
-_SECONDS_PER_STRATUM = 3e-5
+#: table, calibrating, leaves, drawing, writing, the utility report), on a 2-core laptop,
+#: and once (the command's imports); from ``benchmarks/release.py --national``: 3.4 s
+#: for 10,240 strata, about 15 s besides the convolutions for 1,005,440.
+_SECONDS_PER_STRATUM = 1.5e-5
+_SECONDS_PER_STRATUM_SET = 1.3e-6
+_START_SECONDS = 3.0
 
 
-def estimate_cost(cal: Calibration, tv_target: float) -> Cost:
+def estimate_cost(cal: Calibration, tv_target: float, sets: int = 1) -> Cost:
     """What building the release sampler of ``cal`` will cost (:class:`Cost`).
 
     From public quantities only (bounds, total, shapes, populations and the prior's
@@ -228,5 +237,5 @@ def estimate_cost(cal: Calibration, tv_target: float) -> Cost:
         entries += float(merged.sum())
         widths = np.concatenate([merged, widths[2 * pairs :]])
         variances = np.concatenate([merged_var, variances[2 * pairs :]])
-    size = 2.0 * 16.0 * entries + _BYTES_PER_STRATUM * n_cells
-    return Cost(entries, work, size, widest, tail, n_cells)
+    size = 2.0 * 16.0 * entries + (_BYTES_PER_STRATUM + _BYTES_PER_STRATUM_SET * sets) * n_cells
+    return Cost(entries, work, size, widest, tail, n_cells, sets)
