@@ -59,7 +59,8 @@ def test_an_error_names_the_stratum_not_the_confidential_count(tmp_path, value, 
     table.to_csv(tmp_path / "s.csv", index=False)
     with pytest.raises(ReleaseError) as err:
         load_strata(request_for(tmp_path / "s.csv", tmp_path / "out", rounding=rounding))
-    message = str(err.value)
+    # the file's path (pytest's numbered folders, e.g. pytest-208) may hold any digits
+    message = str(err.value).replace(str(tmp_path), "<tmp>")
     assert "code=" in message and "3" in message.split("code=")[1][:4] and "count" in message
     assert "3,08" not in message and "3.08" not in message and "08" not in message
 
