@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import geopandas as gpd
 import numpy as np
 import pandas as pd
 import pytest
@@ -317,18 +318,29 @@ def test_the_default_county_frame_is_the_projects_data_folder(tmp_path, private_
     assert (private_folder(tmp_path / "there") / "map_county_code.png").stat().st_size > 0
 
 
-def test_a_county_frame_that_cannot_be_read_costs_the_map_not_the_release(tmp_path, private_folder):
-    """The map is drawn after the budget is spent: a --county-frame that is no county frame
-    (a GeoPackage, say) leaves the release made and the summary saying why there is no map,
-    instead of a traceback with the budget recorded and nothing released."""
+@pytest.mark.parametrize("frame", ["gpkg", "missing", "other counties"])
+def test_a_county_frame_that_cannot_map_the_table_is_refused_before_spending(
+    tmp_path, private_area, private_ledger, frame
+):
+    """A --county-frame the steward named that cannot draw the map (no county frame, not
+    there, or without the table's counties) is refused before the budget is spent, naming
+    the option and why: no release, no private folder, nothing in the ledger."""
     (tmp_path / "frame.gpkg").write_bytes(b"SQLite format 3\x00 not a parquet file")
-    ok("synthesize", "--input", str(WONDER_FIXTURE), "--wonder", "--keys", "county_code",
-       "age_group_code", "--strata", "cross-product", "--sanitised-prior-by", "--epsilon", "1",
-       "--mechanism", "pg", "--dataset", "wonder-deaths", "--county-frame", "frame.gpkg",
-       "--out", "r", cwd=tmp_path)  # fmt: skip
-    assert (tmp_path / "r" / "manifest.json").exists()
-    summary = (private_folder(tmp_path / "r") / "summary.md").read_text()
-    assert "No map: county frame `frame.gpkg` could not be read" in summary
+    counties = gpd.read_parquet(REPO / "data" / "counties_1980.parquet")
+    counties[counties["fips"].str.startswith("42")].to_parquet(tmp_path / "pa.parquet")
+    given = {"gpkg": "frame.gpkg", "missing": "nowhere.parquet", "other counties": "pa.parquet"}
+    refused = run("synthesize", "--input", str(WONDER_FIXTURE), "--wonder", "--keys",
+                  "county_code", "age_group_code", "--strata", "cross-product",
+                  "--sanitised-prior-by", "--epsilon", "1", "--mechanism", "pg", "--dataset",
+                  "wonder-deaths", "--county-frame", given[frame], "--out", "r",
+                  cwd=tmp_path)  # fmt: skip
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    message = {"gpkg": "could not be read as the county frame", "missing": "not found",
+               "other counties": "FIPS code(s) of `county_code` are not counties of"}  # fmt: skip
+    assert "--county-frame" in refused.stderr and message[frame] in refused.stderr
+    assert "Nothing was spent" in refused.stderr
+    assert not (tmp_path / "r").exists() and not private_area.exists()
+    assert not private_ledger.exists() or not private_ledger.read_text().strip()
 
 
 def test_pennlc_by_county_and_age_with_a_sanitised_prior(tmp_path, private_folder):

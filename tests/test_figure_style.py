@@ -351,3 +351,48 @@ def test_the_style_module_is_the_only_log_tick_formatter():
     files = [p for p in (REPO / "src/dpsynth/plots").glob("*.py") if p.name != "style.py"]
     offenders = [p.name for p in files if own.search(p.read_text())]
     assert not offenders, offenders
+
+
+def release_utility(rng, mechanism: str, zero: bool):
+    """A steward's utility report on a table of 40 counties x 4 ages x 2 sexes whose county
+    totals span five decades (``zero``: the smallest counties have no events, so the axes
+    are symlog)."""
+    from types import SimpleNamespace
+
+    from dpsynth.release.utility import utility_report
+
+    ages, sexes = ["Under 40", "40-59", "60-69", "70+"], ["female", "male"]
+    keys = pd.DataFrame([(f"c{c:02d}", a, s) for c in range(40) for a in ages for s in sexes],
+                        columns=["county_code", "age_group", "sex"])  # fmt: skip
+    population = np.repeat(np.geomspace(30 if zero else 3_000, 5e6, 40), 8)
+    counts = rng.poisson(population * 2e-3)
+    sets = rng.poisson(counts + 0.3, (4, counts.size))
+    cal = SimpleNamespace(mechanism=mechanism, epsilon=0.1, truncated=False, lower=None,
+                          upper=None, prior_rate=None)  # fmt: skip
+    return utility_report(keys, counts, population, sets, cal, rng, area="county_code")
+
+
+@pytest.mark.parametrize("zero", [True, False], ids=["symlog", "log"])
+def test_the_release_utility_figure(zero):
+    """The steward's utility.png: plain numbers on its log (or symlog, totals of 0) axes,
+    key names in words, epsilon as a symbol, every group's label inside its panel."""
+    from dpsynth.release.utility import utility_figure
+
+    rng = np.random.default_rng(RNG_SEED)
+    fig = utility_figure(release_utility(rng, "truncated", zero))
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    county = fig.axes[0]
+    assert county.get_xscale() == ("symlog" if zero else "log")
+    labels = [t for _, t in tick_label_boxes(county.xaxis, renderer)]
+    assert labels and all(re.fullmatch(r"[0-9.]+", t) for t in labels), labels
+    assert r"$\varepsilon = 0.1$" in fig._suptitle.get_text()
+    for ax in fig.axes[1:]:
+        if not ax.get_visible():
+            continue
+        inside = ax.get_window_extent(renderer)
+        for text in ax.texts:
+            where = text.get_window_extent(renderer)
+            assert inside.x0 <= where.x0 and where.x1 <= inside.x1, text.get_text()
+            assert inside.y0 <= where.y0 and where.y1 <= inside.y1, text.get_text()
+    assert_clean(fig)

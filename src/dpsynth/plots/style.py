@@ -218,6 +218,31 @@ def log_axis(axis) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
+class PlainSymlogLocator(Locator):
+    """Major ticks of a symlog axis whose linear part is 0 to 1 (totals that reach 0): 0,
+    then :class:`PlainLogLocator`'s ticks from 1 up."""
+
+    def __init__(self):
+        self._log = PlainLogLocator()
+
+    def set_axis(self, axis):
+        super().set_axis(axis)
+        self._log.set_axis(axis)
+
+    def __call__(self):
+        vmin, vmax = sorted(self.axis.get_view_interval())
+        ticks = [t for t in self._log.tick_values(1.0, vmax) if t >= 1] if vmax > 1 else []
+        return np.array(([0.0] if vmin <= 0 <= vmax else []) + ticks)
+
+
+def symlog_axis(axis) -> None:
+    """A symlog axis (linear from 0 to 1, set by the caller) with plain-number ticks: 0, 1,
+    10, 100 (:class:`PlainSymlogLocator`), never 10^x."""
+    axis.set_major_locator(PlainSymlogLocator())
+    axis.set_major_formatter(PlainLogFormatter())
+    axis.set_minor_formatter(NullFormatter())
+
+
 #: The former name of :func:`log_axis`.
 plain_log_ticks = log_axis
 

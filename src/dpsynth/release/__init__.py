@@ -17,7 +17,7 @@ Layout. ``--out release/`` gives two folders, apart::
                              and the start of the manifest's seed_commitment; or wherever
                              --private-dir says, never inside the release nor around it
         provenance.json      the root key, the commitment's salt, the input's path and SHA-256
-        summary.md, *.png    synthetic vs original totals (and a county map)
+        summary.md, map_*.png  synthetic vs original totals (and a county map)
         utility.md, .csv, .png  what the sets kept, against synthesis with no privacy
 
 The public folder never names the private one (``tests/test_release.py`` checks), and its
@@ -61,6 +61,7 @@ from dpsynth.release.request import (
     plan_budget,
 )
 from dpsynth.release.strata_list import STATEMENTS as STRATA_STATEMENTS
+from dpsynth.release.summary import check_county_frame
 
 __all__ = [
     "NEIGHBOURS",
@@ -174,6 +175,7 @@ def build_release(request: ReleaseRequest) -> dict:
                 f"{request.input}: {option} {name!r} is not a key column; keys are "
                 f"{list(strata.keys.columns)}"
             )
+    check_county_frame(request, strata.keys)
     if (
         request.sanitised_prior_by
         and len(group_codes(strata.keys, request.sanitised_prior_by)[1]) < 2

@@ -63,27 +63,6 @@ def group_totals(keys: pd.DataFrame, column: str, original, synthetic) -> pd.Dat
     )
 
 
-def _totals_figure(totals: pd.DataFrame, column: str, sets: int):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5.5, 5), layout="constrained")
-    x = totals["original"].to_numpy(dtype=float)
-    y = totals["synthetic_mean"].to_numpy()
-    spread = np.vstack([y - totals["synthetic_min"], totals["synthetic_max"] - y])
-    ax.errorbar(x, y, yerr=spread, fmt="o", ms=4, capsize=2, alpha=0.8, label="synthetic")
-    top = max(x.max(), totals["synthetic_max"].max()) * 1.05 + 1
-    ax.plot([0, top], [0, top], color="grey", lw=1, ls="--", label="synthetic = original")
-    ax.set(xlim=(0, top), ylim=(0, top), xlabel=f"original total by {column}")
-    ylabel = "synthetic total (mean; bars: min to max" if sets > 1 else "synthetic total ("
-    ax.set_ylabel(f"{ylabel} over {sets} set{'s' if sets > 1 else ''})")
-    ax.set_title(f"Totals by {column}: {len(totals)} groups")
-    ax.legend(loc="upper left")
-    return fig
-
-
 def _map_figure(counties, by_fips: pd.DataFrame):
     import matplotlib
 
@@ -91,15 +70,18 @@ def _map_figure(counties, by_fips: pd.DataFrame):
     import matplotlib.pyplot as plt
 
     from dpsynth.plots.maps import county_choropleth
+    from dpsynth.plots.style import RC
 
     frame = counties.merge(by_fips, on="fips", how="inner")
     top = float(max(frame["original"].max(), frame["synthetic_mean"].max(), 1))
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), layout="constrained")
-    for ax, column, title in (
-        (axes[0], "original", "original total"),
-        (axes[1], "synthetic_mean", "synthetic total (mean over sets)"),
-    ):
-        county_choropleth(frame, column, ax, title=title, vmin=0, vmax=top, legend_label="events")
+    with matplotlib.rc_context(RC):
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
+        for ax, column, title in (
+            (axes[0], "original", "original total"),
+            (axes[1], "synthetic_mean", "synthetic total (mean over sets)"),
+        ):
+            county_choropleth(frame, column, ax, title=title, vmin=0, vmax=top,
+                              legend_label="events")  # fmt: skip
     return fig
 
 
@@ -131,10 +113,6 @@ def prior_note(request, strata) -> str:
 
 def write_summary(folder: Path, request, strata, cal, synthetic, guarantee: str) -> list:
     """Write summary.md and its figures into ``folder``; return the file names written."""
-    import matplotlib.pyplot as plt
-
-    from dpsynth.io import save_figure
-
     keys = strata.keys
     group = request.group_by or keys.columns[0]
     if group not in keys.columns:
@@ -145,11 +123,6 @@ def write_summary(folder: Path, request, strata, cal, synthetic, guarantee: str)
     sets = synthetic.shape[0]
     totals = group_totals(keys, group, strata.counts, synthetic)
     written = []
-    plot_name = f"totals_by_{group}.png"
-    fig = _totals_figure(totals, group, sets)
-    save_figure(fig, folder / plot_name)
-    plt.close(fig)
-    written.append(plot_name)
 
     lines = [
         "# Synthetic release: summary for the data steward",
@@ -165,7 +138,8 @@ def write_summary(folder: Path, request, strata, cal, synthetic, guarantee: str)
         "",
         f"## Totals by `{group}`",
         "",
-        f"![synthetic vs original totals by {group}]({plot_name})",
+        f"Every key's totals, beside synthesis with no privacy, are drawn in `utility.png` "
+        f"(its panel by {group}) and read in `utility.md`.",
         "",
         f"| {group} | original | synthetic mean | synthetic min | synthetic max |",
         "|---|---:|---:|---:|---:|",
@@ -197,30 +171,58 @@ def write_summary(folder: Path, request, strata, cal, synthetic, guarantee: str)
     return written
 
 
+def check_county_frame(request, keys: pd.DataFrame) -> None:
+    """Refuse, before anything is spent, a ``--county-frame`` the steward named that cannot
+    draw the map: not found, not a county frame, or without the keys' FIPS codes. (The
+    project's default frame, when absent or not matching, only leaves the summary without
+    a map, saying why.)"""
+    if request.county_frame is None:
+        return
+    fips = fips_column(request, keys)
+    if fips is None:
+        raise ReleaseError(
+            f"--county-frame {request.county_frame}: the keys {list(keys.columns)} hold no "
+            "column of 5-digit county FIPS codes to map; name it with --fips-column"
+        )
+    codes = pd.Series(keys[fips].astype(str).unique(), name="fips")
+    _, why = _frame_for(request.county_frame, codes, fips)
+    if why:
+        raise ReleaseError(f"--county-frame: {why} Nothing was spent.")
+
+
+def _frame_for(frame_path: Path, codes: pd.Series, fips: str):
+    """The county frame at ``frame_path`` and ``""``, or None and why it cannot map the
+    FIPS ``codes`` of the key ``fips``."""
+    from dpsynth.data.counties import load_counties
+
+    if not Path(frame_path).is_file():
+        return None, f"county frame `{frame_path}` not found (give one with `--county-frame`)."
+    try:
+        counties = load_counties(frame_path)
+    except (OSError, ValueError) as err:  # not a county frame (ValueError: pyarrow's too)
+        return None, (
+            f"county frame `{frame_path}` could not be read as the county frame (a GeoParquet "
+            f"file with the columns of data/counties_1980.parquet): {str(err).splitlines()[0]}"
+        )
+    unknown = sorted(set(codes) - set(counties["fips"]))
+    if unknown:
+        return None, (
+            f"{len(unknown)} FIPS code(s) of `{fips}` are not counties of "
+            f"`{Path(frame_path).name}` (e.g. {unknown[:3]})."
+        )
+    return counties, ""
+
+
 def _county_map(folder: Path, frame_path: Path, keys, fips: str, counts, synthetic) -> str:
     """Write the county map and return its file name, or return why there is none."""
     import matplotlib.pyplot as plt
 
-    from dpsynth.data.counties import load_counties
     from dpsynth.io import save_figure
 
-    if not Path(frame_path).is_file():
-        return f"county frame `{frame_path}` not found (give one with `--county-frame`)."
-    try:
-        counties = load_counties(frame_path)
-    except (OSError, ValueError) as err:  # not a county frame (ValueError: pyarrow's too)
-        # the release's budget is already spent: an unreadable frame costs the map only
-        return (
-            f"county frame `{frame_path}` could not be read as the county frame (a GeoParquet "
-            f"file with the columns of data/counties_1980.parquet): {str(err).splitlines()[0]}"
-        )
     by_fips = group_totals(keys, fips, counts, synthetic).rename(columns={fips: "fips"})
-    unknown = sorted(set(by_fips["fips"]) - set(counties["fips"]))
-    if unknown:
-        return (
-            f"{len(unknown)} FIPS code(s) of `{fips}` are not counties of "
-            f"`{Path(frame_path).name}` (e.g. {unknown[:3]})."
-        )
+    counties, why = _frame_for(frame_path, by_fips["fips"], fips)
+    if counties is None:
+        return why
     name = f"map_{fips}.png"
     fig = _map_figure(counties, by_fips)
     save_figure(fig, folder / name)

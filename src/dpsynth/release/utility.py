@@ -527,33 +527,47 @@ def _band(values: np.ndarray, digits: int = 3) -> str:
 
 
 def _write_figure(report: Utility, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    from dpsynth.io import save_figure
+
+    fig = utility_figure(report)
+    save_figure(fig, path)
+    plt.close(fig)
+
+
+def utility_figure(report: Utility):
+    """utility.png: per key, each value's synthetic totals against its true total, beside
+    the no-privacy reference's (in the style of every figure, :mod:`dpsynth.plots.style`)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from dpsynth.io import save_figure
+    from dpsynth.plots.style import MECHANISM_NAMES, RC, eps_equals
 
     panels = len(report.totals)
     columns = min(3, panels)
     rows = -(-panels // columns)
-    fig, axes = plt.subplots(
-        rows, columns, figsize=(4.6 * columns, 4.3 * rows), layout="constrained", squeeze=False
-    )
-    for ax, totals in zip(axes.flat, report.totals, strict=False):
-        _totals_panel(ax, totals, report)
-    for ax in axes.flat[panels:]:
-        ax.set_visible(False)
-    fig.suptitle(
-        f"True against synthetic totals per key\n{report.sets} synthetic "
-        f"set{'s' if report.sets > 1 else ''} ({report.mechanism}, epsilon {report.epsilon:g} "
-        f"per set) and {report.reference_tables} tables with no privacy"
-    )
-    save_figure(fig, path)
-    plt.close(fig)
+    with matplotlib.rc_context(RC):
+        fig, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.9 * rows),
+                                 layout="constrained", squeeze=False)  # fmt: skip
+        for ax, totals in zip(axes.flat, report.totals, strict=False):
+            _totals_panel(ax, totals, report)
+        for ax in axes.flat[panels:]:
+            ax.set_visible(False)
+        mechanism = MECHANISM_NAMES.get(report.mechanism, report.mechanism)
+        fig.suptitle(
+            f"True against synthetic totals per key\n{report.sets} synthetic "
+            f"set{'s' if report.sets > 1 else ''} ({mechanism}, {eps_equals(report.epsilon)} "
+            f"per set) and {report.reference_tables} tables with no privacy"
+        )
+    return fig
 
 
 def _totals_panel(ax, totals: KeyTotals, report: Utility) -> None:
+    from dpsynth.plots.style import human, log_axis, symlog_axis
+
     frame = totals.frame()
     truth = frame["truth"].to_numpy(dtype=float)
     top = float(max(truth.max(), frame["synthetic_max"].max(), frame["reference_max"].max()))
@@ -585,19 +599,26 @@ def _totals_panel(ax, totals: KeyTotals, report: Utility) -> None:
         line = np.concatenate([[0.0], line]) if zero else line
         ax.set_xscale(scale, **options)
         ax.set_yscale(scale, **options)
+        for axis in (ax.xaxis, ax.yaxis):
+            (symlog_axis if zero else log_axis)(axis)
     else:
-        pad = 0.04 * (top - low) + 0.5  # points at the ends stay whole
+        pad = 0.08 * (top - low) + 0.5  # points and their labels at the ends stay inside
         line = np.array([low - pad, top + pad])
         ax.set(xlim=line, ylim=line)
     if len(frame) <= LABELLED_GROUPS:  # few groups: say which is which
         order = np.argsort(np.argsort(truth, kind="stable"))  # neighbours alternate sides
+        last = len(order) - 1
         for x, y, name, k in zip(truth, frame["synthetic_mean"], frame["group"], order,
                                  strict=True):  # fmt: skip
-            ax.annotate(str(name), (x, y), xytext=(-4, 6) if k % 2 else (4, -11),
-                        textcoords="offset points", ha="right" if k % 2 else "left",
+            # alternate above-left and below-right of the diagonal; the lowest total's
+            # label above-right and the highest's below-left, so none leaves the panel
+            up = k == 0 or (k % 2 == 1 and k != last)
+            right = k == 0 or (k != last and k % 2 == 0)
+            ax.annotate(str(name), (x, y), xytext=(4 if right else -4, 6 if up else -11),
+                        textcoords="offset points", ha="left" if right else "right",
                         fontsize="small", color="C0")  # fmt: skip
     ax.plot(line, line, color="grey", lw=1, ls="--", label="= true total")
-    ax.set_xlabel(f"true total by {totals.key}" + (" (log)" if log else ""))
+    ax.set_xlabel(f"true total by {human(totals.key)}" + (" (log)" if log else ""))
     ax.set_ylabel("table's total: mean" + (", bars min to max" if bars else " (no bars)"))
-    ax.set_title(f"by {totals.key}: {totals.groups.size} groups")
+    ax.set_title(f"by {human(totals.key)}: {totals.groups.size} groups")
     ax.legend(loc="upper left", fontsize="small")
