@@ -91,7 +91,8 @@ def problems(fig) -> list[str]:
                              f"{labelled[i][1]!r} and {labelled[j][1]!r} overlap")  # fmt: skip
             if axis.get_scale() == "log":
                 for _, text in labelled:
-                    if re.search(r"10\^|\\times|\\mathdefault\{10", text):
+                    # matplotlib's own labels, or a power of ten below a million
+                    if re.search(r"\\mathdefault|10\^\{?(-|[0-5](?!\d))", text):
                         found.append(f"axes {k}: log tick label {text!r} is no plain number")
         if tick_label_boxes(ax.yaxis, renderer) and not ax.get_ylabel().strip():
             found.append(f"axes {k} ({ax.get_title()!r}) shows y values but has no y label")
@@ -396,3 +397,15 @@ def test_the_release_utility_figure(zero):
             assert inside.x0 <= where.x0 and where.x1 <= inside.x1, text.get_text()
             assert inside.y0 <= where.y0 and where.y1 <= inside.y1, text.get_text()
     assert_clean(fig)
+
+
+@pytest.mark.parametrize(
+    ("value", "label"),
+    [(0.01, "0.01"), (2, "2"), (1.15, "1.15"), (100_000, "100000"), (1e6, "$10^{6}$"),
+     (2e7, r"$2 \times 10^{7}$"), (-1e6, "$-10^{6}$"), (0, "0")],
+)  # fmt: skip
+def test_tick_values_are_plain_below_a_million_and_powers_of_ten_from_it(value, label):
+    """Never ``1e+06`` (the shapes figure's prior shapes reach a million) nor 3x10^0."""
+    from dpsynth.plots.style import plain_number
+
+    assert plain_number(value) == label

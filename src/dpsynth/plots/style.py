@@ -10,6 +10,7 @@ key where a reader expects a symbol or words.
 from __future__ import annotations
 
 import functools
+import re
 from math import ceil, floor, log10
 
 import matplotlib as mpl
@@ -116,11 +117,26 @@ _GAP = 0.8
 
 
 def plain_number(value: float) -> str:
-    """A tick value as a plain number, at most 4 significant digits: 0.01, 2, 1.15, 1000."""
+    """A tick value as a plain number, at most 4 significant digits: 0.01, 2, 1.15, 1000,
+    100000; from a million up, a power of ten in mathtext (``$10^{6}$``,
+    ``$2 \\times 10^{7}$``), as a journal prints it, never ``1e+06``."""
     if value == 0 or not np.isfinite(value):
         return f"{value:g}"
-    text = f"{float(f'{value:.4g}'):f}".rstrip("0").rstrip(".")
-    return text if abs(value) < 1e6 else f"{value:.4g}"
+    if abs(value) >= 1e6:
+        mantissa, exponent = f"{value:.3e}".split("e")
+        mantissa = mantissa.rstrip("0").rstrip(".")
+        power = f"10^{{{int(exponent)}}}"
+        if mantissa in ("1", "-1"):
+            return f"${mantissa[:-1]}{power}$"
+        return f"${mantissa} \\times {power}$"
+    return f"{float(f'{value:.4g}'):f}".rstrip("0").rstrip(".")
+
+
+def _label_length(text: str) -> float:
+    """About how many characters wide ``text`` is drawn (mathtext's markup not counted)."""
+    if text.startswith("$"):
+        return len(re.sub(r"\\times|[${}^]", "", text)) + 0.6 * text.count("^")
+    return len(text)
 
 
 class PlainLogFormatter(Formatter):
@@ -166,7 +182,7 @@ class PlainLogLocator(Locator):
             return True
         places = length * (np.log(ticks) - np.log(vmin)) / (np.log(vmax) - np.log(vmin))
         if along:  # half of each neighbour's width
-            extent = np.array([0.62 * len(plain_number(t)) * size for t in ticks])
+            extent = np.array([0.62 * _label_length(plain_number(t)) * size for t in ticks])
             need = (extent[1:] + extent[:-1]) / 2 + _GAP * size
         else:  # one line of text
             need = np.full(len(ticks) - 1, (1.2 + _GAP) * size)
