@@ -178,10 +178,10 @@ def study_measures(definition: StudyDefinition, strata: pd.DataFrame) -> Measure
     groups: dict[str, np.ndarray] = {}
     areas: tuple[str, ...] = ()
     if definition.area is not None:
-        area = strata[definition.area].astype(str).to_numpy()
-        areas = tuple(sorted(set(area)))
-        for name in areas:
-            groups[AREA + name] = area == name
+        codes, values = pd.factorize(strata[definition.area].astype(str), sort=True)
+        areas = tuple(values)
+        for k, name in enumerate(areas):
+            groups[AREA + name] = codes == k
     for k, spec in enumerate(definition.disparities):
         key = f"studies.{definition.name}.disparities[{k}]"
         where = filter_mask(strata, spec.where, f"{key}.where")

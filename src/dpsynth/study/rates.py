@@ -42,7 +42,7 @@ class GroupRates:
         unknown = sorted(set(band) - set(weights.index))
         if unknown:
             raise ValueError(f"strata age bands {unknown} have no standard weight")
-        unit = np.arange(n).astype(str) if unit is None else np.asarray(unit)
+        unit = None if unit is None else np.asarray(unit)
         self.names = list(groups)
         self.bands = list(weights.index)
         self.weights = weights.to_numpy(dtype=float)
@@ -57,10 +57,12 @@ class GroupRates:
             members = np.flatnonzero(mask)
             rows.append(members)
             cols.append(g * n_bands + band_index[members])
-            # the population of a unit counts once, whichever of its strata are in the group
-            units = pd.DataFrame({"unit": unit[members], "band": band_index[members],
-                                  "pop": population[members]}).drop_duplicates("unit")  # fmt: skip
-            np.add.at(pop[g], units["band"].to_numpy(), units["pop"].to_numpy())
+            # the population of a unit counts once, whichever of its strata are in the group:
+            # its first stratum's, added in the strata's order
+            counted = members
+            if unit is not None:
+                counted = members[np.sort(np.unique(unit[members], return_index=True)[1])]
+            np.add.at(pop[g], band_index[counted], population[counted])
             empty = [self.bands[b] for b in range(n_bands) if pop[g, b] <= 0]
             if empty:
                 raise ValueError(f"group {name!r} has no population in age band(s) {empty}")
