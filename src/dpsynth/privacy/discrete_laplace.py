@@ -47,6 +47,7 @@ draw many values per call.
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 
@@ -215,6 +216,7 @@ def bernoulli_exp(gamma, size: int, rng: np.random.Generator) -> np.ndarray:
 
 
 # --- discrete Laplace --------------------------------------------------------------------------
+@functools.lru_cache(maxsize=1024)
 def _acceptance(t: int, s: int) -> float:
     """Probability that one pass of Algorithm 2 returns (for batch sizing only)."""
     inv_t = float(Fraction(1, t))
@@ -270,9 +272,9 @@ def sample_discrete_laplace(scale, size, rng: np.random.Generator) -> np.ndarray
         u = u[_bernoulli_exp_unit(u, t, rng)]
         v = _geometric_exp_minus_one(u.size, rng)
         y = _floor_of_ratio(u, v, t, s)
-        negative = rng.integers(0, 2, size=y.size, dtype=np.int8) == 1
+        b = rng.integers(0, 2, size=y.size, dtype=np.int8)  # B
         keep = y != 0
-        keep |= ~negative  # not (B = 1 and Y = 0)
+        keep |= b == 0  # not (B = 1 and Y = 0)
         y = y[keep]
         if y.dtype == object:
             try:
@@ -281,7 +283,10 @@ def sample_discrete_laplace(scale, size, rng: np.random.Generator) -> np.ndarray
                 raise OverflowError(
                     f"a discrete Laplace draw at scale {float(scale):.3g} exceeds the int64 range"
                 ) from err
-        draws = np.negative(y, out=y, where=negative[keep])  # (1 - 2B) Y
+        sign = b[keep]
+        sign *= -2
+        sign += 1
+        draws = np.multiply(y, sign, out=y)  # (1 - 2B) Y
         take = min(draws.size, need)
         out[filled : filled + take] = draws[:take]
         filled += take
@@ -333,4 +338,15 @@ def geometric_noise(
     floating-point sampling. Its pmf is :func:`discrete_laplace_log_pmf` at that scale.
     """
     epsilon = _check_epsilon(epsilon)
-    return sample_discrete_laplace(scale_for(epsilon, sensitivity), size, rng)
+    if type(sensitivity) is int:  # the usual case: the exact scale, computed once
+        scale = _scale_of(epsilon, sensitivity)
+    else:
+        scale = scale_for(epsilon, sensitivity)
+    return sample_discrete_laplace(scale, size, rng)
+
+
+@functools.lru_cache(maxsize=1024)
+def _scale_of(epsilon: float, sensitivity: int) -> Fraction:
+    """:func:`scale_for` of a float epsilon and an int sensitivity, kept (studies draw
+    at the same few epsilons thousands of times)."""
+    return scale_for(epsilon, sensitivity)
