@@ -128,16 +128,15 @@ def _bernoulli_exp_unit(numerator: np.ndarray, denominator: int, rng) -> np.ndar
     # k = 1: A_1 ~ Bernoulli(gamma); a first zero here (k odd) returns 1.
     a = _uniform_below(denominator, size, rng) < numerator
     result = ~a
-    alive = np.flatnonzero(a)  # indices with A_1 = ... = A_(k-1) = 1, and their numerators
-    alive_numerator = numerator[alive]
+    alive = np.flatnonzero(a)  # indices with A_1 = ... = A_(k-1) = 1 (result False)
     k = 2
     while alive.size:
         a = _bernoulli_reciprocal(k, alive.size, rng)
         hit = np.flatnonzero(a)
-        a[hit] = _uniform_below(denominator, hit.size, rng) < alive_numerator[hit]
+        a[hit] = _uniform_below(denominator, hit.size, rng) < numerator[alive[hit]]
         if k % 2:
-            result[alive[~a]] = True  # first zero at an odd k (at an even k: stays False)
-        alive, alive_numerator = alive[a], alive_numerator[a]
+            result[alive] = ~a  # first zero at an odd k: 1 (at an even k: stays 0)
+        alive = np.compress(a, alive)
         k += 1
     return result
 
@@ -152,8 +151,8 @@ def _bernoulli_exp_minus_one(size: int, rng: np.random.Generator) -> np.ndarray:
     while alive.size:
         a = _bernoulli_reciprocal(k, alive.size, rng)
         if k % 2:
-            result[alive[~a]] = True
-        alive = alive[a]
+            result[alive] = ~a  # first zero at an odd k: 1 (the others stay 0 so far)
+        alive = np.compress(a, alive)
         k += 1
     return result
 
@@ -204,12 +203,12 @@ def bernoulli_exp(gamma, size: int, rng: np.random.Generator) -> np.ndarray:
     for _ in range(whole):
         if not alive.size:
             break
-        alive = alive[_bernoulli_exp_minus_one(alive.size, rng)]
+        alive = np.compress(_bernoulli_exp_minus_one(alive.size, rng), alive)
     fraction = gamma - whole
     if alive.size and fraction:
         dtype = np.int64 if fraction.denominator <= _NUMPY_BOUND else object
         numerator = np.full(alive.size, fraction.numerator, dtype=dtype)
-        alive = alive[_bernoulli_exp_unit(numerator, fraction.denominator, rng)]
+        alive = np.compress(_bernoulli_exp_unit(numerator, fraction.denominator, rng), alive)
     out = np.zeros(size, dtype=bool)
     out[alive] = True
     return out
@@ -237,7 +236,8 @@ def _floor_of_ratio(u: np.ndarray, v: np.ndarray, t: int, s: int) -> np.ndarray:
     q, r = divmod(t, s)
     v_max = int(v.max(initial=0))
     if u.dtype != object and s * (v_max + 1) <= _INT64_MAX and (q + 1) * (v_max + 2) <= _INT64_MAX:
-        q_u, r_u = np.divmod(u, s)
+        q_u = u // s
+        r_u = u - q_u * s  # U >= 0: divmod(U, s), without np.divmod (slower)
         return q * v + q_u + (r_u + r * v) // s
     return (u.astype(object) + t * v.astype(object)) // s
 
@@ -269,13 +269,13 @@ def sample_discrete_laplace(scale, size, rng: np.random.Generator) -> np.ndarray
         need = total - filled
         batch = int(need / acceptance * 1.05) + 16
         u = _uniform_below(t, batch, rng)
-        u = u[_bernoulli_exp_unit(u, t, rng)]
+        u = np.compress(_bernoulli_exp_unit(u, t, rng), u)
         v = _geometric_exp_minus_one(u.size, rng)
         y = _floor_of_ratio(u, v, t, s)
         b = rng.integers(0, 2, size=y.size, dtype=np.int8)  # B
         keep = y != 0
         keep |= b == 0  # not (B = 1 and Y = 0)
-        y = y[keep]
+        y = np.compress(keep, y)
         if y.dtype == object:
             try:
                 y = y.astype(np.int64)
@@ -283,7 +283,7 @@ def sample_discrete_laplace(scale, size, rng: np.random.Generator) -> np.ndarray
                 raise OverflowError(
                     f"a discrete Laplace draw at scale {float(scale):.3g} exceeds the int64 range"
                 ) from err
-        sign = b[keep]
+        sign = np.compress(keep, b)
         sign *= -2
         sign += 1
         draws = np.multiply(y, sign, out=y)  # (1 - 2B) Y
