@@ -133,7 +133,8 @@ def _bernoulli_exp_unit(numerator: np.ndarray, denominator: int, rng) -> np.ndar
     while alive.size:
         a = _bernoulli_reciprocal(k, alive.size, rng)
         hit = np.flatnonzero(a)
-        a[hit] = _uniform_below(denominator, hit.size, rng) < numerator[alive[hit]]
+        if hit.size:  # (a call for no values would draw nothing: skipped)
+            a[hit] = _uniform_below(denominator, hit.size, rng) < numerator[alive[hit]]
         if k % 2:
             result[alive] = ~a  # first zero at an odd k: 1 (at an even k: stays 0)
         alive = np.compress(a, alive)
@@ -258,9 +259,15 @@ def sample_discrete_laplace(scale, size, rng: np.random.Generator) -> np.ndarray
     at its exact binary value). Raises ``OverflowError`` if a draw does not fit in int64
     (possible only for scales near 10^17 and above).
     """
-    scale = _as_positive_fraction(scale, "scale")
+    if not (type(scale) is Fraction and scale > 0):  # a positive Fraction is taken as it is
+        scale = _as_positive_fraction(scale, "scale")
     t, s = scale.numerator, scale.denominator
-    shape = () if size is None else tuple(np.atleast_1d(np.asarray(size, dtype=np.int64)))
+    if size is None:
+        shape = ()
+    elif type(size) is int:
+        shape = (size,)
+    else:
+        shape = tuple(np.atleast_1d(np.asarray(size, dtype=np.int64)))
     total = math.prod(shape)
     out = np.empty(total, dtype=np.int64)
     acceptance = _acceptance(t, s)
