@@ -248,9 +248,17 @@ def _floor_of_ratio(u: np.ndarray, v: np.ndarray, t: int, s: int) -> np.ndarray:
     q, r = divmod(t, s)
     v_max = int(v.max(initial=0))
     if u.dtype != object and s * (v_max + 1) <= _INT64_MAX and (q + 1) * (v_max + 2) <= _INT64_MAX:
+        # The same integers, in place (U >= 0: U // s and U - s (U // s) are divmod(U, s)).
         q_u = u // s
-        r_u = u - q_u * s  # U >= 0: divmod(U, s), without np.divmod (slower)
-        return q * v + q_u + (r_u + r * v) // s
+        work = np.multiply(q_u, s)
+        np.subtract(u, work, out=work)  # r_U
+        out = np.multiply(v, r)
+        out += work
+        out //= s  # floor((r_U + r V) / s)
+        out += q_u
+        np.multiply(v, q, out=work)
+        out += work  # + q V
+        return out
     return (u.astype(object) + t * v.astype(object)) // s
 
 
