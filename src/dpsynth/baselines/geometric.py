@@ -86,15 +86,15 @@ def _project_and_round_integers(counts: np.ndarray, total: int) -> np.ndarray:
     counts = np.asarray(counts)
     lowest = int(counts.min())
     histogram = np.bincount(counts - lowest)
-    present = np.flatnonzero(histogram)
+    present = histogram.nonzero()[0]
     value = present + lowest
     number = histogram[present]
     n_at_least = np.cumsum(number[::-1])[::-1]  # N(>= value)
     s_at_least = np.cumsum((number * value)[::-1])[::-1]  # S(>= value)
     passes = value * (n_at_least - number) - (s_at_least - number * value) + total > 0
-    if not passes.any():  # project_to_simplex's own error (total <= 0)
-        return largest_remainder_round(project_to_simplex(counts, total), total)
     first = int(np.argmax(passes))  # the smallest value that passes
+    if not passes[first]:  # none passes: project_to_simplex's own error (total <= 0)
+        return largest_remainder_round(project_to_simplex(counts, total), total)
     theta = float(s_at_least[first] - total) / float(n_at_least[first])
     values = counts.astype(float)
     values -= theta
@@ -113,8 +113,8 @@ def _project_and_round_integers(counts: np.ndarray, total: int) -> np.ndarray:
         reached = np.searchsorted(np.cumsum(number[order]), missing)  # first cumsum >= missing
         cutoff = per_value[order[reached]]  # f*
         above = remainder > cutoff
-        ties = np.flatnonzero(remainder == cutoff)[: missing - int(np.count_nonzero(above))]
-        floors[above] += 1
+        ties = (remainder == cutoff).nonzero()[0][: missing - int(np.count_nonzero(above))]
+        floors += above
         floors[ties] += 1
     return floors
 
