@@ -30,7 +30,7 @@ def _fixed_point(update, a: np.ndarray, what: str, epsilon: float) -> np.ndarray
         change = np.subtract(a_new, a)
         np.abs(change, out=change)
         change /= a_new
-        if np.max(change) <= RTOL:
+        if change.max() <= RTOL:
             return a_new
         a = a_new
     raise RuntimeError(
