@@ -5,6 +5,7 @@ import pytest
 from scipy import stats
 
 from dpsynth.baselines.geometric import (
+    _post_process,
     geometric_release,
     geometric_release_each,
     largest_remainder_round,
@@ -68,6 +69,28 @@ def test_geometric_release_rows_are_valid():
     out = geometric_release(y, 0.5, 50, rng)
     assert out.shape == (50, 5)
     assert np.all(out >= 0) and np.all(out.sum(axis=1) == y.sum())
+
+
+def test_integer_rows_are_projected_and_rounded_as_the_reference_does():
+    """The linear-time path for integer rows (issue #28) gives, bit for bit, the sorted
+    reference largest_remainder_round(project_to_simplex(row, total), total): noisy counts
+    of every spread, many ties, small and large totals."""
+    rng = np.random.default_rng(11)
+    for trial in range(400):
+        n = int(rng.choice([2, 3, 7, 50, 400]))
+        total = int(rng.choice([1, 2, 5, n, 3 * n, 5000]))
+        y = rng.multinomial(total, rng.dirichlet(np.full(n, rng.uniform(0.05, 5))), size=3)
+        scale = float(10 ** rng.uniform(-1, 3))
+        noisy = y + np.rint(rng.laplace(0, scale, y.shape)).astype(np.int64)
+        if trial % 5 == 0:
+            noisy[:, : n // 2] = noisy[:, :1]  # many equal values (and remainders)
+        expected = np.stack(
+            [largest_remainder_round(project_to_simplex(row, t), t)
+             for row, t in zip(noisy, y.sum(axis=1).tolist(), strict=True)]
+        )  # fmt: skip
+        got = _post_process(noisy, y.sum(axis=1))
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got, expected)
 
 
 def test_geometric_release_each_gives_one_valid_row_per_dataset():

@@ -8,8 +8,10 @@ import pandas as pd
 import pytest
 
 from dpsynth.data.counties import (
+    COUNTY_COLUMNS,
     DataFileError,
     load_counties,
+    load_county_table,
     load_queen_edges,
     queen_adjacency,
 )
@@ -111,9 +113,19 @@ def write_frame(counties, tmp_path, change):
 )
 def test_load_counties_names_file_and_problem(counties, tmp_path, change, message):
     path = write_frame(counties, tmp_path, change)
-    with pytest.raises(DataFileError, match=message) as caught:
-        load_counties(path)
-    assert str(path) in str(caught.value)
+    for load in (load_counties, load_county_table):
+        with pytest.raises(DataFileError, match=message) as caught:
+            load(path)
+        assert str(path) in str(caught.value)
+
+
+def test_county_table_is_the_frame_without_its_geometry(counties):
+    """Study 1's scenarios read the table alone (no geopandas): the same values and
+    dtypes as load_counties' columns, in the same order."""
+    table = load_county_table(COUNTIES)
+    assert list(table.columns) == list(COUNTY_COLUMNS)
+    expected = pd.DataFrame(counties[list(COUNTY_COLUMNS)])
+    pd.testing.assert_frame_equal(table, expected, check_exact=True)
 
 
 def test_load_queen_edges_rejects_repeats_and_self_loops(tmp_path):
@@ -134,3 +146,5 @@ def test_load_queen_edges_rejects_repeats_and_self_loops(tmp_path):
 def test_missing_file_is_named(tmp_path):
     with pytest.raises(DataFileError, match="not found"):
         load_counties(tmp_path / "nope.parquet")
+    with pytest.raises(DataFileError, match="not found"):
+        load_county_table(tmp_path / "nope.parquet")

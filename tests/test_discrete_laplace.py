@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 from fractions import Fraction
 
@@ -272,3 +273,30 @@ def test_two_sample_against_opendp(float_scale):
     assert stats.chi2_contingency(table).pvalue > ALPHA_UNSEEDED
     # and OpenDP's draws agree with the exact pmf on their own
     assert chi_square_pvalue(theirs, Fraction(float_scale)) > ALPHA_UNSEEDED
+
+
+#: SHA-256 (first 16 hex digits) of the int64 / bool draws and the next uniform of the
+#: stream, as drawn by the sampler of 4d9fd50 (before issue #28's speed-ups): a faster
+#: sampler must draw the same numbers and leave the generator where it left it.
+PINNED_DRAWS = {
+    (0.01, 5000): ("673e5b03b767c6e4", 777130580629923314),
+    (1.0, 5000): ("2074458f6cee35a9", 2410181595281260687),
+    (46.42, 5000): ("e7e2dcff542de953", 958982893889865433),
+    (0.0006, 300): ("1a52f640b3837b98", 827228088830011494),  # numerator > 2**63
+    (0.1, 49): ("07070aadff8f5784", 4105785617769170212),
+}
+
+
+@pytest.mark.parametrize(("epsilon", "size"), sorted(PINNED_DRAWS))
+def test_draws_and_stream_are_pinned(epsilon, size):
+    rng = np.random.default_rng(20261126)
+    draws = geometric_noise(epsilon, size, rng)
+    digest = hashlib.sha256(draws.astype("<i8").tobytes()).hexdigest()[:16]
+    assert (digest, int(rng.integers(0, 2**62))) == PINNED_DRAWS[(epsilon, size)]
+
+
+def test_bernoulli_exp_draws_and_stream_are_pinned():
+    rng = np.random.default_rng(7)
+    draws = bernoulli_exp(Fraction(7, 3), 4000, rng)
+    digest = hashlib.sha256(draws.tobytes()).hexdigest()[:16]
+    assert (digest, int(rng.integers(0, 2**62))) == ("357540d5aee9b24d", 2080070468244064141)

@@ -186,3 +186,18 @@ def test_posterior_rates_per_dataset_matches_the_single_dataset_law(mechanism):
     se = np.sqrt(many.var(axis=0) / 40_000 + single.var(axis=0) / 40_000)
     assert np.all(np.abs(many.mean(axis=0) - single.mean(axis=0)) < 5 * se)
     np.testing.assert_allclose(many.std(axis=0), single.std(axis=0), rtol=0.05)
+
+
+def test_posterior_rates_of_counts_draws_what_posterior_rates_draws():
+    """The unchecked entry point (the sanitised arm's per-dataset loop) draws the same
+    numbers from the same stream as posterior_rates, for pg and md."""
+    from dpsynth import calibrate
+    from dpsynth.sampling.synthesize import posterior_rates_of_counts
+
+    y = np.array([3, 0, 7, 2, 5])
+    pop = np.array([100.0, 250.0, 80.0, 400.0, 120.0])
+    for mechanism in ("pg", "md"):
+        cal = calibrate(mechanism, 1.0, int(y.sum()), pop)
+        first = posterior_rates(y, cal, 3, np.random.default_rng(8))
+        again = posterior_rates_of_counts(y.astype(np.int64), cal, 3, np.random.default_rng(8))
+        np.testing.assert_array_equal(first, again)

@@ -38,7 +38,7 @@ from dpsynth.design import at_epsilon, chunk_labels, chunk_members, grid_from_co
 from dpsynth.metrics import BAND_COLUMNS, group_rate_per_100k, pooled_mean, rmse_per_100k
 from dpsynth.privacy.calibrate import calibrate
 from dpsynth.privacy.sanitised_prior import StateGroups
-from dpsynth.sampling.synthesize import posterior_rates, posterior_rates_per_dataset
+from dpsynth.sampling.synthesize import posterior_rates_of_counts, posterior_rates_per_dataset
 from dpsynth.seeding import job_rng
 
 #: Study 1's arms, in the order of the figures' legends (``title``: the legend's text):
@@ -137,6 +137,22 @@ def _calibration(arm: Arm, epsilon: float, scenario: Scenario, state_prior):
                      method=arm.method)  # fmt: skip
 
 
+def _checked_rows(datasets: np.ndarray, population: np.ndarray) -> np.ndarray:
+    """The datasets as int64 rows of non-negative integers (posterior_rates' checks of
+    each row, made once; every row is checked against its own total), and the populations
+    positive."""
+    if datasets.ndim != 2 or datasets.shape[1] != population.size:
+        raise ValueError(f"datasets must be rows of {population.size} counts, got {datasets.shape}")
+    if datasets.dtype.kind not in "iuf" or not np.all(np.isfinite(datasets)):
+        raise ValueError(f"y must hold finite numbers, got dtype {datasets.dtype}")
+    counts = datasets.astype(np.int64)
+    if np.any(counts != datasets) or np.any(counts < 0):
+        raise ValueError("y must hold non-negative integers")
+    if np.any(population <= 0):
+        raise ValueError("cal.population must be positive in every cell")
+    return counts
+
+
 def score_datasets(
     scenario: Scenario,
     geo: Geography,
@@ -171,6 +187,7 @@ def score_datasets(
     n = scenario.population
     state_prior = geo.state_rates(n, scenario.rate) if arm.prior == "state" else None
     states = StateGroups.of(geo.state_codes, n) if arm.prior == "sanitised" else None
+    counts = _checked_rows(datasets, n) if arm.prior == "sanitised" else None
     epsilons = [float(epsilon) for epsilon in epsilons]
     mapped = at_epsilon(epsilons, list(map_epsilons))
     values, sums = [], []
@@ -179,9 +196,10 @@ def score_datasets(
             rates = geometric_release_each(datasets, epsilon, rng) / n
         elif arm.prior == "sanitised":
             # The noisy prior depends on the data: one calibration per dataset, each
-            # drawing its prior noise and then its rates (the order of the draws).
+            # drawing its prior noise and then its rates (the order of the draws). The
+            # counts were checked once (check_count_rows, against each row's own total).
             rates = np.empty(datasets.shape, dtype=float)
-            for row, y in enumerate(datasets):
+            for row, y in enumerate(counts):
                 _, cal_y = states.calibration(
                     y,
                     n,
@@ -191,7 +209,7 @@ def score_datasets(
                     mechanism=arm.mechanism,
                     method=arm.method,
                 )
-                rates[row] = posterior_rates(y, cal_y, 1, rng)[0]
+                rates[row] = posterior_rates_of_counts(y, cal_y, 1, rng)[0]
         else:
             # Calibrations are data-independent: one per epsilon, shared by every dataset.
             # A calibration is immutable: the chunks of a scenario can share it.

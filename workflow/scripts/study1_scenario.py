@@ -5,12 +5,12 @@ import logging
 import pandas as pd
 
 from dpsynth.data.age_groups import group_population, load_age_groups
-from dpsynth.data.counties import load_counties
+from dpsynth.data.counties import load_county_table
 from dpsynth.io import write_parquet
 from dpsynth.study1 import scenario_frame
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
-counties = load_counties(snakemake.input.counties)
+counties = load_county_table(snakemake.input.counties)  # no geometry needed
 over_35 = group_population(load_age_groups(snakemake.input.age_groups), "35+", counties["fips"])
 frame = scenario_frame(
     int(snakemake.wildcards.scenario),

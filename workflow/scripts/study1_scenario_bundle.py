@@ -6,7 +6,7 @@ import logging
 import pandas as pd
 
 from dpsynth.data.age_groups import group_population, load_age_groups
-from dpsynth.data.counties import load_counties
+from dpsynth.data.counties import load_county_table
 from dpsynth.data.scenarios import draw_datasets
 from dpsynth.io import write_parquet
 from dpsynth.study1 import (
@@ -21,7 +21,7 @@ from dpsynth.study1 import (
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 p, out = snakemake.params, snakemake.output
 number = int(snakemake.wildcards.scenario)
-counties = load_counties(snakemake.input.counties)
+counties = load_county_table(snakemake.input.counties)  # no geometry needed
 over_35 = group_population(load_age_groups(snakemake.input.age_groups), "35+", counties["fips"])
 truth = pd.read_parquet(snakemake.input.truth)
 write_parquet(scenario_frame(number, counties, truth, over_35, p.urban_threshold), out.scenario)

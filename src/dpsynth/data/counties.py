@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-import scipy.sparse
+
+if TYPE_CHECKING:
+    import scipy.sparse
 
 #: Columns of ``data/counties_1980.parquet`` (besides ``geometry``).
 COUNTY_COLUMNS = (
@@ -122,6 +125,34 @@ def load_counties(path: str | os.PathLike):
     return frame.reset_index(drop=True)
 
 
+def load_county_table(path: str | os.PathLike) -> pd.DataFrame:
+    """The county frame without its geometry: a pandas DataFrame of the columns
+    :data:`COUNTY_COLUMNS`, one row per county, in file order, checked as
+    :func:`load_counties` checks them (FIPS, populations, median ages, land areas).
+
+    For jobs that need the counties' FIPS codes, states or populations but not their
+    boundaries (Study 1's scenarios): it reads no geometry and needs no geopandas, whose
+    import and reading take about half a second. The values are those of
+    :func:`load_counties`.
+    """
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    if not path.exists():
+        raise DataFileError(path, "file not found")
+    names = pq.read_schema(path).names
+    require_columns(pd.DataFrame(columns=names), (*COUNTY_COLUMNS, "geometry"), path)
+    frame = pd.read_parquet(path, columns=list(COUNTY_COLUMNS))
+    validate_fips(frame["fips"], "fips", path, unique=True)
+    require_counts(frame["population"], "population", path)
+    for column in ("median_age", "land_area"):
+        require_counts(frame[column], column, path)
+        if (frame[column] <= 0).any():
+            raise DataFileError(path, f"column {column!r} must be positive")
+    frame["population"] = frame["population"].astype("int64")
+    return frame.reset_index(drop=True)
+
+
 def load_queen_edges(path: str | os.PathLike) -> pd.DataFrame:
     """Queen-contiguity edges as a DataFrame ``fips_a, fips_b`` (strings), each pair once.
 
@@ -155,6 +186,8 @@ def queen_adjacency(edges: pd.DataFrame, fips) -> scipy.sparse.csr_matrix:
     ``fips`` is the frame's FIPS column (e.g. ``load_counties(...)["fips"]``); every FIPS
     named by an edge must be in it, otherwise a ``KeyError`` names the unknown codes.
     """
+    import scipy.sparse  # imported here: the jobs that only read counties do not need it
+
     index = pd.Index(pd.Series(fips, dtype=str))
     if not index.is_unique:
         raise ValueError("fips must be unique to index an adjacency matrix")

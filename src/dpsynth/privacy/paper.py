@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpsynth.mechanisms.poisson_gamma import gamma_rates, truncated_shape_floor
+from dpsynth.mechanisms.poisson_gamma import truncated_shape_floor
 
 RTOL = 1e-10
 MAX_ITER = 10_000
@@ -30,7 +30,7 @@ def _fixed_point(update, a: np.ndarray, what: str, epsilon: float) -> np.ndarray
         change = np.subtract(a_new, a)
         np.abs(change, out=change)
         change /= a_new
-        if np.max(change) <= RTOL:
+        if change.max() <= RTOL:
             return a_new
         a = a_new
     raise RuntimeError(
@@ -46,6 +46,7 @@ def pg_nu(a, total: int, population, prior_rate) -> np.ndarray:
     the other cells.
     """
     population = np.asarray(population, dtype=float)
+    prior_rate = np.asarray(prior_rate, dtype=float)
     return _pg_nu(a, total, population, population.sum() - population, prior_rate)
 
 
@@ -53,7 +54,7 @@ def _pg_nu(a, total: int, population: np.ndarray, n_other: np.ndarray, prior_rat
     """:func:`pg_nu` with the float ``population`` and ``n_other`` = n. - n_i given (they do
     not change along the fixed-point iteration)."""
     a = np.asarray(a, dtype=float)
-    b = gamma_rates(a, prior_rate)
+    b = np.divide(a, prior_rate)  # gamma_rates(a, prior_rate), with float prior rates
     # The operations of the formula, in its order, on reused buffers (the same numbers).
     r = b.sum() - b  # b_(i)
     r /= n_other
@@ -88,7 +89,7 @@ def pg_paper_shapes(epsilon: float, total: int, population, prior_rate) -> np.nd
 
     def update(a):
         nu = _pg_nu(a, total, population, n_other, prior_rate)
-        if np.any(nu >= exp_eps):
+        if nu.max() >= exp_eps:  # some nu_i >= e^eps (NaN passes, as np.any(nu >= e^eps))
             worst = int(np.argmax(nu))
             raise ValueError(
                 f"PG paper calibration (Quick (2021), eq 15) has no solution at epsilon={epsilon}: "

@@ -130,7 +130,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import gammaln, logsumexp
 
 from dpsynth.calibration import Calibration
 
@@ -239,6 +238,8 @@ def _solve_tilt_untruncated(shape: np.ndarray, log_p: np.ndarray, total: int) ->
 def _window_weights(shape, log_p, start, stop) -> tuple[_PaddedRows, list[np.ndarray]]:
     """Each cell's values on its window [start, stop] and their untilted log NB weights,
     log Gamma(v + shape) - log v! + v log p (grouped rows, ``-inf`` in the padding)."""
+    from scipy.special import gammaln  # imported here, as brentq: Study 1's jobs never need it
+
     rows = _PaddedRows(start, stop - start + 1)
     base = [
         np.where(valid, gammaln(v + shape[r, None]) - gammaln(v + 1.0), -np.inf)
@@ -273,6 +274,8 @@ def _solve_tilt_bounded(rows: _PaddedRows, base: list[np.ndarray], total: int) -
 
 def _tilted_moments(rows: _PaddedRows, base: list[np.ndarray], log_c: float):
     """Sum over cells of the mean and of the variance of the tilted cells on their windows."""
+    from scipy.special import logsumexp
+
     mean = var = 0.0
     for (_, values, _), logw in zip(rows.groups, base, strict=True):
         tilted = logw + log_c * values
@@ -446,6 +449,7 @@ class ConditionedSampler:
 
     # --- construction --------------------------------------------------------------
     def _build_leaves(self, shape, log_p, lower, upper, tail) -> None:
+        from scipy.special import logsumexp
         from scipy.stats import nbinom
 
         total = self.total

@@ -23,7 +23,13 @@ from dpsynth.sampling.conditioned import (
     check_feasible,
 )
 
-__all__ = ["ConditionedSampler", "posterior_rates", "posterior_rates_per_dataset", "synthesize"]
+__all__ = [
+    "ConditionedSampler",
+    "posterior_rates",
+    "posterior_rates_of_counts",
+    "posterior_rates_per_dataset",
+    "synthesize",
+]
 
 
 def _check_draw_args(size, rng) -> int:
@@ -67,9 +73,20 @@ def posterior_rates(y, cal: Calibration, size: int, rng: np.random.Generator) ->
             f"posterior_rates needs cal.population (rates are per person); this {cal.mechanism} "
             "calibration has none"
         )
-    population = cal.population
-    if np.any(population <= 0):
+    if np.any(cal.population <= 0):
         raise ValueError("cal.population must be positive in every cell")
+    return posterior_rates_of_counts(counts, cal, size, rng)
+
+
+def posterior_rates_of_counts(
+    counts: np.ndarray, cal: Calibration, size: int, rng: np.random.Generator
+) -> np.ndarray:
+    """:func:`posterior_rates` without its checks, for a caller that made them once for
+    many draws: ``counts`` is an int64 vector of non-negative counts summing to
+    ``cal.total`` (e.g. a row of ``check_count_rows``), ``cal.population`` is positive in
+    every cell and ``size`` a non-negative int. The same draws as :func:`posterior_rates`.
+    """
+    population = cal.population
     if cal.mechanism == "md":
         theta = rng.dirichlet(counts + cal.a, size=size)
         return theta * cal.total / population[None, :]
