@@ -16,11 +16,9 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
-from scipy.stats import gaussian_kde
 
 from dpsynth.plots.style import DELTA, EPSILON, delta_equals, eps_equals, human, math, styled
-from dpsynth.pseudo_posterior.study import SYNTHESIZERS
-from dpsynth.pseudo_posterior.synthesis import DATA
+from dpsynth.pseudo_posterior.names import DATA, SYNTHESIZERS
 
 COLORS = {
     DATA: "0.35",
@@ -172,6 +170,8 @@ def utility_violins(
 @styled
 def posterior_density(posterior: pd.DataFrame, summary: pd.DataFrame, dataset: str) -> Figure:
     """Posterior density of the mean parameter mu by synthesizer."""
+    from scipy.stats import gaussian_kde  # here: the other figures' jobs need no scipy
+
     posterior = _one(posterior, dataset)
     epsilons = _epsilons(summary, dataset)
     fig = Figure(figsize=(7, 4), layout="constrained")

@@ -21,6 +21,7 @@ Modules, one idea each:
 - ``synthesis``: posterior-predictive synthetic data and their utility statistics, as
   the tables the workflow saves.
 - ``simulate``: the two simulated data sets of the study.
+- ``names``: the synthesizers' names and the data's label (what the figures need).
 - ``study``: the synthesizers of the study, fitted in the order they depend on each other.
 - ``tables``: the tables the workflow saves, the summary and checks, and every data set's
   tables gathered into one of each.

@@ -22,12 +22,12 @@ from dpsynth.pseudo_posterior.equal_privacy import (
 from dpsynth.pseudo_posterior.fitting import fit_method
 from dpsynth.pseudo_posterior.likelihood import check_family
 from dpsynth.pseudo_posterior.lipschitz import LipschitzBounds, check_quantile, lipschitz_bounds
+from dpsynth.pseudo_posterior.names import SYNTHESIZERS
 from dpsynth.pseudo_posterior.posterior import PosteriorFit
 from dpsynth.pseudo_posterior.weights import cw_weights, lw_weights
 
 logger = logging.getLogger(__name__)
 
-SYNTHESIZERS = ("unweighted", "LW", "CW", "SW", "LW_final", "CW_final")
 REFERENCES = {
     "unweighted": (),
     "LW": ("unweighted",),

@@ -14,10 +14,10 @@ import numpy as np
 import pandas as pd
 
 from dpsynth.pseudo_posterior.likelihood import sample_records
+from dpsynth.pseudo_posterior.names import DATA
 from dpsynth.pseudo_posterior.posterior import PosteriorFit
 
 STATISTICS = ("q15", "q90", "mean", "median")
-DATA = "data"  # label of the confidential data in utility and synthetic tables
 
 logger = logging.getLogger(__name__)
 
