@@ -15,6 +15,11 @@ DPSYNTH_ENV = "../../environment.yml"
 
 # Every job is one single-threaded process (`threads: 1` on the compute rules; the
 # Snakefile sets one BLAS/OpenMP thread): a run's parallelism is its number of jobs.
+# Among ready jobs the long chains start first (`priority:`): 2 for the heads of chains and
+# the longest single jobs (a study's strata, the pseudo-posterior's simulate-fit-synthesize,
+# Study 1's summaries and Appendix C's figures), 1 for the sampling jobs (truth, Study 1's
+# scenarios, a study's arms and reference), 0 for figures and maps, which fill the cores at
+# the end instead of leaving one chain to run alone.
 
 
 def figure_paths(stem):

@@ -50,6 +50,7 @@ rule pseudo_posterior_simulate:
         "logs/pseudo_posterior/simulate_{dataset}.log",
     benchmark:
         "logs/benchmarks/pseudo_posterior/simulate_{dataset}.tsv"
+    priority: 2
     conda:
         DPSYNTH_ENV
     threads: 1
@@ -71,6 +72,7 @@ rule pseudo_posterior_fit:
         "logs/pseudo_posterior/fit_{dataset}.log",
     benchmark:
         "logs/benchmarks/pseudo_posterior/fit_{dataset}.tsv"
+    priority: 2
     conda:
         DPSYNTH_ENV
     threads: 1
@@ -93,6 +95,7 @@ rule pseudo_posterior_synthesize:
         "logs/pseudo_posterior/synthesize_{dataset}.log",
     benchmark:
         "logs/benchmarks/pseudo_posterior/synthesize_{dataset}.tsv"
+    priority: 2
     conda:
         DPSYNTH_ENV
     threads: 1
@@ -121,6 +124,7 @@ rule pseudo_posterior_summarize:
         "logs/pseudo_posterior/summarize.log",
     benchmark:
         "logs/benchmarks/pseudo_posterior/summarize.tsv"
+    priority: 2
     conda:
         DPSYNTH_ENV
     params:

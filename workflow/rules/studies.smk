@@ -60,6 +60,7 @@ rule study_strata:
         "logs/studies/{study}/strata.log",
     benchmark:
         "logs/benchmarks/studies/{study}/strata.tsv"
+    priority: 2
     conda:
         DPSYNTH_ENV
     threads: 1
@@ -87,6 +88,7 @@ if config["job_structure"] == "split":
             "logs/benchmarks/studies/{study}/calibrate_{arm}_{echunk}.tsv"
         wildcard_constraints:
             echunk=r"e\d+",
+        priority: 1
         conda:
             DPSYNTH_ENV
         threads: 1
@@ -112,6 +114,7 @@ if config["job_structure"] == "split":
             "logs/benchmarks/studies/{study}/simulate_{arm}_{chunk}.tsv"
         wildcard_constraints:
             chunk=r"e\d+_d\d+",
+        priority: 1
         conda:
             DPSYNTH_ENV
         threads: 1
@@ -144,6 +147,7 @@ else:
                 "logs/benchmarks/studies/{study}/arm_bundle_{arm}.tsv"
             wildcard_constraints:
                 study=bundled_study,
+            priority: 1
             conda:
                 DPSYNTH_ENV
             threads: 1
@@ -170,6 +174,7 @@ rule study_reference:
         "logs/studies/{study}/reference.log",
     benchmark:
         "logs/benchmarks/studies/{study}/reference.tsv"
+    priority: 1
     conda:
         DPSYNTH_ENV
     threads: 1
@@ -201,6 +206,7 @@ rule study_summary:
         "logs/studies/{study}/summary.log",
     benchmark:
         "logs/benchmarks/studies/{study}/summary.tsv"
+    priority: 1
     conda:
         DPSYNTH_ENV
     params:

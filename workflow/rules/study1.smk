@@ -63,6 +63,7 @@ if config["job_structure"] == "split":
         wildcard_constraints:
             run=STUDY1_RUNS,
             scenario="[1-4]",
+        priority: 1
         conda:
             DPSYNTH_ENV
         threads: 1
@@ -83,6 +84,7 @@ if config["job_structure"] == "split":
         wildcard_constraints:
             run=STUDY1_RUNS,
             scenario="[1-4]",
+        priority: 1
         conda:
             DPSYNTH_ENV
         threads: 1
@@ -108,6 +110,7 @@ if config["job_structure"] == "split":
             run=STUDY1_RUNS,
             scenario="[1-4]",
             chunk=r"e\d+_d\d+",
+        priority: 1
         conda:
             DPSYNTH_ENV
         threads: 1
@@ -140,6 +143,7 @@ else:
         wildcard_constraints:
             run=STUDY1_RUNS,
             scenario="[1-4]",
+        priority: 1
         conda:
             DPSYNTH_ENV
         threads: 1
@@ -173,6 +177,7 @@ rule study1_summary:
         "logs/benchmarks/{run}/summary.tsv"
     wildcard_constraints:
         run=STUDY1_RUNS,
+    priority: 2
     conda:
         DPSYNTH_ENV
     script:
@@ -248,6 +253,7 @@ rule study1_appendix_c_summary:
         "logs/study1/appendix_c/summary.log",
     benchmark:
         "logs/benchmarks/study1/appendix_c/summary.tsv"
+    priority: 2
     conda:
         DPSYNTH_ENV
     params:
@@ -276,6 +282,7 @@ rule study1_appendix_c_figures:
         "logs/study1/appendix_c/figures.log",
     benchmark:
         "logs/benchmarks/study1/appendix_c/figures.tsv"
+    priority: 2
     conda:
         DPSYNTH_ENV
     params:

@@ -59,6 +59,7 @@ rule study2_table:
         "logs/benchmarks/study2/table_{study}.tsv"
     wildcard_constraints:
         study="pennlc|standin",
+    priority: 2
     conda:
         DPSYNTH_ENV
     threads: 1

@@ -27,6 +27,7 @@ rule truth_rates_35_44:
         "logs/truth/rates_35_44.log",
     benchmark:
         "logs/benchmarks/truth/rates_35_44.tsv"
+    priority: 1
     conda:
         DPSYNTH_ENV
     threads: 1
@@ -74,6 +75,7 @@ rule truth_rates_older:
         "logs/benchmarks/truth/rates_{age}.tsv"
     wildcard_constraints:
         age=APPENDIX_C_SLUGS,
+    priority: 1
     conda:
         DPSYNTH_ENV
     threads: 1

@@ -156,6 +156,7 @@ class PlainLogLocator(Locator):
 
     def __init__(self, minimum: int = 2):
         self.minimum = minimum
+        self._last = None  # (view and room, ticks): the last choice, asked again and again
 
     def __call__(self):
         vmin, vmax = self.axis.get_view_interval()
@@ -196,6 +197,15 @@ class PlainLogLocator(Locator):
         if vmax <= vmin * (1 + 1e-9):
             return np.array([vmin])
         room = self._room()
+        key = (vmin, vmax, room)
+        if self._last is not None and self._last[0] == key:  # drawing asks many times
+            return self._last[1].copy()
+        ticks = self._choose(vmin, vmax, room)
+        self._last = (key, ticks)
+        return ticks.copy()
+
+    def _choose(self, vmin, vmax, room) -> np.ndarray:
+        """The ticks of :meth:`tick_values` for a view and the room its labels have."""
         if log10(vmax / vmin) >= 1:
             low, high = floor(log10(vmin)), ceil(log10(vmax))
             candidates = [[m * 10.0**k for k in range(low, high + 1) for m in mantissas]
