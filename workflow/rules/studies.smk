@@ -239,6 +239,7 @@ rule study_figures:
     params:
         entry=study_entry,
         provenance=study_provenance,
+    priority: 1
     script:
         "../scripts/study_figures.py"
 
@@ -258,6 +259,7 @@ rule study_maps:
     params:
         entry=study_entry,
         provenance=study_provenance,
+    priority: 1
     script:
         "../scripts/study_maps.py"
 

@@ -219,6 +219,7 @@ rule study1_figures:
         DPSYNTH_ENV
     params:
         provenance=study1_provenance(),
+    priority: 1
     script:
         "../scripts/study1_figures.py"
 
@@ -239,6 +240,7 @@ rule study1_maps:
     params:
         design=S1_DESIGN_ENTRY,
         provenance=study1_provenance(),
+    priority: 1
     script:
         "../scripts/study1_maps.py"
 

@@ -110,6 +110,7 @@ rule study2_figures:
         figure5=lambda wildcards: S2[wildcards.study]["figure5"],
         figure6=lambda wildcards: S2[wildcards.study]["figure6"],
         provenance=study_provenance,
+    priority: 1
     script:
         "../scripts/study2_figures.py"
 
