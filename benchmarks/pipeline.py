@@ -16,7 +16,9 @@ file of every job) and the stage's *floor* measured in this same run:
 - the pseudo-posterior stage: the compiled NUTS kernel's warm run on a data set's records
   (compiled beforehand, so only sampling is timed) times the number of NUTS fits, plus
   the exact fits' gamma draws;
-- stages that draw nothing (maps, truth, figures, report): no floor.
+- stages that draw nothing (maps, truth, figures, report): no floor; the figures, maps,
+  summaries and checks of the sampling stages are one row of their own, so a sampling
+  stage's ratio compares the jobs that draw with the floor of what they draw.
 
 The last row is the whole run: wall seconds of the two commands, CPU of every process,
 the largest single process, the summed floor, and the ratio of the wall time to the floor
@@ -71,9 +73,19 @@ def run_logged(work: Path, *args: str) -> float:
     return time.perf_counter() - start
 
 
+#: Job names (their benchmark file's stem) of the sampling stages' jobs that draw nothing:
+#: their seconds are shown apart, so that a sampling stage's ratio compares only the jobs
+#: that draw with the floor of what they draw.
+DRAW_NOTHING = ("figure", "maps", "summary", "summarize", "checks", "strata")
+#: The row of those jobs.
+NOT_DRAWING = "figures, maps, summaries (draw nothing)"
+
+
 def stage_of(path: Path) -> str:
     """The stage a job's benchmark file belongs to, from its folder under logs/benchmarks/."""
     parts = path.parts
+    if parts[0] in ("study1", "studies", "pseudo_posterior") and path.stem.startswith(DRAW_NOTHING):
+        return NOT_DRAWING
     if parts[0] == "study1":
         return "Study 1, Appendix C" if "appendix_c" in parts else "Study 1 (35-44)"
     if parts[0] == "studies":
