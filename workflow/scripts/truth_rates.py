@@ -4,7 +4,7 @@ import logging
 
 from dpsynth.data import read_wonder
 from dpsynth.data.age_groups import load_age_groups
-from dpsynth.data.counties import load_counties, load_queen_edges
+from dpsynth.data.counties import load_county_table, load_queen_edges
 from dpsynth.data.truth.build import build_truth
 from dpsynth.io import write_json, write_parquet
 from dpsynth.seeding import job_rng
@@ -12,7 +12,7 @@ from dpsynth.seeding import job_rng
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 age_group = snakemake.params.age_group
 truth, summary = build_truth(
-    load_counties(snakemake.input.counties),
+    load_county_table(snakemake.input.counties),
     load_queen_edges(snakemake.input.edges),
     load_age_groups(snakemake.input.age_groups),
     snakemake.params.truth,
