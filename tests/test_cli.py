@@ -397,6 +397,10 @@ BAD_INPUTS = {
         lambda f: f.__delitem__("population"),
         ["counts.csv", "missing column", "population"],
     ),
+    "no prior rates": (  # says where else the prior can come from
+        lambda f: f.__delitem__("prior_rate"),
+        ["counts.csv", "missing column", "prior_rate", "--sanitised-prior-by", "--prior FILE"],
+    ),
     "negative count": (
         _set("count", 4, -2),
         ["counts.csv", "negative 'count'", "region='south'", "age='middle'", ">= 0"],

@@ -317,9 +317,15 @@ def _check_columns(request, frame, count, keys, dropped, prior_in_input, listed=
         raise ReleaseError(f"{source}: {clash} named both as key and as a value column")
     missing = [c for c in [*keys, *value_columns] if c not in frame.columns]
     if missing:
+        hint = ""
+        if prior_in_input and request.prior_rate_column in missing:  # where else it can come from
+            hint = (
+                "; without public prior rates, give --sanitised-prior-by with no column (the "
+                "overall rate, no budget) or with columns (their noisy rates), or --prior FILE"
+            )
         raise ReleaseError(
             f"{source}: missing column(s) {missing}; expected the keys {keys} and the value "
-            f"columns {value_columns}, found {list(frame.columns)}"
+            f"columns {value_columns}, found {list(frame.columns)}{hint}"
         )
     # md uses no prior: its prior-rate column may stay in the table (it is never read).
     unused_prior = [request.prior_rate_column] if not request.needs_prior else []
