@@ -49,6 +49,14 @@ include: "workflow/rules/pseudo_posterior.smk"
 include: "workflow/rules/report.smk"
 
 
+onsuccess:
+    stop_rescheduling()
+
+
+onerror:
+    stop_rescheduling()
+
+
 rule all:
     default_target: True
     input:

@@ -234,3 +234,17 @@ def study_chunk_paths(name, folder, kind):
 def study_entry(wildcards):
     """The config entry of a study (a params function)."""
     return config["studies"][wildcards.study]
+
+
+# ---- the end of a run ----------------------------------------------------------------------
+def stop_rescheduling():
+    """Cancel the scheduler's pending re-evaluations. Snakemake 9.27 starts one timer a
+    pass, one `max-jobs-per-timespan` ahead (the profiles set 5 s locally, 10 s on
+    SLURM), and Python waits for every timer before it exits: without this, a finished
+    run sat idle for up to one timespan. Called when the run has ended (onsuccess,
+    onerror), when nothing is left to schedule."""
+    import threading
+
+    for thread in threading.enumerate():
+        if isinstance(thread, threading.Timer):
+            thread.cancel()

@@ -234,12 +234,12 @@ rule study_figures:
         "logs/studies/{study}/figures.log",
     benchmark:
         "logs/benchmarks/studies/{study}/figures.tsv"
+    priority: 1
     conda:
         DPSYNTH_ENV
     params:
         entry=study_entry,
         provenance=study_provenance,
-    priority: 1
     script:
         "../scripts/study_figures.py"
 
@@ -254,12 +254,12 @@ rule study_maps:
         "logs/studies/{study}/maps.log",
     benchmark:
         "logs/benchmarks/studies/{study}/maps.tsv"
+    priority: 1
     conda:
         DPSYNTH_ENV
     params:
         entry=study_entry,
         provenance=study_provenance,
-    priority: 1
     script:
         "../scripts/study_maps.py"
 

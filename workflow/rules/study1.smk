@@ -215,11 +215,11 @@ rule study1_figures:
         "logs/study1/figures.log",
     benchmark:
         "logs/benchmarks/study1/figures.tsv"
+    priority: 1
     conda:
         DPSYNTH_ENV
     params:
         provenance=study1_provenance(),
-    priority: 1
     script:
         "../scripts/study1_figures.py"
 
@@ -235,12 +235,12 @@ rule study1_maps:
         "logs/study1/maps.log",
     benchmark:
         "logs/benchmarks/study1/maps.tsv"
+    priority: 1
     conda:
         DPSYNTH_ENV
     params:
         design=S1_DESIGN_ENTRY,
         provenance=study1_provenance(),
-    priority: 1
     script:
         "../scripts/study1_maps.py"
 

@@ -101,6 +101,7 @@ rule study2_figures:
         "logs/benchmarks/study2/figures_{study}.tsv"
     wildcard_constraints:
         study="pennlc|standin",
+    priority: 1
     conda:
         DPSYNTH_ENV
     params:
@@ -110,7 +111,6 @@ rule study2_figures:
         figure5=lambda wildcards: S2[wildcards.study]["figure5"],
         figure6=lambda wildcards: S2[wildcards.study]["figure6"],
         provenance=study_provenance,
-    priority: 1
     script:
         "../scripts/study2_figures.py"
 
