@@ -147,3 +147,42 @@ def test_arm_titles_come_from_the_arm_fields_not_its_name():
         "pg paper: Truncated PG (exact bivariate)"
     )
     assert arm_title(Arm("pg", "paper", "untruncated", title="Plain PG")) == "Plain PG"
+
+
+def test_a_grid_draws_each_panels_areas_once_and_those_without_a_value_grey():
+    """map_grid builds the areas' paths once for every panel: a panel fills the areas with
+    a value on the shared scale (its first collection, holes and parts kept) and draws an
+    area without one in light grey."""
+    from matplotlib.collections import PathCollection
+    from matplotlib.colors import Normalize, to_rgba
+    from shapely.geometry import MultiPolygon
+
+    from dpsynth.plots.maps import map_grid
+
+    holed = box(0, 0, 3, 3).difference(box(1, 1, 2, 2))  # a polygon with a hole
+    parts = MultiPolygon([box(4, 0, 5, 1), box(6, 0, 7, 1)])  # one area in two parts
+    frame = gpd.GeoDataFrame({"a": [1.0, np.nan, 3.0], "b": [2.0, 2.5, np.nan]},
+                             geometry=[holed, parts, box(8, 0, 9, 1)],
+                             crs="EPSG:3857")  # fmt: skip
+    fig = map_grid(frame, ("a", "truth"), [("row", [("b", "B")])], norm=Normalize(0, 4),
+                   label="rate")  # fmt: skip
+    panels = {ax.get_title(): ax for ax in maps(fig)}
+    for title, values in (("truth", [1.0, np.nan, 3.0]), ("B", [2.0, 2.5, np.nan])):
+        filled, grey = panels[title].collections[:2]
+        shown = np.isfinite(values)
+        assert filled.get_array().tolist() == np.asarray(values)[shown].tolist()
+        assert len(grey.get_paths()) == 1
+        assert tuple(grey.get_facecolor()[0]) == to_rgba("lightgrey")
+    # the hole stays a hole: two rings, and filling the path leaves the inner square empty
+    holed_path = panels["B"].collections[0].get_paths()[0]
+    assert (holed_path.codes == holed_path.MOVETO).sum() == 2
+    alone, ax = plt.subplots(figsize=(3, 3), dpi=100)
+    ax.set_position([0, 0, 1, 1])
+    ax.set_axis_off()
+    ax.add_collection(PathCollection([holed_path], facecolors="black", linewidths=0))
+    ax.set(xlim=(0, 3), ylim=(0, 3))
+    alone.canvas.draw()
+    pixels = np.asarray(alone.canvas.buffer_rgba())[:, :, :3]
+    assert pixels[150, 150].tolist() == [255, 255, 255] and pixels[50, 50].tolist() == [0, 0, 0]
+    plt.close(alone)
+    plt.close(fig)

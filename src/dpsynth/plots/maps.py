@@ -219,9 +219,11 @@ def map_grid(frame, truth, rows, *, norm, label: str, outlines=None, cmap: str =
         layout="constrained",
     )
 
+    shapes = area_paths(frame)  # once: every panel draws the same areas
+
     def draw(ax, column, title):
-        frame.plot(column=column, ax=ax, cmap=cmap, norm=norm, lw=0,
-                   missing_kwds={"color": missing_color})  # fmt: skip
+        fill_areas(ax, shapes, frame[column].to_numpy(dtype=float), cmap=cmap, norm=norm,
+                   missing_color=missing_color)  # fmt: skip
         if outlines is not None:
             outlines.plot(ax=ax, color="white", lw=0.4)
         ax.set_aspect("equal")  # a panel's shape is the areas' shape in the projection
@@ -241,6 +243,36 @@ def map_grid(frame, truth, rows, *, norm, label: str, outlines=None, cmap: str =
         label=label,
     )
     return fig
+
+
+def area_paths(frame) -> list:
+    """Each area's polygon(s) of ``frame`` as one matplotlib Path (holes and parts kept, as
+    shapely draws them), None for an empty or missing geometry: made once per figure, so
+    that a grid of maps does not rebuild thousands of patches for every panel."""
+    from shapely.plotting import patch_from_polygon
+
+    return [None if g is None or g.is_empty else patch_from_polygon(g).get_path()
+            for g in frame.geometry]  # fmt: skip
+
+
+def fill_areas(ax, paths, values, *, cmap, norm, missing_color: str) -> None:
+    """Fill each area (``paths``, from :func:`area_paths`) by its value on ``norm``'s colour
+    scale, areas without a finite value in ``missing_color``, with no edges; the view
+    fits the areas."""
+    from matplotlib.collections import PathCollection
+
+    drawn = np.array([p is not None for p in paths], dtype=bool)
+    finite = np.isfinite(values) & drawn
+    missing = ~np.isfinite(values) & drawn
+    if finite.any():  # first: the panel's first collection holds its values
+        filled = PathCollection([paths[i] for i in np.flatnonzero(finite)], cmap=cmap,
+                                norm=norm, linewidths=0)  # fmt: skip
+        filled.set_array(values[finite])
+        ax.add_collection(filled)
+    if missing.any():
+        ax.add_collection(PathCollection([paths[i] for i in np.flatnonzero(missing)],
+                                         facecolors=missing_color, linewidths=0))  # fmt: skip
+    ax.autoscale_view()
 
 
 def truth_scale(truth) -> mcolors.Normalize:
