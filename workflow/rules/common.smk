@@ -239,7 +239,7 @@ def study_entry(wildcards):
 # ---- the end of a run ----------------------------------------------------------------------
 def stop_rescheduling():
     """Cancel the scheduler's pending re-evaluations. Snakemake 9.27 starts one timer a
-    pass, one `max-jobs-per-timespan` ahead (the profiles set 5 s locally, 10 s on
+    pass, one `max-jobs-per-timespan` ahead (the profiles set 20 s locally, 10 s on
     SLURM), and Python waits for every timer before it exits: without this, a finished
     run sat idle for up to one timespan. Called when the run has ended (onsuccess,
     onerror), when nothing is left to schedule."""
