@@ -22,6 +22,7 @@ ORDER = (
     "log",
     "benchmark",
     "wildcard_constraints",
+    "priority",
     "conda",
     "threads",
     "resources",
