@@ -113,16 +113,22 @@ def load_counties(path: str | os.PathLike):
     require_columns(frame, (*COUNTY_COLUMNS, "geometry"), path)
     if frame.crs is None:
         raise DataFileError(path, "geometry has no CRS")
+    _check_county_values(frame, path)
+    if frame.geometry.isna().any() or frame.geometry.is_empty.any():
+        raise DataFileError(path, "some counties have no geometry")
+    frame["population"] = frame["population"].astype("int64")
+    return frame.reset_index(drop=True)
+
+
+def _check_county_values(frame: pd.DataFrame, path: Path) -> None:
+    """The checks of a county frame's columns (FIPS, populations, median ages, land
+    areas), the same for :func:`load_counties` and :func:`load_county_table`."""
     validate_fips(frame["fips"], "fips", path, unique=True)
     require_counts(frame["population"], "population", path)
     for column in ("median_age", "land_area"):
         require_counts(frame[column], column, path)
         if (frame[column] <= 0).any():
             raise DataFileError(path, f"column {column!r} must be positive")
-    if frame.geometry.isna().any() or frame.geometry.is_empty.any():
-        raise DataFileError(path, "some counties have no geometry")
-    frame["population"] = frame["population"].astype("int64")
-    return frame.reset_index(drop=True)
 
 
 def load_county_table(path: str | os.PathLike) -> pd.DataFrame:
@@ -143,12 +149,7 @@ def load_county_table(path: str | os.PathLike) -> pd.DataFrame:
     names = pq.read_schema(path).names
     require_columns(pd.DataFrame(columns=names), (*COUNTY_COLUMNS, "geometry"), path)
     frame = pd.read_parquet(path, columns=list(COUNTY_COLUMNS))
-    validate_fips(frame["fips"], "fips", path, unique=True)
-    require_counts(frame["population"], "population", path)
-    for column in ("median_age", "land_area"):
-        require_counts(frame[column], column, path)
-        if (frame[column] <= 0).any():
-            raise DataFileError(path, f"column {column!r} must be positive")
+    _check_county_values(frame, path)
     frame["population"] = frame["population"].astype("int64")
     return frame.reset_index(drop=True)
 
