@@ -10,6 +10,7 @@ import contextlib
 import hashlib
 import io
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -454,9 +455,9 @@ def test_bad_epsilon_fails_cleanly(strata_csv, tmp_path, epsilon):
 
 # --- concurrency and signals ----------------------------------------------------------------
 def _large_input(tmp_path) -> Path:
-    """Enough strata that building the release sampler takes a few seconds."""
+    """A table of 2,000 strata (the release is held at a step, not caught by speed)."""
     rng = np.random.default_rng(5)
-    n = 20_000
+    n = 2_000
     population = rng.integers(2_000, 20_000, n)
     frame = pd.DataFrame(
         {
@@ -474,19 +475,23 @@ def _large_input(tmp_path) -> Path:
 @pytest.mark.process
 def test_sigterm_cleans_up_without_a_traceback(tmp_path, private_ledger, private_area):
     _large_input(tmp_path)
+    held = tmp_path.parent / f"{tmp_path.name}-held"
     process = subprocess.Popen(
         [str(DPSYNTH), "synthesize", "--input", "large.csv", "--keys", "stratum", "--strata",
          "input", "--dataset", "large", "--epsilon", "1", "--mechanism", "truncated", "--sets",
          "3", "--out", "r",
          "--quiet"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=os.environ | {"DPSYNTH_TEST_HOLD": f"spent:{held}"},
     )  # fmt: skip
-    # The ledger entry is written just before the sampler is built: the run is then busy.
-    deadline = time.monotonic() + 120
-    while not (private_ledger.exists() and private_ledger.stat().st_size > 0):
+    # The release holds once the ledger records the spending (dpsynth.release.hold), so
+    # the signal arrives at that step whatever the machine's speed.
+    deadline = time.monotonic() + 300
+    while not held.exists():
         assert process.poll() is None, process.communicate()
         assert time.monotonic() < deadline
         time.sleep(0.05)
+    assert private_ledger.stat().st_size > 0
     process.send_signal(signal.SIGTERM)
     stdout, stderr = process.communicate(timeout=120)
     assert process.returncode == 143, (stdout, stderr)

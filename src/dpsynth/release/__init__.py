@@ -49,6 +49,7 @@ import dpsynth
 from dpsynth.io import sha256_file, write_json
 from dpsynth.release import folder, manifest
 from dpsynth.release.design import Design, estimate_cost, group_codes
+from dpsynth.release.hold import hold
 from dpsynth.release.inputs import Strata, load_strata
 from dpsynth.release.manifest import RELEASE_FORMAT, SYNTHETIC_COUNT
 from dpsynth.release.randomness import RootKey, describe
@@ -204,6 +205,7 @@ def build_release(request: ReleaseRequest) -> dict:
         raise ReleaseError(f"{err}. {_spent_note(request, budget)}") from err
     if not spend_first:
         entry = _spend(request, strata, budget, private)
+    hold("spent")
 
     try:
         sampler = _build(design, strata.counts, cal, request.progress)
