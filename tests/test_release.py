@@ -36,7 +36,7 @@ STRATA = pd.DataFrame(
         "region": ["n", "n", "n", "s", "s", "s"],
         "count": [4, 0, 9, 7, 3, 5],
         "population": [1000, 800, 1500, 900, 700, 1200],
-        "prior_rate": [0.004, 0.004, 0.006, 0.006, 0.005, 0.005],
+        "prior_rate": [0.004, 0.004, 0.004, 0.006, 0.006, 0.006],  # public, by region
     }
 )
 KEYS = ("code", "region")  # nested (a code lies in one region): no cross product
@@ -242,7 +242,9 @@ def test_a_dataset_name_adds_up_the_releases_of_its_tables(
     """Deaths by code and region, then by region alone: one dataset, one budget."""
     fine = build_release(request_for(csv, tmp_path / "a", epsilon=1.0, dataset="s-deaths"))
     by_region = _by_region(tmp_path)
-    coarse = dict(keys=("region",), dataset="s-deaths", budget=2.0)
+    coarse = dict(
+        keys=("region",), dataset="s-deaths", budget=2.0, prior_source="the tests' regional rates"
+    )  # one rate per stratum now
     build_release(request_for(by_region, tmp_path / "b", epsilon=0.5, **coarse))
     entries = Ledger(private_ledger).entries()
     assert [e.dataset for e in entries] == ["s-deaths"] * 2 and len({e.table for e in entries}) == 2
@@ -262,7 +264,15 @@ def test_a_dataset_name_adds_up_the_releases_of_its_tables(
     assert private_ledger.read_bytes() == before
     # without the name the coarse table is its own, unnamed budget key: refused (bound)
     with pytest.raises(ReleaseError, match="release it with --dataset s-deaths"):
-        build_release(request_for(by_region, tmp_path / "c", keys=("region",), budget=2.0))
+        build_release(
+            request_for(
+                by_region,
+                tmp_path / "c",
+                keys=("region",),
+                budget=2.0,
+                prior_source="the tests' regional rates",
+            )
+        )
     assert private_ledger.read_bytes() == before
 
 

@@ -31,7 +31,7 @@ TABLE = pd.DataFrame(
         "region": ["n", "n", "n", "s", "s", "s"],
         "age": ["a", "b", "c", "a", "b", "c"],
         "population": [1000, 800, 1500, 900, 700, 1200],
-        "prior_rate": [0.004, 0.004, 0.006, 0.006, 0.005, 0.005],
+        "prior_rate": [0.004, 0.004, 0.006, 0.006, 0.005, 0.005],  # one rate a stratum
     }
 )
 Y = [4, 0, 9, 7, 3, 5]
@@ -46,6 +46,8 @@ def _release(tmp_path, name, counts, **changes):
                   epsilon=1.0, mechanism="pg", keys=("region", "age"), strata="cross-product",
                   test_seed=7, progress=False, ledger=tmp_path / "ledger.jsonl")  # fmt: skip
     fields.update(changes)
+    if fields["mechanism"] != "md" and not {"sanitised_prior_by", "prior_file"} & set(fields):
+        fields.setdefault("prior_source", "the tests' public rates")  # declared: by stratum
     return build_release(ReleaseRequest(**fields))
 
 

@@ -54,10 +54,11 @@ def test_a_prior_computed_from_the_counts_is_refused_before_anything(
     code, stdout, stderr = run(
         "synthesize", "--input", str(source), "--keys", *KEYS, "--strata", "input",
         "--dataset", "pennlc", "--epsilon", "1", "--mechanism", "pg",
-        "--out", str(tmp_path / "out"), *prior,
+        "--out", str(tmp_path / "out"), *prior, "--prior-source", "a declared source",
     )  # fmt: skip
     assert code == 2 and not stdout
     assert len(stderr.strip().splitlines()) == 1
+    # declared, such rates meet the second line: the count-fit check
     assert "look computed from these counts" in stderr and OVERRIDE in stderr
     assert not (tmp_path / "out").exists() and not private_ledger.exists()
 
@@ -66,7 +67,8 @@ def test_the_override_is_the_stewards_explicit_word(tmp_path, pennlc):
     table = pennlc.assign(prior_rate=rates(pennlc, "derived"))
     table.to_csv(tmp_path / "in.csv", index=False)
     fields = dict(input=tmp_path / "in.csv", out=tmp_path / "out", epsilon=1.0,
-                  mechanism="pg", keys=KEYS, strata="input", dataset="pennlc")  # fmt: skip
+                  mechanism="pg", keys=KEYS, strata="input", dataset="pennlc",
+                  prior_source="a declared source")  # fmt: skip
     with pytest.raises(ReleaseError, match="look computed from these counts"):
         load_strata(ReleaseRequest(**fields))
     strata = load_strata(ReleaseRequest(**fields, prior_is_public_i_am_sure=True))

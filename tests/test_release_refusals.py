@@ -46,6 +46,10 @@ TWO_CELLS = pd.DataFrame(
 )
 
 
+#: The declared source of TWO_CELLS' prior rates, one per stratum (--prior-source).
+PRIOR_SOURCE = "the tests' public rates"
+
+
 def request_for(path, out, **changes) -> ReleaseRequest:
     fields = dict(
         dataset="test-data",
@@ -53,6 +57,8 @@ def request_for(path, out, **changes) -> ReleaseRequest:
         progress=False, strata="input",  # one key: the list of strata is declared
     )  # fmt: skip
     fields.update(changes)
+    if fields["mechanism"] != "md" and not {"sanitised_prior_by", "prior_file"} & set(fields):
+        fields.setdefault("prior_source", PRIOR_SOURCE)  # TWO_CELLS' rates vary by stratum
     return ReleaseRequest(**fields)
 
 

@@ -30,7 +30,7 @@ FULL = pd.DataFrame(
         "age": ["a", "b", "c", "a", "b", "c"],
         "count": [4, 0, 9, 7, 3, 5],
         "population": [1000, 800, 1500, 900, 700, 1200],
-        "prior_rate": [0.004, 0.004, 0.006, 0.006, 0.005, 0.005],
+        "prior_rate": [0.004, 0.006, 0.005, 0.004, 0.006, 0.005],  # public, by age
     }
 )
 KEYS = ("region", "age")
@@ -107,7 +107,9 @@ def test_the_list_refuses_what_it_does_not_hold(tmp_path):
 
 
 def test_nested_keys_are_declared_and_the_manifest_says_so(tmp_path):
-    nested = FULL.assign(age=["a", "b", "c", "d", "e", "f"])  # each age in one region
+    nested = FULL.assign(  # each age in one region; the prior by region
+        age=["a", "b", "c", "d", "e", "f"], prior_rate=[0.004] * 3 + [0.006] * 3
+    )
     with pytest.raises(ReleaseError, match="--strata input"):
         release(tmp_path, nested, "refused", strata="cross-product")
     info = release(tmp_path, nested, "nested", strata="input")

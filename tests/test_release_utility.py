@@ -50,7 +50,10 @@ def release(path, out, **changes):
     fields = dict(input=path, out=out, epsilon=4.0, sets=4, mechanism="pg", keys=KEYS,
                   dataset="test-data",
                   strata="cross-product", test_seed=1, progress=False)  # fmt: skip
-    request = ReleaseRequest(**(fields | changes))
+    fields |= changes
+    if fields["mechanism"] != "md" and not {"sanitised_prior_by", "prior_file"} & set(fields):
+        fields.setdefault("prior_source", "the tests' public rates")  # one rate a stratum
+    request = ReleaseRequest(**fields)
     info = build_release(request)
     return info, request.private_folder(info["seed_commitment"])
 

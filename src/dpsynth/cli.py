@@ -302,7 +302,15 @@ def _add_strata_options(syn: argparse.ArgumentParser) -> None:
         action="store_true",
         help="release with prior rates (--prior or the input's column) that fit the counts "
         "far better than chance allows, which dpsynth otherwise refuses as computed from "
-        "the counts: only for rates truly made without them (they are published as they are)",
+        "the counts: only for rates truly made without them (they are published as they "
+        "are; the manifest says the check was overridden)",
+    )
+    cols.add_argument(
+        "--prior-source",
+        metavar="TEXT",
+        help='where public prior rates that vary stratum by stratum come from, e.g. "state '
+        'cancer registry rates 1990-94, published 1997": required for such rates (rates by '
+        "a coarser group need none), written into the public manifest",
     )
     cols.add_argument(
         "--prior-epsilon",
@@ -631,6 +639,7 @@ def _request(args, **extra):
         ),
         prior_epsilon=args.prior_epsilon,
         prior_is_public_i_am_sure=args.prior_is_public_i_am_sure,
+        prior_source=args.prior_source,
         rounding=args.rounding,
         strata=args.strata if args.strata in STRATA_WORDS else Path(args.strata),
         **({"dataset": args.dataset} | extra),

@@ -91,11 +91,19 @@ def public_prior(request, strata: Strata):
         return None, dict(kind="none", description="md uses no prior", epsilon=0.0)
     if request.sanitised_prior_by is None:
         kind = "external-file" if request.prior_file is not None else "input-column"
-        return strata.prior_rate, dict(kind=kind, description=strata.prior_source)
+        checked = "overridden" if request.prior_is_public_i_am_sure else "passed"
+        block = dict(
+            kind=kind,
+            description=strata.prior_description,
+            groups=strata.prior_groups,
+            declared_source=strata.prior_declared,
+            count_fit_check=checked,
+        )
+        return strata.prior_rate, block
     if len(request.sanitised_prior_by) == 0:
         rate = strata.total / strata.population.sum()
         text = "the overall rate total / sum of populations (public: both are released exactly)"
-        return np.full(strata.counts.size, rate), dict(kind="total", description=text)
+        return np.full(strata.counts.size, rate), dict(kind="total", description=text, groups=[])
     return None
 
 
@@ -482,7 +490,14 @@ def _finish_manifest(tmp: Path, info, prior_table, prior_block, design: Design) 
     request_suffix = info["suffix"]
     files = dict(info["files"])
     budget: Budget = info["budget"]
-    prior = {"epsilon": 0.0, "groups": None, "file": None, "floor": None} | prior_block
+    prior = {
+        "epsilon": 0.0,
+        "groups": None,
+        "file": None,
+        "floor": None,
+        "declared_source": None,
+        "count_fit_check": "not applicable",
+    } | prior_block
     if prior_table is not None:
         path = tmp / f"prior{request_suffix}"
         folder.write_public_table(prior_table, path)

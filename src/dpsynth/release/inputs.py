@@ -35,7 +35,7 @@ from dpsynth.data.validation import (
     validate_strata,
 )
 from dpsynth.data.validation import read_table as data_read_table
-from dpsynth.release import prior_check
+from dpsynth.release import prior_check, prior_source
 from dpsynth.release.folder import values_only
 from dpsynth.release.request import ReleaseError, ReleaseRequest
 from dpsynth.release.strata_list import check_cross_product, match_to_list
@@ -54,11 +54,16 @@ class Strata:
     counts: np.ndarray
     population: np.ndarray
     prior_rate: np.ndarray | None
-    prior_source: str | None
+    prior_description: str | None
     count_column: str
     #: what ``--rounding`` did: strata changed, total before and after (private: it
     #: depends on the confidential counts, so only the steward's folder states it)
     rounding: RoundingReport | None = None
+    #: the key columns a public prior is constant within (:func:`.prior_source.grouping`;
+    #: [] for one rate), None when it varies stratum by stratum or is not public
+    prior_groups: list[str] | None = None
+    #: the steward's declaration of the public prior's source (``--prior-source``), or None
+    prior_declared: str | None = None
     #: :meth:`dataset_id` and :meth:`legacy_ids`, computed once (the keys never change)
     _ids: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -355,26 +360,31 @@ def _check_columns(request, frame, count, keys, dropped, prior_in_input, listed=
 
 
 def _prior_from_file(request: ReleaseRequest, keys: pd.DataFrame) -> np.ndarray:
+    """The prior rate of every stratum from ``--prior FILE``, joined on the key columns the
+    file has: all of them (a rate per stratum), some (a rate per group, e.g. national rates
+    by age and sex) or none (one row: an overall rate)."""
     prior_path = request.prior_file
     prior = read_table(prior_path)
     column = request.prior_rate_column
-    names = list(keys.columns)
-    missing = [name for name in [*names, column] if name not in prior.columns]
-    if missing:
+    names = [name for name in keys.columns if name in prior.columns]
+    if column not in prior.columns or (not names and len(prior) != 1):
         raise ReleaseError(
-            f"{prior_path}: missing column(s) {missing}; expected the input's key columns "
-            f"{names} and {column!r}, found {list(prior.columns)}"
+            f"{prior_path}: expected the column {column!r} and some of the input's key "
+            f"columns {list(keys.columns)} to join on (or {column!r} alone in one row, an "
+            f"overall rate), found {list(prior.columns)}"
         )
     prior = prior[[*names, column]]
-    if prior.duplicated(subset=names).any():
+    if names and prior.duplicated(subset=names).any():
         raise ReleaseError(
             f"{prior_path}: duplicate key(s) {describe_duplicates(prior, names)}; "
-            "expected one prior rate per stratum"
+            f"expected one prior rate per value of {names}"
         )
+    if not names:
+        return np.full(len(keys), pd.to_numeric(prior[column], errors="coerce").iloc[0])
     # Join on the keys as text, so a Parquet input with integer codes matches a CSV prior.
-    left = keys.astype(str).reset_index(drop=True)
+    left = keys[names].astype(str).reset_index(drop=True)
     right = prior.astype({name: str for name in names})
-    joined = left.merge(right, on=names, how="left", validate="one_to_one")
+    joined = left.merge(right, on=names, how="left", validate="many_to_one")
     absent = joined[column].isna().to_numpy()
     if absent.any():
         raise ReleaseError(
@@ -433,11 +443,25 @@ def load_strata(request: ReleaseRequest) -> Strata:
     populations = pd.to_numeric(frame[request.population_column]).to_numpy(dtype=float)
     key_frame = frame[keys].copy()
 
-    prior_rate = prior_source = None
+    prior_rate = prior_description = prior_groups = None
+    try:
+        declared = prior_source.check_declaration(request.prior_source)
+    except ValueError as err:
+        raise ReleaseError(str(err)) from None
+    if declared is not None and (not request.needs_prior or request.sanitised_prior_by):
+        raise ReleaseError(
+            f"{prior_source.OPTION} declares the source of public prior rates (--prior FILE "
+            "or the input's prior-rate column); "
+            + (
+                "md uses no prior"
+                if not request.needs_prior
+                else "--sanitised-prior-by derives the prior from the counts, privately"
+            )
+        )
     if request.needs_prior and request.sanitised_prior_by is None:
         if request.prior_file is not None:
             prior_rate = _prior_from_file(request, key_frame)
-            prior_source = f"column {request.prior_rate_column!r} of an external file (public)"
+            prior_description = f"column {request.prior_rate_column!r} of an external file (public)"
             where = str(request.prior_file)
         else:
             column = request.prior_rate_column
@@ -448,7 +472,7 @@ def load_strata(request: ReleaseRequest) -> Strata:
                     f"{source}: column {column!r} is not numeric at "
                     f"{_describe_keys(key_frame, not_number)}; expected rates such as 0.0012"
                 )
-            prior_source = f"column {column!r} of the input, declared public by the steward"
+            prior_description = f"column {column!r} of the input, declared public by the steward"
             where = source
         bad = ~np.isfinite(prior_rate) | (prior_rate <= 0)
         if bad.any():
@@ -456,6 +480,10 @@ def load_strata(request: ReleaseRequest) -> Strata:
                 f"{where}: prior rate missing or <= 0 at {_describe_keys(key_frame, bad)}; "
                 + prior_check.ZERO_RATE
             )
+        # public inputs first: the prior's shape needs no count
+        prior_groups = prior_source.grouping(key_frame, prior_rate)
+        if prior_groups is None and declared is None:
+            raise ReleaseError(prior_source.refusal(where, keys))
         if not request.prior_is_public_i_am_sure:
             why = prior_check.prior_reproduces_counts(counts, populations, prior_rate)
             if why is not None:
@@ -466,4 +494,7 @@ def load_strata(request: ReleaseRequest) -> Strata:
             raise ReleaseError(
                 f"--sanitised-prior-by column(s) {absent} are not key columns; keys are {keys}"
             )
-    return Strata(key_frame, counts, populations, prior_rate, prior_source, count, rounding)
+    return Strata(
+        key_frame, counts, populations, prior_rate, prior_description, count, rounding,
+        prior_groups=prior_groups, prior_declared=declared,
+    )  # fmt: skip

@@ -16,8 +16,10 @@ from importlib import resources
 
 #: Manifest format version; bump when a field changes meaning (1: before issue #12; 2:
 #: before ``strata_list``; 3: ``strata_list.source`` "cross-product" was the unstated
-#: default and claimed a list "not a function of the counts"; now the steward's declaration).
-RELEASE_FORMAT = 4
+#: default and claimed a list "not a function of the counts"; now the steward's declaration;
+#: 4: before ``prior.declared_source`` and ``prior.count_fit_check``, when
+#: ``prior.groups`` named only a sanitised prior's groups).
+RELEASE_FORMAT = 5
 #: The synthetic count column of the release (the input's count column is replaced).
 SYNTHETIC_COUNT = "count"
 #: What the manifest says of ``--rounding``, by mode. Whether any count was fractional
@@ -209,7 +211,16 @@ SCHEMA = {
         "prior": {
             "type": "object",
             "additionalProperties": False,
-            "required": ["kind", "description", "epsilon", "groups", "file", "floor"],
+            "required": [
+                "kind",
+                "description",
+                "epsilon",
+                "groups",
+                "file",
+                "floor",
+                "declared_source",
+                "count_fit_check",
+            ],
             "properties": {
                 "kind": {"enum": ["none", "input-column", "external-file", "sanitised", "total"]},
                 "description": _STRING,
@@ -217,6 +228,8 @@ SCHEMA = {
                 "groups": {"type": ["array", "null"], "items": _STRING},
                 "file": {"type": ["string", "null"]},
                 "floor": {"type": ["number", "null"]},
+                "declared_source": {"type": ["string", "null"], "maxLength": 500},
+                "count_fit_check": {"enum": ["passed", "overridden", "not applicable"]},
             },
         },
         "rounding": {

@@ -102,6 +102,9 @@ class ReleaseRequest:
     #: the steward's word that the prior rates (``prior_file`` or the input's column) are
     #: public although they fit the counts far better than chance (:mod:`.prior_check`)
     prior_is_public_i_am_sure: bool = False
+    #: the steward's declaration of where public prior rates that vary stratum by stratum
+    #: come from (:mod:`.prior_source`); written into the manifest
+    prior_source: str | None = None
     prior_epsilon: float | None = None
     rounding: str = "refuse"  # fractional counts: refuse, or round to nearest (half to even)
     #: the dataset's budget: stored in the ledger if it has none (then every later release

@@ -102,7 +102,22 @@ def prior_note(request, strata) -> str:
     if not request.needs_prior:
         return "not used by md"
     if request.sanitised_prior_by is None:
-        return strata.prior_source
+        groups = strata.prior_groups
+        if groups is None:
+            shape = (
+                "it varies stratum by stratum; public by the steward's declaration of its "
+                f'source (--prior-source, in the manifest): "{strata.prior_declared}"'
+            )
+        elif groups:
+            shape = f"constant within the groups of {groups} (two or more strata each)"
+        else:
+            shape = "one rate for every stratum"
+        checked = (
+            "the count-fit check was OVERRIDDEN (--prior-is-public-i-am-sure; the manifest says so)"
+            if request.prior_is_public_i_am_sure
+            else "the count-fit check passed"
+        )
+        return f"{strata.prior_description}; {shape}; {checked}"
     if len(request.sanitised_prior_by) == 0:
         return "the overall rate total / sum of populations (public, no budget)"
     return (

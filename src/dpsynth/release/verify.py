@@ -576,12 +576,62 @@ def _hyper_checks(release: _Release):
     elif prior["kind"] == "sanitised":
         out.extend(_sanitised_checks(release, hyper, rate))
     else:
-        out.append(
-            Check("hyperparameters", "prior", OK,
-                  f"prior kind {prior['kind']!r}: rates declared public by the steward, "
-                  "nothing to recompute")
-        )  # fmt: skip
+        out.extend(_public_prior_checks(release, hyper, rate))
     return out, True
+
+
+def shown(text: object, limit: int = 200) -> str:
+    """``text`` as a terminal may print it: control characters escaped, not obeyed, and
+    at most ``limit`` characters (a manifest is written by whoever wrote the folder)."""
+    text = str(text)
+    cut = len(text) > limit
+    text = "".join(
+        ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii")
+        for ch in text[:limit]
+    )
+    return text + ("..." if cut else "")
+
+
+def _public_prior_checks(release: _Release, hyper: pd.DataFrame, rate: np.ndarray):
+    """A prior declared public: its shape (constant within ``prior.groups``, two or more
+    strata a group, or a declared source), and the count-fit check's fate."""
+    from dpsynth.release.prior_source import grouping
+
+    prior = release.manifest["prior"]
+    groups, declared = prior["groups"], prior["declared_source"]
+    out = []
+    if groups is not None:
+        absent = [c for c in groups if c not in release.manifest["keys"]]
+        found = None if absent else grouping(hyper[list(groups)], rate)
+        good = found is not None and set(found) <= set(groups)
+        out.append(
+            Check(
+                "hyperparameters", "prior (groups)", OK if good else FAIL,
+                f"prior_rate constant within the groups of {groups}, two or more strata each"
+                if good else
+                f"prior.groups {groups}: the published prior_rate is not constant within "
+                "groups of two or more strata of these key columns",
+            )
+        )  # fmt: skip
+    elif declared is None:
+        out.append(
+            Check("hyperparameters", "prior (source)", FAIL,
+                  "the prior varies stratum by stratum (prior.groups null) and the manifest "
+                  "declares no source (prior.declared_source)")
+        )  # fmt: skip
+    else:
+        out.append(
+            Check("hyperparameters", "prior (source)", WARNING,
+                  "the prior varies stratum by stratum; public only by the steward's "
+                  f"declaration of its source, which no check can confirm: \"{shown(declared)}\"")
+        )  # fmt: skip
+    if prior["count_fit_check"] == "overridden":
+        out.append(
+            Check("hyperparameters", "prior (count fit)", WARNING,
+                  "the check that the prior rates do not fit the counts far better than "
+                  "chance was overridden by the steward (--prior-is-public-i-am-sure)")
+        )  # fmt: skip
+    return out
 
 
 def _sanitised_checks(release: _Release, hyper: pd.DataFrame, rate: np.ndarray) -> list[Check]:

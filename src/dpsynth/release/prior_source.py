@@ -1,0 +1,124 @@
+"""Where a public prior comes from: a grouping coarser than the strata, or the steward's word.
+
+A release publishes its prior rates as they are (``hyperparameters.parquet``). Rates
+computed from the counts, such as ``1.5 x count / population`` or ``(count + 0.5) /
+population``, publish every count while the manifest states epsilon, and no test on the
+counts can tell every such disguise from a real prior (:mod:`.prior_check` catches the ones
+that fit the counts too well; a transform that fits them *worse* than noise passes it).
+What can be told from public inputs alone is the prior's *shape*:
+
+* **grouped**: the rates are constant within groups coarser than the strata, every group
+  holding at least two strata (national rates by age and sex in a county x age x sex
+  table; an overall rate). Such a prior can carry a group's total, never one stratum's
+  count; :mod:`.prior_check` still refuses group rates that are the counts' own.
+* **by stratum**: any other prior, a different rate for (some) single strata. Only its
+  source can make it public, and only the steward knows the source: it is refused unless
+  the steward declares it (``--prior-source "state cancer registry rates 1990-94,
+  published 1997"``). The declaration is written into the manifest, shown by ``dpsynth
+  verify`` as a warning and stated in the summary; docs/privacy.md says what it promises.
+
+:func:`grouping` finds the groups from the rates and the key columns (nothing else: the
+counts never enter), :func:`check_declaration` checks the steward's text and
+:func:`refusal` words the refusal.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+#: The option that declares the source of a prior that varies stratum by stratum.
+OPTION = "--prior-source"
+#: The longest declaration accepted, in characters (a citation, not a document).
+MAX_DECLARATION = 500
+
+
+def _codes(frame: pd.DataFrame, columns: list[str], factorised: dict) -> np.ndarray:
+    """One integer per row, equal exactly for rows equal on ``columns``."""
+    code = np.zeros(len(frame), dtype=np.int64)
+    for column in columns:
+        values, size = factorised[column]
+        if size and code.max(initial=0) > (np.iinfo(np.int64).max // size) - size:
+            code = np.unique(code, return_inverse=True)[1].astype(np.int64)  # keep it small
+        code = code * size + values
+    return code
+
+
+def _constant_within(code: np.ndarray, rate: np.ndarray) -> bool:
+    """Whether ``rate`` takes one value in each group of ``code``."""
+    first = np.empty(int(code.max(initial=-1)) + 1)
+    first[code] = rate  # some member's rate per group
+    return bool(np.array_equal(first[code], rate))
+
+
+def grouping(keys: pd.DataFrame, rate: np.ndarray) -> list[str] | None:
+    """The columns of ``keys`` whose groups the prior ``rate`` is constant within, every
+    group holding at least two strata ([] for one rate in all strata), or None when the
+    prior varies stratum by stratum (no such columns; ``keys`` may be some of the key
+    columns, as when ``dpsynth verify`` checks a manifest's ``prior.groups``).
+
+    One pass drops the columns, the one with the most distinct values first, each dropped
+    when the rate stays constant within the groups of the columns left; what is left is a
+    minimal set of columns the rate is a function of (dropping any more breaks it). The
+    rates are compared exactly: the same published rate is the same float.
+    """
+    rate = np.asarray(rate, dtype=float)
+    n = rate.size
+    if n == 0 or np.all(rate == rate[0]):
+        return []
+    # groups of at least two strata are at most n / 2 groups, so at most n / 2 rates
+    if np.unique(rate).size > n // 2:
+        return None
+    factorised = {}
+    for column in keys.columns:
+        values = keys[column]
+        if values.dtype == object or pd.api.types.is_string_dtype(values):
+            # " n" and "n" are one key value (as in the table's id)
+            values = values.astype(str).str.strip()
+        values, uniques = pd.factorize(values, sort=False, use_na_sentinel=False)
+        factorised[column] = (values.astype(np.int64), len(uniques))
+    left = sorted(keys.columns, key=lambda c: -factorised[c][1])
+    if not _constant_within(_codes(keys, left, factorised), rate):
+        return None  # not a function of these columns (they are not all the keys)
+    for column in list(left):
+        fewer = [c for c in left if c != column]
+        if _constant_within(_codes(keys, fewer, factorised), rate):
+            left = fewer
+    code = _codes(keys, left, factorised)
+    sizes = np.bincount(np.unique(code, return_inverse=True)[1])
+    if sizes.min() < 2:
+        return None
+    return [c for c in keys.columns if c in left]  # in the keys' order
+
+
+def check_declaration(text: str | None) -> str | None:
+    """The steward's declaration, stripped, or a ``ValueError`` saying what is expected."""
+    if text is None:
+        return None
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(
+            f'{OPTION} needs the source of the prior rates in words, e.g. {OPTION} "state '
+            'cancer registry rates 1990-94, published 1997"'
+        )
+    text = " ".join(text.split())
+    if len(text) > MAX_DECLARATION:
+        raise ValueError(
+            f"{OPTION} is {len(text)} characters; at most {MAX_DECLARATION} (a citation of "
+            "the source: who published the rates, from what data, when)"
+        )
+    if any(not ch.isprintable() for ch in text):
+        raise ValueError(f"{OPTION} holds control characters; expected plain text")
+    return text
+
+
+def refusal(where: str, keys: list[str]) -> str:
+    """The one-line refusal of a prior that varies stratum by stratum, undeclared."""
+    return (
+        f"{where}: the prior rates vary stratum by stratum (they are not constant within "
+        f"groups of two or more strata by any of the key columns {keys}), so only their "
+        "source can make them public: rates computed from these counts, such as 1.5 x count "
+        "/ population, would publish every count. If they were made without these counts, "
+        f'declare where they come from, e.g. {OPTION} "state cancer registry rates 1990-94, '
+        'published 1997" (written into the manifest); or give rates by a coarser group '
+        "(--prior FILE keyed by some of the key columns), or --sanitised-prior-by"
+    )
