@@ -135,6 +135,25 @@ def test_a_larger_epsilon_is_needed_only_where_it_moves_the_measure():
     assert "30% of its gamma shapes are still above their floor" in found["reason"]
 
 
+def test_a_truncated_arm_that_comes_no_nearer_is_not_told_to_buy_epsilon():
+    """pennLC's rural men in the tiny run: the truncated arm, 99% of its shapes at their
+    floor, moves from 1.22 to 1.18 against 1.68 with no privacy over the top of the grid:
+    away from the reference. A larger epsilon may not help, and the guide names the
+    settings that change where the arm goes; an arm that came clearly nearer is told a
+    larger epsilon is needed."""
+    frame = rows(1.7, 1.0, 1.68, [1.3, 1.22, 1.18], epsilons=(0.5, 1.0, 4.0))
+    nearly = Truncation(tail=0.00093, inflation=1.0, zero_lower=0.6, at_floor=0.99)
+    found = verdict(RATIO, frame, truncation=nearly)
+    assert found["verdict"] == "truncation_stalls"
+    assert "a larger epsilon may not help" in found["reason"]
+    assert "a larger epsilon is needed" not in found["reason"]
+    assert "99% of its gamma shapes are at their floor" in found["reason"]
+    assert "truncation.tail (here 0.00093)" in found["reason"]
+    assert "tail or inflation" in found["verdict_text"]
+    nearer = rows(1.7, 1.0, 1.68, [1.0, 1.18, 1.3], epsilons=(0.5, 1.0, 4.0))
+    assert verdict(RATIO, nearer, truncation=nearly)["verdict"] == "beyond_grid"
+
+
 def test_counts_outside_bounds_that_do_not_move_the_measure_are_no_bias():
     """Some true counts outside the bounds, but clamping them leaves the measure within
     tolerance of the truth: the arm just needs more epsilon, and the guide says so."""
@@ -197,7 +216,8 @@ def test_an_error_is_judged_by_what_privacy_adds_to_synthesis():
 
 def test_every_verdict_has_its_words():
     assert set(VERDICTS) == {"met", "beyond_grid", "synthesis_loses", "prior_keeps",
-                             "truncation_bias", "more_datasets", "shape_floor"}  # fmt: skip
+                             "truncation_bias", "more_datasets", "shape_floor",
+                             "truncation_stalls"}  # fmt: skip
 
 
 # ---- each verdict on a small table of its own ----------------------------------------------

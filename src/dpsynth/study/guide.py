@@ -53,12 +53,18 @@ a correlation's difference, a ratio's relative difference), against the toleranc
    the grid the shapes are at their floor, how little the median moved there, and names
    what still changes it, ``truncation.tail`` and ``truncation.inflation`` (the bounds,
    which decide which strata have the floor of 1/3 and which true counts lie outside);
-7. ``beyond_grid``, *a larger epsilon is needed*: outside the tolerance at the largest
-   epsilon, where a larger epsilon still moves the arm: MD and PG tend to the no-privacy
-   reference as epsilon grows (it is their limit), a truncated arm as long as some of
-   its shapes are above their floor (the reason says what share, and that its limit, at
-   the floor, may stay outside). The reason gives the median's trend over the top two
-   epsilons of the grid.
+7. ``truncation_stalls``, *no nearer with epsilon: a larger one may not help*: a
+   truncated arm with shapes still above their floor whose median at the largest epsilon
+   is no nearer the reference than the whole 95% interval at the epsilon before (its
+   trend over the top of the grid, beyond Monte Carlo error): the shapes left to fall
+   may move it, but the grid gives no sign that they bring it within tolerance, and at
+   the floor it stops. The reason names ``truncation.tail`` and ``truncation.inflation``;
+8. ``beyond_grid``, *a larger epsilon is needed*: outside the tolerance at the largest
+   epsilon, where a larger epsilon moves the arm towards the reference: MD and PG tend
+   to the no-privacy reference as epsilon grows (it is their limit), a truncated arm
+   whose median came clearly nearer over the top of the grid, while some of its shapes
+   are above their floor (the reason says what share, and that at the floor it stops).
+   The reason gives the median's trend over the top two epsilons of the grid.
 
 The reasons of verdicts 2 and 3 also say from which epsilon privacy adds no more than t,
 where it does.
@@ -93,6 +99,8 @@ VERDICTS = {
     "met": "met from epsilon",
     "more_datasets": "more datasets would decide",
     "shape_floor": "shape at its floor: no epsilon helps; tail or inflation change it",
+    "truncation_stalls": "no nearer with epsilon: a larger one may not help; tail or "
+    "inflation change it",
     "beyond_grid": "a larger epsilon is needed (beyond the grid)",
 }
 GUIDE_COLUMNS = ["study", "arm", "arm_label", "measure", "verdict", "verdict_text",
@@ -262,9 +270,17 @@ def judge(measure: Measure, rows: pd.DataFrame, *, scale: float, tolerance: floa
              if eps.size > 1 else "")  # fmt: skip
     floored = np.isfinite(trunc.floor_from)
     floor_words = (f"its gamma shapes are at their floor from epsilon "
-                   f"{_g(trunc.floor_from + epsilon_prior)} on (1/3 where a stratum's "
-                   f"lower bound is 0, {trunc.zero_lower:.0%} of the strata here; 1e-3 "
-                   "elsewhere)")  # fmt: skip
+                   f"{_g(trunc.floor_from + epsilon_prior)} on: 1/3 where a stratum's "
+                   f"lower bound is 0 ({trunc.zero_lower:.0%} of the strata here), 1e-3 "
+                   "elsewhere")  # fmt: skip
+    # clearly nearer the reference at the largest epsilon: its median beyond the previous
+    # epsilon's whole interval, towards the reference
+    nearer = eps.size > 1 and float(kind.distance(at_largest, reference, scale)) < near[-2]
+    bounds_words = (f"What changes where it goes: {trunc.settings()}, which set the bounds "
+                    "(which strata have a lower bound of 0, so the floor of 1/3, and which "
+                    "true counts lie outside): a larger tail or an inflation nearer 1 raises "
+                    "lower bounds above 0, leaving more true counts outside; or an arm "
+                    "without truncation, which tends to the no-privacy reference")  # fmt: skip
     if trunc.outside > 0 and not met[-1] and d_bounds > tol:
         out["verdict"] = "truncation_bias"
         out["reason"] = (f"{trunc.outside:.1%} of the true counts lie outside the truncation "
@@ -272,7 +288,7 @@ def judge(measure: Measure, rows: pd.DataFrame, *, scale: float, tolerance: floa
                          f"{_g(truth)} ({_g(reference)} with no privacy): at epsilon "
                          f"{_g(eps[-1] + epsilon_prior)} the median is {_g(at_largest)}, and "
                          "no epsilon brings it back"
-                         + (f" ({floor_words})" if floored else "")
+                         + (f"; {floor_words}" if floored else "")
                          + f". The bounds are set by {trunc.settings()}: a smaller tail or a "
                          "larger inflation widens them, leaving fewer true counts outside; "
                          "or an arm without truncation")  # fmt: skip
@@ -323,13 +339,16 @@ def judge(measure: Measure, rows: pd.DataFrame, *, scale: float, tolerance: floa
         out["reason"] = (f"{largest} the median is {_g(at_largest)} against {_g(reference)} "
                          f"with no privacy ({kind.rule} = {far[-1]:.2g} > {tol:g}){trend}; "
                          f"{floor_words}, and its bounds do not depend on epsilon, so every "
-                         "larger epsilon draws the same tables: no epsilon helps. What "
-                         f"changes it: {trunc.settings()}, which set the bounds (which "
-                         "strata have a lower bound of 0, so the floor of 1/3, and which "
-                         "true counts lie outside): a larger tail or an inflation nearer 1 "
-                         "raises lower bounds above 0, leaving more true counts outside; "
-                         "or an arm without truncation, which tends to the no-privacy "
-                         "reference")  # fmt: skip
+                         "larger epsilon draws the same tables: no epsilon helps. "
+                         f"{bounds_words}")  # fmt: skip
+    elif truncation is not None and not nearer:
+        out["verdict"] = "truncation_stalls"
+        out["reason"] = (f"{largest} the median is {_g(at_largest)} against {_g(reference)} "
+                         f"with no privacy ({kind.rule} = {far[-1]:.2g} > {tol:g}){trend}, "
+                         "no nearer the reference beyond its Monte Carlo error, and "
+                         f"{trunc.at_floor:.0%} of its gamma shapes are at their floor "
+                         "there (from which a larger epsilon changes nothing): a larger "
+                         f"epsilon may not help. {bounds_words}")  # fmt: skip
     else:
         out["verdict"] = "beyond_grid"
         if truncation is None:
