@@ -347,7 +347,7 @@ def judge(measure: Measure, rows: pd.DataFrame, *, scale: float, tolerance: floa
                          f"with no privacy ({kind.rule} = {far[-1]:.2g} > {tol:g}){trend}, "
                          "no nearer the reference beyond its Monte Carlo error, and "
                          f"{trunc.at_floor:.0%} of its gamma shapes are at their floor "
-                         "there (from which a larger epsilon changes nothing): a larger "
+                         "there (a larger epsilon no longer lowers them): a larger "
                          f"epsilon may not help. {bounds_words}")  # fmt: skip
     else:
         out["verdict"] = "beyond_grid"
