@@ -109,8 +109,6 @@ GUIDE_COLUMNS = ["study", "arm", "arm_label", "measure", "verdict", "verdict_tex
                  "median_at_largest", "datasets", "datasets_needed",
                  "outside_bounds_share", "truth_in_bounds", "shape_floor_from",
                  "reason"]  # fmt: skip
-#: The settings that make a truncated arm's bounds (``studies.<name>.truncation``).
-TRUNCATION_SETTINGS = "truncation.tail and truncation.inflation"
 
 
 def verdict_text(verdict: str, epsilon: float = float("nan"), datasets: int | None = None,
@@ -146,7 +144,8 @@ class Truncation:
     floor_from: float = float("nan")
 
     def settings(self) -> str:
-        """The settings that change the bounds, with their values here."""
+        """The settings that make the bounds (``studies.<name>.truncation``), with their
+        values here."""
         return (f"truncation.tail (here {_g(self.tail)}) and truncation.inflation (here "
                 f"{_g(self.inflation)})")  # fmt: skip
 
