@@ -22,6 +22,7 @@ from dpsynth.arms import Arm
 from dpsynth.plots import pseudo_posterior, study, study1, study2
 from dpsynth.plots.maps import county_choropleth
 from dpsynth.plots.truth import truth_map
+from dpsynth.study.guide import verdict_text
 from dpsynth.study.measures import DISPARITY, KINDS, MEASURES, Measure
 
 REPO = Path(__file__).resolve().parents[1]
@@ -168,12 +169,14 @@ def study_inputs(rng):
     summary["method"] = summary["arm"].map(lambda n: by_name[n].method)
     summary["reference"] = summary["truth"] * 1.02
     summary["truth_in_bounds"] = summary["truth"]
+    # the guide's words as guide.csv has them, the longest among them
     guide = pd.DataFrame([
         dict(study="s", arm=a.name, measure=m.name, verdict=verdict, epsilon=eps,
+             verdict_text=verdict_text(verdict, eps, 20, 180.0),
              epsilon_privacy=eps, epsilon_prior=0.5, tolerance=0.05, within_low=0.9,
              within_high=1.5, outside_bounds_share=0.01 if a.mechanism == "truncated" else 0.0)
         for a in arms for m, (verdict, eps) in zip(
-            measures, [("met", 2.0), ("synthesis_loses", np.nan), ("prior_keeps", 0.3)],
+            measures, [("met", 2.0), ("truncation_stalls", np.nan), ("more_datasets", 0.3)],
             strict=True)
     ])  # fmt: skip
     return summary, guide, measures, arms

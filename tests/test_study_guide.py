@@ -13,7 +13,7 @@ import pytest
 from workflow_helpers import filled_definition
 
 from dpsynth.seeding import job_rng
-from dpsynth.study.guide import VERDICTS, judge, study_guide
+from dpsynth.study.guide import VERDICTS, Truncation, judge, study_guide
 from dpsynth.study.measures import KINDS, MEASURES, Measure, study_measures
 from dpsynth.study.prior import prior_rates
 from dpsynth.study.simulate import calibrate_chunk, reference_metrics, simulate_chunk
@@ -36,8 +36,12 @@ def rows(truth, prior, reference, medians, *, halfwidth=0.01, epsilons=(0.1, 1.0
                          "truth_in_bounds": truth if in_bounds is None else in_bounds})  # fmt: skip
 
 
-def verdict(measure, frame, **options):
-    options = {"scale": 10.0, "tolerance": 0.1, "epsilon_prior": 0.0} | options
+def verdict(measure, frame, *, outside=None, **options):
+    """``judge`` with 20 datasets; ``outside``: a truncated arm with that share of its true
+    counts outside its bounds (its shapes above their floor)."""
+    options = {"scale": 10.0, "tolerance": 0.1, "epsilon_prior": 0.0, "datasets": 20} | options
+    if outside is not None:
+        options["truncation"] = Truncation(outside=outside, tail=0.001, inflation=1.0)
     return judge(measure, frame, **options)
 
 
@@ -86,6 +90,70 @@ def test_bias_from_truncation_comes_first():
     assert verdict(RATIO, frame)["verdict"] == "prior_keeps"  # without counts outside
 
 
+def test_the_truncation_bias_names_the_settings_that_change_it():
+    """Issue #33 (c): the bounds, not epsilon, hold the measure away; the reason names the
+    settings that make the bounds, with their values, and which way widens them."""
+    frame = rows(1.10, 1.12, 1.10, [1.6, 1.45, 1.37], in_bounds=1.36)
+    found = verdict(RATIO, frame, outside=0.094)
+    assert "truncation.tail (here 0.001)" in found["reason"]
+    assert "truncation.inflation (here 1)" in found["reason"]
+    assert "a smaller tail or a larger inflation widens them" in found["reason"]
+    assert "tail or inflation" in found["verdict_text"]
+
+
+def test_a_truncated_arm_at_its_shape_floor_needs_no_larger_epsilon():
+    """Issue #33 (a), a steward's trial: the truncated calibration's shapes sit at their
+    floor (1/3) from epsilon 10 to 100 and the median does not move (2.02 -> 2.05 against
+    2.45 with no privacy): more epsilon changes nothing, so the guide says so, and names
+    the settings that do change it, never "a larger epsilon is needed"."""
+    frame = rows(2.45, 1.0, 2.45, [1.5, 2.02, 2.05], epsilons=(1.0, 10.0, 100.0))
+    floor = Truncation(outside=0.0, tail=0.00093, inflation=1.0, zero_lower=0.61,
+                       at_floor=1.0, floor_from=10.0)  # fmt: skip
+    found = verdict(RATIO, frame, truncation=floor, epsilon_prior=0.1)
+    assert found["verdict"] == "shape_floor"
+    assert "a larger epsilon is needed" not in found["reason"]
+    assert "no epsilon helps" in found["reason"] and "no epsilon helps" in found["verdict_text"]
+    assert "at their floor from epsilon 10.1 on" in found["reason"]  # total, prior included
+    assert "it moved from 2.02 at epsilon 10.1" in found["reason"]
+    assert "truncation.tail (here 0.00093)" in found["reason"]
+    assert "truncation.inflation (here 1)" in found["reason"]
+    assert found["shape_floor_from"] == pytest.approx(10.1)
+
+
+def test_a_larger_epsilon_is_needed_only_where_it_moves_the_measure():
+    """The same medians where a larger epsilon still moves the arm: an untruncated arm
+    (its limit is the no-privacy reference) or a truncated one with shapes above their
+    floor (the reason says that its floor may stop it short)."""
+    frame = rows(2.45, 1.0, 2.45, [1.5, 2.02, 2.05], epsilons=(1.0, 10.0, 100.0))
+    found = verdict(RATIO, frame)
+    assert found["verdict"] == "beyond_grid" and "a larger epsilon is needed" in found["reason"]
+    assert "tends to the no-privacy reference" in found["reason"]
+    assert found["verdict_text"] == "a larger epsilon is needed (beyond the grid)"
+    moving = Truncation(tail=0.001, inflation=1.0, zero_lower=0.6, at_floor=0.7)
+    found = verdict(RATIO, frame, truncation=moving)
+    assert found["verdict"] == "beyond_grid"
+    assert "30% of its gamma shapes are still above their floor" in found["reason"]
+
+
+def test_a_truncated_arm_that_comes_no_nearer_is_not_told_to_buy_epsilon():
+    """pennLC's rural men in the tiny run: the truncated arm, 99% of its shapes at their
+    floor, moves from 1.22 to 1.18 against 1.68 with no privacy over the top of the grid:
+    away from the reference. A larger epsilon may not help, and the guide names the
+    settings that change where the arm goes; an arm that came clearly nearer is told a
+    larger epsilon is needed."""
+    frame = rows(1.7, 1.0, 1.68, [1.3, 1.22, 1.18], epsilons=(0.5, 1.0, 4.0))
+    nearly = Truncation(tail=0.00093, inflation=1.0, zero_lower=0.6, at_floor=0.99)
+    found = verdict(RATIO, frame, truncation=nearly)
+    assert found["verdict"] == "truncation_stalls"
+    assert "a larger epsilon may not help" in found["reason"]
+    assert "a larger epsilon is needed" not in found["reason"]
+    assert "99% of its gamma shapes are at their floor" in found["reason"]
+    assert "truncation.tail (here 0.00093)" in found["reason"]
+    assert "tail or inflation" in found["verdict_text"]
+    nearer = rows(1.7, 1.0, 1.68, [1.0, 1.18, 1.3], epsilons=(0.5, 1.0, 4.0))
+    assert verdict(RATIO, nearer, truncation=nearly)["verdict"] == "beyond_grid"
+
+
 def test_counts_outside_bounds_that_do_not_move_the_measure_are_no_bias():
     """Some true counts outside the bounds, but clamping them leaves the measure within
     tolerance of the truth: the arm just needs more epsilon, and the guide says so."""
@@ -110,12 +178,29 @@ def test_needs_more_than_the_grid():
 
 def test_one_wobble_of_the_median_cannot_make_a_verdict():
     """A median within tolerance whose confidence interval is not (too few datasets) is
-    not met: the reason says more datasets would decide."""
+    not met: more datasets would decide, and how many: the interval [1.8, 2.4] around a
+    median of 2.1 crosses the tolerance's edge 2.2 (10% above 2.0) by a half-width of 0.3
+    against a distance of 0.1, so 20 x (0.3 / 0.1)^2 = 180 datasets (issue #33 (b))."""
     frame = rows(2.0, 1.0, 2.0, [2.1, 2.1, 2.1], halfwidth=0.3)
     found = verdict(RATIO, frame)
-    assert found["verdict"] == "beyond_grid"
+    assert found["verdict"] == "more_datasets" and found["datasets_needed"] == 180
     assert "straddles the tolerance" in found["reason"] and "more datasets" in found["reason"]
+    assert "about 180 datasets would" in found["reason"]
+    assert "a larger epsilon" not in found["reason"]
+    assert found["verdict_text"] == "more datasets would decide: about 180 needed (20 run)"
     assert verdict(RATIO, rows(2.0, 1.0, 2.0, [2.1, 2.1, 2.1]))["verdict"] == "met"
+
+
+def test_datasets_needed_from_either_side_of_the_tolerance():
+    """A median outside the tolerance whose interval reaches into it: the interval's half
+    towards the edge against the median's distance to it; the rule rounds up, and asks
+    for at least one dataset more."""
+    from dpsynth.study.guide import datasets_needed
+
+    assert datasets_needed(20, 2.3, 2.15, 2.4, (1.8, 2.2)) == 45  # 20 x (0.15 / 0.1)^2
+    assert datasets_needed(20, 1.7, 1.6, 1.9, (1.8, 2.2)) == 80  # 20 x (0.2 / 0.1)^2
+    assert datasets_needed(10, 2.0, 1.7, 2.3, (1.8, 2.2)) == 23  # both edges: (0.3/0.2)^2
+    assert datasets_needed(10, 2.2, 2.1, 2.3, (1.8, 2.2)) == float("inf")  # on the edge
 
 
 def test_an_error_is_judged_by_what_privacy_adds_to_synthesis():
@@ -131,7 +216,8 @@ def test_an_error_is_judged_by_what_privacy_adds_to_synthesis():
 
 def test_every_verdict_has_its_words():
     assert set(VERDICTS) == {"met", "beyond_grid", "synthesis_loses", "prior_keeps",
-                             "truncation_bias"}  # fmt: skip
+                             "truncation_bias", "more_datasets", "shape_floor",
+                             "truncation_stalls"}  # fmt: skip
 
 
 # ---- each verdict on a small table of its own ----------------------------------------------
@@ -168,7 +254,7 @@ def run_study(tmp_path, frame: pd.DataFrame, **spec):
         calibrations=pd.concat(calibrations), status=pd.concat(status),
         reference=reference_metrics(d, strata, job_rng(3, "ref")).drop(columns="dataset"),
     )  # fmt: skip
-    return d, summary, study_guide(d, strata, summary, spent)
+    return d, summary, study_guide(d, strata, summary, spent, pd.concat(calibrations))
 
 
 def two_groups(areas: int, population: int, rates=(0.01, 0.02), seed=0) -> pd.DataFrame:
@@ -228,6 +314,82 @@ def test_counts_outside_the_truncation_bounds_bias_the_measure(tmp_path):
     row = guide.loc[("truncated_certified", "disparity:d")]
     assert row["verdict"] == "truncation_bias" and row["outside_bounds_share"] > 0
     assert guide.loc[("pg_certified", "disparity:d"), "verdict"] == "met"
+
+
+@pytest.fixture(scope="module")
+def floored(tmp_path_factory):
+    """A table of few events per stratum (60 areas x 2 groups of about 200 people, group b
+    at three times a's rate), run through PG and truncated PG from epsilon 1 to 100: the
+    truncated arm's shapes reach their floor (1/3: every lower bound is 0) by epsilon 10,
+    where its disparity stays far below the no-privacy reference; (definition, summary,
+    guide)."""
+    return run_study(tmp_path_factory.mktemp("floored"), two_groups(60, 200, rates=(0.01, 0.03)),
+                     epsilons=[1.0, 10.0, 100.0],
+                     arms={"pg": ["certified"], "truncated": ["certified"]})  # fmt: skip
+
+
+def test_a_truncated_arm_stuck_at_its_floor_is_told_no_epsilon_helps(floored):
+    """Issue #33 (a) on a table of its own: the truncated arm's calibration is the same at
+    epsilon 10 and 100, so the guide says its shapes are at their floor and no epsilon
+    helps, naming the truncation's settings; PG, whose limit is the reference, meets it."""
+    guide = floored[2].set_index(["arm", "measure"])
+    row = guide.loc[("truncated_certified", "disparity:d")]
+    assert row["verdict"] == "shape_floor" and row["shape_floor_from"] == 10.0
+    assert "no epsilon helps" in row["reason"]
+    assert "a larger epsilon is needed" not in row["reason"]
+    assert "truncation.tail" in row["reason"] and "truncation.inflation" in row["reason"]
+    assert row["median_at_largest"] < 0.9 * row["reference"]
+    assert guide.loc[("pg_certified", "disparity:d"), "verdict"] == "met"
+    assert np.isnan(guide.loc[("pg_certified", "disparity:d"), "shape_floor_from"])
+
+
+def test_the_guide_labels_each_arm_as_the_figures_do(floored):
+    """Issue #33: one vocabulary of arm labels; guide.csv keeps the arm's id beside it."""
+    from dpsynth.arms import Arm
+    from dpsynth.plots.style import EPSILON, arm_title
+
+    d, _, guide = floored
+    arms = {arm.name: arm for arm in d.arms}
+    for row in guide.itertuples():
+        assert row.arm_label == arm_title(arms[row.arm])
+    assert set(guide["arm_label"]) == {"PG (certified)", "Truncated PG (certified)"}
+    # a paper arm's epsilon: the figures' mathtext, the table's same glyph
+    paper = Arm("pg", "paper", "untruncated")
+    assert (
+        arm_title(paper).replace(EPSILON, "ε") == "untruncated: PG (paper calibration, nominal ε)"
+    )
+    from dpsynth.arms import arm_title as table_title
+
+    assert table_title(paper) == arm_title(paper).replace(EPSILON, "ε")
+
+
+def test_the_figures_say_the_guides_verdicts_word_for_word(floored, tmp_path):
+    """Issue #33 (b): guide.png and measures.png print guide.csv's ``verdict_text``, one
+    source: "more datasets would decide" with the number, never words of their own."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from dpsynth.plots.study import figure_guide, figure_measures
+    from dpsynth.study.measures import study_measure_list
+
+    d, summary, guide = floored
+    # one row made a wobble: the verdict's words travel from the table to the figures
+    guide = guide.copy()
+    k = guide.index[(guide["arm"] == "pg_certified") & (guide["measure"] == "disparity:d")][0]
+    guide.loc[k, ["verdict", "verdict_text"]] = ("more_datasets",
+                                                 "more datasets would decide: about 180 "
+                                                 "needed (60 run)")  # fmt: skip
+    measures = study_measure_list(d)
+    shown = figure_guide(guide, measures, d.arms, d.epsilons, "s")
+    texts = [t.get_text() for ax in shown.axes for t in ax.texts]
+    panels = figure_measures(summary, guide, measures, d.arms, "s", adjusted=False)
+    titles = [ax.get_title().replace("\n", " ") for ax in panels.axes]
+    for row in guide.itertuples():
+        assert row.verdict_text in texts
+        assert any(row.verdict_text in title for title in titles), row.verdict_text
+    everything = " ".join(texts + titles)
+    assert "needs more than the grid" not in everything
+    assert "about 180 needed (60 run)" in everything
 
 
 def test_a_new_measure_is_one_entry_and_one_function(tmp_path, monkeypatch):

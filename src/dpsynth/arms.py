@@ -79,3 +79,45 @@ def arm_named(arms, name: str) -> Arm:
         if arm.name == name:
             return arm
     raise ValueError(f"no arm {name!r}; expected one of {[arm.name for arm in arms]}")
+
+
+# ---- the arms in words: the one vocabulary of legends, captions and tables ----------------
+#: The symbol epsilon in plain text (tables, such as the guide's ``arm_label``); figures
+#: write it in mathtext (:data:`dpsynth.plots.style.EPSILON`), which draws the same glyph.
+EPSILON_TEXT = "ε"
+MECHANISM_NAMES = {"md": "MD", "pg": "PG", "truncated": "Truncated PG"}
+#: Each calibration method in words; ``{epsilon}`` stands for the symbol as the medium
+#: writes it (:data:`EPSILON_TEXT` in tables, mathtext in figures).
+METHOD_WORDS = {"paper": "paper calibration, nominal {epsilon}", "exact": "exact bivariate",
+                "certified": "certified"}  # fmt: skip
+BASELINE_NAMES = {"geometric": "geometric output perturbation"}
+
+
+def human(key: str) -> str:
+    """A config key or column name as words: underscores become spaces."""
+    return str(key).replace("_", " ")
+
+
+def mechanism_title(mechanism: str, method: str | None, epsilon: str = EPSILON_TEXT) -> str:
+    """``Truncated PG (certified)``, from a mechanism and calibration method (``epsilon``:
+    how the medium writes the symbol)."""
+    if mechanism in BASELINE_NAMES:
+        return BASELINE_NAMES[mechanism].capitalize()
+    if mechanism == "md":
+        return "MD (exact alpha)"  # Quick (2021), eq 5: paper and certified are one calibration
+    words = METHOD_WORDS[method].format(epsilon=epsilon)
+    return f"{MECHANISM_NAMES.get(mechanism, human(mechanism))} ({words})"
+
+
+def arm_title(arm: Arm, epsilon: str = EPSILON_TEXT) -> str:
+    """An arm's label, the same in every figure, caption and table (``epsilon``: how the
+    medium writes the symbol): its config ``title`` where it has one; else its mechanism
+    and method (``Truncated PG (certified)``); an arm the config named otherwise without a
+    title reads as its name in words, then what it is (``untruncated: PG (paper
+    calibration, nominal ε)``), so no label is a config key."""
+    if arm.title != arm.name:
+        return arm.title
+    what = mechanism_title(arm.mechanism, arm.method, epsilon)
+    if arm.baseline or arm.name == Arm(arm.mechanism, arm.method).name:
+        return what
+    return f"{human(arm.name)}: {what}"

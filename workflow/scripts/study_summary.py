@@ -23,12 +23,13 @@ def read_all(paths):
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
+calibrations = read_all(snakemake.input.calibrations)
 summary = summarise_study(
     d,
     strata,
     measures,
     metrics=read_all(snakemake.input.metrics),
-    calibrations=read_all(snakemake.input.calibrations),
+    calibrations=calibrations,
     status=read_all(snakemake.input.status),
     reference=pd.read_parquet(snakemake.input.reference).drop(columns="dataset"),
 )
@@ -38,5 +39,5 @@ sums = read_all(snakemake.input.area_sums)
 write_parquet(area_rates(d, strata, measures, sums), snakemake.output.area_rates)
 with atomic_path(snakemake.output.guide) as tmp:
     spent = json.loads(Path(snakemake.input.prior).read_text())["epsilon_prior"]
-    study_guide(d, strata, summary, spent).to_csv(tmp, index=False, lineterminator="\n",
-                                           float_format="%.6g")  # fmt: skip
+    guide = study_guide(d, strata, summary, spent, calibrations)
+    guide.to_csv(tmp, index=False, lineterminator="\n", float_format="%.6g")

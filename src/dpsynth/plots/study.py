@@ -41,13 +41,6 @@ def arm_colours(names, palette=TAB10) -> dict:
     return {name: palette[k % len(palette)] for k, name in enumerate(names)}
 
 
-#: How the guide's figure says each verdict (the guide's reasons say why).
-VERDICT_TEXT = {"prior_keeps": "the prior alone keeps it (uninformative)",
-                "synthesis_loses": "synthesis alone loses it: no epsilon helps",
-                "truncation_bias": "bias from truncation",
-                "beyond_grid": "needs more than the grid"}  # fmt: skip
-
-
 def _wrapped(text: str, width: int = 26) -> str:
     import textwrap
 
@@ -55,9 +48,9 @@ def _wrapped(text: str, width: int = 26) -> str:
 
 
 def _verdict_line(row) -> str:
-    if row.verdict == "met":
-        return f"met from {EPSILON} = {row.epsilon:.3g}"
-    return VERDICT_TEXT[row.verdict]
+    """The guide's verdict in its own words (guide.csv's ``verdict_text``,
+    :func:`dpsynth.study.guide.verdict_text`): the figures say what the table says."""
+    return row.verdict_text
 
 
 @styled
@@ -105,7 +98,7 @@ def figure_measures(summary: pd.DataFrame, guide: pd.DataFrame, measures, arms, 
                     ax.plot(sel["epsilon"], sel["truth_in_bounds"], color=colours[arm.name],
                             ls=":", lw=1.4,
                             label="truth clamped to the truncation bounds")  # fmt: skip
-            notes = [_verdict_line(v)] if len(verdict) else []
+            notes = [_wrapped(_verdict_line(v), 44)] if len(verdict) else []
             if len(verdict) and v.outside_bounds_share > 0:
                 notes.append(f"{v.outside_bounds_share:.1%} of true counts outside bounds")
             if r == 0:

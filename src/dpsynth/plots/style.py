@@ -17,6 +17,8 @@ import matplotlib as mpl
 import numpy as np
 from matplotlib.ticker import Formatter, Locator, NullFormatter
 
+import dpsynth.arms as _arms
+
 #: The colour map of every rate (maps of rates, their colour bars): one map, so that the
 #: same colour means a high rate in every figure. Perceptually uniform and print-safe.
 RATE_CMAP = "viridis"
@@ -74,39 +76,26 @@ def math(text: str) -> str:
 
 
 # ---- the project's vocabulary -----------------------------------------------------------
-MECHANISM_NAMES = {"md": "MD", "pg": "PG", "truncated": "Truncated PG"}
-METHOD_LABELS = {"paper": f"paper calibration, nominal {EPSILON}", "exact": "exact bivariate",
-                 "certified": "certified"}  # fmt: skip
-BASELINE_NAMES = {"geometric": "geometric output perturbation"}
-
-
-def human(key: str) -> str:
-    """A config key or column name as words: underscores become spaces."""
-    return str(key).replace("_", " ")
+# One vocabulary (dpsynth.arms), its epsilon written in mathtext here.
+MECHANISM_NAMES = _arms.MECHANISM_NAMES
+METHOD_LABELS = {key: words.format(epsilon=EPSILON) for key, words in _arms.METHOD_WORDS.items()}
+BASELINE_NAMES = _arms.BASELINE_NAMES
+human = _arms.human
 
 
 def mechanism_title(mechanism: str, method: str | None) -> str:
-    """``Truncated PG (certified)``, from a mechanism and calibration method."""
-    if mechanism in BASELINE_NAMES:
-        return BASELINE_NAMES[mechanism].capitalize()
-    if mechanism == "md":
-        return "MD (exact alpha)"  # Quick (2021), eq 5: paper and certified are one calibration
-    return f"{MECHANISM_NAMES.get(mechanism, human(mechanism))} ({METHOD_LABELS[method]})"
+    """``Truncated PG (certified)``, from a mechanism and calibration method
+    (:func:`dpsynth.arms.mechanism_title`, epsilon in mathtext)."""
+    return _arms.mechanism_title(mechanism, method, EPSILON)
 
 
 def arm_title(arm) -> str:
-    """An arm's legend (an :class:`~dpsynth.arms.Arm`): its config ``title`` where it has
-    one; else its mechanism and method (``Truncated PG (certified)``); an arm the config
-    named otherwise without a title reads as its name in words, then what it is
+    """An arm's legend (an :class:`~dpsynth.arms.Arm`): :func:`dpsynth.arms.arm_title`,
+    the label the guide's table gives it too, epsilon in mathtext: its config ``title``
+    where it has one; else its mechanism and method (``Truncated PG (certified)``); an arm
+    the config named otherwise without a title reads as its name in words, then what it is
     (``untruncated: PG (paper calibration, nominal eps)``), so no legend is a config key."""
-    from dpsynth.arms import Arm
-
-    if arm.title != arm.name:
-        return arm.title
-    what = mechanism_title(arm.mechanism, arm.method)
-    if arm.baseline or arm.name == Arm(arm.mechanism, arm.method).name:
-        return what
-    return f"{human(arm.name)}: {what}"
+    return _arms.arm_title(arm, EPSILON)
 
 
 # ---- log axes -----------------------------------------------------------------------------

@@ -1,8 +1,11 @@
 """The epsilon guide: for each arm and measure, one verdict, the epsilon it names (the total
-the steward pays, the prior's budget included; only for ``met``) and a one-line reason.
-``epsilon_privacy`` is the total epsilon from which privacy moves the measure by at most
-the tolerance from the no-privacy reference, whatever the verdict (NaN: not in the grid);
-``within_low`` and ``within_high`` are the values within tolerance of that reference.
+the steward pays, the prior's budget included; only for ``met``), the verdict in a few
+words (``verdict_text``, :func:`verdict_text`: what the figures say, word for word) and a
+one-line reason. ``epsilon_privacy`` is the total epsilon from which privacy moves the
+measure by at most the tolerance from the no-privacy reference, whatever the verdict (NaN:
+not in the grid); ``within_low`` and ``within_high`` are the values within tolerance of
+that reference; ``arm_label`` is the arm as the figures name it
+(:func:`dpsynth.arms.arm_title`).
 
 A synthetic table is a posterior predictive draw: even with no privacy at all it carries
 synthesis noise (about twice a Poisson's variance per stratum). So the guide judges an
@@ -20,7 +23,8 @@ a correlation's difference, a ratio's relative difference), against the toleranc
    the arm arrives as epsilon grows, but for synthesis noise) further than t from the
    truth (:meth:`~dpsynth.study.measures.Kind.clamping_distance`; for an error, what it
    adds to synthesis's): the bounds, not the budget, hold the measure away (first:
-   whatever else holds, this arm moves it);
+   whatever else holds, this arm moves it). The reason names the settings that make the
+   bounds, ``truncation.tail`` and ``truncation.inflation``;
 2. ``prior_keeps``, *the prior alone keeps it*: the prior's value is within t of the
    truth, so keeping it says nothing (the measure is uninformative on this table);
 3. ``synthesis_loses``, *synthesis alone loses it*: the no-privacy reference's median is
@@ -32,9 +36,35 @@ a correlation's difference, a ratio's relative difference), against the toleranc
    larger epsilon of the grid, the whole 95% confidence interval of the arm's median
    (order statistics over the datasets, :func:`dpsynth.metrics.median_interval`) lies
    within t of the no-privacy reference's median;
-5. ``beyond_grid``, *needs more than the grid*: not so at the largest epsilon (the reason
-   says whether the interval straddles the tolerance there, so that more datasets would
-   decide, or lies outside it).
+5. ``more_datasets``, *more datasets would decide*: not so at the largest epsilon, but
+   the interval there straddles an edge of the tolerance: the datasets, not epsilon, are
+   too few to tell. ``datasets_needed`` is how many would: a median's confidence
+   interval narrows as 1/sqrt(L) over L datasets, so with h the distance from the median
+   to the interval's end beyond the edge (its half-width on that side) and d the
+   distance from the median to that edge, the interval clears the edge from
+   ``L_needed = ceil(L x (h / d)^2)`` datasets on (both edges crossed: the larger);
+6. ``shape_floor``, *the shape is at its floor: no epsilon helps*: a truncated arm whose
+   gamma shapes are all at their floor at the largest epsilon (1/3 where a stratum's
+   lower bound is 0, Kerman, and 1e-3 elsewhere;
+   :func:`dpsynth.mechanisms.poisson_gamma.truncated_shape_floor`). A calibration's
+   shapes fall as epsilon grows down to their floor and its bounds do not depend on
+   epsilon, so from there every larger epsilon has the same calibration and draws the
+   same tables: a larger epsilon changes nothing. The reason says from which epsilon of
+   the grid the shapes are at their floor, how little the median moved there, and names
+   what still changes it, ``truncation.tail`` and ``truncation.inflation`` (the bounds,
+   which decide which strata have the floor of 1/3 and which true counts lie outside);
+7. ``truncation_stalls``, *no nearer with epsilon: a larger one may not help*: a
+   truncated arm with shapes still above their floor whose median at the largest epsilon
+   is no nearer the reference than the whole 95% interval at the epsilon before (its
+   trend over the top of the grid, beyond Monte Carlo error): the shapes left to fall
+   may move it, but the grid gives no sign that they bring it within tolerance, and at
+   the floor it stops. The reason names ``truncation.tail`` and ``truncation.inflation``;
+8. ``beyond_grid``, *a larger epsilon is needed*: outside the tolerance at the largest
+   epsilon, where a larger epsilon moves the arm towards the reference: MD and PG tend
+   to the no-privacy reference as epsilon grows (it is their limit), a truncated arm
+   whose median came clearly nearer over the top of the grid, while some of its shapes
+   are above their floor (the reason says what share, and that at the floor it stops).
+   The reason gives the median's trend over the top two epsilons of the grid.
 
 The reasons of verdicts 2 and 3 also say from which epsilon privacy adds no more than t,
 where it does.
@@ -42,10 +72,14 @@ where it does.
 The rule is robust to Monte Carlo error by construction: an epsilon counts as met only
 when the median's confidence interval, not the median alone, is within tolerance, so one
 wobble of a small number of datasets cannot make a verdict; too few datasets show as
-``beyond_grid`` with "more datasets would decide", never as a false ``met``.
+``more_datasets`` with the number that would decide, never as a false ``met`` nor as a
+call for more epsilon.
 """
 
 from __future__ import annotations
+
+import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -56,19 +90,86 @@ from dpsynth.units import PER_100K
 #: Summary rows about calibrations, not measured on draws: no guide criterion.
 CALIBRATION_METRICS = ("gamma_shape", "gamma_shape_max", "outside_bounds_share",
                        "calibration_skipped")  # fmt: skip
-#: The verdicts, in the order they are tried, and how figures and reasons say them.
+#: The verdicts, in the order they are tried, and their words (:func:`verdict_text` adds
+#: the epsilon of ``met`` and the datasets of ``more_datasets``).
 VERDICTS = {
-    "truncation_bias": "bias from truncation",
-    "prior_keeps": "the prior alone keeps it",
-    "synthesis_loses": "synthesis alone loses it",
+    "truncation_bias": "bias from truncation: no epsilon helps; tail or inflation change it",
+    "prior_keeps": "the prior alone keeps it (uninformative)",
+    "synthesis_loses": "synthesis alone loses it: no epsilon helps",
     "met": "met from epsilon",
-    "beyond_grid": "needs more than the grid",
+    "more_datasets": "more datasets would decide",
+    "shape_floor": "shape at its floor: no epsilon helps; tail or inflation change it",
+    "truncation_stalls": "no nearer with epsilon: a larger one may not help; tail or "
+    "inflation change it",
+    "beyond_grid": "a larger epsilon is needed (beyond the grid)",
 }
-GUIDE_COLUMNS = ["study", "arm", "measure", "verdict", "epsilon", "epsilon_privacy",
-                 "epsilon_prior", "tolerance",
+GUIDE_COLUMNS = ["study", "arm", "arm_label", "measure", "verdict", "verdict_text",
+                 "epsilon", "epsilon_privacy", "epsilon_prior", "tolerance",
                  "truth", "prior", "reference", "within_low", "within_high",
-                 "median_at_largest", "outside_bounds_share", "truth_in_bounds",
+                 "median_at_largest", "datasets", "datasets_needed",
+                 "outside_bounds_share", "truth_in_bounds", "shape_floor_from",
                  "reason"]  # fmt: skip
+
+
+def verdict_text(verdict: str, epsilon: float = float("nan"), datasets: int | None = None,
+                 datasets_needed: float = float("nan")) -> str:  # fmt: skip
+    """A verdict in a few words: guide.csv's ``verdict_text``, which the figures print as
+    it is (one source of the words). ``met`` names its (total) epsilon; ``more_datasets``
+    how many datasets would decide (``datasets_needed``) beside those run (``datasets``)."""
+    words = VERDICTS[verdict]
+    if verdict == "met":
+        return f"{words} {_g(epsilon)}"
+    if verdict == "more_datasets":
+        if not np.isfinite(datasets_needed):
+            return f"{words}, but the median sits on the tolerance's edge"
+        run = f" ({datasets} run)" if datasets is not None else ""
+        return f"{words}: about {int(datasets_needed)} needed{run}"
+    return words
+
+
+@dataclass(frozen=True)
+class Truncation:
+    """What a truncated arm's calibrations say at the grid's largest epsilon: ``outside``,
+    the share of the true counts outside its bounds; ``tail`` and ``inflation``, the
+    settings that made the bounds; ``zero_lower``, the share of strata whose lower bound
+    is 0 (their shape's floor is 1/3); ``at_floor``, the share of strata whose shape is at
+    its floor; ``floor_from``, the smallest epsilon of the grid from which every shape is
+    at its floor (NaN: not at the largest). Epsilons are the sets', without the prior's."""
+
+    outside: float = 0.0
+    tail: float = float("nan")
+    inflation: float = 1.0
+    zero_lower: float = 0.0
+    at_floor: float = 0.0
+    floor_from: float = float("nan")
+
+    def settings(self) -> str:
+        """The settings that make the bounds (``studies.<name>.truncation``), with their
+        values here."""
+        return (f"truncation.tail (here {_g(self.tail)}) and truncation.inflation (here "
+                f"{_g(self.inflation)})")  # fmt: skip
+
+
+def truncations(calibrations: pd.DataFrame, outside: dict[str, float]) -> dict[str, Truncation]:
+    """Each arm's :class:`Truncation` from its calibrations' table form (``arm`` and
+    :data:`dpsynth.calibration.FRAME_COLUMNS`; the caller gives truncated arms only) and
+    its share of true counts outside its bounds (``outside``, by arm)."""
+    from dpsynth.mechanisms.poisson_gamma import truncated_shape_floor
+
+    out = {}
+    for arm, cells in calibrations.groupby("arm", sort=True):
+        floor = truncated_shape_floor(cells["lower"].to_numpy())
+        cells = cells.assign(at_floor=cells["a"].to_numpy(float) <= floor * (1 + 1e-9))
+        by_epsilon = cells.groupby("epsilon", sort=True)
+        share = by_epsilon["at_floor"].mean()
+        top = cells[cells["epsilon"] == share.index[-1]]
+        out[arm] = Truncation(
+            outside=outside.get(arm, 0.0), tail=float(top["tail"].iloc[0]),
+            inflation=float(top["inflation"].iloc[0]),
+            zero_lower=float((top["lower"] == 0).mean()), at_floor=float(share.iloc[-1]),
+            floor_from=smallest_epsilon(share.index.to_numpy(float), share.to_numpy() == 1.0),
+        )  # fmt: skip
+    return out
 
 
 def smallest_epsilon(epsilons: np.ndarray, met: np.ndarray) -> float:
@@ -85,21 +186,60 @@ def _g(x: float) -> str:
     return f"{x:.3g}"
 
 
+def _straddle(median: float, low: float, high: float, edges) -> tuple[float, float]:
+    """(h, d) of :func:`datasets_needed`: the interval's half-width on the side of the edge
+    it crosses and the median's distance to that edge (both edges crossed: the pair of the
+    larger h / d; (nan, nan) where it crosses none)."""
+    w_low, w_high = edges
+    pairs = []
+    if w_low <= median <= w_high:
+        if high > w_high:
+            pairs.append((high - median, w_high - median))
+        if low < w_low:
+            pairs.append((median - low, median - w_low))
+    elif median > w_high:
+        pairs.append((median - low, median - w_high))
+    else:
+        pairs.append((high - median, w_low - median))
+    if not pairs:
+        return float("nan"), float("nan")
+    return max(pairs, key=lambda p: p[0] / p[1] if p[1] > 0 else float("inf"))
+
+
+def datasets_needed(datasets: int, median: float, low: float, high: float, edges) -> float:
+    """How many datasets would tell whether a median is within ``edges`` (the values within
+    tolerance), where its 95% confidence interval [``low``, ``high``] over ``datasets``
+    straddles one. The rule: the interval narrows as 1/sqrt(L) over L datasets, so it
+    clears the edge from L_needed = ceil(L x (h / d)^2) datasets on, h the interval's
+    half-width on the edge's side (from the median to the interval's end beyond the edge)
+    and d the median's distance to the edge (both edges crossed: the larger). At least
+    L + 1; infinite where the median sits on the edge (no number of datasets decides)."""
+    h, d = _straddle(median, low, high, edges)
+    if not np.isfinite(h):
+        return float(datasets)
+    if d <= 0:
+        return float("inf")
+    # rounded to 9 digits first: 20 x (0.15 / 0.1)^2 is 45, not 45.000000000000007
+    return float(max(math.ceil(round(datasets * (h / d) ** 2, 9)), datasets + 1))
+
+
 def judge(measure: Measure, rows: pd.DataFrame, *, scale: float, tolerance: float,
-          epsilon_prior: float, outside: float = 0.0) -> dict:  # fmt: skip
+          epsilon_prior: float, datasets: int,
+          truncation: Truncation | None = None) -> dict:  # fmt: skip
     """The verdict of one arm on one measure from its summary rows (one per epsilon, with
-    ``median_lower``, ``median_upper``, ``truth``, ``prior`` and ``reference``).
+    ``median``, ``median_lower``, ``median_upper``, ``truth``, ``prior`` and ``reference``).
 
     ``scale``: the error kind's scale (the overall true rate per 100,000);
     ``epsilon_prior``: the prior's budget this arm pays on top of each epsilon;
-    ``outside``: for a truncated arm, the share of true counts outside its bounds at the
-    largest epsilon (0 otherwise).
+    ``datasets``: how many datasets each median is over;
+    ``truncation``: for a truncated arm, what its calibrations say (None otherwise).
     """
     rows = rows.sort_values("epsilon")
     kind, tol = measure.kind, tolerance
     eps = rows["epsilon"].to_numpy(dtype=float)
     truth, prior, reference = (float(rows[c].iloc[0]) for c in ("truth", "prior", "reference"))
     low, high = rows["median_lower"].to_numpy(float), rows["median_upper"].to_numpy(float)
+    medians = rows["median"].to_numpy(float)
     far = np.maximum(kind.distance(low, reference, scale), kind.distance(high, reference, scale))
     inside = (low <= reference) & (reference <= high)
     near = np.where(inside, 0.0, np.minimum(kind.distance(low, reference, scale),
@@ -107,28 +247,50 @@ def judge(measure: Measure, rows: pd.DataFrame, *, scale: float, tolerance: floa
     met = far <= tol
     first = smallest_epsilon(eps, met)
     total = first + epsilon_prior
-    at_largest = float(rows["median"].iloc[-1])
+    at_largest = float(medians[-1])
     in_bounds = float(rows["truth_in_bounds"].iloc[-1]) if "truth_in_bounds" in rows else truth
     d_bounds = kind.clamping_distance(in_bounds, truth, reference, scale)
     within = kind.within(reference, tol, scale)
+    trunc = truncation or Truncation()
     out = dict(verdict="", epsilon=np.nan, epsilon_privacy=total, epsilon_prior=epsilon_prior,
                tolerance=tol,
                truth=truth, prior=prior, reference=reference, within_low=within[0],
-               within_high=within[1], median_at_largest=at_largest,
-               outside_bounds_share=outside)  # fmt: skip
-    out["truth_in_bounds"] = in_bounds
+               within_high=within[1], median_at_largest=at_largest, datasets=datasets,
+               datasets_needed=np.nan, outside_bounds_share=trunc.outside,
+               truth_in_bounds=in_bounds,
+               shape_floor_from=trunc.floor_from + epsilon_prior)  # fmt: skip
     privacy = (f"; privacy adds no more than {tol:g} from epsilon {_g(total)} on"
                if np.isfinite(first) else "")  # fmt: skip
     d_prior = float(kind.distance(prior, truth, scale))
     d_prior_reference = float(kind.distance(prior, reference, scale))
     d_reference = float(kind.distance(reference, truth, scale))
-    if outside > 0 and not met[-1] and d_bounds > tol:
+    largest = f"at the largest epsilon of the grid ({_g(eps[-1] + epsilon_prior)})"
+    trend = (f"; it moved from {_g(medians[-2])} at epsilon {_g(eps[-2] + epsilon_prior)}"
+             if eps.size > 1 else "")  # fmt: skip
+    floored = np.isfinite(trunc.floor_from)
+    floor_words = (f"its gamma shapes are at their floor from epsilon "
+                   f"{_g(trunc.floor_from + epsilon_prior)} on: 1/3 where a stratum's "
+                   f"lower bound is 0 ({trunc.zero_lower:.0%} of the strata here), 1e-3 "
+                   "elsewhere")  # fmt: skip
+    # clearly nearer the reference at the largest epsilon: its median beyond the previous
+    # epsilon's whole interval, towards the reference
+    nearer = eps.size > 1 and float(kind.distance(at_largest, reference, scale)) < near[-2]
+    bounds_words = (f"What changes where it goes: {trunc.settings()}, which set the bounds "
+                    "(which strata have a lower bound of 0, so the floor of 1/3, and which "
+                    "true counts lie outside): a larger tail or an inflation nearer 1 raises "
+                    "lower bounds above 0, leaving more true counts outside; or an arm "
+                    "without truncation, which tends to the no-privacy reference")  # fmt: skip
+    if trunc.outside > 0 and not met[-1] and d_bounds > tol:
         out["verdict"] = "truncation_bias"
-        out["reason"] = (f"{outside:.1%} of the true counts lie outside the truncation "
+        out["reason"] = (f"{trunc.outside:.1%} of the true counts lie outside the truncation "
                          f"bounds, which alone move it to {_g(in_bounds)} against a true "
                          f"{_g(truth)} ({_g(reference)} with no privacy): at epsilon "
                          f"{_g(eps[-1] + epsilon_prior)} the median is {_g(at_largest)}, and "
-                         "no epsilon brings it back")  # fmt: skip
+                         "no epsilon brings it back"
+                         + (f"; {floor_words}" if floored else "")
+                         + f". The bounds are set by {trunc.settings()}: a smaller tail or a "
+                         "larger inflation widens them, leaving fewer true counts outside; "
+                         "or an arm without truncation")  # fmt: skip
     elif d_prior <= tol:
         out["verdict"] = "prior_keeps"
         out["reason"] = (f"the prior alone gives {_g(prior)} against a true {_g(truth)} "
@@ -154,53 +316,104 @@ def judge(measure: Measure, rows: pd.DataFrame, *, scale: float, tolerance: floa
                          f"(total{prior_part}): there the median's 95% interval is "
                          f"[{_g(low[k])}, {_g(high[k])}] against {_g(reference)} with no "
                          f"privacy and a true {_g(truth)}")  # fmt: skip
+    elif near[-1] <= tol:
+        out["verdict"] = "more_datasets"
+        needed = datasets_needed(datasets, at_largest, low[-1], high[-1], within)
+        out["datasets_needed"] = needed
+        h, d = _straddle(at_largest, low[-1], high[-1], within)
+        how_many = (f"about {int(needed)} datasets would (the interval narrows as "
+                    f"1/sqrt(datasets): ceil({datasets} x ({_g(h)} / {_g(d)})^2), its "
+                    f"half-width beyond the edge over the median's distance to it)"
+                    if np.isfinite(needed) else
+                    "but the median sits on the tolerance's edge, so no number of datasets "
+                    "decides; a slightly different tolerance would")  # fmt: skip
+        out["reason"] = (f"{largest} the median's 95% interval [{_g(low[-1])}, "
+                         f"{_g(high[-1])}] over {datasets} datasets straddles the tolerance "
+                         f"[{_g(within[0])}, {_g(within[1])}] around {_g(reference)} (no "
+                         f"privacy), the median {_g(at_largest)}: the datasets, not "
+                         "epsilon, are too few to tell; more datasets would decide: "
+                         f"{how_many}")  # fmt: skip
+    elif floored:
+        out["verdict"] = "shape_floor"
+        out["reason"] = (f"{largest} the median is {_g(at_largest)} against {_g(reference)} "
+                         f"with no privacy ({kind.rule} = {far[-1]:.2g} > {tol:g}){trend}; "
+                         f"{floor_words}, and its bounds do not depend on epsilon, so every "
+                         "larger epsilon draws the same tables: no epsilon helps. "
+                         f"{bounds_words}")  # fmt: skip
+    elif truncation is not None and not nearer:
+        out["verdict"] = "truncation_stalls"
+        out["reason"] = (f"{largest} the median is {_g(at_largest)} against {_g(reference)} "
+                         f"with no privacy ({kind.rule} = {far[-1]:.2g} > {tol:g}){trend}, "
+                         "no nearer the reference beyond its Monte Carlo error, and "
+                         f"{trunc.at_floor:.0%} of its gamma shapes are at their floor "
+                         "there (a larger epsilon no longer lowers them): a larger "
+                         f"epsilon may not help. {bounds_words}")  # fmt: skip
     else:
         out["verdict"] = "beyond_grid"
-        where = f"at the largest epsilon of the grid ({_g(eps[-1] + epsilon_prior)})"
-        if near[-1] <= tol:
-            out["reason"] = (f"{where} the median's 95% interval [{_g(low[-1])}, "
-                             f"{_g(high[-1])}] straddles the tolerance around {_g(reference)} "
-                             "(no privacy): more datasets would decide")  # fmt: skip
+        if truncation is None:
+            still = "as epsilon grows the arm tends to the no-privacy reference"
         else:
-            out["reason"] = (f"{where} the median is {_g(at_largest)} against {_g(reference)} "
-                             f"with no privacy ({kind.rule} = {far[-1]:.2g} > {tol:g}): "
-                             "a larger epsilon is needed")  # fmt: skip
+            still = (f"{1 - trunc.at_floor:.0%} of its gamma shapes are still above their "
+                     "floor there, so a larger epsilon still moves it; once all are at "
+                     "their floor it moves no more, and whether it comes within tolerance "
+                     "before then the grid does not tell")  # fmt: skip
+        out["reason"] = (f"{largest} the median is {_g(at_largest)} against {_g(reference)} "
+                         f"with no privacy ({kind.rule} = {far[-1]:.2g} > {tol:g}){trend}: "
+                         f"a larger epsilon is needed ({still})")  # fmt: skip
+    out["verdict_text"] = verdict_text(out["verdict"], out["epsilon"], datasets,
+                                       out["datasets_needed"])  # fmt: skip
     return out
 
 
 def epsilon_guide(summary: pd.DataFrame, measures, *, overall_rate: float, tolerance: float,
-                  epsilon_prior: float) -> pd.DataFrame:  # fmt: skip
+                  epsilon_prior: float, datasets: int, calibrations: pd.DataFrame,
+                  arms=()) -> pd.DataFrame:  # fmt: skip
     """The guide table (:data:`GUIDE_COLUMNS` but ``study``) of a study summary.
 
     ``measures``: the study's :class:`~dpsynth.study.measures.Measure` list (rows follow
     its order, then the arms'); ``overall_rate``: the true overall rate per 100,000;
-    ``epsilon_prior``: the prior's budget, paid by every arm that uses the prior (not md).
+    ``epsilon_prior``: the prior's budget, paid by every arm that uses the prior (not md);
+    ``datasets``: the datasets per epsilon; ``calibrations``: the calibrations' table form
+    (an ``arm`` column and :data:`dpsynth.calibration.FRAME_COLUMNS`), read for the
+    truncated arms; ``arms``: the study's :class:`~dpsynth.arms.Arm` values, whose labels
+    (:func:`dpsynth.arms.arm_title`) fill ``arm_label`` (an arm not among them is labelled
+    from its mechanism and method).
     """
+    from dpsynth.arms import Arm, arm_title
+
     rows = []
-    outside = summary[summary["metric"] == "outside_bounds_share"]
+    outside = summary[summary["metric"] == "outside_bounds_share"].sort_values("epsilon")
+    shares = outside.groupby("arm")["median"].last().to_dict()
+    mechanisms = summary.drop_duplicates("arm").set_index("arm")["mechanism"]
+    truncated = mechanisms.index[mechanisms == "truncated"]
+    mine = calibrations[calibrations["arm"].isin(truncated)] if len(calibrations) else None
+    truncated_arms = truncations(mine, shares) if mine is not None and len(mine) else {}
+    labels = {arm.name: arm_title(arm) for arm in arms}
     for measure in measures:
         of_measure = summary[(summary["metric"] == measure.name) & summary["median"].notna()]
         for arm, group in of_measure.groupby("arm", sort=True):
             mechanism = group["mechanism"].iloc[0]
-            share = 0.0
-            if mechanism == "truncated":
-                mine = outside[outside["arm"] == arm].sort_values("epsilon")
-                share = float(mine["median"].iloc[-1]) if len(mine) else 0.0
+            label = labels.get(arm) or arm_title(Arm(mechanism, group["method"].iloc[0], arm))
             verdict = judge(measure, group, scale=overall_rate, tolerance=tolerance,
                             epsilon_prior=0.0 if mechanism == "md" else epsilon_prior,
-                            outside=share)  # fmt: skip
-            rows.append({"arm": arm, "measure": measure.name, **verdict})
+                            datasets=datasets,
+                            truncation=truncated_arms.get(arm, Truncation())
+                            if mechanism == "truncated" else None)  # fmt: skip
+            rows.append({"arm": arm, "arm_label": label, "measure": measure.name, **verdict})
     return pd.DataFrame(rows, columns=GUIDE_COLUMNS[1:])
 
 
 def study_guide(definition, strata: pd.DataFrame, summary: pd.DataFrame,
-                epsilon_prior: float) -> pd.DataFrame:  # fmt: skip
-    """:func:`epsilon_guide` of a study: its measures, its rMSE scaled by the table's true
-    overall rate, ``epsilon_prior`` the budget its prior spent."""
+                epsilon_prior: float, calibrations: pd.DataFrame) -> pd.DataFrame:  # fmt: skip
+    """:func:`epsilon_guide` of a study: its measures and arms, its rMSE scaled by the
+    table's true overall rate, ``epsilon_prior`` the budget its prior spent,
+    ``calibrations`` its arms' calibrations (table form, an ``arm`` column first)."""
     from dpsynth.study.measures import study_measure_list
 
     overall = strata[definition.count].sum() / strata[definition.population].sum() * PER_100K
     guide = epsilon_guide(summary, study_measure_list(definition), overall_rate=overall,
-                          tolerance=definition.tolerance, epsilon_prior=epsilon_prior)  # fmt: skip
+                          tolerance=definition.tolerance, epsilon_prior=epsilon_prior,
+                          datasets=definition.datasets, calibrations=calibrations,
+                          arms=definition.arms)  # fmt: skip
     guide.insert(0, "study", definition.name)
     return guide
