@@ -48,6 +48,8 @@ def test_mechanisms_page_python_example_runs():
     exec(compile(block, "docs/mechanisms.md", "exec"), namespace)
     z, y, cal = namespace["z"], namespace["y"], namespace["cal"]
     assert z.shape == (10, y.size) and np.all(z.sum(axis=1) == y.sum())
+    lower, upper = cal.bounds()
+    assert np.all(z >= lower) and np.all(z <= upper)
     assert namespace["eps_real"] <= 1.0 + 1e-9
 
 
@@ -92,7 +94,8 @@ def test_release_study_is_valid(tmp_path):
     (tmp_path / "pa_release.yaml").write_text(block)
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     result = subprocess.run(
-        ["snakemake", "-n", "--forceall", "--cores", "2", "--configfile", str(tmp_path / "pa_release.yaml"),
+        ["snakemake", "-n", "--forceall", "--cores", "2",
+         "--configfile", str(tmp_path / "pa_release.yaml"),
          "--", "results/studies/pa_release/guide.csv"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
