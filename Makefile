@@ -89,6 +89,12 @@ lock:
 	rm -rf .lock-venv
 	$(PYTHON) tools/write_environment.py
 
+# The documentation site: docs/ (and mkdocs.yml) to site/, strict, so a broken link, anchor
+# or included file fails (tests/test_docs.py runs the same build in `make test`).
+.PHONY: docs
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
 bench: $(STAMP)
 	$(BIN)/python benchmarks/mechanisms.py
 

@@ -12,7 +12,7 @@ The PyPI sdist ``pysal==1.14.4``, which ``make data`` already fetches for NCOVR'
 Each test fetches the sdist with the project's own code into the data builder's
 git-ignored download cache (``data/raw/``; a failed download fails the test), checks its
 SHA-256 against ``data/README.md``, and does what an analyst would: a long table written
-with pandas, a study config as README "Run the studies on your own data" shows, and
+with pandas, a study config as docs/your-study.md shows, and
 ``snakemake --cores 2 --configfile my_study.yaml -- studies`` in a throw-away copy of the
 project. Expected values are computed here from the raw files, never from the pipeline.
 """
@@ -75,7 +75,8 @@ def extract(sdist: Path, example: str, dest: Path) -> Path:
 
 
 def run_studies(work: Path, name: str, study: dict) -> float:
-    """Write my_study.yaml and run the README's target; return the wall time."""
+    """Write my_study.yaml and run the walk-through's target (docs/your-study.md); return
+    the wall time."""
     # The shipped studies are enabled by default and `studies` builds every enabled study:
     # switched off here, or the walk-through also runs them at full size.
     shipped = yaml.safe_load((work / "config" / "config.yaml").read_text())["studies"]

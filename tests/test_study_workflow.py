@@ -1,5 +1,6 @@
 """Real Snakemake runs of the study stage on a table of the test's own (tract x period, no
-age, no race), configured as an analyst would: one config file, the README's targets."""
+age, no race), configured as an analyst would: one config file, the targets of
+docs/your-study.md."""
 
 from __future__ import annotations
 
