@@ -153,12 +153,12 @@ def _distinct_nulls(mu: np.ndarray, n: np.ndarray | None, rate: np.ndarray):
     stratum's index into them. Enumerated once per distinct null, in blocks of at most
     :data:`BLOCK` values: memory is bounded however many nulls are distinct."""
     if n is None:
-        inverse, mu_u = pd.factorize(mu)
+        inverse, mu_u = pd.factorize(mu, use_na_sentinel=False)
         n_u = rate_u = None
     else:
         key = np.empty(mu.size, dtype=complex)
         key.real, key.imag = n, rate
-        inverse, key = pd.factorize(key)
+        inverse, key = pd.factorize(key, use_na_sentinel=False)
         n_u, rate_u = key.real.copy(), key.imag.copy()
         mu_u = n_u * rate_u  # as mu = population x rate
         del key
