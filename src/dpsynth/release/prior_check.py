@@ -64,7 +64,7 @@ OVERRIDE = "--prior-is-public-i-am-sure"
 #: check's memory whatever the table (4 MiB an array, about ten arrays).
 BLOCK = 1 << 19
 #: Strata whose deviance and agreement are summed at once (bounds their temporaries).
-CHUNK = 1 << 20
+CHUNK = 1 << 18
 
 
 def _support(mu: np.ndarray | float) -> np.ndarray:
@@ -98,7 +98,8 @@ def _enumerated(mu: np.ndarray, n: np.ndarray | None) -> tuple[np.ndarray, ...]:
     """For a block of distinct nulls (expected counts ``mu <= ENUMERATED_MEAN``, ascending,
     with their trials ``n`` or None): the mean and variance of the deviance and the
     probability that the count lies within 1 of ``mu``, enumerated over the counts
-    0..``_support(mu)`` (the probabilities in log space, as scipy.stats computes them)."""
+    0..``_support(mu)`` (the probabilities in log space: scipy.stats's formula for
+    Poisson, the falling factorial n (n-1) ... (n-k+1) summed in logs for the binomial)."""
     top = int(_support(mu[-1]))
     if n is not None:
         top = min(top, int(n.max()))
@@ -205,7 +206,7 @@ def prior_reproduces_counts(counts, population, rate) -> str | None:
     ``counts``, ``population`` and ``rate`` are per stratum (rates finite and > 0). The
     answer names the test, never a count or a statistic of them.
     """
-    counts = np.asarray(counts, dtype=float)
+    counts = np.asarray(counts)  # as float chunk by chunk
     population = np.asarray(population, dtype=float)
     rate = np.asarray(rate, dtype=float)
     mu, n = _null(population, rate)
@@ -214,7 +215,7 @@ def prior_reproduces_counts(counts, population, rate) -> str | None:
     agree = 0
     for at in range(0, mu.size, CHUNK):
         part = slice(at, at + CHUNK)
-        agree += int(np.count_nonzero(np.abs(mu[part] - counts[part]) <= 1.0))
+        agree += int(np.count_nonzero(np.abs(mu[part] - counts[part].astype(float)) <= 1.0))
     if agreement_tail(agree, p) < ALPHA:
         return (
             "population x prior rate lies within 1 of the count in far more strata than "
@@ -225,7 +226,8 @@ def prior_reproduces_counts(counts, population, rate) -> str | None:
     observed = 0.0
     for at in range(0, mu.size, CHUNK):
         part = slice(at, at + CHUNK)
-        observed += float(deviance(counts[part], mu[part], None if n is None else n[part]).sum())
+        trials = None if n is None else n[part]
+        observed += float(deviance(counts[part].astype(float), mu[part], trials).sum())
     if var > 0 and observed < mean - Z_REFUSE * math.sqrt(var):
         return (
             "the counts lie far closer to population x prior rate than noise around a prior "
