@@ -22,8 +22,9 @@ KEYS = ("county", "age", "race", "sex", "hispanic")
 AGES, RACES, SEXES, ORIGINS = 20, 4, 2, 2
 
 
-def national_table(counties: int = 3142, seed: int = 20261126) -> pd.DataFrame:
-    """The table (one row per stratum: keys, count, population, prior_rate)."""
+def national_arrays(counties: int = 3142, seed: int = 20261126) -> dict[str, np.ndarray]:
+    """The table's numbers without its keys: count, population and prior_rate per stratum,
+    in the table's order (county, then age, race, sex and origin)."""
     rng = np.random.default_rng(seed)
     county_population = np.exp(rng.normal(np.log(25_000), 1.3, counties))
     county_population *= 330e6 / county_population.sum() * counties / 3142
@@ -40,10 +41,19 @@ def national_table(counties: int = 3142, seed: int = 20261126) -> pd.DataFrame:
     rate = np.repeat(age_rate, RACES * SEXES * ORIGINS)
     effect = rng.gamma(30.0, 1.0 / 30.0, counties)[:, None]
     count = rng.binomial(population.astype(np.int64), np.minimum(rate * effect, 1.0))
+    return {
+        "count": count.ravel(),
+        "population": population.ravel().astype(np.int64),
+        "prior_rate": np.tile(rate, counties),
+    }
+
+
+def national_table(counties: int = 3142, seed: int = 20261126) -> pd.DataFrame:
+    """The table (one row per stratum: keys, count, population, prior_rate)."""
+    numbers = national_arrays(counties, seed)
     index = np.indices((counties, AGES, RACES, SEXES, ORIGINS)).reshape(5, -1)
     frame = pd.DataFrame({key: index[i].astype(str) for i, key in enumerate(KEYS)})
     frame["county"] = (index[0] + 1001).astype(str)
-    frame["count"] = count.ravel()
-    frame["population"] = population.ravel().astype(np.int64)
-    frame["prior_rate"] = np.tile(rate, counties)
+    for column, values in numbers.items():
+        frame[column] = values
     return frame

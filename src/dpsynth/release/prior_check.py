@@ -25,6 +25,13 @@ statistics, each with its distribution under the null computed stratum by stratu
   :data:`ENUMERATED_MEAN`, else the chi-square limit 1 + 1/(6 mu) and 2): the prior fits
   far better than noise around it allows.
 
+A stratum's null depends only on its (population, rate) pair (on ``mu`` alone for
+Poisson), and a real table has few distinct pairs (a public prior is a rate per age group,
+say), so ``p_i`` and the moments of ``d_i`` are computed once per distinct pair, the
+enumeration over the counts 0 .. ``mu + 12 sqrt(mu) + 20`` (beyond which the null
+probability is below 1e-32) in blocks of at most :data:`BLOCK` values: time and memory
+grow linearly with the strata even when every pair is distinct (``benchmarks/prior_check.py``).
+
 Both tails are about 1e-9 under the null, so a public prior is refused by chance about
 once in a billion tables. A table of a few strata cannot be told apart this way (six
 counts may match their prior by chance), and a prior that is the data only in part
@@ -42,6 +49,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 from scipy import special, stats
 
 #: Largest upper-tail probability of the agreement count that still passes.
@@ -52,15 +60,25 @@ Z_REFUSE = 6.0
 ENUMERATED_MEAN = 30.0
 #: The option that overrides the check (the steward's explicit word).
 OVERRIDE = "--prior-is-public-i-am-sure"
+#: Values (distinct pairs x counts enumerated) in one block of the enumeration: bounds the
+#: check's memory whatever the table (4 MiB an array, about ten arrays).
+BLOCK = 1 << 19
+#: Strata whose deviance and agreement are summed at once (bounds their temporaries).
+CHUNK = 1 << 18
 
 
-def _null(population: np.ndarray, rate: np.ndarray):
-    """The null distribution of the counts: binomial, or Poisson when it cannot be."""
+def _support(mu: np.ndarray | float) -> np.ndarray:
+    """The largest count enumerated for expected counts ``mu`` (at most ENUMERATED_MEAN):
+    ``mu + 12 sqrt(mu) + 20``, beyond which the null probability is below 1e-32."""
+    return np.ceil(np.asarray(mu) + 12.0 * np.sqrt(mu) + 20.0).astype(np.int64)
+
+
+def _null(population: np.ndarray, rate: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """The null distribution of the counts: the expected counts ``mu`` and the binomial's
+    trials (the populations), or None for Poisson when the null cannot be binomial."""
     mu = population * rate
-    whole = np.all(population == np.round(population)) and np.all(rate < 1)
-    if whole:
-        return mu, stats.binom(np.round(population).astype(np.int64), rate), population
-    return mu, stats.poisson(mu), None
+    whole = bool(np.all(population == np.round(population)) and np.all(rate < 1))
+    return mu, (population if whole else None)
 
 
 def deviance(counts: np.ndarray, mu: np.ndarray, n: np.ndarray | None) -> np.ndarray:
@@ -76,27 +94,102 @@ def deviance(counts: np.ndarray, mu: np.ndarray, n: np.ndarray | None) -> np.nda
     return 2.0 * np.maximum(d, 0.0)
 
 
-def _deviance_moments(mu: np.ndarray, dist, n: np.ndarray | None) -> tuple[float, float]:
-    """The null mean and variance of the summed deviance."""
-    small = mu <= ENUMERATED_MEAN
-    mean = np.where(small, 0.0, 1.0 + 1.0 / (6.0 * np.maximum(mu, 1.0)))
-    var = np.where(small, 0.0, 2.0)
-    if small.any():
-        top = int(math.ceil(ENUMERATED_MEAN + 12 * math.sqrt(ENUMERATED_MEAN) + 20))
-        k = np.arange(top + 1, dtype=float)[None, :]
-        index = np.flatnonzero(small)
-        mu_s = mu[index][:, None]
+def _enumerated(mu: np.ndarray, n: np.ndarray | None) -> tuple[np.ndarray, ...]:
+    """For a block of distinct nulls (expected counts ``mu <= ENUMERATED_MEAN``, ascending,
+    with their trials ``n`` or None): the mean and variance of the deviance and the
+    probability that the count lies within 1 of ``mu``, enumerated over the counts
+    0..``_support(mu)`` (the probabilities in log space: scipy.stats's formula for
+    Poisson, the falling factorial n (n-1) ... (n-k+1) summed in logs for the binomial)."""
+    top = int(_support(mu[-1]))
+    if n is not None:
+        top = min(top, int(n.max()))
+    k = np.arange(top + 1, dtype=float)
+    mu_b = mu[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        k_log_mu = np.multiply.outer(np.log(mu), k)  # xlogy(k, mu): 0 at k = 0
+        k_log_mu[:, 0] = 0.0
+        d = special.xlogy(k, k) - k_log_mu
         if n is None:
-            pmf = stats.poisson.pmf(k, mu_s)
-            d = deviance(k, mu_s, None)
+            d -= k - mu_b
+            log_pmf = k_log_mu
+            log_pmf -= special.gammaln(k + 1.0)
+            log_pmf -= mu_b
         else:
-            n_s = n[index][:, None]
-            pmf = stats.binom.pmf(k, np.round(n_s).astype(np.int64), mu_s / n_s)
-            d = np.where(k <= n_s, deviance(np.minimum(k, n_s), mu_s, n_s), 0.0)
-        m1 = (pmf * d).sum(axis=1)
-        mean[index] = m1
-        var[index] = np.maximum((pmf * d * d).sum(axis=1) - m1 * m1, 0.0)
-    return float(mean.sum()), float(var.sum())
+            p = mu / n
+            rest = n[:, None] - k  # < 0 beyond n, where the probability is 0
+            log_rest = np.log(np.maximum(rest, 0.0))
+            log_pmf = np.empty_like(rest)  # log of n (n-1) ... (n-k+1) / k!, then p's
+            log_pmf[:, 0] = 0.0
+            np.cumsum(log_rest[:, :-1], axis=1, out=log_pmf[:, 1:])
+            log_pmf -= special.gammaln(k + 1.0)
+            k_log_p = np.multiply.outer(np.log(p), k)
+            k_log_p[:, 0] = 0.0
+            log_pmf += k_log_p
+            log_pmf += rest * np.log1p(-p)[:, None]
+            rest_log_rest = rest * log_rest  # xlogy(rest, rest)
+            rest_log_rest[rest == 0.0] = 0.0
+            d += rest_log_rest
+            d -= rest * np.log(n - mu)[:, None]
+            d[rest < 0.0] = 0.0
+        pmf = np.exp(log_pmf, out=log_pmf)
+    np.maximum(d, 0.0, out=d)
+    d *= 2.0
+    weighted = pmf * d
+    mean = weighted.sum(axis=1)
+    weighted *= d
+    var = np.maximum(weighted.sum(axis=1) - mean * mean, 0.0)
+    low, high = np.ceil(mu - 1.0), np.floor(mu + 1.0)  # at most 3 counts, all <= top
+    rows = np.arange(mu.size)
+    agree = np.zeros(mu.size)
+    for step in range(3):
+        at = low + step
+        inside = (at >= 0) & (at <= high) & (at <= top)
+        agree += np.where(inside, pmf[rows, np.clip(at, 0, top).astype(np.int64)], 0.0)
+    return mean, var, agree
+
+
+def _distinct_nulls(mu: np.ndarray, n: np.ndarray | None, rate: np.ndarray):
+    """Per distinct null (a (population, rate) pair, or an expected count for Poisson):
+    the deviance's null mean and variance and the agreement probability, and each
+    stratum's index into them. Enumerated once per distinct null, in blocks of at most
+    :data:`BLOCK` values: memory is bounded however many nulls are distinct."""
+    if n is None:
+        inverse, mu_u = pd.factorize(mu, use_na_sentinel=False)
+        n_u = rate_u = None
+    else:
+        key = np.empty(mu.size, dtype=complex)
+        key.real, key.imag = n, rate
+        inverse, key = pd.factorize(key, use_na_sentinel=False)
+        n_u, rate_u = key.real.copy(), key.imag.copy()
+        mu_u = n_u * rate_u  # as mu = population x rate
+        del key
+    mean = 1.0 + 1.0 / (6.0 * np.maximum(mu_u, 1.0))
+    var = np.full(mu_u.size, 2.0)
+    agree = np.empty(mu_u.size)
+
+    large = np.flatnonzero(mu_u > ENUMERATED_MEAN)
+    if large.size:
+        m = mu_u[large]
+        if n is None:
+            dist = stats.poisson(m)
+        else:
+            dist = stats.binom(np.round(n_u[large]).astype(np.int64), rate_u[large])
+        agree[large] = dist.cdf(np.floor(m + 1.0)) - dist.cdf(np.ceil(m - 1.0) - 1.0)
+
+    small = np.flatnonzero(mu_u <= ENUMERATED_MEAN)
+    small = small[np.argsort(mu_u[small])]  # rows of like support in one block
+    width = _support(mu_u[small]) + 1
+    start = 0
+    while start < small.size:
+        # the block's widest row is its last: take as many rows as that width allows
+        stop = min(small.size, start + BLOCK // int(width[start]))
+        stop = start + max(1, BLOCK // int(width[stop - 1]))
+        block = small[start:stop]
+        mean[block], var[block], agree[block] = _enumerated(
+            mu_u[block], None if n is None else n_u[block]
+        )
+        start = stop
+    return mean, var, agree, inverse
 
 
 def agreement_tail(agree: int, p: np.ndarray) -> float:
@@ -113,19 +206,29 @@ def prior_reproduces_counts(counts, population, rate) -> str | None:
     ``counts``, ``population`` and ``rate`` are per stratum (rates finite and > 0). The
     answer names the test, never a count or a statistic of them.
     """
-    counts = np.asarray(counts, dtype=float)
+    counts = np.asarray(counts)  # as float chunk by chunk
     population = np.asarray(population, dtype=float)
     rate = np.asarray(rate, dtype=float)
-    mu, dist, n = _null(population, rate)
-    p = dist.cdf(np.floor(mu + 1.0)) - dist.cdf(np.ceil(mu - 1.0) - 1.0)
-    agree = int(np.sum(np.abs(mu - counts) <= 1.0))
+    mu, n = _null(population, rate)
+    mean_u, var_u, agree_u, inverse = _distinct_nulls(mu, n, rate)
+    p = agree_u[inverse]
+    agree = 0
+    for at in range(0, mu.size, CHUNK):
+        part = slice(at, at + CHUNK)
+        agree += int(np.count_nonzero(np.abs(mu[part] - counts[part].astype(float)) <= 1.0))
     if agreement_tail(agree, p) < ALPHA:
         return (
             "population x prior rate lies within 1 of the count in far more strata than "
             f"chance allows (p < {ALPHA:g} if the counts were drawn around the prior)"
         )
-    mean, var = _deviance_moments(mu, dist, n)
-    if var > 0 and deviance(counts, mu, n).sum() < mean - Z_REFUSE * math.sqrt(var):
+    del p
+    mean, var = float(mean_u[inverse].sum()), float(var_u[inverse].sum())
+    observed = 0.0
+    for at in range(0, mu.size, CHUNK):
+        part = slice(at, at + CHUNK)
+        trials = None if n is None else n[part]
+        observed += float(deviance(counts[part].astype(float), mu[part], trials).sum())
+    if var > 0 and observed < mean - Z_REFUSE * math.sqrt(var):
         return (
             "the counts lie far closer to population x prior rate than noise around a prior "
             f"allows (their deviance is more than {Z_REFUSE:g} standard deviations below "
