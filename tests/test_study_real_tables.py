@@ -20,8 +20,12 @@ project. Expected values are computed here from the raw files, never from the pi
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 import tarfile
 import time
 from pathlib import Path
@@ -409,3 +413,43 @@ def test_stl_keyed_by_county_name_stops_naming_the_shared_names(stl_folder, tmp_
     message = str(error.value)
     assert "studies.stl.geometry.key" in message and repr(shared[0]) in message
     assert "unique code such as FIPS" in message
+
+
+@pytest.mark.slow
+@pytest.mark.process
+def test_sids_released_from_its_study_says_what_the_guide_promised(sids_run, tmp_path):
+    """The steward's path on a real table from outside the repository: the study ran, and
+    the release takes everything from its entry (a prior by period, attributes, the
+    geometry's areas) and reports each of the study's measures against the guide."""
+    work, dbf, _ = sids_run
+    dpsynth = Path(sys.executable).parent / "dpsynth"
+    env = dict(os.environ, XDG_DATA_HOME=str(tmp_path / "home"),
+               DPSYNTH_LEDGER=str(tmp_path / "ledger.jsonl"))  # fmt: skip
+    release = subprocess.run(
+        [str(dpsynth), "synthesize", "--study", "my_study.yaml:sids", "--mechanism",
+         "truncated", "--epsilon", "10.1", "--strata", "cross-product", "--dataset",
+         "nc-sids", "--out", "released", "--quiet"],
+        cwd=work, capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    assert release.returncode == 0, release.stderr
+    manifest = json.loads((work / "released" / "manifest.json").read_text())
+    assert manifest["prior"]["kind"] == "sanitised" and manifest["prior"]["groups"] == ["period"]
+    assert manifest["prior"]["epsilon"] == pytest.approx(0.1) and manifest["keys"] == [
+        "fips",
+        "period",
+    ]
+    (utility,) = (tmp_path / "home" / "dpsynth" / "private").glob("*/utility.md")
+    text = utility.read_text()
+    assert "arm `truncated_certified`" in text
+    guide = pd.read_csv(work / "results/studies/sids/guide.csv")
+    guide = guide[guide["arm"] == "truncated_certified"].set_index("measure")
+    lines = {line.split("(`")[1].split("`)")[0]: line for line in text.splitlines()
+             if line.startswith("- **") and "the guide:" in line}  # fmt: skip
+    assert set(lines) == set(guide.index)  # every measure of the study, disparities too
+    for measure, line in lines.items():
+        assert f"the guide: {guide.loc[measure, 'verdict_text']}" in line
+        truth = sids_expected(dbf).get(measure)
+        assert f"(truth {truth:.3g})" in line
+    check = subprocess.run([str(dpsynth), "verify", "released"], cwd=work,
+                           capture_output=True, text=True, env=env)  # fmt: skip
+    assert check.returncode == 0, check.stdout

@@ -210,8 +210,17 @@ def _add_strata_options(syn: argparse.ArgumentParser) -> None:
 
     io = syn.add_argument_group("input")
     io.add_argument(
+        "--study",
+        metavar="CONFIG:NAME",
+        help="release the table of the study NAME of the config file CONFIG (studies.NAME): "
+        "its table, keys, count, population, population_keys, rounding, prior and "
+        "truncation come from the entry, checked as the study stage checks them, and the "
+        "utility report judges the release against the study's guide; --mechanism and "
+        "--method must be one of the study's arms. Replaces --input, --keys and the column, "
+        "prior and truncation options",
+    )
+    io.add_argument(
         "--input",
-        required=True,
         type=Path,
         metavar="FILE",
         help="strata as CSV (.csv, .csv.gz, .txt) or Parquet (.parquet, .pq); with --wonder "
@@ -227,7 +236,6 @@ def _add_strata_options(syn: argparse.ArgumentParser) -> None:
     cols.add_argument(
         "--keys",
         nargs="+",
-        required=True,
         metavar="COLUMN",
         help="key columns identifying a stratum (required); any input column that is not a "
         "key, the count, the population or the prior rate is refused",
@@ -260,6 +268,14 @@ def _add_strata_options(syn: argparse.ArgumentParser) -> None:
         "included (e.g. nested keys such as state and county). 'cross-product': you declare "
         "that every value of every key column appears in the input, and dpsynth checks that "
         "every combination of them has a row (two or more key columns)",
+    )
+    cols.add_argument(
+        "--population-keys",
+        nargs="+",
+        metavar="COLUMN",
+        help="the key columns of the population units when strata share a population (e.g. "
+        "the causes of death of one county and age group share its person-years): rates of "
+        "groups count each unit's population once (default: every stratum its own)",
     )
     cols.add_argument(
         "--population-column",
@@ -618,32 +634,65 @@ def _request(args, **extra):
             "noise. Use --sanitised-prior-by COLUMN... (noisy totals, budget --prior-epsilon) "
             "or --prior FILE of public rates"
         )
-    return ReleaseRequest(
+    table = dict(
         input=args.input,
-        epsilon=args.epsilon,
-        mechanism=args.mechanism,
-        keys=tuple(args.keys),
-        method=args.method,
-        allow_nominal=args.allow_nominal,
+        keys=None if args.keys is None else tuple(args.keys),
         tail=args.tail,
         inflation=args.inflation,
-        sets=args.sets,
-        delta=args.delta,
         wonder=args.wonder,
         count_column=args.count_column,
         population_column=args.population_column,
+        population_keys=None if args.population_keys is None else tuple(args.population_keys),
         prior_rate_column=args.prior_rate_column,
         prior_file=args.prior_file,
         sanitised_prior_by=(
             None if args.sanitised_prior_by is None else tuple(args.sanitised_prior_by)
         ),
         prior_epsilon=args.prior_epsilon,
+        rounding=args.rounding,
+    )
+    if args.study is not None:
+        table = _from_study(args, table)
+    elif args.input is None or args.keys is None:
+        missing = [o for o, v in (("--input", args.input), ("--keys", args.keys)) if v is None]
+        raise _Usage(f"the following arguments are required: {', '.join(missing)} (or --study)")
+    return ReleaseRequest(
+        epsilon=args.epsilon,
+        mechanism=args.mechanism,
+        method=args.method,
+        allow_nominal=args.allow_nominal,
+        sets=args.sets,
+        delta=args.delta,
         prior_is_public_i_am_sure=args.prior_is_public_i_am_sure,
         prior_source=args.prior_source,
-        rounding=args.rounding,
         strata=args.strata if args.strata in STRATA_WORDS else Path(args.strata),
+        **table,
         **({"dataset": args.dataset} | extra),
     )
+
+
+def _from_study(args, given: dict) -> dict:
+    """The table's fields from ``--study CONFIG:NAME`` (:mod:`dpsynth.release.study_source`);
+    an option the study decides, given too, is a usage error naming its config key."""
+    from dpsynth.release.request import DEFAULTS
+    from dpsynth.release.study_source import DECIDED, StudySourceError, load_study
+
+    def option(field):
+        return "--" + {"prior_file": "prior", "input": "input"}.get(field, field).replace("_", "-")
+
+    twice = [
+        f"{option(field)} (studies.NAME.{DECIDED[field]})"
+        for field, value in given.items()
+        if value is not None and value != DEFAULTS.get(field) and value is not False
+    ]
+    if twice:
+        raise _Usage(f"--study decides {', '.join(twice)}; leave them out or change the study")
+    try:
+        study = load_study(args.study)
+        study.arm(args.mechanism, args.method)
+    except StudySourceError as err:
+        raise _Usage(str(err)) from None
+    return study.request_fields(args.mechanism) | {"study": study}
 
 
 class _Usage(Exception):

@@ -115,7 +115,7 @@ def _prior(request, strata: Strata, budget: Budget, root: RootKey):
     from dpsynth.privacy.sanitised_prior import sanitised_group_prior
 
     columns = list(request.sanitised_prior_by)
-    codes, groups = group_codes(strata.keys, columns)
+    codes, groups = group_codes(strata.groupable(), columns)
     prior = sanitised_group_prior(
         strata.counts, codes, strata.population, budget.epsilon_prior, root.generator("prior")
     )
@@ -187,7 +187,7 @@ def build_release(request: ReleaseRequest) -> dict:
     check_county_frame(request, strata.keys)
     if (
         request.sanitised_prior_by
-        and len(group_codes(strata.keys, request.sanitised_prior_by)[1]) < 2
+        and len(group_codes(strata.groupable(), request.sanitised_prior_by)[1]) < 2
     ):
         raise ReleaseError(
             f"--sanitised-prior-by {list(request.sanitised_prior_by)} makes a single group, "
@@ -421,12 +421,17 @@ def write_release(tmp: Path, request, strata, cal, synthetic, budget, root, salt
         f"set sums to the total {cal.total}) and '{request.population_column}' the public "
         "population",
     )
-    hyper = pd.concat([strata.keys.reset_index(drop=True), cal.hyperparameter_frame()], axis=1)
+    # a sanitised prior grouped by attributes: they follow the keys, so verify can group
+    grouped_by = [c for c in request.sanitised_prior_by or () if c not in keys]
+    columns = strata.groupable()[[*keys, *grouped_by]].reset_index(drop=True)
+    hyper = pd.concat([columns, cal.hyperparameter_frame()], axis=1)
     hyper_path = tmp / f"hyperparameters{suffix}"
     folder.write_public_table(hyper, hyper_path)
     files["hyperparameters"] = (
         hyper_path,
-        "one row per stratum, in the order of the synthetic sets: the keys, 'a' (Dirichlet "
+        "one row per stratum, in the order of the synthetic sets: the keys"
+        + (f", the attributes {grouped_by} the prior is grouped by" if grouped_by else "")
+        + ", 'a' (Dirichlet "
         "alpha or gamma shape), 'b' (gamma rate = a / prior_rate), 'population', "
         "'prior_rate', 'lower' and 'upper' (truncation bounds L, U); columns a mechanism "
         "does not use are absent",
@@ -522,6 +527,12 @@ def _finish_manifest(tmp: Path, info, prior_table, prior_block, design: Design) 
     ]
     if prior["kind"] in ("input-column", "external-file"):
         public.append("the prior rates, declared public by the data steward")
+    attributes = [c for c in prior["groups"] or () if c not in info["keys"]]
+    if attributes:
+        public.append(
+            f"the attribute column(s) {attributes} of the strata, which group the prior, "
+            "declared public by the data steward"
+        )
     data = {
         folder.FORMAT_KEY: RELEASE_FORMAT,
         "dpsynth_version": dpsynth.__version__,

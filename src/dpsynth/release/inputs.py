@@ -64,6 +64,26 @@ class Strata:
     prior_groups: list[str] | None = None
     #: the steward's declaration of the public prior's source (``--prior-source``), or None
     prior_declared: str | None = None
+    #: the study's attribute columns per stratum (``--study``: public, like the keys; a
+    #: sanitised prior may be grouped by them), or None
+    attributes: pd.DataFrame | None = None
+    #: per stratum, its population unit's code when strata share populations
+    #: (``population_keys``); None when every stratum is its own unit
+    units: np.ndarray | None = None
+
+    def groupable(self) -> pd.DataFrame:
+        """The columns a prior may be grouped by: the keys, then any attributes."""
+        if self.attributes is None:
+            return self.keys
+        return pd.concat([self.keys.reset_index(drop=True), self.attributes], axis=1)
+
+    def unit_population(self) -> float:
+        """The people counted once: the sum of the populations of the distinct units."""
+        if self.units is None:
+            return float(self.population.sum())
+        first = np.unique(self.units, return_index=True)[1]
+        return float(self.population[first].sum())
+
     #: :meth:`dataset_id` and :meth:`legacy_ids`, computed once (the keys never change)
     _ids: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -405,10 +425,9 @@ def _refuse_empty_keys(frame: pd.DataFrame, keys: list[str], path: Path, csv: bo
         raise ReleaseError(str(err)) from None
 
 
-def load_strata(request: ReleaseRequest) -> Strata:
-    """Read, check and sort the input; raise :class:`ReleaseError` naming what is wrong."""
-    if request.prior_file is not None and request.sanitised_prior_by is not None:
-        raise ReleaseError("give either --prior FILE or --sanitised-prior-by, not both")
+def _input_table(request: ReleaseRequest):
+    """The input's strata, checked and sorted by the keys: (frame, count column, keys,
+    what the rounding did, where they come from)."""
     prior_in_input = (
         request.needs_prior and request.prior_file is None and request.sanitised_prior_by is None
     )
@@ -438,9 +457,42 @@ def load_strata(request: ReleaseRequest) -> Strata:
         raise ReleaseError(str(err)) from err
     if request.strata_source == "cross-product":
         check_cross_product(frame, keys, source)
-    frame = key_order(frame, keys)
+    return key_order(frame, keys), count, keys, rounding, source
+
+
+def _study_table(request: ReleaseRequest):
+    """The study's strata (``--study``), checked by the study stage's code."""
+    from dpsynth.study.table import StudyDataError
+
+    study = request.study
+    if request.strata_source == "external-file":
+        raise ReleaseError(
+            f"--study {study.config}:{study.name}: --strata FILE does not apply; the study's "
+            "table (after its row selection) is the list of strata: say how it was made with "
+            "--strata input or --strata cross-product"
+        )
+    try:
+        frame, rounding = study.strata()
+    except (StudyDataError, ValueError) as err:
+        raise ReleaseError(str(err)) from None
+    keys, source = list(study.definition.keys), f"{study.definition.table} (studies.{study.name})"
+    if request.strata_source == "cross-product":
+        check_cross_product(frame, keys, source)
+    return frame, study.definition.count, keys, rounding, source
+
+
+def load_strata(request: ReleaseRequest) -> Strata:
+    """Read, check and sort the input; raise :class:`ReleaseError` naming what is wrong."""
+    if request.prior_file is not None and request.sanitised_prior_by is not None:
+        raise ReleaseError("give either --prior FILE or --sanitised-prior-by, not both")
+    read = _input_table if request.study is None else _study_table
+    frame, count, keys, rounding, source = read(request)
     counts = pd.to_numeric(frame[count]).to_numpy(dtype=float).astype(np.int64)
     populations = pd.to_numeric(frame[request.population_column]).to_numpy(dtype=float)
+    attributes = [] if request.study is None else list(request.study.definition.attributes)
+    for name in request.population_keys or ():
+        if name not in keys:
+            raise ReleaseError(f"--population-keys {name!r} is not a key column; keys are {keys}")
     key_frame = frame[keys].copy()
 
     prior_rate = prior_description = prior_groups = None
@@ -489,12 +541,23 @@ def load_strata(request: ReleaseRequest) -> Strata:
             if why is not None:
                 raise ReleaseError(prior_check.refusal(where, why))
     if request.sanitised_prior_by:
-        absent = [c for c in request.sanitised_prior_by if c not in keys]
+        absent = [c for c in request.sanitised_prior_by if c not in (*keys, *attributes)]
         if absent:
             raise ReleaseError(
                 f"--sanitised-prior-by column(s) {absent} are not key columns; keys are {keys}"
+                + (f", attributes {attributes}" if attributes else "")
             )
     return Strata(
         key_frame, counts, populations, prior_rate, prior_description, count, rounding,
         prior_groups=prior_groups, prior_declared=declared,
+        attributes=frame[attributes].reset_index(drop=True) if attributes else None,
+        units=_units(frame, request.population_keys, keys),
     )  # fmt: skip
+
+
+def _units(frame: pd.DataFrame, population_keys, keys: list[str]) -> np.ndarray | None:
+    """Per stratum, the code of its population unit (strata that share a population, such
+    as the causes of death of one county and age group), or None when each is its own."""
+    if not population_keys or list(population_keys) == keys:
+        return None
+    return frame.groupby(list(population_keys), sort=False).ngroup().to_numpy()

@@ -19,6 +19,7 @@ from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 
 from dpsynth.ledger import check_name, default_ledger_path, steward_home
+from dpsynth.release.study_source import StudySource
 
 #: The unit of privacy, stated once and copied into the manifest and ``--help``.
 NEIGHBOURS = (
@@ -105,6 +106,12 @@ class ReleaseRequest:
     #: the steward's declaration of where public prior rates that vary stratum by stratum
     #: come from (:mod:`.prior_source`); written into the manifest
     prior_source: str | None = None
+    #: the key columns of the population units when strata share a population (the causes
+    #: of death of one county and age group); None: every stratum its own
+    population_keys: tuple[str, ...] | None = None
+    #: the study whose entry decides the table, keys, prior and settings (``--study``,
+    #: :mod:`.study_source`), or None
+    study: StudySource | None = None
     prior_epsilon: float | None = None
     rounding: str = "refuse"  # fractional counts: refuse, or round to nearest (half to even)
     #: the dataset's budget: stored in the ledger if it has none (then every later release

@@ -324,6 +324,7 @@ def utility_report(
     *,
     area: str | None = None,
     area_rule: str = "no area column given",
+    people: float | None = None,
 ) -> Utility:
     """Score the synthetic sets (``synthetic``, shape (sets, strata), in the order of
     ``keys``) and :func:`reference_tables` tables of the no-privacy reference (drawn from
@@ -332,6 +333,8 @@ def utility_report(
     ``cal`` (the release's :class:`~dpsynth.calibration.Calibration`) gives the
     mechanism, epsilon and, when truncated, the bounds. ``area`` names the key whose
     areas are ranked (:func:`area_column`; None: no rank correlation).
+    ``people`` is the population counted once (strata that share a population, such as
+    the causes of death of one place, share it; default: the sum of ``population``).
     """
     from dpsynth.study.measures import AREA, MEASURES, Measures
     from dpsynth.study.rates import GroupRates
@@ -395,7 +398,7 @@ def utility_report(
         reference_tables=n_reference,
         strata=y.size,
         total=int(y.sum()),
-        overall_rate=float(y.sum() / population.sum() * PER_100K),
+        overall_rate=float(y.sum() / (population.sum() if people is None else people) * PER_100K),
         totals=totals,
         rmse=Compared(ours["rmse"].to_numpy(), theirs["rmse"].to_numpy()),
         area=area,
@@ -419,11 +422,24 @@ def write_utility(folder: Path, request, strata, cal, synthetic, rng) -> list[st
     keys = strata.keys
     area, rule = area_column(keys, fips_column(request, keys), request.group_by)
     report = utility_report(
-        keys, strata.counts, strata.population, synthetic, cal, rng, area=area, area_rule=rule
-    )
+        keys, strata.counts, strata.population, synthetic, cal, rng, area=area, area_rule=rule,
+        people=strata.unit_population(),
+    )  # fmt: skip
     report.long_table().to_csv(folder / "utility.csv", index=False)
     _write_figure(report, folder / "utility.png")
-    (folder / "utility.md").write_text(markdown(report, request.input.name))
+    text = markdown(report, request.input.name)
+    if request.study is not None:  # the study's measures against its guide's promise
+        from dpsynth.release import promise
+        from dpsynth.release.request import plan_budget
+
+        budget = plan_budget(request)
+        epsilon = budget.epsilon_prior + budget.epsilon_per_set
+        arm = request.study.arm(request.mechanism, request.method).name
+        n = reference_tables(synthetic.shape[0], strata.counts.size)
+        kept = promise.check_promise(request.study, strata, synthetic, arm, n, rng)
+        lines = promise.markdown(kept, request.study, arm, epsilon, synthetic.shape[0])
+        text += "\n" + "\n".join(lines) + "\n"
+    (folder / "utility.md").write_text(text)
     return list(FILES)
 
 

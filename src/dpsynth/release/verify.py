@@ -520,7 +520,11 @@ def _hyper_checks(release: _Release):
     hyper = release.table("hyperparameters").reset_index(drop=True)
     name = release.file("hyperparameters").name
     out = []
-    expected = [*keys, *_COLUMNS[mechanism]]
+    prior = m["prior"] if isinstance(m.get("prior"), dict) else {}
+    grouped_by = [  # a sanitised prior's attribute columns follow the keys
+        c for c in (prior.get("groups") or []) if prior.get("kind") == "sanitised" and c not in keys
+    ]
+    expected = [*keys, *grouped_by, *_COLUMNS[mechanism]]
     if list(hyper.columns) != expected or len(hyper) != strata:
         out.append(
             Check("hyperparameters", "columns", FAIL,

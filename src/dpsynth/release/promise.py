@@ -1,0 +1,153 @@
+"""Whether a release kept what its study's guide promised (``--study``), measure by measure.
+
+The study stage judged each of its arms over an epsilon grid (:mod:`dpsynth.study.guide`):
+for every measure of the one registry (:func:`dpsynth.study.measures.study_measure_list`:
+the strata rates' rMSE, the areas' rank correlation, each disparity, age-adjusted where the
+study adjusts), from which epsilon privacy moves it by at most the study's tolerance from
+synthesis with no privacy. A release of the study's table under one of its arms is then
+checked the same way, on its own sets: each measure for every synthetic set and for tables
+of the no-privacy reference at the same settings (:func:`dpsynth.sampling.reference.
+no_privacy_draws`), the distance between their medians in the units of the guide's
+tolerance (:class:`dpsynth.study.measures.Kind`), and beside it the guide's verdict for the
+arm and measure at this epsilon.
+
+A release's sets are each drawn at ``epsilon_per_set``, as a one-set release of total
+``epsilon_prior + epsilon_per_set`` would be, the total the guide's epsilons state: that
+is the epsilon compared with the guide's. With few sets the median is noisy (the guide's
+verdict rests on many datasets and a confidence interval): the report says how many sets
+it has. It is private, like every utility number: it shows the true values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+#: Counts drawn and scored at once (tables x strata per batch).
+BATCH_CELLS = 4_000_000
+
+
+@dataclass(frozen=True)
+class Kept:
+    """One measure of the study: its values and the guide's word on it."""
+
+    name: str
+    title: str
+    kind: str  # error, correlation or ratio (dpsynth.study.measures.KINDS)
+    truth: float
+    synthetic: np.ndarray  # per set
+    reference: np.ndarray  # per no-privacy table
+    distance: float  # of the sets' median from the reference's, in the tolerance's units
+    tolerance: float
+    guide_verdict: str | None  # guide.csv's verdict for the arm and measure, None: not run
+    guide_text: str | None
+    guide_epsilon: float | None  # from which total epsilon the guide says it is met
+
+    @property
+    def kept(self) -> bool:
+        return bool(self.distance <= self.tolerance)
+
+    def conclusion(self, epsilon: float) -> str:
+        """The guide's promise and this release's outcome, in one line."""
+        ours, theirs = np.nanmedian(self.synthetic), np.nanmedian(self.reference)
+        outcome = (
+            f"this release: {ours:.3g} against {theirs:.3g} with no privacy (truth "
+            f"{self.truth:.3g}), {'within' if self.kept else 'beyond'} the tolerance "
+            f"({100 * self.distance:.2g}% against {100 * self.tolerance:.2g}%)"
+        )
+        if self.guide_verdict is None:
+            return f"the guide: not run for this arm; {outcome}"
+        promised = self.guide_verdict == "met" and epsilon >= self.guide_epsilon * (1 - 1e-9)
+        if promised:
+            word = "kept, as the guide promised" if self.kept else "NOT kept, though promised"
+        elif self.guide_verdict == "met":
+            word = f"not promised at this epsilon (the guide: from {self.guide_epsilon:.3g})"
+        else:
+            word = "not promised"
+        return f"the guide: {self.guide_text}; {outcome}: {word}"
+
+
+def _tables(y: np.ndarray, n: int, rng) -> list[np.ndarray]:
+    from dpsynth.sampling.reference import no_privacy_draws
+
+    rows = max(1, BATCH_CELLS // y.size)
+    return [no_privacy_draws(y, min(rows, n - start), rng) for start in range(0, n, rows)]
+
+
+def study_frame(study, strata) -> pd.DataFrame:
+    """The release's strata as the study's measures read them: keys, attributes, the
+    count and the population, in the release's order."""
+    d = study.definition
+    frame = strata.groupable().reset_index(drop=True).copy()
+    frame[d.count] = strata.counts
+    frame[d.population] = strata.population
+    return frame
+
+
+def check_promise(study, strata, synthetic: np.ndarray, arm_name: str, n_reference: int,
+                  rng: np.random.Generator) -> list[Kept]:  # fmt: skip
+    """Every measure of ``study`` on the release's ``synthetic`` sets (shape (sets,
+    strata), in the order of ``strata``) and on ``n_reference`` no-privacy tables, with
+    the guide's verdict for ``arm_name``."""
+    from dpsynth.study.measures import study_measures
+    from dpsynth.units import PER_100K
+
+    d = study.definition
+    frame = study_frame(study, strata)
+    measures = study_measures(d, frame)
+    y = strata.counts
+    ours = pd.concat([measures.values(synthetic[k : k + 1], y) for k in range(len(synthetic))])
+    theirs = pd.concat([measures.values(t, y) for t in _tables(y, n_reference, rng)])
+    truth = measures.values(y, y).iloc[0]
+    # the guide's scale for errors: the table's true overall rate (dpsynth.study.guide)
+    scale = float(y.sum() / strata.population.sum() * PER_100K)
+    guide = study.guide()
+    rows = {} if guide is None else {
+        measure: row for measure, row in guide[guide["arm"] == arm_name].set_index("measure")
+        .iterrows()
+    }  # fmt: skip
+    out = []
+    for m in measures.measures:
+        mine, ref = ours[m.name].to_numpy(float), theirs[m.name].to_numpy(float)
+        distance = float(m.kind.distance(np.nanmedian(mine), np.nanmedian(ref), scale))
+        row = rows.get(m.name)
+        epsilon = None if row is None else float(row["epsilon"])
+        out.append(
+            Kept(
+                name=m.name,
+                title=m.title,
+                kind=m.kind.name,
+                truth=float(truth[m.name]),
+                synthetic=mine,
+                reference=ref,
+                distance=distance,
+                tolerance=d.tolerance,
+                guide_verdict=None if row is None else str(row["verdict"]),
+                guide_text=None if row is None else str(row.get("verdict_text", row["verdict"])),
+                guide_epsilon=epsilon,
+            )
+        )
+    return out
+
+
+def markdown(kept: list[Kept], study, arm_name: str, epsilon: float, sets: int) -> list[str]:
+    """The section of utility.md: one line per measure."""
+    guide = study.guide_path
+    where = f"`{guide}`" if guide.is_file() else f"none found at `{guide}` (run the study first)"
+    lines = [
+        f"## What the study's guide promised (study `{study.name}`, arm `{arm_name}`)",
+        "",
+        f"Each measure of the study, as the study computes it, for the {sets} synthetic "
+        f"set(s) and the no-privacy reference; judged as the guide judges it, by the "
+        f"distance of the sets' median from the reference's (tolerance "
+        f"{100 * study.definition.tolerance:.2g}%). Each set is drawn at total epsilon "
+        f"{epsilon:.3g} as the guide counts it (the prior's share and one set's). The "
+        f"guide: {where}."
+        + (" With one set the median is a single draw: expect noise." if sets == 1 else ""),
+        "",
+    ]
+    for k in kept:
+        lines.append(f"- **{k.title}** (`{k.name}`): {k.conclusion(epsilon)}")
+    return lines

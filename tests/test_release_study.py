@@ -1,0 +1,162 @@
+"""A release of a study's table (``--study CONFIG:NAME``, issue #33 item 2): what the study
+expresses (shared populations, a prior grouped by an attribute, its settings) reaches the
+release from the one entry, checked by the study stage's code; the command line gives only
+what the study leaves open."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from conftest import run_cli as run
+from workflow_helpers import REPO
+
+KEYS = ["county", "cause", "age"]
+
+
+def table(seed: int = 3) -> pd.DataFrame:
+    """12 counties (two states) x 2 causes x 3 ages; the causes of one county and age share
+    its person-years (population_keys: county, age)."""
+    rng = np.random.default_rng(seed)
+    frame = pd.MultiIndex.from_product(
+        [[f"c{i:02d}" for i in range(12)], ["heart", "cancer"], ["young", "middle", "old"]],
+        names=KEYS,
+    ).to_frame(index=False)
+    person_years = {(c, a): rng.integers(20_000, 90_000) for c in frame["county"].unique()
+                    for a in frame["age"].unique()}  # fmt: skip
+    frame["person_years"] = [person_years[c, a] for c, a in zip(frame["county"], frame["age"])]
+    frame["state"] = np.where(frame["county"] < "c06", "north", "south")
+    rate = frame["age"].map({"young": 2e-4, "middle": 1e-3, "old": 5e-3})
+    frame["deaths"] = rng.poisson(frame["person_years"] * rate)
+    return frame
+
+
+def study(tmp_path, **changes) -> str:
+    """A study config in ``tmp_path`` (paths absolute: the checkout is the repository)."""
+    path = tmp_path / "causes.csv"
+    table().to_csv(path, index=False)
+    entry = {
+        "table": str(path),
+        "keys": KEYS,
+        "count": "deaths",
+        "population": "person_years",
+        "population_keys": ["county", "age"],
+        "attributes": ["state"],
+        "area": "county",
+        "prior": {"source": "sanitised", "by": ["state", "age"], "epsilon": 0.2},
+        "arms": {"pg": ["certified"], "truncated": ["certified"]},
+        "epsilons": [1.0, 10.0],
+        "datasets": 5,
+        "disparities": [{"name": "south_vs_north", "numerator": {"state": "south"},
+                         "denominator": {"state": "north"}}],  # fmt: skip
+    } | changes
+    config = {"studies": {"causes": entry}}
+    (tmp_path / "my_study.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    return f"{tmp_path / 'my_study.yaml'}:causes"
+
+
+@pytest.fixture
+def in_checkout(monkeypatch):
+    monkeypatch.chdir(REPO)  # where snakemake runs: the config's paths are relative to it
+
+
+def synthesize(spec, out, *extra):
+    return run(
+        "synthesize", "--study", spec, "--mechanism", "pg", "--epsilon", "5", "--sets", "3",
+        "--strata", "cross-product", "--dataset", "causes", "--out", str(out), "--quiet",
+        *extra,
+    )  # fmt: skip
+
+
+def test_everything_the_study_says_reaches_the_release(tmp_path, in_checkout, private_area):
+    code, _, stderr = synthesize(study(tmp_path), tmp_path / "out")
+    assert code == 0, stderr
+    out = tmp_path / "out"
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["keys"] == KEYS and manifest["population_column"] == "person_years"
+    prior = manifest["prior"]
+    assert prior["kind"] == "sanitised" and prior["groups"] == ["state", "age"]
+    assert manifest["budget"]["epsilon_prior"] == pytest.approx(0.2)
+    assert any("attribute column(s) ['state']" in line for line in manifest["public"])
+    hyper = pd.read_parquet(out / "hyperparameters.parquet")
+    assert list(hyper.columns[:4]) == [*KEYS, "state"]  # the prior's attribute, public
+    groups = pd.read_parquet(out / "prior.parquet")
+    assert sorted(groups["state"].unique()) == ["north", "south"]
+    code, stdout, _ = run("verify", str(out))
+    assert code == 0, stdout
+
+    (utility,) = private_area.glob("*/utility.md")
+    text = utility.read_text()
+    truth = table()
+    people = truth.drop_duplicates(["county", "age"])["person_years"].sum()
+    overall = truth["deaths"].sum() / people * 1e5  # each person-year counted once
+    assert f"the overall rate ({overall:.3g})" in text
+    lines = [line for line in text.splitlines() if line.startswith("- **") and "`)" in line]
+    names = [line.split("(`")[1].split("`)")[0] for line in lines]
+    assert names == ["rmse", "rank_correlation", "disparity:south_vs_north"]
+    south = truth["state"] == "south"
+    units = truth.drop_duplicates(["county", "age"])
+    ratio = (truth.loc[south, "deaths"].sum() / units.loc[units["state"] == "south",
+             "person_years"].sum()) / (truth.loc[~south, "deaths"].sum()
+             / units.loc[units["state"] == "north", "person_years"].sum())  # fmt: skip
+    assert f"(truth {ratio:.3g})" in lines[2]
+    assert all("the guide: not run" in line for line in lines)  # the study has not run
+
+
+def test_a_new_measure_reaches_the_report_without_touching_the_release(
+    tmp_path, in_checkout, private_area, monkeypatch
+):
+    from dpsynth.study import measures
+
+    extra = measures.Measure(
+        "total_events", "Total events", "events", measures.KINDS["ratio"],
+        lambda m, counts, truth, rates: counts.sum(axis=1),
+    )  # fmt: skip
+    monkeypatch.setattr(measures, "MEASURES", (*measures.MEASURES, extra))
+    code, _, stderr = synthesize(study(tmp_path), tmp_path / "out")
+    assert code == 0, stderr
+    (utility,) = private_area.glob("*/utility.md")
+    assert "**Total events** (`total_events`)" in utility.read_text()
+
+
+@pytest.mark.parametrize(
+    "extra, words",
+    [
+        (["--keys", "county"], "--keys (studies.NAME.keys)"),
+        (["--rounding", "nearest"], "--rounding (studies.NAME.rounding)"),
+        (["--sanitised-prior-by", "age"], "--sanitised-prior-by (studies.NAME.prior)"),
+        (["--method", "exact"], "the study judged the arms pg / certified, truncated / "
+         "certified, not pg / exact"),
+    ],
+)  # fmt: skip
+def test_what_the_study_decides_is_not_given_twice(tmp_path, in_checkout, extra, words):
+    code, stdout, stderr = synthesize(study(tmp_path), tmp_path / "out", *extra)
+    assert code == 2 and not stdout and words in stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_wrong_study_is_one_line_naming_the_fix(tmp_path, in_checkout):
+    spec = study(tmp_path)
+    for bad, words in [
+        (str(tmp_path / "my_study.yaml"), "expected CONFIG:NAME"),
+        (f"{tmp_path / 'my_study.yaml'}:other", "no study 'other'"),
+        (f"{tmp_path / 'none.yaml'}:causes", "not found"),
+    ]:
+        code, _, stderr = synthesize(bad, tmp_path / "out")
+        assert code == 2 and words in stderr and "Traceback" not in stderr
+    study(tmp_path, population_keys=["county", "nowhere"])
+    code, _, stderr = synthesize(spec, tmp_path / "out")
+    assert code == 2 and "studies.causes.population_keys" in stderr
+
+
+def test_calibrate_takes_the_study_too(tmp_path, in_checkout, private_ledger):
+    code, stdout, stderr = run(
+        "calibrate", "--study", study(tmp_path, prior={"source": "overall"}), "--mechanism",
+        "truncated", "--epsilon", "4", "--strata", "cross-product",
+    )  # fmt: skip
+    assert code == 0, stderr
+    assert "truncated / certified on 72 strata" in stdout and "prior: total" in stdout
+    assert not private_ledger.exists()
