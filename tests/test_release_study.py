@@ -27,7 +27,8 @@ def table(seed: int = 3) -> pd.DataFrame:
     ).to_frame(index=False)
     person_years = {(c, a): rng.integers(20_000, 90_000) for c in frame["county"].unique()
                     for a in frame["age"].unique()}  # fmt: skip
-    frame["person_years"] = [person_years[c, a] for c, a in zip(frame["county"], frame["age"])]
+    pairs = zip(frame["county"], frame["age"], strict=True)
+    frame["person_years"] = [person_years[pair] for pair in pairs]
     frame["state"] = np.where(frame["county"] < "c06", "north", "south")
     rate = frame["age"].map({"young": 2e-4, "middle": 1e-3, "old": 5e-3})
     frame["deaths"] = rng.poisson(frame["person_years"] * rate)
@@ -50,8 +51,13 @@ def study(tmp_path, **changes) -> str:
         "arms": {"pg": ["certified"], "truncated": ["certified"]},
         "epsilons": [1.0, 10.0],
         "datasets": 5,
-        "disparities": [{"name": "south_vs_north", "numerator": {"state": "south"},
-                         "denominator": {"state": "north"}}],  # fmt: skip
+        "disparities": [
+            {
+                "name": "south_vs_north",
+                "numerator": {"state": "south"},
+                "denominator": {"state": "north"},
+            }
+        ],  # fmt: skip
     } | changes
     config = {"studies": {"causes": entry}}
     (tmp_path / "my_study.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
