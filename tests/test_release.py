@@ -25,6 +25,7 @@ from dpsynth.release import (
     ReleaseRequest,
     build_release,
     load_strata,
+    sequence,
 )
 from dpsynth.release import folder as release_folder
 from dpsynth.release.manifest import SCHEMA, validate
@@ -471,9 +472,7 @@ def test_a_failure_while_writing_leaves_nothing(csv, tmp_path, monkeypatch, priv
     def fail(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    import dpsynth.release
-
-    monkeypatch.setattr(release_folder if step == "install" else dpsynth.release, step, fail)
+    monkeypatch.setattr(release_folder if step == "install" else sequence, step, fail)
     keys = None if private_dir is None else tmp_path / private_dir
     with pytest.raises(RuntimeError, match="disk full"):
         build_release(request_for(csv, tmp_path / "out", private_dir=keys))

@@ -41,6 +41,20 @@ class Design:
     inflation: float = 1.0
 
     @property
+    def status(self) -> str:
+        """``certified`` or ``nominal``: decided here once (:func:`.manifest.status`), read
+        by the ledger, the manifest, the summary and the preview."""
+        from dpsynth.release.manifest import status
+
+        return status(self.mechanism, self.method)
+
+    def guarantee(self) -> dict:
+        """The manifest's ``guarantee`` block (:func:`.manifest.guarantee`)."""
+        from dpsynth.release.manifest import guarantee
+
+        return guarantee(self.mechanism, self.method, self.budget.as_dict())
+
+    @property
     def tv_target(self) -> float:
         """Largest total-variation error a set's sampler may have."""
         if self.budget.epsilon_per_set > 700.0:  # e^eps overflows: 0 to double precision

@@ -49,12 +49,17 @@ PROOFS = {
 }
 
 
+def status(mechanism: str, method: str) -> str:
+    """``certified`` when the pair has a proof (:data:`CERTIFIED`), else ``nominal``: the
+    one place a release's status is decided (:attr:`.design.Design.status`, ``verify``)."""
+    return "certified" if (mechanism, method) in CERTIFIED else "nominal"
+
+
 def check_method(request) -> None:
     """Refuse a nominal calibration without ``allow_nominal``; refuse misplaced options."""
     from dpsynth.release.request import ReleaseError
 
-    certified = (request.mechanism, request.method) in CERTIFIED
-    if not certified and not request.allow_nominal:
+    if status(request.mechanism, request.method) == "nominal" and not request.allow_nominal:
         raise ReleaseError(
             f"--method {request.method} for {request.mechanism} is a nominal calibration, not "
             "a guarantee (the exact audit finds realised epsilon above the nominal one); use "
@@ -87,7 +92,7 @@ def audited_ratios() -> dict:
 def guarantee(mechanism: str, method: str, budget_dict: dict) -> dict:
     """The manifest's ``guarantee`` block for a calibration method."""
     eps, delta = budget_dict["epsilon_total"], budget_dict["delta_total"]
-    if (mechanism, method) in CERTIFIED:
+    if status(mechanism, method) == "certified":
         return {
             "status": "certified",
             "statement": (

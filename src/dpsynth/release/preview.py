@@ -16,11 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dpsynth.release import manifest
-from dpsynth.release.design import Design
 from dpsynth.release.folder import write_public_table
-from dpsynth.release.inputs import load_strata
-from dpsynth.release.request import NEIGHBOURS, ReleaseError, ReleaseRequest, plan_budget
+from dpsynth.release.request import NEIGHBOURS, ReleaseRequest
 from dpsynth.release.summary import rounding_note
 
 
@@ -43,80 +40,44 @@ def _spread(values: np.ndarray) -> dict:
     }
 
 
-def _account(request: ReleaseRequest, strata, budget, guarantee: str) -> dict | None:
-    """The ledger's account of this release (:meth:`dpsynth.ledger.Ledger.preview`) and
-    the ledger's path; None without a dataset name (nothing to look up)."""
-    from dpsynth.ledger import Ledger, LedgerError
-
-    if request.dataset is None:
-        return None
-    path = request.ledger_path
-    table = strata.dataset_id()
-    try:
-        account = Ledger(path).preview(
-            request.dataset,
-            budget.epsilon,
-            budget.delta,
-            table=table,
-            aliases=strata.legacy_ids(),
-            budget=request.budget,
-            guarantee=guarantee,
-        )
-    except LedgerError as err:
-        raise ReleaseError(str(err)) from err
-    except ValueError as err:
-        raise ReleaseError(f"{path}: {err}") from err
-    return account | {"path": str(path)}
-
-
 def preview(request: ReleaseRequest, hyperparameters: Path | None = None) -> dict:
-    """The promise and the calibration of a release of ``request``; optionally write the
-    per-stratum calibration to ``hyperparameters`` (CSV or Parquet)."""
-    from dpsynth.release import check_before_prior, check_cost, public_prior
-    from dpsynth.sampling.conditioned import check_feasible
+    """The promise and the calibration of a release of ``request``: the release's own
+    steps up to the account (:mod:`.sequence`: read, check, account read without
+    spending); optionally write the per-stratum calibration to ``hyperparameters`` (CSV
+    or Parquet)."""
+    from dpsynth.release.sequence import Release
 
-    budget = plan_budget(request)
-    manifest.check_method(request)
-    strata = load_strata(request)
-    design = Design(request.mechanism, request.method, budget, request.tail, request.inflation)
+    release = Release(request)
+    release.read(releasing=False)
+    release.check(measure=True)
+    strata, design, budget = release.strata, release.design, release.budget
     info = {
         "strata": int(strata.counts.size),
         "total": strata.total,
         "mechanism": request.mechanism,
         "method": request.method,
         "budget": budget.as_dict(),
-        "guarantee": manifest.guarantee(request.mechanism, request.method, budget.as_dict()),
+        "guarantee": design.guarantee(),
         "sampler_tv_target": design.tv_target,
         "neighbouring_relation": NEIGHBOURS,
         "calibration": None,
         "rounding": rounding_note(request.rounding, strata.rounding),
     }
-    info["ledger"] = _account(request, strata, budget, info["guarantee"]["status"])
-    public = public_prior(request, strata)
-    if public is None:
-        check_before_prior(request, design, strata)  # what synthesize refuses before spending
+    info["ledger"] = release.preview_account()
+    cal = release.cal
+    if cal is None:  # a sanitised prior: drawn only by a release
         info["calibration_note"] = (
             "the prior is sanitised (noisy group totals drawn by the release), so the "
             "calibration is known only after the release draws it"
         )
         return info
-    try:
-        cal = design.calibrate(strata.total, strata.population, public[0])
-        check_feasible(cal)
-    except ValueError as err:
-        raise ReleaseError(f"{request.input}: cannot calibrate: {err}") from err
-    try:
-        floor = design.check_tv_target(cal)
-    except ValueError as err:
-        raise ReleaseError(f"{request.input}: {err}") from err
-    forecast = check_cost(request, design, strata, cal, measure=True)
-    calibration = {"a": _spread(cal.a), "prior": public[1]["kind"]}
+    calibration = {"a": _spread(cal.a), "prior": release.prior_block["kind"]}
     if cal.truncated:
         calibration["lower"] = _spread(cal.lower)
         calibration["upper"] = _spread(cal.upper)
         calibration["tail"] = cal.tail
     info["calibration"] = calibration
-    info["sampler_estimate"] = forecast | {"rounding_floor": floor}
+    info["sampler_estimate"] = release.forecast | {"rounding_floor": release.floor}
     if hyperparameters is not None:
         table = strata.keys.reset_index(drop=True).join(cal.hyperparameter_frame())
         hyperparameters = Path(hyperparameters)
