@@ -98,6 +98,12 @@ def filter_mask(
     stratum left)."""
     mask = np.ones(len(strata), dtype=bool)
     for column, wanted in filters.items():
+        if column not in strata.columns:
+            raise StudyDataError(
+                f"config key {key}.{column}: no column {column!r} in the study's strata; "
+                f"columns are {list(strata.columns)}; expected a key or an attribute (list a "
+                "public column of the table under the study's attributes to filter on it)"
+            )
         mask &= _matching(strata, column, wanted, key, "the study's strata")
     if not mask.any():
         raise StudyDataError(f"config key {key}: no stratum matches {dict(filters)}")
@@ -119,23 +125,11 @@ def parse_age_band(label: str) -> tuple[int, int | None]:
 
 
 def age_bands(definition: StudyDefinition, strata: pd.DataFrame) -> dict[str, tuple]:
-    """Band label -> (first age, first age past), from the config or parsed from labels."""
-    labels = sorted(strata[definition.age].astype(str).unique())
-    given = definition.age_bands or {}
-    bands = {}
-    for label in labels:
-        if label in given:
-            bands[label] = given[label]
-            continue
-        try:
-            bands[label] = parse_age_band(label)
-        except ValueError:
-            raise StudyDataError(
-                f"config key studies.{definition.name}.age.bands: age band {label!r} of "
-                f"column {definition.age!r} cannot be read; expected labels such as '45-54', "
-                f"'85+' or 'Under 40', or give it as age.bands.{label}: [first, past]"
-            ) from None
-    return bands
+    """Band label -> (first age, first age past), from the config or read from the labels,
+    in the order of their ages (:func:`dpsynth.study.age.label_bands`)."""
+    from dpsynth.study.age import label_bands
+
+    return label_bands(definition, strata)
 
 
 def _round_counts(
@@ -314,8 +308,10 @@ def read_study_table(definition: StudyDefinition) -> StudyTable:
             if not mask.any():
                 raise StudyDataError(f"config key {key}.{side}: no stratum matches it together "
                                      f"with where = {dict(disparity.where)}")  # fmt: skip
-    if definition.age is not None:
-        age_bands(definition, frame)
+    if definition.age is not None:  # bands, standard and populations (dpsynth.study.age)
+        from dpsynth.study.age import age_adjustment
+
+        age_adjustment(definition, frame)
     if definition.geometry is not None:
         check_geometry(definition, frame)
     warnings = []
