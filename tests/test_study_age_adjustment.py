@@ -165,7 +165,7 @@ def test_single_years_without_the_shorthand_name_the_fix(tmp_path):
     with pytest.raises(StudyDataError) as error:
         study(tmp_path, age=age)
     message = str(error.value)
-    assert message.startswith("config key studies.s.age.bands: band '1' (ages 1)")
+    assert message.startswith("config key studies.s.age.bands: band '1' (age 1)")
     assert "set studies.s.age.bands: single-years" in message
     assert "\n" not in message
 
@@ -279,23 +279,14 @@ HOSTILE = {
         {},
         "drop",
         "studies.mine.area: 1 area(s) of 'area' ('a04') have no population in some age band",
-        "merge the age bands",
+        "give coarser bands",
     ),
-    "a disparity's side without people in some years": (
-        {
-            "disparities": [
-                {
-                    "name": "north_south",
-                    "numerator": {"region": "north"},
-                    "denominator": {"region": "south"},
-                    "where": {"area": ["a00", "a04"]},
-                }
-            ]
-        },
-        "drop",
-        "studies.mine.area",  # the area is named first; the disparity's own case below
-        "merge the age bands",
-    ),  # fmt: skip
+    "bands given as a list": (
+        {"age": {**_bands(), "bands": [[0, 5], [5, 10]]}},
+        None,
+        "studies.mine.age.bands: got [[0, 5], [5, 10]], expected a mapping or exactly single-years",
+        "label: [first age, first age past]",
+    ),
     "a disparity's side without people in some years, no area": (
         {
             "area": None,
@@ -360,3 +351,49 @@ def test_a_hostile_age_config_stops_before_any_job(project, case):
     assert "study_strata" not in result.stdout  # no job, not even planned
     assert len(result.stderr.strip().splitlines()) <= 6, result.stderr
     assert not (project / "results").exists()
+
+
+def test_ages_stored_as_floats_are_single_years(tmp_path):
+    """An age column written from floats (``7.0``, as R's data frames hold ages) reads as
+    the same single years: the same rates as whole-number labels."""
+    frame = single_year_table()
+    whole, strata = study(tmp_path, frame, disparities=[])
+    floats = frame.copy()
+    first = floats["age"].str.extract(r"(\d+)", expand=False)
+    floats["age"] = np.where(floats["age"] == "90+", "90+", first + ".0")
+    as_floats, float_strata = study(tmp_path, floats, disparities=[])
+    assert set(float_strata["age"]) >= {"0.0", "89.0"}
+    a = study_measures(whole, strata).area_rates(strata["deaths"].to_numpy())
+    b = study_measures(as_floats, float_strata).area_rates(float_strata["deaths"].to_numpy())
+    assert np.array_equal(a, b)
+
+
+def test_a_filter_value_the_table_lacks_lists_the_ages_in_order(tmp_path):
+    disparities = [{"name": "d", "numerator": {"age": "95"}, "denominator": {"age": "5"}}]
+    with pytest.raises(StudyDataError) as error:
+        study(tmp_path, disparities=disparities)
+    assert "'age' holds '0', '1', '2', '3', '4', '5', '6', '7' and 83 more" in str(error.value)
+
+
+def test_labels_given_the_same_ages_are_one_band(tmp_path):
+    """Single years mapped onto five-year bands in age.bands: the rates of the table
+    summed into those bands."""
+    ages = ["< 1", "1-4", *[f"{a}-{a + 4}" for a in range(5, 85, 5)], "85+"]
+    bands = {"0": [0, 1], **{str(a): [1, 5] for a in range(1, 5)}}
+    bands |= {str(a): [a - a % 5, a - a % 5 + 5] for a in range(5, 85)}
+    bands |= {str(a): [85, None] for a in range(85, 90)} | {"90+": [85, None]}
+    single = single_year_table()
+    coarse, strata = study(tmp_path, single, disparities=[],
+                           age={"column": "age", "standard_population": str(STANDARD),
+                                "bands": bands})  # fmt: skip
+    first = single["age"].str.extract(r"(\d+)", expand=False).astype(int)
+    label = pd.cut(first, [0, 1, 5, *range(10, 90, 5), 200], right=False, labels=ages)
+    summed = single.groupby(["area", label.astype(str).rename("age")], as_index=False)[
+        ["deaths", "pop"]
+    ].sum()
+    summed["region"] = np.where(summed["area"] < "a03", "north", "south")
+    plain = {"column": "age", "standard_population": str(STANDARD)}
+    five, five_strata = study(tmp_path, summed, disparities=[], age=plain)
+    a = study_measures(coarse, strata).area_rates(strata["deaths"].to_numpy())
+    b = study_measures(five, five_strata).area_rates(five_strata["deaths"].to_numpy())
+    assert np.allclose(a, b, rtol=1e-12)

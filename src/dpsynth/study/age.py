@@ -12,7 +12,9 @@ The rules, as ``config/README.md`` states them:
 
 * A label is read as ages by :func:`dpsynth.study.table.parse_age_band` (``45-54``,
   ``85+``, ``Under 40``) unless ``age.bands`` gives it; with ``age.bands: single-years`` a
-  label holding one whole number (``7``, ``7 years``) is that single year of age.
+  label holding one whole number (``7``, ``7 years``, ``7.0``) is that single year of age.
+  Labels that ``age.bands`` gives the same ages are adjusted as one band (coarser bands
+  for a sparse table); bands of different ages must not overlap.
 * With ``single-years`` the standard population is split into single years of age
   (:func:`single_year_standard`): **each closed group's population is spread evenly over
   its single years** (US 2000: ages 1-4 get 15,191,619 / 4 each). The standard's open top
@@ -32,6 +34,7 @@ text (``0, 1, 10, 11, ...``).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping
 from typing import NamedTuple
 
@@ -43,6 +46,8 @@ from dpsynth.study.table import StudyDataError, parse_age_band
 
 #: Bands listed in one message before "and N more".
 SHOWN = 8
+#: A label that is one year of age: ``7``, ``7 years``, ``7.0`` (an age stored as a float).
+WHOLE_AGE = re.compile(r"\s*(\d+)(?:\.0+)?\s*(?:years?)?\s*", flags=re.IGNORECASE)
 
 
 def single_year_standard(table: pd.DataFrame) -> pd.DataFrame:
@@ -64,11 +69,17 @@ def single_year_standard(table: pd.DataFrame) -> pd.DataFrame:
     return out.astype({"age_start": "Int64", "age_end": "Int64", "population": float})
 
 
-def _ages(first: int, past: int | None) -> str:
-    """Ages in words: ``[40, 60)`` -> ``40-59``, ``[85, None)`` -> ``85+``."""
+def _span(first: int, past: int | None) -> str:
+    """Ages in short: ``[40, 60)`` -> ``40-59``, ``[85, None)`` -> ``85+``, ``[7, 8)`` -> ``7``."""
     if past is None:
         return f"{first}+"
     return str(first) if past == first + 1 else f"{first}-{past - 1}"
+
+
+def _ages(first: int, past: int | None) -> str:
+    """Ages in words: ``ages 40-59``, ``ages 85+``, ``age 7``."""
+    single = past is not None and past == first + 1
+    return f"age{'' if single else 's'} {_span(first, past)}"
 
 
 def in_age_order(bands: Mapping[str, tuple[int, int | None]]) -> list[str]:
@@ -89,10 +100,9 @@ def _listed(labels: list[str]) -> str:
 def _single_year(label: str) -> tuple[int, int | None]:
     """A label under ``bands: single-years``: one whole number is that year of age; any
     other label as :func:`parse_age_band` reads it (``< 1 year``, ``100+ years``)."""
-    numbers = re.findall(r"\d+", label)
-    lowered = label.strip().lower()
-    if len(numbers) == 1 and "+" not in label and not ("under" in lowered or "<" in lowered):
-        return int(numbers[0]), int(numbers[0]) + 1
+    whole = WHOLE_AGE.fullmatch(label)  # 7, 7 years, 7.0 (ages stored as floats)
+    if whole:
+        return int(whole.group(1)), int(whole.group(1)) + 1
     return parse_age_band(label)
 
 
@@ -120,7 +130,7 @@ def label_bands(definition: StudyDefinition, strata: pd.DataFrame) -> dict[str, 
             bands[label] = (_single_year if definition.single_years else parse_age_band)(label)
         except ValueError:
             hint = ""
-            if re.fullmatch(r"\s*\d+\s*(years?)?\s*", label, flags=re.IGNORECASE):
+            if WHOLE_AGE.fullmatch(label):
                 hint = (f"; for single years of age set studies.{name}.age.bands: "
                         f"{SINGLE_YEARS}")  # fmt: skip
             raise StudyDataError(
@@ -135,14 +145,17 @@ def label_bands(definition: StudyDefinition, strata: pd.DataFrame) -> dict[str, 
                 "[first age, first age past] with 0 <= first < past (past null: open)"
             )
     ordered = in_age_order(bands)
-    for left, right in zip(ordered, ordered[1:], strict=False):
+    distinct = [label for k, label in enumerate(ordered)  # labels of the same ages: one band
+                if k == 0 or bands[label] != bands[ordered[k - 1]]]  # fmt: skip
+    for left, right in zip(distinct, distinct[1:], strict=False):
         past = bands[left][1]
         if past is None or past > bands[right][0]:
             raise StudyDataError(
-                f"config key {key}: bands {left!r} (ages {_ages(*bands[left])}) and {right!r} "
-                f"(ages {_ages(*bands[right])}) of column {column!r} overlap; expected bands "
+                f"config key {key}: bands {left!r} ({_ages(*bands[left])}) and {right!r} "
+                f"({_ages(*bands[right])}) of column {column!r} overlap; expected bands "
                 "that share no age: give each label its own ages (age.bands.<label>: "
-                "[first, past]) or merge the overlapping rows into one label"
+                "[first, past]; labels given the same ages are adjusted as one band) or "
+                "merge the overlapping rows into one label"
             )
     return {label: bands[label] for label in ordered}
 
@@ -184,12 +197,13 @@ def age_adjustment(definition: StudyDefinition, strata: pd.DataFrame) -> AgeAdju
     starts = standard["age_start"].to_numpy(dtype=int)
     top = int(starts[-1])  # the open group's first age
     source = definition.standard_population
-    groups = ", ".join(_ages(int(s), None if pd.isna(e) else int(e) + 1)
+    groups = ", ".join(_span(int(s), None if pd.isna(e) else int(e) + 1)
                        for s, e in zip(standard["age_start"], standard["age_end"],
                                        strict=True))  # fmt: skip
     if definition.single_years:
         groups = f"single years 0-{top - 1} (spread evenly from its groups), {top}+"
     band_of, edges = {}, {}
+    sharing = Counter(labels.values())  # labels given the same ages: one band
     for label, (first, past) in labels.items():
         if first >= top:  # inside the standard's open group: adjusted as that group
             band_of[label] = f"{top}+"
@@ -198,7 +212,7 @@ def age_adjustment(definition: StudyDefinition, strata: pd.DataFrame) -> AgeAdju
         bad = [age for age in (first, past) if age is not None and age not in starts]
         if bad and past is not None and first < top < past:
             raise StudyDataError(
-                f"config key {key}: band {label!r} (ages {_ages(first, past)}) straddles age "
+                f"config key {key}: band {label!r} ({_ages(first, past)}) straddles age "
                 f"{top}, where the open top group of the standard population {source} "
                 f"begins; expected bands that end at {top} or start at or after it: split "
                 f"the label at {top} (or merge the labels from {top} on into one band)"
@@ -214,13 +228,16 @@ def age_adjustment(definition: StudyDefinition, strata: pd.DataFrame) -> AgeAdju
                 "age.standard_population a standard with groups on the table's edges"
             )
             raise StudyDataError(
-                f"config key {key}: band {label!r} (ages {_ages(first, past)}) of column "
+                f"config key {key}: band {label!r} ({_ages(first, past)}) of column "
                 f"{definition.age!r} does not fall on the groups of the standard population "
                 f"{source} (ages {groups}): age {bad[0]} is not where one of its groups "
                 f"begins; {fix}"
             )
-        band_of[label] = label
-        edges[label] = (first, past)
+        band = label if sharing[(first, past)] == 1 else _span(first, past)  # one name
+        if band != label and band in labels and labels[band] != (first, past):
+            band = f"ages {band}"
+        band_of[label] = band
+        edges[band] = (first, past)
     # the weights' order is the labels' as text, as it has always been (the sum's order)
     weights = standard_weights(standard, {b: edges[b] for b in sorted(edges)})
     band = strata[definition.age].astype(str).map(band_of).to_numpy(dtype=object)
@@ -247,9 +264,9 @@ def _check_populations(
     bands = list(adjustment.edges)
     band = pd.Series(adjustment.band, index=strata.index)
     fix = (
-        f"merge the age bands (studies.{name}.age.bands: label: [first, past] for each label, "
-        "several labels may share one band) so that every one has people in each, or leave "
-        f"out age adjustment (remove studies.{name}.age)"
+        f"give coarser bands (studies.{name}.age.bands: label: [first, past] for each label; "
+        "labels given the same ages are adjusted as one band) so that every one has people "
+        f"in each, or leave out age adjustment (remove studies.{name}.age)"
     )
     if definition.area is not None:
         present = pd.crosstab(strata[definition.area].astype(str), band)

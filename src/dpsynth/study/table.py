@@ -37,8 +37,15 @@ class StudyDataError(ValueError):
     """The data do not hold what a study's definition names."""
 
 
+def natural_key(text: str) -> tuple:
+    """Sort key of a value in messages: its numbers as numbers (``'9'`` before ``'10'``,
+    ``'age 9'`` before ``'age 10'``), the rest as text; ties (``'01'``, ``'1'``) by the text."""
+    parts = [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", text) if t]
+    return (*parts, (2, 0, text))
+
+
 def _levels(values: pd.Series) -> str:
-    levels = sorted(values.astype(str).unique())
+    levels = sorted(values.astype(str).unique(), key=natural_key)
     text = ", ".join(repr(v) for v in levels[:SHOWN])
     return text + (f" and {len(levels) - SHOWN} more" if len(levels) > SHOWN else "")
 
@@ -184,7 +191,7 @@ def _geometry_table(definition: StudyDefinition) -> pd.DataFrame:
 
 def _listed(values) -> str:
     """Up to :data:`SHOWN` values, quoted, then how many more."""
-    values = sorted(values)
+    values = sorted(values, key=natural_key)
     text = ", ".join(repr(v) for v in values[:SHOWN])
     return text + (f" and {len(values) - SHOWN} more" if len(values) > SHOWN else "")
 
