@@ -299,6 +299,23 @@ HOSTILE = {
         "band(s) '3', '40'",
         "name the ages it compares (where: {age: [...]})",
     ),  # fmt: skip
+    "an age disparity selecting a year its side lacks": (
+        {
+            "area": None,
+            "disparities": [
+                {
+                    "name": "a4_a0",
+                    "where": {"age": ["40", "41"]},
+                    "numerator": {"area": "a04"},
+                    "denominator": {"area": "a00"},
+                }
+            ],
+        },
+        "drop",
+        "studies.mine.disparities[0].numerator: its strata have no population in age "
+        "band(s) '40', which its filters select",
+        "select only ages it has",
+    ),
 }
 
 

@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from dpsynth.study.definition import SINGLE_YEARS, StudyDefinition
-from dpsynth.study.table import StudyDataError, parse_age_band
+from dpsynth.study.table import StudyDataError, natural_key, parse_age_band
 
 #: Bands listed in one message before "and N more".
 SHOWN = 8
@@ -271,7 +271,7 @@ def _check_populations(
     if definition.area is not None:
         present = pd.crosstab(strata[definition.area].astype(str), band)
         present = present.reindex(columns=bands, fill_value=0)
-        lacking = present.index[(present == 0).any(axis=1)]
+        lacking = sorted(present.index[(present == 0).any(axis=1)], key=natural_key)
         if len(lacking):
             area = lacking[0]
             missing = [b for b in bands if present.loc[area, b] == 0]
@@ -282,18 +282,40 @@ def _check_populations(
                 f"in every band; {fix}"
             )
     for k, spec in enumerate(definition.disparities):
-        if names_age(definition, spec):
-            continue  # each side adjusted over the bands it selects
         key = f"studies.{name}.disparities[{k}]"
         where = filter_mask(strata, spec.where, f"{key}.where")
         for side in ("numerator", "denominator"):
             mask = filter_mask(strata, getattr(spec, side), f"{key}.{side}") & where
             have = set(band[mask])
-            missing = [b for b in bands if b not in have]
-            if missing:
+            needed = side_bands(definition, spec, side, strata, adjustment)
+            missing = [b for b in needed if b not in have]
+            if not missing:
+                continue
+            if names_age(definition, spec):
                 raise StudyDataError(
                     f"config key {key}.{side}: its strata have no population in age band(s) "
-                    f"{_listed(missing)}; an age-adjusted rate needs people in every band: "
-                    f"{fix}, or name the ages it compares (where: {{{definition.age}: "
-                    "[...]}), which adjusts each side over the ages it selects"
+                    f"{_listed(missing)}, which its filters select; an age-adjusted rate "
+                    f"needs people in every band it covers: select only ages it has "
+                    f"({definition.age!r} in its filters), {fix}"
                 )
+            raise StudyDataError(
+                f"config key {key}.{side}: its strata have no population in age band(s) "
+                f"{_listed(missing)}; an age-adjusted rate needs people in every band: "
+                f"{fix}, or name the ages it compares (where: {{{definition.age}: "
+                "[...]}), which adjusts each side over the ages it selects"
+            )
+
+
+def side_bands(
+    definition: StudyDefinition, spec, side: str, strata: pd.DataFrame, adjustment: AgeAdjustment
+) -> list[str]:
+    """The bands a side of a disparity is adjusted over, in the order of their ages: those
+    of the ages its filters select (its own filter on the age column and its where's),
+    every band when they name none."""
+    labels = strata[definition.age].astype(str).to_numpy()
+    mask = np.ones(len(strata), dtype=bool)
+    for filters in (getattr(spec, side), spec.where):
+        if definition.age in filters:
+            mask &= np.isin(labels, list(filters[definition.age]))
+    selected = set(adjustment.band[mask])
+    return [b for b in adjustment.edges if b in selected]

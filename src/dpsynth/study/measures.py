@@ -198,7 +198,7 @@ def study_measures(definition: StudyDefinition, strata: pd.DataFrame) -> Measure
         units = strata[list(definition.population_keys)].astype(str)
         options["unit"] = units.agg("|".join, axis=1).to_numpy()
     if definition.age is not None:  # the bands and weights (rules: dpsynth.study.age)
-        from dpsynth.study.age import age_adjustment, names_age
+        from dpsynth.study.age import age_adjustment, names_age, side_bands
 
         adjustment = age_adjustment(definition, strata)
         options["weights"] = adjustment.weights
@@ -208,8 +208,9 @@ def study_measures(definition: StudyDefinition, strata: pd.DataFrame) -> Measure
         for spec in definition.disparities:
             if names_age(definition, spec):
                 for side in ("numerator", "denominator"):
-                    group = f"{spec.name}:{side}"
-                    own[group] = sorted(set(adjustment.band[groups[group]]))
+                    own[f"{spec.name}:{side}"] = side_bands(
+                        definition, spec, side, strata, adjustment
+                    )
         if own:
             options["group_bands"] = own
     rates = GroupRates(population, groups, **options)
