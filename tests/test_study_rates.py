@@ -142,3 +142,25 @@ def test_a_partition_is_the_masks_object_to_the_bit(seed, n, groups):
         assert getattr(fast._indicator, part).dtype == getattr(masks._indicator, part).dtype
     counts = rng.poisson(3.0, (4, n)).astype(float)
     assert fast.rates(counts).tobytes() == masks.rates(counts).tobytes()
+
+
+def test_a_group_with_bands_of_its_own_is_adjusted_over_them():
+    """``group_bands``: the old strata's rate over the band 'old' alone (its weight
+    normalised to one: the crude rate of the band); every other group bit for bit as
+    without it."""
+    strata = small_strata()
+    old = (strata["age"] == "old").to_numpy()
+    groups = {"a": (strata["county"] == "a").to_numpy(), "old": old}
+    unit = strata[UNIT_KEYS].astype(str).agg("|".join, axis=1).to_numpy()
+    own = GroupRates(strata["population"], groups, band=strata["age"], weights=WEIGHTS,
+                     unit=unit, group_bands={"old": ["old"]})  # fmt: skip
+    plain = GroupRates(strata["population"], {"a": groups["a"]}, band=strata["age"],
+                       weights=WEIGHTS, unit=unit)  # fmt: skip
+    counts = np.vstack([strata["cases"].to_numpy(), strata["cases"].to_numpy()[::-1]])
+    got = own.rates(counts)
+    expected = counts[:, old].sum(axis=1) / strata.loc[old, "population"].sum() * 1e5
+    assert got[:, 1] == pytest.approx(expected, rel=1e-12)
+    assert got[:, 0].tobytes() == plain.rates(counts)[:, 0].tobytes()
+    with pytest.raises(ValueError, match="no population in age band"):
+        GroupRates(strata["population"], {"old": old}, band=strata["age"], weights=WEIGHTS,
+                   group_bands={"old": ["young", "old"]})  # fmt: skip

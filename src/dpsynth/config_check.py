@@ -335,6 +335,10 @@ def _explain(error: ValidationError, root: Mapping) -> tuple[str | None, str]:
 
     key_path = _dotted(path)
     wanted = _expected(keyword, error.validator_value, schema)
+    if keyword in ("anyOf", "oneOf") and isinstance(error.validator_value, list):
+        # every alternative, in words: "a mapping or exactly single-years"
+        alternatives = [_describe(_resolved(sub, root)) for sub in error.validator_value]
+        wanted = " or ".join(dict.fromkeys(alternatives))
     if wanted is None:
         return key_path, f"{key_path}: {_cut(error.message, 160)}{where}"
     return key_path, f"{key_path}: got {_show(error.instance)}, expected {wanted}{where}"

@@ -206,6 +206,12 @@ def checked_studies():
                 load_study_table(definition)
         except (StudyConfigError, StudyDataError, ValueError) as error:
             sys.exit(f"Error in study {name!r}: {error}")
+        except Exception as error:  # never a traceback: say what broke, and where
+            sys.exit(
+                f"Error in study {name!r}: config key studies.{name}: {error!r} while "
+                "checking it; expected an entry as config/README.md describes (please "
+                "report this message: the check should have named the key)"
+            )
         studies[name] = definition
     return studies
 

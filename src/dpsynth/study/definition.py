@@ -28,6 +28,9 @@ PRIOR_SOURCES = ("overall", "sanitised", "file", "column")
 ROUNDING = ("refuse", "nearest")
 ON_FAILURE = ("fail", "skip")
 GEOMETRY_MISSING = ("refuse", "allow")
+#: ``age.bands: single-years``: labels that are whole numbers are single years of age, and
+#: the standard population is spread evenly over single years (:mod:`dpsynth.study.age`).
+SINGLE_YEARS = "single-years"
 
 
 class StudyConfigError(ValueError):
@@ -87,6 +90,7 @@ class StudyDefinition:
     age: str | None
     standard_population: Path | None
     age_bands: Mapping[str, tuple[int, int | None]] | None
+    single_years: bool  # age.bands: single-years (dpsynth.study.age)
     population_keys: tuple[str, ...]
     prior: Prior
     arms: tuple[Arm, ...]
@@ -166,13 +170,24 @@ def _finite_positive(name: str, key: str, value) -> float:
 
 
 def _age_bands(name: str, bands) -> dict[str, tuple[int, int | None]] | None:
-    if bands is None:
+    if bands is None or bands == SINGLE_YEARS:
         return None
+    if not isinstance(bands, Mapping):
+        _fail(name, "age.bands", f"got {bands!r}; expected {SINGLE_YEARS} or label: [first "
+              "age, first age past] for each label, such as {'40-59': [40, 60]}")  # fmt: skip
     out = {}
+
+    def whole(value) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
     for label, edges in bands.items():
-        if not (isinstance(edges, list) and len(edges) == 2 and isinstance(edges[0], int)):
+        if not (isinstance(edges, list) and len(edges) == 2 and whole(edges[0])
+                and (edges[1] is None or whole(edges[1]))):  # fmt: skip
             _fail(name, f"age.bands.{label}", f"got {edges!r}; expected [first age, first age "
                   "past the band] such as [40, 60], or [85, null] for an open band")  # fmt: skip
+        if edges[1] is not None and edges[1] <= edges[0]:
+            _fail(name, f"age.bands.{label}", f"got {edges!r}, which holds no age; expected "
+                  "[first age, first age past] with first < past, such as [40, 60]")  # fmt: skip
         out[str(label)] = (int(edges[0]), None if edges[1] is None else int(edges[1]))
     return out
 
@@ -337,6 +352,7 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
         age=age_column,
         standard_population=base / age["standard_population"] if age else None,
         age_bands=_age_bands(name, age.get("bands")) if age else None,
+        single_years=bool(age) and age.get("bands") == SINGLE_YEARS,
         prior=prior,
         arms=tuple(arms),
         epsilons=epsilons,

@@ -12,7 +12,9 @@ A new measure is one entry of :data:`MEASURES`, one function and its tests.
   area rates (age-adjusted when the study has an age key): are the areas still ranked as
   they are? Only with an area key.
 * ``disparity:<name>`` (ratio): each configured disparity, the rate of its numerator
-  strata over that of its denominator strata (age-adjusted with an age key).
+  strata over that of its denominator strata (age-adjusted with an age key; a disparity
+  whose filters name the age column adjusts each side over the ages it selects,
+  :mod:`dpsynth.study.age`).
 
 :class:`Measures` scores many tables (rows) in one call.
 """
@@ -28,7 +30,7 @@ import pandas as pd
 from dpsynth.metrics import rmse_per_100k
 from dpsynth.study.definition import StudyDefinition
 from dpsynth.study.rates import GroupRates
-from dpsynth.study.table import age_bands, filter_mask
+from dpsynth.study.table import filter_mask
 
 AREA = "area:"
 DISPARITY = "disparity:"
@@ -195,11 +197,21 @@ def study_measures(definition: StudyDefinition, strata: pd.DataFrame) -> Measure
     if definition.population_keys != definition.keys:  # strata share their unit's population
         units = strata[list(definition.population_keys)].astype(str)
         options["unit"] = units.agg("|".join, axis=1).to_numpy()
-    if definition.age is not None:
-        from dpsynth.data.standard_population import load_standard_population, standard_weights
+    if definition.age is not None:  # the bands and weights (rules: dpsynth.study.age)
+        from dpsynth.study.age import age_adjustment, names_age, side_bands
 
-        standard = load_standard_population(definition.standard_population)
-        options["weights"] = standard_weights(standard, age_bands(definition, strata))
-        options["band"] = strata[definition.age].astype(str)
+        adjustment = age_adjustment(definition, strata)
+        options["weights"] = adjustment.weights
+        options["band"] = adjustment.band
+        # a disparity that compares ages: each side adjusted over the bands it selects
+        own = {}
+        for spec in definition.disparities:
+            if names_age(definition, spec):
+                for side in ("numerator", "denominator"):
+                    own[f"{spec.name}:{side}"] = side_bands(
+                        definition, spec, side, strata, adjustment
+                    )
+        if own:
+            options["group_bands"] = own
     rates = GroupRates(population, groups, **options)
     return Measures(rates, population, areas, study_measure_list(definition))

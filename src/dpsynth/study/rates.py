@@ -5,12 +5,15 @@ bands, ``w`` are standard-population weights (summing to one; direct adjustment)
 sums the counts of the group's strata in band b and pop_gb the populations of its distinct
 population units in band b (strata that share a population, such as the cancer types of
 Study 2's stand-in, count it once). Without age bands there is one band of weight one and
-the rate is the crude rate: the group's events over its population.
+the rate is the crude rate: the group's events over its population. A group given its own
+bands (``group_bands``: a disparity that compares ages) is adjusted over those bands only,
+the weights normalised to sum to one over them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Collection, Mapping
 
 import numpy as np
 import pandas as pd
@@ -22,17 +25,29 @@ from dpsynth.units import PER_100K
 CRUDE = "all ages"
 
 
+def band_key(label: str) -> tuple:
+    """Sort key of an age band's label by its ages, not its text: ``"9"`` before ``"10"``,
+    ``"Under 40"`` first, ``"85+"`` after ``"80-84"``."""
+    numbers = [int(n) for n in re.findall(r"\d+", label)]
+    lowered = label.lower()
+    first = 0 if ("under" in lowered or "<" in lowered) else (numbers[0] if numbers else -1)
+    return (first, "+" in label, numbers, label)
+
+
 class GroupRates:
     """Rates per 100,000 of named groups of strata (boolean masks), by one sparse product.
 
     ``band`` (a label per stratum) and ``weights`` (label -> standard weight) give direct
     age adjustment; ``band=None`` gives crude rates. ``unit`` (an id per stratum) names
-    the population unit of each stratum; ``None`` means every stratum is its own. Counts
-    passed to :meth:`rates` may be floats (expected counts) and hold many rows.
+    the population unit of each stratum; ``None`` means every stratum is its own.
+    ``group_bands`` (group name -> band labels) adjusts those groups over their own bands
+    (the weights normalised over them). Counts passed to :meth:`rates` may be floats
+    (expected counts) and hold many rows.
     """
 
     def __init__(self, population, groups: Mapping[str, np.ndarray], *, band=None,
-                 weights: pd.Series | None = None, unit=None):  # fmt: skip
+                 weights: pd.Series | None = None, unit=None,
+                 group_bands: Mapping[str, Collection[str]] | None = None):  # fmt: skip
         population = np.asarray(population, dtype=float)
         n = population.size
         if band is None:
@@ -48,6 +63,9 @@ class GroupRates:
         self.weights = weights.to_numpy(dtype=float)
         band_index = pd.Index(self.bands).get_indexer(band)
         n_bands = len(self.bands)
+        group_bands = dict(group_bands or {})
+        #: group index -> its own weights over every band (0 outside its bands)
+        self._own_weights: dict[int, np.ndarray] = {}
         rows, cols = [], []
         pop = np.zeros((len(self.names), n_bands))
         for g, name in enumerate(self.names):
@@ -63,7 +81,17 @@ class GroupRates:
             if unit is not None:
                 counted = members[np.sort(np.unique(unit[members], return_index=True)[1])]
             np.add.at(pop[g], band_index[counted], population[counted])
-            empty = [self.bands[b] for b in range(n_bands) if pop[g, b] <= 0]
+            needed = range(n_bands)
+            if name in group_bands:
+                own = set(map(str, group_bands[name]))
+                unknown = sorted(own - set(self.bands), key=band_key)
+                if unknown or not own:
+                    raise ValueError(f"group {name!r}: bands {unknown} have no standard weight")
+                needed = [b for b in range(n_bands) if self.bands[b] in own]
+                w = np.zeros(n_bands)
+                w[needed] = self.weights[needed] / self.weights[needed].sum()
+                self._own_weights[g] = w
+            empty = sorted((self.bands[b] for b in needed if pop[g, b] <= 0), key=band_key)
             if empty:
                 raise ValueError(f"group {name!r} has no population in age band(s) {empty}")
         rows, cols = np.concatenate(rows), np.concatenate(cols)
@@ -104,5 +132,12 @@ class GroupRates:
         flat = counts[None, :] if counts.ndim == 1 else counts
         by_band = np.asarray(self._indicator.T @ flat.T).T  # (rows, groups * bands)
         by_band = by_band.reshape(flat.shape[0], len(self.names), len(self.bands))
-        out = (by_band / self.population[None]) @ self.weights * PER_100K
+        if not getattr(self, "_own_weights", None):
+            out = (by_band / self.population[None]) @ self.weights * PER_100K
+            return out[0] if counts.ndim == 1 else out
+        # groups with bands of their own have no population outside them: 0 there, not 0/0
+        population = np.where(self.population > 0, self.population, 1.0)
+        out = (by_band / population[None]) @ self.weights * PER_100K
+        for g, w in self._own_weights.items():
+            out[:, g] = (by_band[:, g, :] / population[g]) @ w * PER_100K
         return out[0] if counts.ndim == 1 else out

@@ -37,8 +37,15 @@ class StudyDataError(ValueError):
     """The data do not hold what a study's definition names."""
 
 
+def natural_key(text: str) -> tuple:
+    """Sort key of a value in messages: its numbers as numbers (``'9'`` before ``'10'``,
+    ``'age 9'`` before ``'age 10'``), the rest as text; ties (``'01'``, ``'1'``) by the text."""
+    parts = [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", text) if t]
+    return (*parts, (2, 0, text))
+
+
 def _levels(values: pd.Series) -> str:
-    levels = sorted(values.astype(str).unique())
+    levels = sorted(values.astype(str).unique(), key=natural_key)
     text = ", ".join(repr(v) for v in levels[:SHOWN])
     return text + (f" and {len(levels) - SHOWN} more" if len(levels) > SHOWN else "")
 
@@ -98,6 +105,12 @@ def filter_mask(
     stratum left)."""
     mask = np.ones(len(strata), dtype=bool)
     for column, wanted in filters.items():
+        if column not in strata.columns:
+            raise StudyDataError(
+                f"config key {key}.{column}: no column {column!r} in the study's strata; "
+                f"columns are {list(strata.columns)}; expected a key or an attribute (list a "
+                "public column of the table under the study's attributes to filter on it)"
+            )
         mask &= _matching(strata, column, wanted, key, "the study's strata")
     if not mask.any():
         raise StudyDataError(f"config key {key}: no stratum matches {dict(filters)}")
@@ -119,23 +132,11 @@ def parse_age_band(label: str) -> tuple[int, int | None]:
 
 
 def age_bands(definition: StudyDefinition, strata: pd.DataFrame) -> dict[str, tuple]:
-    """Band label -> (first age, first age past), from the config or parsed from labels."""
-    labels = sorted(strata[definition.age].astype(str).unique())
-    given = definition.age_bands or {}
-    bands = {}
-    for label in labels:
-        if label in given:
-            bands[label] = given[label]
-            continue
-        try:
-            bands[label] = parse_age_band(label)
-        except ValueError:
-            raise StudyDataError(
-                f"config key studies.{definition.name}.age.bands: age band {label!r} of "
-                f"column {definition.age!r} cannot be read; expected labels such as '45-54', "
-                f"'85+' or 'Under 40', or give it as age.bands.{label}: [first, past]"
-            ) from None
-    return bands
+    """Band label -> (first age, first age past), from the config or read from the labels,
+    in the order of their ages (:func:`dpsynth.study.age.label_bands`)."""
+    from dpsynth.study.age import label_bands
+
+    return label_bands(definition, strata)
 
 
 def _round_counts(
@@ -190,7 +191,7 @@ def _geometry_table(definition: StudyDefinition) -> pd.DataFrame:
 
 def _listed(values) -> str:
     """Up to :data:`SHOWN` values, quoted, then how many more."""
-    values = sorted(values)
+    values = sorted(values, key=natural_key)
     text = ", ".join(repr(v) for v in values[:SHOWN])
     return text + (f" and {len(values) - SHOWN} more" if len(values) > SHOWN else "")
 
@@ -314,8 +315,10 @@ def read_study_table(definition: StudyDefinition) -> StudyTable:
             if not mask.any():
                 raise StudyDataError(f"config key {key}.{side}: no stratum matches it together "
                                      f"with where = {dict(disparity.where)}")  # fmt: skip
-    if definition.age is not None:
-        age_bands(definition, frame)
+    if definition.age is not None:  # bands, standard and populations (dpsynth.study.age)
+        from dpsynth.study.age import age_adjustment
+
+        age_adjustment(definition, frame)
     if definition.geometry is not None:
         check_geometry(definition, frame)
     warnings = []
