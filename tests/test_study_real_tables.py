@@ -441,6 +441,8 @@ def test_sids_released_from_its_study_says_what_the_guide_promised(sids_run, tmp
     (utility,) = (tmp_path / "home" / "dpsynth" / "private").glob("*/utility.md")
     text = utility.read_text()
     assert "arm `truncated_certified`" in text
+    # the release on the study's own map (its shapefile declares no CRS)
+    assert "(utility_map.png)" in text and (utility.parent / "utility_map.png").is_file()
     guide = pd.read_csv(work / "results/studies/sids/guide.csv")
     guide = guide[guide["arm"] == "truncated_certified"].set_index("measure")
     lines = {line.split("(`")[1].split("`)")[0]: line for line in text.splitlines()

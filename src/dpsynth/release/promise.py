@@ -132,6 +132,45 @@ def check_promise(study, strata, synthetic: np.ndarray, arm_name: str, n_referen
     return out
 
 
+#: The map of the release in the study's own geometry, in the private folder.
+MAP = "utility_map.png"
+
+
+def write_map(path, study, strata, synthetic: np.ndarray, arm, epsilon: float) -> bool:
+    """The study's map (:func:`dpsynth.plots.study.figure_maps`: its geometry, its
+    projection, its colour scale) of the true area rates and the sets' mean area rates,
+    into ``path``; False when the study has no geometry."""
+    d = study.definition
+    if d.geometry is None or d.area is None:
+        return False
+    import geopandas as gpd
+
+    from dpsynth.io import save_figure
+    from dpsynth.plots.study import figure_maps
+    from dpsynth.study.measures import study_measures
+
+    measures = study_measures(d, study_frame(study, strata))
+    truth = measures.area_rates(strata.counts)[0]
+    mean = measures.area_rates(synthetic).mean(axis=0)
+    areas = list(measures.areas)
+    rates = pd.concat([
+        pd.DataFrame({"arm": "truth", "area": areas, "epsilon": np.nan, "rate": truth}),
+        pd.DataFrame({"arm": arm.name, "area": areas, "epsilon": epsilon, "rate": mean}),
+    ], ignore_index=True)  # fmt: skip
+    geometry = (
+        gpd.read_parquet(d.geometry)
+        if d.geometry.suffix in (".parquet", ".pq")
+        else gpd.read_file(d.geometry)
+    )
+    figure = figure_maps(geometry, d.geometry_key, rates, [arm], [epsilon], d.name,
+                         d.geometry_outline)  # fmt: skip
+    sets = len(synthetic)
+    figure.suptitle(f"{d.title}: true area rates and the release's mean rates over its "
+                    f"{sets} synthetic set{'s' if sets > 1 else ''}", fontsize=11)  # fmt: skip
+    save_figure(figure, path)
+    return True
+
+
 def markdown(kept: list[Kept], study, arm_name: str, epsilon: float, sets: int) -> list[str]:
     """The section of utility.md: one line per measure."""
     guide = study.guide_path

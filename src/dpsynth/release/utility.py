@@ -428,6 +428,7 @@ def write_utility(folder: Path, request, strata, cal, synthetic, rng) -> list[st
     report.long_table().to_csv(folder / "utility.csv", index=False)
     _write_figure(report, folder / "utility.png")
     text = markdown(report, request.input.name)
+    names = list(FILES)
     if request.study is not None:  # the study's measures against its guide's promise
         from dpsynth.release import promise
         from dpsynth.release.request import plan_budget
@@ -438,9 +439,14 @@ def write_utility(folder: Path, request, strata, cal, synthetic, rng) -> list[st
         n = reference_tables(synthetic.shape[0], strata.counts.size)
         kept = promise.check_promise(request.study, strata, synthetic, arm, n, rng)
         lines = promise.markdown(kept, request.study, arm, epsilon, synthetic.shape[0])
+        study_arm = request.study.arm(request.mechanism, request.method)
+        if promise.write_map(folder / promise.MAP, request.study, strata, synthetic,
+                             study_arm, epsilon):  # fmt: skip
+            names.append(promise.MAP)
+            lines += ["", f"![true and synthetic area rates on the study's map]({promise.MAP})"]
         text += "\n" + "\n".join(lines) + "\n"
     (folder / "utility.md").write_text(text)
-    return list(FILES)
+    return names
 
 
 def _number(value) -> str:
