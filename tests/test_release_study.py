@@ -166,3 +166,27 @@ def test_calibrate_takes_the_study_too(tmp_path, in_checkout, private_ledger):
     assert code == 0, stderr
     assert "truncated / certified on 72 strata" in stdout and "prior: total" in stdout
     assert not private_ledger.exists()
+
+
+def test_a_set_beyond_the_tolerance_is_read_against_the_studys_own_tables():
+    """The guide promises the typical table (the median over the study's datasets): a
+    single set beyond the tolerance but within the spread of the study's tables at that
+    epsilon is said to vary as one table does, not to break the promise."""
+    from dpsynth.release.promise import Kept
+
+    def kept(value, study_range):
+        return Kept(
+            name="disparity:d", title="d", kind="ratio", truth=1.27,
+            synthetic=np.array([value]), reference=np.array([1.29, 1.27, 1.31]),
+            distance=abs(value / 1.29 - 1), tolerance=0.1, guide_verdict="met",
+            guide_text="met from epsilon 13.3", guide_epsilon=13.28,
+            study_range=study_range,
+        )  # fmt: skip
+
+    spread = (13.28, 1.13, 1.40)
+    assert kept(1.30, spread).conclusion(13.3).endswith("kept, as the guide promised")
+    assert "as one table varies" in kept(1.14, spread).conclusion(13.3)
+    assert "NOT kept, though promised" in kept(1.47, spread).conclusion(13.3)
+    assert "NOT kept, though promised" in kept(1.14, None).conclusion(13.3)
+    below = kept(1.30, spread).conclusion(5.0)
+    assert "not promised at this epsilon (the guide: from 13.3)" in below

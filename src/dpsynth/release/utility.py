@@ -437,7 +437,7 @@ def write_utility(folder: Path, request, strata, cal, synthetic, rng) -> list[st
         epsilon = budget.epsilon_prior + budget.epsilon_per_set
         arm = request.study.arm(request.mechanism, request.method).name
         n = reference_tables(synthetic.shape[0], strata.counts.size)
-        kept = promise.check_promise(request.study, strata, synthetic, arm, n, rng)
+        kept = promise.check_promise(request.study, strata, synthetic, arm, n, rng, epsilon)
         lines = promise.markdown(kept, request.study, arm, epsilon, synthetic.shape[0])
         study_arm = request.study.arm(request.mechanism, request.method)
         if promise.write_map(folder / promise.MAP, request.study, strata, synthetic,
