@@ -40,6 +40,7 @@ import math
 import os
 import secrets
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -155,6 +156,11 @@ def _build(design: Design, counts, cal, progress):
     from tqdm import tqdm
 
     disable = None if progress is None else not progress
+    if progress is not False:  # on a terminal or not: 30 s of silence look like a hang
+        from dpsynth import compile_cache
+
+        if not compile_cache.sampler_compiled():
+            print(compile_cache.FIRST_COMPILE, file=sys.stderr, flush=True)
     with tqdm(total=100, desc="building the sampler", unit="%", disable=disable) as bar:
 
         def advance(fraction: float) -> None:
