@@ -90,7 +90,8 @@ def test_console_script_is_installed():
 
 
 def test_help_explains_every_option_and_the_unit_of_privacy(tmp_path):
-    text = ok("synthesize", "--help", cwd=tmp_path).stdout
+    """--help-all (--help shows a screen of the essential ones: test_cli_first_contact)."""
+    text = ok("synthesize", "--help-all", cwd=tmp_path).stdout
     parser = build_parser()
     synthesize = parser._subparsers._group_actions[0].choices["synthesize"]
     for action in synthesize._actions:

@@ -10,11 +10,13 @@ The work itself is done by :mod:`dpsynth.release`.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import math
 import os
 import signal
 import sys
+import textwrap
 from pathlib import Path
 
 from dpsynth import __version__
@@ -29,7 +31,7 @@ events, a population and, for pg and truncated, a prior rate (public, from an ex
 file, or sanitised from the counts with part of the budget). The total of the counts is
 released exactly; every synthetic set sums to it.
 
-Unit of privacy: {neighbours}
+{neighbours}
 
 --epsilon is the TOTAL budget of the whole release: the sanitised prior (if any) takes
 --prior-epsilon, and the --sets synthetic sets share the rest equally. --delta (default
@@ -151,9 +153,10 @@ def _inflation(text: str) -> float:
     return value
 
 
-def _add_ledger_options(group) -> None:
+def _add_ledger_options(group, dataset_group=None) -> None:
     """--budget, --dataset and --ledger: what the release is added up with (synthesize
-    records it, calibrate previews it)."""
+    records it, calibrate previews it); --dataset in ``dataset_group`` if given (the
+    required arguments of synthesize)."""
     group.add_argument(
         "--budget",
         type=_positive_float,
@@ -162,7 +165,7 @@ def _add_ledger_options(group) -> None:
         "later release under NAME is checked against it, with or without --budget), else a "
         "cap of this release below the stored one; larger than the stored one is refused",
     )
-    group.add_argument(
+    (dataset_group or group).add_argument(
         "--dataset",
         metavar="NAME",
         help="REQUIRED for synthesize: the name of the confidential data this table counts "
@@ -204,8 +207,10 @@ def _add_limit_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_strata_options(syn: argparse.ArgumentParser) -> None:
-    """Input, columns, mechanism and budget: what ``synthesize`` and ``calibrate`` share."""
+def _add_strata_options(syn: argparse.ArgumentParser, required) -> None:
+    """Input, columns, mechanism and budget: what ``synthesize`` and ``calibrate`` share;
+    the options they cannot run without go to the group ``required`` (checked by
+    :func:`_check_required`, not by argparse)."""
     from dpsynth.release.request import DEFAULT_PRIOR_SHARE, DEFAULTS
 
     io = syn.add_argument_group("input")
@@ -219,7 +224,7 @@ def _add_strata_options(syn: argparse.ArgumentParser) -> None:
         "--method must be one of the study's arms. Replaces --input, --keys and the column, "
         "prior and truncation options",
     )
-    io.add_argument(
+    required.add_argument(
         "--input",
         type=Path,
         metavar="FILE",
@@ -233,7 +238,7 @@ def _add_strata_options(syn: argparse.ArgumentParser) -> None:
         "snake_case names such as county_code; WONDER's labels, rates and flags are dropped",
     )
     cols = syn.add_argument_group("columns (every input column must be named here)")
-    cols.add_argument(
+    required.add_argument(
         "--keys",
         nargs="+",
         metavar="COLUMN",
@@ -255,7 +260,7 @@ def _add_strata_options(syn: argparse.ArgumentParser) -> None:
         "before anything else; the guarantee is then about the rounded table, and the "
         "manifest says that this rule was applied (not which counts it changed)",
     )
-    cols.add_argument(
+    required.add_argument(
         "--strata",
         metavar="FILE|input|cross-product",
         help="REQUIRED, no default: where the list of every stratum comes from. The release "
@@ -337,10 +342,10 @@ def _add_strata_options(syn: argparse.ArgumentParser) -> None:
     )
 
     mech = syn.add_argument_group("mechanism and privacy")
-    mech.add_argument(
+    required.add_argument(
         "--epsilon",
-        required=True,
         type=_positive_float,
+        metavar="EPS",
         help="TOTAL privacy budget of the whole release (prior and every set), a number > 0",
     )
     mech.add_argument(
@@ -350,9 +355,8 @@ def _add_strata_options(syn: argparse.ArgumentParser) -> None:
         help="total delta: bound on the sampler's numerical error over all sets (default: "
         "%(default)g)",
     )
-    mech.add_argument(
+    required.add_argument(
         "--mechanism",
-        required=True,
         choices=MECHANISMS,
         help="md: multinomial-Dirichlet; pg: Poisson-gamma; truncated: truncated Poisson-gamma",
     )
@@ -394,38 +398,212 @@ def _add_strata_options(syn: argparse.ArgumentParser) -> None:
     )
 
 
-def _strata_shown_required(parser: argparse.ArgumentParser) -> None:
-    """Show --strata in the usage line as the required option it is: argparse cannot mark
-    it required without replacing :data:`STRATA_REQUIRED`'s explanation by its own."""
-    usage = parser.format_usage().removeprefix("usage: ").rstrip("\n")
-    optional = "[--strata FILE|input|cross-product]"
-    parser.usage = usage.replace(optional, optional[1:-1]).replace("%", "%%")
+#: The usage lines of the commands with many options: the options they cannot run without
+#: (every option: --help-all), in two lines of at most 80 characters, which errors print
+#: above their message.
+SYNTHESIZE_USAGE = """\
+%(prog)s --input FILE --keys COL... --dataset NAME --out DIR
+  --strata FILE|input|cross-product --epsilon EPS --mechanism {md,pg,truncated}"""
+CALIBRATE_USAGE = """\
+%(prog)s --input FILE --keys COL... --epsilon EPS
+  --strata FILE|input|cross-product --mechanism {md,pg,truncated} [options]"""
+
+#: What a command cannot run without, as (option, attribute) in the order of its usage
+#: line: checked by :func:`_check_required` after parsing, all missing ones in one message.
+#: Not argparse's ``required=True``: --input and --keys have an alternative (--study), and
+#: the errors of a missing --strata or --dataset explain why there is no default
+#: (:data:`~dpsynth.release.request.STRATA_REQUIRED`, ``DATASET_REQUIRED``), which
+#: argparse's own message would replace.
+REQUIRED = {
+    "synthesize": (
+        ("--input", "input"),
+        ("--keys", "keys"),
+        ("--strata", "strata"),
+        ("--dataset", "dataset"),
+        ("--epsilon", "epsilon"),
+        ("--mechanism", "mechanism"),
+        ("--out", "out"),
+    ),
+    "calibrate": (
+        ("--input", "input"),
+        ("--keys", "keys"),
+        ("--strata", "strata"),
+        ("--epsilon", "epsilon"),
+        ("--mechanism", "mechanism"),
+    ),
+}
+#: Replaced by --study CONFIG:NAME.
+_STUDY_DECIDES = ("--input", "--keys")
+_REQUIRED_TITLE = "required arguments (--study CONFIG:NAME replaces --input and --keys)"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from dpsynth.release.request import DEFAULTS, NEIGHBOURS
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser with errors a newcomer can read: the command's usage in at most
+    two lines, the message, and "did you mean" for a mistyped option, command or choice.
+    ``brief`` (description, sections, epilog) is what ``--help`` shows, a screen: the
+    sections are (title, ((option, short help), ...)); ``--help-all`` shows everything."""
 
-    parser = argparse.ArgumentParser(
-        prog="dpsynth",
-        description="Differentially private synthetic count data.",
-        allow_abbrev=False,
+    def __init__(self, *args, brief=None, **kwargs):
+        self.brief = brief
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str):
+        usage = self.format_usage().rstrip("\n")
+        if usage.count("\n") > 1:
+            usage = f"usage: {self.prog} [options]"
+        hint = _did_you_mean(self, message)
+        self.exit(2, f"{usage}\n{self.prog}: error: {message}\n{hint}")
+
+    def format_brief_help(self) -> str:
+        if self.brief is None:
+            return self.format_help()
+        description, sections, epilog = self.brief
+        short = argparse.ArgumentParser(
+            prog=self.prog,
+            usage=self.usage,
+            description=description,
+            epilog=epilog,
+            formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(
+                prog, max_help_position=34
+            ),
+            add_help=False,
+        )
+        for title, entries in sections:
+            group = short.add_argument_group(title)
+            for option, text in entries:
+                action = copy.copy(self._option_string_actions[option])
+                action.help = text
+                group._add_action(action)
+        return short.format_help()
+
+
+def _did_you_mean(parser: argparse.ArgumentParser, message: str) -> str:
+    """A line "did you mean ...?" for an unrecognized option or an invalid choice (a
+    command, a mechanism) close to a valid one, else ""."""
+    import difflib
+    import re
+
+    choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+    if choice:
+        given, valid = choice[1], re.findall(r"'([^']*)'", choice[2])
+    elif message.startswith("unrecognized arguments: "):
+        words = message.removeprefix("unrecognized arguments: ").split()
+        given = next((w.split("=", 1)[0] for w in words if w.startswith("-")), "")
+        valid = [
+            option
+            for action in parser._actions
+            if action.help != argparse.SUPPRESS
+            for option in action.option_strings
+            if option.startswith("--")
+        ]
+    else:
+        return ""
+    close = difflib.get_close_matches(given, valid, n=1, cutoff=0.6) if given else []
+    return f"did you mean {close[0]}?\n" if close else ""
+
+
+class _Help(argparse.Action):
+    """-h/--help (a screen: :meth:`_Parser.format_brief_help`) or, with ``full``,
+    --help-all (every option)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, full=False, help=None):
+        super().__init__(option_strings, dest, default=argparse.SUPPRESS, nargs=0, help=help)
+        self.full = full
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(parser.format_help() if self.full else parser.format_brief_help(), end="")
+        parser.exit()
+
+
+def _add_help_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-h", "--help", action=_Help, help="show the essential options and exit")
+    parser.add_argument(
+        "--help-all", action=_Help, full=True, help="show every option, the output and exit"
     )
-    parser.add_argument("--version", action="version", version=f"dpsynth {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    syn = commands.add_parser(
-        "synthesize",
-        help="release synthetic counts of a table of strata",
-        description=DESCRIPTION.format(neighbours=NEIGHBOURS, delta=DEFAULTS["delta"]),
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        allow_abbrev=False,
+
+
+def _brief_sections(*required: tuple[str, str], common: tuple[tuple[str, str], ...]):
+    return (
+        (_REQUIRED_TITLE, required),
+        ("common options (every option: --help-all)", common),
     )
 
-    _add_strata_options(syn)
+
+SYNTHESIZE_BRIEF = (
+    textwrap.fill(
+        "Release differentially private synthetic counts of a table of strata: one row per "
+        "stratum (key columns, a count of events, a population). --epsilon is the total "
+        "privacy budget of the release; every synthetic set sums to the table's total, which "
+        "is released exactly. Every option and the files written: --help-all. The guide, "
+        "step by step: docs/release.md; the guarantee: docs/privacy.md.",
+        78,
+        break_on_hyphens=False,
+    ),
+    _brief_sections(
+        ("--input", "the table, CSV or Parquet, a row per stratum"),
+        ("--keys", "the key columns that identify a stratum"),
+        ("--strata", "where the list of strata comes from (public)"),
+        ("--dataset", "the people counted: the unit of the budget"),
+        ("--epsilon", "TOTAL privacy budget of this release, > 0"),
+        ("--mechanism", "md (multinomial-Dirichlet), pg or truncated"),
+        ("--out", "the release folder to create (public)"),
+        common=(
+            ("--help", "show this screen and exit"),
+            ("--help-all", "show every option and the files written"),
+            ("--study", "take the table and its columns from a study"),
+            ("--sets", "number of synthetic sets, sharing the budget"),
+            ("--prior", "a file of public prior rates (pg, truncated)"),
+            ("--sanitised-prior-by", "a noisy prior from the counts' group totals"),
+            ("--count-column", "column of counts (default: count)"),
+            ("--population-column", "column of populations (default: population)"),
+            ("--budget", "the dataset's budget, kept in the ledger"),
+            ("--private-dir", "the private files' folder (never publish)"),
+            ("--quiet", "no progress on stderr"),
+        ),
+    ),
+    """\
+example:
+  dpsynth synthesize --input counts.csv --keys county age --strata strata.csv \\
+      --dataset us-deaths-1999 --budget 2 --epsilon 1 --mechanism truncated \\
+      --prior rates.csv --out release/
+""",
+)
+
+CALIBRATE_BRIEF = (
+    textwrap.fill(
+        "Show what a release of this table would promise (the budget split, the guarantee, "
+        "the calibration), before anything is drawn or spent. The options of dpsynth "
+        "synthesize; every option: --help-all. The guide: docs/release.md.",
+        78,
+        break_on_hyphens=False,
+    ),
+    _brief_sections(
+        *SYNTHESIZE_BRIEF[1][0][1][:3],
+        *SYNTHESIZE_BRIEF[1][0][1][4:6],
+        common=(
+            ("--help", "show this screen and exit"),
+            ("--help-all", "show every option"),
+            ("--study", "take the table and its columns from a study"),
+            ("--dataset", "the dataset whose budget it would spend"),
+            ("--sets", "number of synthetic sets, sharing the budget"),
+            ("--prior", "a file of public prior rates (pg, truncated)"),
+            ("--hyperparameters", "also write the calibration of each stratum"),
+        ),
+    ),
+    None,
+)
+
+
+def _synthesize_arguments(syn: argparse.ArgumentParser) -> None:
+    """The options of ``dpsynth synthesize``."""
+    from dpsynth.release.request import DEFAULTS
+
+    _add_help_options(syn)
+    required = syn.add_argument_group(_REQUIRED_TITLE)
+    _add_strata_options(syn, required)
     io = syn.add_argument_group("output")
-    io.add_argument(
+    required.add_argument(
         "--out",
-        required=True,
         type=Path,
         metavar="DIR",
         help="release folder to create (public: publish it whole). Built in a hidden partial "
@@ -466,7 +644,7 @@ def build_parser() -> argparse.ArgumentParser:
         "'reproducible test, not for publication' (a chosen seed can be guessed, and with "
         "it the data)",
     )
-    _add_ledger_options(draw)
+    _add_ledger_options(draw, required)
     draw.add_argument(
         "--quiet", action="store_true", help="no progress bar (shown only on a terminal anyway)"
     )
@@ -494,14 +672,12 @@ def build_parser() -> argparse.ArgumentParser:
         "folder, the frame the project ships)",
     )
 
-    cal = commands.add_parser(
-        "calibrate",
-        help="show what a release would promise, before drawing anything",
-        description=CALIBRATE_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        allow_abbrev=False,
-    )
-    _add_strata_options(cal)
+
+def _calibrate_arguments(cal: argparse.ArgumentParser) -> None:
+    """The options of ``dpsynth calibrate``: those of synthesize that decide the release."""
+    _add_help_options(cal)
+    required = cal.add_argument_group(_REQUIRED_TITLE)
+    _add_strata_options(cal, required)
     _add_limit_options(cal)
     _add_ledger_options(cal.add_argument_group("accounting (read, never written)"))
     cal.add_argument(
@@ -511,14 +687,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="also write the per-stratum calibration (keys, a, b, L, U) to FILE (.csv or "
         ".parquet); it is public, like the release's own hyperparameters",
     )
-    led = commands.add_parser(
-        "ledger",
-        help="show the privacy budget spent per dataset and table of strata",
-        description="Show the steward's ledger: total epsilon and delta spent per dataset "
-        "name (--dataset of synthesize), with each of its tables, and per table of strata "
-        "released without a name (identified by its keys and populations), and its releases.",
-        allow_abbrev=False,
-    )
+
+
+def _ledger_arguments(led: argparse.ArgumentParser) -> None:
+    """The options of ``dpsynth ledger``."""
     led.add_argument("--ledger", type=Path, metavar="FILE", help="ledger file (default as above)")
     action = led.add_mutually_exclusive_group()
     action.add_argument(
@@ -540,18 +712,101 @@ def build_parser() -> argparse.ArgumentParser:
         help="one dataset name, or one table's id (or its first 12 hex digits): its total and "
         "its releases (a table released under a name shows the name's)",
     )
-    for command in (syn, cal):
-        _strata_shown_required(command)
-    ver = commands.add_parser(
-        "verify",
-        help="check a published release against its manifest, as a reviewer",
-        description=VERIFY_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        allow_abbrev=False,
-    )
+
+
+def _verify_arguments(ver: argparse.ArgumentParser) -> None:
+    """The arguments of ``dpsynth verify``."""
     ver.add_argument("release", type=Path, metavar="RELEASE_DIR", help="the public release folder")
     ver.add_argument("--json", action="store_true", help="print the checks as JSON (for machines)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line: one function per command adds its arguments."""
+    from dpsynth.release.request import DEFAULTS, NEIGHBOURS
+
+    parser = _Parser(
+        prog="dpsynth",
+        description="Differentially private synthetic count data.",
+        allow_abbrev=False,
+    )
+    parser.add_argument("--version", action="version", version=f"dpsynth {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    neighbours = textwrap.fill(f"Unit of privacy: {NEIGHBOURS}", 88)
+    _synthesize_arguments(
+        commands.add_parser(
+            "synthesize",
+            help="release synthetic counts of a table of strata",
+            usage=SYNTHESIZE_USAGE,
+            description=DESCRIPTION.format(neighbours=neighbours, delta=DEFAULTS["delta"]),
+            epilog=EPILOG,
+            brief=SYNTHESIZE_BRIEF,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            allow_abbrev=False,
+            add_help=False,
+        )
+    )
+    _calibrate_arguments(
+        commands.add_parser(
+            "calibrate",
+            help="show what a release would promise, before drawing anything",
+            usage=CALIBRATE_USAGE,
+            description=CALIBRATE_DESCRIPTION,
+            brief=CALIBRATE_BRIEF,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            allow_abbrev=False,
+            add_help=False,
+        )
+    )
+    _ledger_arguments(
+        commands.add_parser(
+            "ledger",
+            help="show the privacy budget spent per dataset and table of strata",
+            description="Show the steward's ledger: total epsilon and delta spent per dataset "
+            "name (--dataset of synthesize), with each of its tables, and per table of strata "
+            "released without a name (identified by its keys and populations), and its "
+            "releases.",
+            allow_abbrev=False,
+        )
+    )
+    _verify_arguments(
+        commands.add_parser(
+            "verify",
+            help="check a published release against its manifest, as a reviewer",
+            description=VERIFY_DESCRIPTION,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            allow_abbrev=False,
+        )
+    )
     return parser
+
+
+def _command_parser(parser: argparse.ArgumentParser, command: str) -> _Parser:
+    return parser._subparsers._group_actions[0].choices[command]
+
+
+def _check_required(parser: _Parser, args) -> None:
+    """Every option of :data:`REQUIRED` missing from ``args``, named in one message (a
+    usage error); a missing --strata or --dataset alone gets its explanation instead
+    (raised as :class:`_Usage`)."""
+    from dpsynth.release.request import DATASET_REQUIRED, STRATA_REQUIRED
+
+    missing = [
+        option
+        for option, name in REQUIRED.get(args.command, ())
+        if getattr(args, name) is None and not (option in _STUDY_DECIDES and args.study)
+    ]
+    explained = {"--strata": STRATA_REQUIRED, "--dataset": DATASET_REQUIRED}
+    if missing == ["--dataset"]:  # said by _synthesize, after the other options' checks
+        return
+    if missing and all(option in explained for option in missing):
+        also = [f"also required: {explained[o].split(' is required')[0]}" for o in missing[1:]]
+        raise _Usage("\n".join([explained[missing[0]], *also]))
+    if missing:
+        shown = [
+            f"{o} (or --study CONFIG:NAME)" if o == "--keys" and "--input" in missing else o
+            for o in missing
+        ]
+        parser.error(f"the following arguments are required: {', '.join(shown)}")
 
 
 def _synthesize(args) -> int:
@@ -765,7 +1020,16 @@ def _on_sigterm(signum, frame):
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)  # exits 2 with a usage message on bad options
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)  # exits 2 with a usage message on bad options
+    command = _command_parser(parser, args.command)
+    if unknown:  # the command's usage and "did you mean", not the top level's
+        command.error(f"unrecognized arguments: {' '.join(unknown)}")
+    try:
+        _check_required(command, args)
+    except _Usage as err:
+        print(f"dpsynth {args.command}: error: {err}", file=sys.stderr)
+        return 2
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         handler = {

@@ -43,3 +43,30 @@ def available(module_file: str) -> bool:
             )
             _checked[module_file] = False
     return _checked[module_file]
+
+
+#: Printed on stderr before a release compiles its sampler for the first time.
+FIRST_COMPILE = "compiling the sampler once, about 30 s; later runs reuse it"
+
+
+def sampler_compiled() -> bool:
+    """Whether the machine code of a release's sampler is on disk and current (numba's
+    index of each entry point that Python calls exists and its source stamp matches), so
+    that a release loads it instead of compiling; True where numba cannot cache (every
+    process compiles, and :func:`available` has warned)."""
+    from dpsynth.sampling import tree_build, tree_draw
+
+    for function in (
+        tree_draw.tilted_success,
+        tree_build._leaves_serial,
+        tree_draw.draw_tree_exact,
+    ):
+        cache = getattr(function, "_cache", None)
+        if not isinstance(cache, FunctionCache):
+            return True
+        try:
+            if not cache._cache_file._load_index():
+                return False
+        except Exception:  # an unreadable index: numba compiles again
+            return False
+    return True

@@ -10,6 +10,8 @@ raises, so a message is about one problem.
 
 from __future__ import annotations
 
+import csv
+import gzip
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -24,6 +26,15 @@ SHOWN_ROWS = 8
 MAX_COUNT = 2**53
 #: File names read as CSV (the rest are Parquet).
 CSV_SUFFIXES = (".csv", ".csv.gz", ".txt")
+#: Spreadsheets, refused with a hint: dpsynth reads no workbook (which sheet, which cells,
+#: dates and numbers as the program shows them).
+SPREADSHEET_SUFFIXES = (".xlsx", ".xlsm", ".xls", ".ods")
+#: The first bytes of a spreadsheet saved under another name: a zip (.xlsx, .ods) or an
+#: OLE2 compound file (.xls).
+SPREADSHEET_MAGIC = (b"PK\x03\x04", b"\xd0\xcf\x11\xe0")
+#: The delimiters a CSV's first kilobyte is sniffed for (a semicolon where the decimal
+#: separator is a comma, a tab, a bar); the comma when the header line holds one.
+DELIMITERS = ",;\t|"
 
 
 def _describe(frame: pd.DataFrame, mask: pd.Series, keys: Sequence[str]) -> str:
@@ -290,17 +301,60 @@ def read_table(path: Path) -> pd.DataFrame:
     if not path.is_file():
         raise ValueError(f"{path}: file not found; expected a CSV or Parquet file of strata")
     name = path.name.lower()
+    if name.endswith(SPREADSHEET_SUFFIXES):
+        raise ValueError(_SPREADSHEET.format(path=path, kind=f"a spreadsheet ({path.suffix})"))
+    csv_file = name.endswith(CSV_SUFFIXES)
     try:
         if name.endswith((".parquet", ".pq")):
             return pd.read_parquet(path)
-        if name.endswith(CSV_SUFFIXES):
+        if csv_file:
             # text stays text: only an empty cell is missing ('NA' may be a place)
-            return pd.read_csv(
-                path, dtype=str, skipinitialspace=True, keep_default_na=False, na_values=[""]
-            )
+            sep = csv_delimiter(path)
+            frame = pd.read_csv(
+                path, sep=sep, dtype=str, skipinitialspace=True, keep_default_na=False,
+                na_values=[""],
+            )  # fmt: skip
+            (header,) = frame.columns if len(frame.columns) == 1 else ("",)
+            other = [repr(d) for d in DELIMITERS[1:] if d in str(header)]
+            if other:
+                raise ValueError(
+                    f"{path}: one column named {str(header)[:60]!r}: the file seems delimited "
+                    f"by {' or '.join(other)}, not commas; save it as comma-delimited CSV"
+                )
+            return frame
     except (ValueError, OSError) as err:  # pyarrow and the CSV parser raise these
+        if str(err).startswith(f"{path}: "):
+            raise
         raise ValueError(f"{path}: could not be read ({err})") from err
     raise ValueError(
         f"{path}: unknown file type; expected .csv, .csv.gz, .txt, .parquet or .pq "
         "(or a CDC WONDER export with --wonder)"
     )
+
+
+_SPREADSHEET = (
+    "{path}: {kind}; dpsynth reads CSV or Parquet files only: save the sheet as CSV "
+    "(comma-delimited, UTF-8) or Parquet and give that file"
+)
+
+
+def csv_delimiter(path: Path) -> str:
+    """The delimiter of the CSV ``path``: the comma, unless its header line holds none and
+    :class:`csv.Sniffer` finds a semicolon, a tab or a bar in its first kilobyte. A
+    spreadsheet saved under a CSV name raises ``ValueError`` with a hint."""
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    with opener(path, "rb") as file:
+        head = file.read(1024)
+    if head.startswith(SPREADSHEET_MAGIC):
+        raise ValueError(
+            _SPREADSHEET.format(path=path, kind="a spreadsheet saved under a CSV name")
+        )
+    sample = head.decode("utf-8", errors="replace")
+    header = sample.splitlines()[0] if sample else ""
+    if "," in header:
+        return ","
+    try:
+        found = csv.Sniffer().sniff(sample, delimiters=DELIMITERS).delimiter
+    except csv.Error:  # one column, or no pattern to find
+        return ","
+    return found if found in header else ","

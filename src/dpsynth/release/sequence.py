@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import secrets
 import shutil
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -319,6 +320,11 @@ class Release:
         """The release sampler (a progress bar on a terminal), then each set from its own
         stream ``set:k`` of the root key."""
         request, cal = self.request, self.cal
+        if request.progress is not False:  # on a terminal or not: 30 s of silence look hung
+            from dpsynth import compile_cache
+
+            if not compile_cache.sampler_compiled():
+                print(compile_cache.FIRST_COMPILE, file=sys.stderr, flush=True)
         try:
             with _progress_bar(request.progress, total=100, desc="building the sampler",
                                unit="%") as bar:  # fmt: skip

@@ -27,6 +27,8 @@ has sets, and at least :data:`REFERENCE_MIN_TABLES`, at most what
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,11 +76,11 @@ class Compared:
         n = self.reference.size
         if low <= ours <= high:
             return (
-                f" (within the range of the {n} no-privacy tables, {low:.3g} to {high:.3g}: "
-                "synthesis alone can do as badly)"
+                f" (within the range of the {n} no-privacy tables, {_human(low)} to "
+                f"{_human(high)}: synthesis alone can do as badly)"
             )
         return (
-            f" (outside the range of the {n} no-privacy tables, {low:.3g} to {high:.3g}: "
+            f" (outside the range of the {n} no-privacy tables, {_human(low)} to {_human(high)}: "
             "beyond what synthesis alone does)"
         )
 
@@ -155,10 +157,10 @@ class Utility:
         ours, theirs = np.median(self.rmse.synthetic), np.median(self.rmse.reference)
         added = KINDS["error"].distance(ours, theirs, self.overall_rate)
         out["rmse"] = (
-            f"the synthetic sets' rMSE of the strata rates ({ours:.3g} per 100,000, median) "
-            f"is {_times(ratio)} that of synthesis with no privacy ({theirs:.3g}): privacy "
-            f"adds {max(ours - theirs, 0):.3g} per 100,000, {100 * added:.2g}% of the overall "
-            f"rate ({self.overall_rate:.3g})" + self.rmse.noise_note()
+            f"the synthetic sets' rMSE of the strata rates ({_human(ours)} per 100,000, median) "
+            f"is {_times(ratio)} that of synthesis with no privacy ({_human(theirs)}): privacy "
+            f"adds {_human(max(ours - theirs, 0))} per 100,000, {_human(100 * added, 2)}% of "
+            f"the overall rate ({_human(self.overall_rate)})" + self.rmse.noise_note()
         )
         if self.rank_correlation is not None:
             ours = np.nanmedian(self.rank_correlation.synthetic)
@@ -183,13 +185,13 @@ class Utility:
             ours, theirs = np.median(error.synthetic), np.median(error.reference)
             out[f"total:{totals.key}"] = (
                 f"totals by `{totals.key}` ({totals.groups.size} groups): the sets are off by "
-                f"{ours:.3g} events per group (mean absolute difference, median over sets), "
-                f"{_times(error.ratio())} synthesis with no privacy ({theirs:.3g})"
+                f"{_human(ours)} events per group (mean absolute difference, median over sets), "
+                f"{_times(error.ratio())} synthesis with no privacy ({_human(theirs)})"
             )
         out.update(self._prior_verdicts())
         if self.outside is not None:
             out["outside_bounds"] = (
-                f"{self.outside} of {self.strata} strata ({100 * self.outside_share:.2g}%) "
+                f"{self.outside} of {self.strata} strata ({_human(100 * self.outside_share, 2)}%) "
                 "have a true count outside their truncation bounds [L, U]: the mechanism "
                 "sees them clamped to the nearest bound, and no set can reach them"
             )
@@ -204,8 +206,8 @@ class Utility:
         ours, prior = float(np.median(self.rmse.synthetic)), self.prior["rmse"]
         if ours >= prior:
             out["prior:rmse"] = (
-                f"the sets' rMSE ({ours:.3g} per 100,000, median) is no better than the prior "
-                f"alone's ({prior:.3g}, the total spread by the prior): at this epsilon the "
+                f"the sets' rMSE ({_human(ours)} per 100,000, median) is no better than the prior "
+                f"alone's ({_human(prior)}, the total spread by the prior): at this epsilon the "
                 "sets tell users nothing about the strata rates that the prior does not"
             )
         if self.rank_correlation is not None and "rank_correlation" in self.prior:
@@ -247,6 +249,40 @@ def _scalar_row(measure: str, key: str, truth: float, values: Compared) -> pd.Da
                                ("max", np.max)):  # fmt: skip
             row[f"{name}_{stat}"] = float(function(sample)) if sample.size else np.nan
     return pd.DataFrame([row])
+
+
+def _human(value: float, digits: int = 3) -> str:
+    """``value`` to ``digits`` significant digits as a reader writes it: never in exponent
+    form, thousands separated (170, 12,300, 0.0012)."""
+    value = float(value)
+    if not math.isfinite(value) or value == 0:
+        return f"{value:g}"
+    rounded = float(f"{value:.{digits}g}")
+    decimals = max(digits - 1 - math.floor(math.log10(abs(rounded))), 0)
+    text = f"{rounded:,.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _group_order(values) -> np.ndarray:
+    """The positions of a key's distinct text values in key order, numbers within the text
+    compared as numbers (age groups '5-9' before '10-14', '85+' last), ties by the text."""
+
+    def natural(text: str):
+        parts = re.split(r"(\d+(?:\.\d+)?)", text)
+        return tuple(float(p) if i % 2 else p for i, p in enumerate(parts)), text
+
+    return np.array(sorted(range(len(values)), key=lambda i: natural(str(values[i]))), int)
+
+
+def _factorize(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize(column, sort=True)``, text values in :func:`_group_order`."""
+    codes, values = pd.factorize(column, sort=True)
+    if isinstance(column.dtype, pd.CategoricalDtype) or pd.api.types.is_numeric_dtype(column):
+        return codes, values
+    order = _group_order(values)
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return rank[codes], np.asarray(values)[order]
 
 
 def _times(ratio: float) -> str:
@@ -364,7 +400,7 @@ def utility_report(
 
     key_codes = []
     for column in keys.columns:
-        codes, values = pd.factorize(keys[column], sort=True)
+        codes, values = _factorize(keys[column])
         key_codes.append((column, np.asarray(values), _indicator(codes, len(values))))
 
     def score(tables_batches):
@@ -508,7 +544,7 @@ def markdown(report: Utility, name: str) -> str:
         lines += [
             "",
             f"True counts outside the truncation bounds: {r.outside} of {r.strata} strata "
-            f"({100 * r.outside_share:.2g}%).",
+            f"({_human(100 * r.outside_share, 2)}%).",
         ]
     lines += [
         "",
@@ -543,8 +579,7 @@ def _band(values: np.ndarray, digits: int = 3) -> str:
     values = values[~np.isnan(values)]
     if values.size == 0:
         return "undefined"
-    fmt = f"{{:.{digits}g}}"
-    med, lo, hi = (fmt.format(v) for v in (np.median(values), values.min(), values.max()))
+    med, lo, hi = (_human(v, digits) for v in (np.median(values), values.min(), values.max()))
     return f"{med} [{lo}, {hi}]"
 
 
