@@ -102,11 +102,12 @@ def arm_title(arm) -> str:
 #: The colour of an arm, by what it is, never by its place in a list: MD red; untruncated PG
 #: blue with the study's own (or a national) prior, green with state rates, olive with
 #: sanitised state rates; truncated PG orange (paper calibration), purple (exact bivariate)
-#: or brown (certified); the geometric baseline grey.
+#: or pink (certified); the geometric baseline grey (brown is the prior's, in the study
+#: figures).
 MECHANISM_COLOURS = {"md": "tab:red", "geometric": "tab:gray"}
 PG_PRIOR_COLOURS = {None: "tab:blue", "national": "tab:blue", "state": "tab:green",
                     "sanitised": "tab:olive"}  # fmt: skip
-TRUNCATED_COLOURS = {"paper": "tab:orange", "exact": "tab:purple", "certified": "tab:brown"}
+TRUNCATED_COLOURS = {"paper": "tab:orange", "exact": "tab:purple", "certified": "tab:pink"}
 #: Line style and marker by calibration method: paper solid with circles, exact bivariate
 #: dash-dot with squares, certified dashed with triangles; MD (one calibration) solid with
 #: circles, the geometric baseline dash-dot with diamonds.
@@ -121,7 +122,7 @@ def arm_style(arm) -> dict:
     if arm.mechanism == "pg":
         colour = PG_PRIOR_COLOURS.get(arm.prior, "tab:blue")
     elif arm.mechanism == "truncated":
-        colour = TRUNCATED_COLOURS.get(arm.method, "tab:pink")
+        colour = TRUNCATED_COLOURS.get(arm.method, "tab:cyan")
     else:
         colour = MECHANISM_COLOURS.get(arm.mechanism, "tab:cyan")
     linestyle, marker = METHOD_LINES["paper" if arm.mechanism == "md" else arm.method]
