@@ -489,3 +489,20 @@ def test_one_arm_has_one_colour_and_label_in_every_figure_module():
     styles = {(s["color"], s["linestyle"]) for s in map(arm_style, [*study1.ARMS, *STUDY2_ARMS])}
     assert len(styles) == len({(a.mechanism, a.method, a.prior or "national")
                                for a in [*study1.ARMS, *STUDY2_ARMS]})  # fmt: skip
+
+
+def test_an_axis_that_reaches_a_million_writes_every_tick_as_a_power_of_ten():
+    """One tick style per axis (issue #35): never 100000 beside 10^6 on one axis."""
+    from dpsynth.plots.style import log_axis
+
+    fig, (low, high) = plt.subplots(1, 2, figsize=(8, 3))
+    low.plot([1, 2], [10, 1e5])
+    high.plot([1, 2], [10, 5e6])
+    for ax in (low, high):
+        log_axis(ax.yaxis)
+    fig.canvas.draw()
+    labels = {ax: [t.get_text() for t in ax.yaxis.get_ticklabels() if t.get_text()]
+              for ax in (low, high)}  # fmt: skip
+    assert labels[low] and not any("10^" in text for text in labels[low]), labels[low]
+    assert "$10^{6}$" in labels[high] and all("10^" in text for text in labels[high]), labels[high]
+    plt.close(fig)

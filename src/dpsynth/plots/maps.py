@@ -176,6 +176,7 @@ def county_choropleth(
     missing_color: str = "lightgrey",
     footnote: bool = True,
     values_name: str = "the values",
+    scale: ColourScale | None = None,
 ):
     """Fill each polygon of ``frame`` (a GeoDataFrame with a CRS) by ``frame[column]``.
 
@@ -188,7 +189,9 @@ def county_choropleth(
     ``legend_label`` (default: the column name; plain numbers on a log scale) is added.
     The map is drawn in ``crs`` if given, else as :func:`map_projection` says (its own
     projection: a single region upright), named in a footnote (``footnote``) with the
-    colour rule (``values_name``: what the values are, in its words). Returns the Figure.
+    colour rule (``values_name``: what the values are, in its words). ``scale`` (a
+    :class:`ColourScale`, e.g. one :func:`rate_scale` of several maps) replaces the rule's
+    own scale, so that maps side by side share one. Returns the Figure.
     """
     if frame.crs is None:
         raise ValueError("frame has no CRS; cannot project it")
@@ -207,8 +210,8 @@ def county_choropleth(
             vmin=vmin if vmin is not None else positive.min(),
             vmax=vmax if vmax is not None else positive.max(),
         )
-    elif norm is None and vmin is None and vmax is None:
-        scale = rate_scale(values)
+    elif scale is not None or (norm is None and vmin is None and vmax is None):
+        scale = scale if scale is not None else rate_scale(values)
         norm, extend, rule = scale.norm, scale.extend, scale.words(values_name)
     elif norm is None:
         norm = mcolors.Normalize(
