@@ -91,10 +91,19 @@ def problems(fig) -> list[str]:
                 found.append(f"axes {k} ({ax.get_title()!r}): {axis.axis_name} tick labels "
                              f"{labelled[i][1]!r} and {labelled[j][1]!r} overlap")  # fmt: skip
             if axis.get_scale() == "log":
+                powers = [text for _, text in labelled if re.search(r"10\^", text)]
                 for _, text in labelled:
-                    # matplotlib's own labels, or a power of ten below a million
-                    if re.search(r"\\mathdefault|10\^\{?(-|[0-5](?!\d))", text):
+                    # matplotlib's own labels; a power of ten below a million on an axis
+                    # that does not reach one (one style per axis: all plain numbers, or
+                    # all powers of ten where the axis reaches a million)
+                    if "\\mathdefault" in text or (
+                        re.search(r"10\^\{?(-|[0-5](?!\d))", text)
+                        and not any(re.search(r"10\^\{?([6-9]|\d\d)", p) for p in powers)
+                    ):
                         found.append(f"axes {k}: log tick label {text!r} is no plain number")
+                if powers and len(powers) != len(labelled):
+                    found.append(f"axes {k}: {axis.axis_name} tick labels mix plain numbers "
+                                 f"and powers of ten: {[t for _, t in labelled]}")  # fmt: skip
         if tick_label_boxes(ax.yaxis, renderer) and not ax.get_ylabel().strip():
             found.append(f"axes {k} ({ax.get_title()!r}) shows y values but has no y label")
     title = fig._suptitle.get_window_extent(renderer) if fig._suptitle else None
@@ -412,3 +421,88 @@ def test_tick_values_are_plain_below_a_million_and_powers_of_ten_from_it(value, 
     from dpsynth.plots.style import plain_number
 
     assert plain_number(value) == label
+
+
+def test_one_arm_has_one_colour_and_label_in_every_figure_module():
+    """An arm's colour comes from what it is (dpsynth.plots.style.arm_style), never from
+    its place in a figure's list: untruncated PG is the same blue in the study stage's,
+    Study 1's and Study 2's figures, MD the same red in the study stage's and Study 1's,
+    truncated PG (certified) the same in the study stage's and Study 2's; each arm's label
+    is the vocabulary's (arm_title)."""
+    import matplotlib.colors as mcolors
+
+    from dpsynth.plots.style import arm_style, arm_title
+
+    def hexed(colour) -> str:
+        return mcolors.to_hex(colour)
+
+    def line_colours(fig) -> dict[str, str]:
+        return {line.get_label(): hexed(line.get_color())
+                for ax in fig.axes for line in ax.get_lines()}  # fmt: skip
+
+    rng = np.random.default_rng(RNG_SEED)
+    seen: dict[tuple, set[str]] = {}  # an arm's fields: the colours it was drawn in
+
+    def saw(arm, colour):
+        seen.setdefault((arm.mechanism, arm.method, arm.prior), set()).add(colour)
+
+    # the study stage: one column per arm, its median line in the arm's colour
+    summary, guide, measures, arms = study_inputs(rng)
+    fig = study.figure_measures(summary, guide, measures, arms, "s", adjusted=False)
+    for c, arm in enumerate(arms):
+        medians = [line for line in fig.axes[c].get_lines()
+                   if line.get_label() == "median over the datasets"]  # fmt: skip
+        saw(arm, hexed(medians[0].get_color()))
+        assert arm_title(arm) in fig.axes[c].get_title()
+    plt.close(fig)
+    # Study 1: each arm's line, labelled by the vocabulary
+    fig = study1.figure_rmse(study1_summary(rng))
+    colours = line_colours(fig)
+    for arm in study1.ARMS:
+        if arm_title(arm) in colours:
+            saw(arm, colours[arm_title(arm)])
+    assert "MD (exact alpha)" in colours  # MD reads as in every figure
+    plt.close(fig)
+    # Study 2: the disparities' medians and the toy's curves
+    fig = study2.figure_disparities(study2_summary(rng), ["disparity:a"], ["(a) a"], STUDY2_ARMS,
+                                    STUDY2_ARMS[1], "a study", "prior: x", "D")  # fmt: skip
+    colours = line_colours(fig)
+    for arm in STUDY2_ARMS:
+        if f"{arm_title(arm)} (median)" in colours:
+            saw(arm, colours[f"{arm_title(arm)} (median)"])
+    plt.close(fig)
+    toy_arms = [*STUDY2_ARMS, Arm("truncated", "exact", title="Truncated PG, exact bivariate")]
+    fig = study2.figure_toy(100, (15, 85), 1.0, 10, 1e-4, toy_arms)
+    for line in fig.axes[1].get_lines():
+        for arm in toy_arms:
+            if line.get_label() == arm_title(arm):
+                saw(arm, hexed(line.get_color()))
+    plt.close(fig)
+
+    for fields, drawn in seen.items():
+        assert len(drawn) == 1, f"arm {fields} drawn in {drawn}"
+    untruncated = seen[("pg", "paper", None)] | seen[("pg", "paper", "national")]
+    assert untruncated == {hexed(arm_style(Arm("pg", "paper"))["color"])}  # one blue
+    assert seen[("md", "paper", None)] == {hexed("tab:red")}
+    assert ("truncated", "certified", None) in seen
+    # different arms in one figure differ in colour or line
+    styles = {(s["color"], s["linestyle"]) for s in map(arm_style, [*study1.ARMS, *STUDY2_ARMS])}
+    assert len(styles) == len({(a.mechanism, a.method, a.prior or "national")
+                               for a in [*study1.ARMS, *STUDY2_ARMS]})  # fmt: skip
+
+
+def test_an_axis_that_reaches_a_million_writes_every_tick_as_a_power_of_ten():
+    """One tick style per axis (issue #35): never 100000 beside 10^6 on one axis."""
+    from dpsynth.plots.style import log_axis
+
+    fig, (low, high) = plt.subplots(1, 2, figsize=(8, 3))
+    low.plot([1, 2], [10, 1e5])
+    high.plot([1, 2], [10, 5e6])
+    for ax in (low, high):
+        log_axis(ax.yaxis)
+    fig.canvas.draw()
+    labels = {ax: [t.get_text() for t in ax.yaxis.get_ticklabels() if t.get_text()]
+              for ax in (low, high)}  # fmt: skip
+    assert labels[low] and not any("10^" in text for text in labels[low]), labels[low]
+    assert "$10^{6}$" in labels[high] and all("10^" in text for text in labels[high]), labels[high]
+    plt.close(fig)

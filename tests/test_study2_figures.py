@@ -1,6 +1,7 @@
 """Study 2's figures name and colour arms from the config (issue #16: arms are data): an
-arm's legend is its ``title`` (default: its name), its colour the palette's at its place
-in ``study2.arms``; the studies' titles head the figures."""
+arm's legend is its ``title`` (default: its name), its colour the one every figure gives
+it (dpsynth.plots.style.arm_style: by its mechanism, method and prior, never by its
+place); the studies' titles head the figures."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import pytest
 import yaml
 from workflow_helpers import filled_definition
 
-from dpsynth.plots.study2 import PALETTE, figure_disparities, figure_shapes, figure_toy
+from dpsynth.plots.study2 import figure_disparities, figure_shapes, figure_toy
+from dpsynth.plots.style import arm_style, arm_title
 from dpsynth.study.definition import config_arms
 
 REPO = Path(__file__).resolve().parents[1]
@@ -40,17 +42,18 @@ def legend_colours(ax) -> dict[str, str]:
     return {line.get_label(): mcolors.to_hex(line.get_color()) for line in ax.get_lines()}
 
 
-def test_the_config_titles_name_the_arms_and_their_place_colours_them():
+def test_the_config_titles_name_the_arms_and_their_fields_colour_them():
     arms = config_arms("study2.arms", ARMS)
     assert [arm.title for arm in arms] == ["Plain PG", "Cut PG", "cut_exact"]  # default: name
     metrics = ["gamma_shape", "gamma_shape_max"]
     fig = figure_shapes(summary(arms, metrics), 100, arms, "a study")
-    # one panel per arm, titled by the arm and drawn in its colour
-    assert [ax.get_title() for ax in fig.axes] == [arm.title for arm in arms]
-    for k, ax in enumerate(fig.axes):
+    # one panel per arm, titled by the arm's label (as in every figure) and in its colour
+    assert [ax.get_title() for ax in fig.axes] == [arm_title(arm) for arm in arms]
+    assert arm_title(arms[2]) == "cut exact: Truncated PG (exact bivariate)"
+    for arm, ax in zip(arms, fig.axes, strict=True):
         colours = legend_colours(ax)
         for what in ("median of strata", "largest across strata"):
-            assert colours[what] == mcolors.to_hex(PALETTE[k])
+            assert colours[what] == mcolors.to_hex(arm_style(arm)["color"])
     assert fig.get_suptitle().endswith(": a study")
     plt.close(fig)
 
@@ -60,7 +63,9 @@ def test_the_disparity_figures_draw_the_truncated_arms_the_primary_with_its_band
     fig = figure_disparities(summary(arms, ["disparity:d"]), ["disparity:d"], ["(a) d"], arms,
                              arms[1], "a study", "prior: x", "Disparities")  # fmt: skip
     labels = [text.get_text() for text in fig.legends[0].get_texts()]
-    assert labels == ["Cut PG", "cut_exact (median)", "true data", "prior: x"]
+    exact = "cut exact: Truncated PG (exact bivariate)"  # no title: the vocabulary's label
+    assert labels == ["Cut PG (median)", "Cut PG: 95% band over the datasets",
+                      f"{exact} (median)", "true data", "prior: x"]  # fmt: skip
     assert "Plain PG" not in " ".join(labels)  # the untruncated arm is left out, by its fields
     assert fig.get_suptitle() == "Disparities: a study"
     plt.close(fig)
@@ -70,8 +75,8 @@ def test_the_toy_draws_its_calibrations_as_the_arms_with_their_fields():
     arms = config_arms("study2.arms", ARMS)
     fig = figure_toy(100, [15, 85], 1.0, 10, 1e-4, arms)
     panel_b = legend_colours(fig.axes[1])
-    assert mcolors.to_hex(PALETTE[0]) == panel_b["Plain PG"]
-    assert mcolors.to_hex(PALETTE[2]) == panel_b["cut_exact"]  # its place among the arms
+    assert mcolors.to_hex(arm_style(arms[0])["color"]) == panel_b["Plain PG"]
+    assert mcolors.to_hex(arm_style(arms[2])["color"]) == panel_b[arm_title(arms[2])]
     assert "Cut PG" not in panel_b  # the toy has no paper-calibrated truncated curve
     plt.close(fig)
     with pytest.raises(ValueError, match="no arm with mechanism 'truncated' and method 'exact'"):

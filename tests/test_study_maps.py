@@ -12,6 +12,7 @@ from shapely.geometry import box
 
 from dpsynth.arms import Arm
 from dpsynth.plots.study import arm_title, figure_maps
+from dpsynth.plots.style import RATE_CMAP
 
 AREAS = [f"{k:05d}" for k in range(1, 9)]
 
@@ -59,9 +60,9 @@ def test_every_axes_is_a_map_and_the_truth_appears_once(arms, epsilons):
     assert sorted(t for t in titles if t.startswith("$\\varepsilon")) == sorted(
         f"$\\varepsilon = {e:g}$" for e in epsilons
     )
-    assert sorted(ax.get_ylabel() for ax in panels if ax.get_ylabel()) == sorted(
-        arm_title(spec) for spec in specs
-    )
+    # each row labelled by its arm (wrapped to the map's height)
+    rows = sorted(ax.get_ylabel().replace("\n", " ") for ax in panels if ax.get_ylabel())
+    assert rows == sorted(arm_title(spec) for spec in specs)
     # the truth's map is drawn with the true rates: its colours follow the rates' order
     truth = next(ax for ax in panels if ax.get_title() == "true rates")
     values = truth.collections[0].get_array()
@@ -185,4 +186,77 @@ def test_a_grid_draws_each_panels_areas_once_and_those_without_a_value_grey():
     pixels = np.asarray(alone.canvas.buffer_rgba())[:, :, :3]
     assert pixels[150, 150].tolist() == [255, 255, 255] and pixels[50, 50].tolist() == [0, 0, 0]
     plt.close(alone)
+    plt.close(fig)
+
+
+def test_one_outlier_saturates_with_an_arrow_while_the_others_spread_over_the_colours():
+    """The colour rule of every map (dpsynth.plots.maps.rate_scale): among ten districts
+    whose rates are 10 to 19 per 100,000 and one at 1,000, the outlier takes the top colour
+    and the colour bar an arrow at its end, while the ten others spread over the colour
+    map (a linear scale to 1,000 would give them all one colour)."""
+    import matplotlib.colors as mcolors
+
+    codes = [f"{k:05d}" for k in range(11)]
+    frame = gpd.GeoDataFrame({"code": codes, "state": "A"},
+                             geometry=[box(k, 0, k + 1, 1) for k in range(11)],
+                             crs="EPSG:4326")  # fmt: skip
+    true = [10.0 + k for k in range(10)] + [1000.0]
+    rates = pd.DataFrame({"arm": "truth", "epsilon": np.nan, "area": codes, "rate": true})
+    synthetic = rates.assign(arm="md_paper", epsilon=1.0)
+    fig = figure_maps(frame, "code", pd.concat([rates, synthetic]), [Arm("md", "paper")],
+                      [1.0], "s")  # fmt: skip
+    truth = next(ax for ax in maps(fig) if ax.get_title() == "true rates")
+    fig.canvas.draw()
+    collection = truth.collections[0]
+    colours = collection.get_facecolors()
+    west = [path.get_extents().x0 for path in collection.get_paths()]
+    assert len(west) == len(colours) == 11
+    colours = colours[np.argsort(west)]  # west to east: the districts in code order
+    cmap = plt.get_cmap(RATE_CMAP)
+    assert np.allclose(colours[-1], cmap(1.0))  # the outlier saturates at the top colour
+    assert np.allclose(colours[-2], cmap(1.0))  # the 98th percentile's district ends the bar
+    others = colours[:-1]
+    assert len({tuple(np.round(c, 3)) for c in others}) >= 8  # spread, not one colour
+    # the others span the colour map: the lowest-but-one and the highest-but-one far apart
+    assert np.abs(others[1] - others[-2]).max() > 0.4
+    colorbar = next(ax for ax in fig.axes if ax.get_label() == "<colorbar>")
+    assert colorbar._colorbar.extend == "both"  # 10 (below the 2nd pct) and 1,000 beyond
+    norm = collection.norm
+    assert not isinstance(norm, mcolors.LogNorm) and (norm.vmin, norm.vmax) == (11.0, 19.0)
+    assert "2nd to the 98th percentile" in fig._supxlabel.get_text()
+    plt.close(fig)
+
+
+def test_skewed_rates_spanning_a_decade_get_log_colours():
+    from dpsynth.plots.maps import rate_scale
+
+    scale = rate_scale(np.geomspace(1, 1000, 50))
+    assert scale.log and scale.extend == "both"
+    assert rate_scale(np.linspace(40, 90, 50)).log is False
+    assert rate_scale([0.0, 1.0, 50.0, 100.0] * 10).log is False  # zeros: no log
+
+
+def test_a_custom_projection_is_footnoted_by_its_parameters():
+    """A geometry in an unnamed CRS (a PROJ string, as a shapefile's .prj of a custom
+    grid gives) is drawn in it and footnoted by its projection method and key parameters,
+    never "drawn in unknown"."""
+    from dpsynth.plots.maps import crs_description
+
+    lcc = ("+proj=lcc +lat_1=34.3 +lat_2=36.2 +lat_0=33.75 +lon_0=-79 +x_0=609601.22 "
+           "+y_0=0 +datum=NAD83 +units=m +no_defs")  # fmt: skip
+    described = crs_description(lcc)
+    assert described.startswith("Lambert Conic Conformal (2SP)")
+    for part in ("lat_1 34.3", "lat_2 36.2", "lon_0 -79", "lat_0 33.75",
+                 "North American Datum 1983"):  # fmt: skip
+        assert part in described
+    assert "unknown" not in described.lower()
+    frame = geometry().to_crs(lcc)
+    fig = figure_maps(frame, "code", area_rates(["md_paper"], [1.0], np.random.default_rng(2)),
+                      [Arm("md", "paper")], [1.0], "s")  # fmt: skip
+    note = fig._supxlabel.get_text()
+    assert "map: drawn in Lambert Conic Conformal (2SP), lat_0 33.75, lon_0 -79, lat_1 34.3" in (
+        note
+    )
+    assert "unknown" not in note
+    assert crs_description("EPSG:5070") == "EPSG:5070 (NAD83 / Conus Albers)"
     plt.close(fig)

@@ -26,17 +26,24 @@ def counties(codes=("01001", "01003", "01005")) -> gpd.GeoDataFrame:
     )
 
 
-@pytest.mark.parametrize("source", ["model", "wonder"])
-def test_truth_map_names_its_source_and_shows_plain_numbers(source):
-    truth = pd.DataFrame({"fips": ["01001", "01005"], "rate_per_100k": [20.0, 80.0]})
+@pytest.mark.parametrize(("source", "rates"), [("model", [5.0, 80.0]), ("wonder", [5.0, 80.0]),
+                                               ("model", [20.0, 80.0])])  # fmt: skip
+def test_truth_map_names_its_source_and_shows_plain_numbers(source, rates):
+    """Rates spanning more than a decade are drawn in log colours (every map's rule,
+    dpsynth.plots.maps.rate_scale), others in linear ones: plain numbers either way."""
+    truth = pd.DataFrame({"fips": ["01001", "01005"], "rate_per_100k": rates})
     fig = truth_map(counties(), truth, source)
     try:
         assert SOURCE_LABELS[source] in fig.axes[0].get_title()
         colour_bar = fig.axes[-1].yaxis
-        assert colour_bar.get_major_formatter()(30.0, 0) == "30"
+        assert colour_bar.get_scale() == ("log" if rates[1] / rates[0] >= 10 else "linear")
+        if colour_bar.get_scale() == "log":
+            assert colour_bar.get_major_formatter()(30.0, 0) == "30"
         fig.canvas.draw()  # the labels drawn: plain numbers, minor ticks unlabelled
         labels = [t.get_text() for t in colour_bar.get_ticklabels()]
-        assert labels and all(re.fullmatch(r"[0-9.]+", text) for text in labels), labels
+        # (a linear bar's labels are mathtext in the body font: $\mathdefault{30}$ reads 30)
+        plain = [re.sub(r"^\$\\mathdefault\{(.*)\}\$$", r"\1", text) for text in labels]
+        assert labels and all(re.fullmatch(r"[0-9.]+", text) for text in plain), labels
         assert not any(t.get_text() for t in colour_bar.get_ticklabels(minor=True))
     finally:
         plt.close(fig)

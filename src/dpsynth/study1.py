@@ -31,7 +31,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from dpsynth.arms import Arm, arm_named
+from dpsynth.arms import Arm, arm_named, mechanism_title
 from dpsynth.baselines.geometric import geometric_release_each
 from dpsynth.data.scenarios import Scenario, draw_datasets, make_scenario
 from dpsynth.design import at_epsilon, chunk_labels, chunk_members, grid_from_config
@@ -41,18 +41,19 @@ from dpsynth.privacy.sanitised_prior import StateGroups
 from dpsynth.sampling.synthesize import posterior_rates_of_counts, posterior_rates_per_dataset
 from dpsynth.seeding import job_rng
 
-#: Study 1's arms, in the order of the figures' legends (``title``: the legend's text):
+#: Study 1's arms, in the order of the figures' legends (``title``: the legend's text; MD
+#: and the baseline read as in every figure, :func:`dpsynth.arms.arm_title`):
 #: Quick (2021), Section 3's MD and PG with national and state priors, the sanitised state
 #: prior of its eq 19, and the certified calibrations and the geometric baseline we add.
 ARMS = (
-    Arm("md", "paper", "md", title="Multinomial-Dirichlet"),
+    Arm("md", "paper", "md", title=mechanism_title("md", "paper")),
     Arm("pg", "paper", "pg_national", "national", "PG, national prior"),
     Arm("pg", "paper", "pg_state", "state", "PG, state prior"),
     Arm("pg", "certified", "pg_national_certified", "national",
         "PG, national prior (certified)"),
     Arm("pg", "certified", "pg_state_certified", "state", "PG, state prior (certified)"),
     Arm("pg", "paper", "pg_state_sanitised", "sanitised", "PG, sanitised state prior"),
-    Arm("geometric", None, "geometric", title="Geometric noise"),
+    Arm("geometric", None, "geometric"),
 )  # fmt: skip
 #: The arms' names (the values of the artifacts' ``arm`` column).
 ARM_NAMES = tuple(arm.name for arm in ARMS)

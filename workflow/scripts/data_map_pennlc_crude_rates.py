@@ -21,6 +21,7 @@ fig = county_choropleth(
     "rate",
     title="Pennsylvania lung cancer, crude rate by county (pennLC: 2002 cases, 2000 pop.)",
     legend_label="cases per 100,000",
+    values_name="the county rates",
     edgecolor="grey",
     linewidth=0.3,
 )

@@ -1,4 +1,4 @@
-"""Map of the modelled 1980 population aged 35-44 per county (log colour scale)."""
+"""Map of the modelled 1980 population aged 35-44 per county (every map's colour rule)."""
 
 import logging
 
@@ -17,7 +17,7 @@ fig = county_choropleth(
     counties,
     "35-44",
     title="Population aged 35-44 by county, 1980 (modelled)",
-    norm="log",
-    legend_label="people aged 35-44 (modelled, log scale)",
+    legend_label="people aged 35-44, modelled",
+    values_name="the county populations",
 )
 save_figure(fig, *snakemake.output)

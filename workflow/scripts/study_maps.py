@@ -20,7 +20,7 @@ figure = figure_maps(
     area_rates,
     d.arms,
     list(d.map_epsilons),
-    d.name,
+    d.title,
     d.geometry_outline,
 )
 save_figure(figure, *snakemake.output)

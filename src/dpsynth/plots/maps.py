@@ -1,14 +1,18 @@
-"""Choropleth maps of area values, and the projection a map is drawn in.
+"""Choropleth maps of area values, their one colour scale, and the projection a map is
+drawn in.
 
-US counties (Study 1 and 2, the data maps) are drawn in Conus Albers (EPSG:5070), the
-usual equal-area projection of the contiguous US, so a county's ink is proportional to its
-land area. A study's own geometry, anywhere on Earth, is drawn as :func:`map_projection`
-says.
+Every map, of US counties (Study 1 and 2, the data maps), of Pennsylvania or of a study's
+own geometry anywhere on Earth, is drawn as :func:`map_projection` says: a geometry in
+longitude/latitude in an equal-area projection centred on it (so a single region such as
+Pennsylvania is upright, not turned as in a projection centred elsewhere), a projected one
+in its own CRS; its footnote names the projection (:func:`crs_description`). Every map's
+colours follow one rule (:func:`rate_scale`).
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import matplotlib.colors as mcolors
 import matplotlib.pyplot as plt
@@ -18,7 +22,7 @@ from dpsynth.plots.style import RATE_CMAP, colourbar_plain, styled
 
 log = logging.getLogger(__name__)
 
-#: Conus Albers equal-area projection (NAD83).
+#: Conus Albers equal-area projection (NAD83), for a caller that asks for it.
 CONUS_ALBERS = "EPSG:5070"
 
 #: Where longitudes span more than this (degrees), a geometry is drawn on a world map.
@@ -70,9 +74,53 @@ def _geographic_projection(frame):
     return frame.to_crs(crs), f"Lambert azimuthal equal-area centred on {where}"
 
 
+#: Short names (PROJ's) of the projection parameters a footnote gives, by EPSG
+#: parameter code: the origin, standard parallels, scale factor and azimuths (false
+#: eastings and northings only shift the map, and are left out).
+_PARAMETERS = {8801: "lat_0", 8821: "lat_0", 8811: "lat_0", 8802: "lon_0", 8822: "lon_0",
+               8812: "lon_0", 8823: "lat_1", 8824: "lat_2", 8805: "k_0", 8815: "k_0",
+               8813: "alpha", 8814: "gamma"}  # fmt: skip
+
+
+def _datum(crs) -> str:
+    datum = crs.datum.name if crs.datum is not None else ""
+    if not datum or datum.lower().startswith("unknown"):
+        return f"{crs.ellipsoid.name} ellipsoid" if crs.ellipsoid is not None else ""
+    return datum
+
+
+def crs_description(crs) -> str:
+    """A CRS (pyproj) in words for a map's footnote: ``EPSG:5070 (NAD83 / Conus Albers)``
+    where it has a code and a name; a CRS without a name (a PROJ string, a shapefile's
+    .prj of a custom grid) by its projection method and key parameters, e.g. ``Lambert
+    Conic Conformal (2SP), lat_0 33.75, lon_0 -79, lat_1 34.33, lat_2 36.17, North
+    American Datum 1983``, never ``unknown``."""
+    import pyproj
+
+    crs = pyproj.CRS.from_user_input(crs)
+    named = crs.name and crs.name.lower() not in ("unknown", "unnamed", "undefined")
+    code = crs.to_epsg() if named else None
+    if named:
+        return f"EPSG:{code} ({crs.name})" if code else crs.name
+    datum = _datum(crs)
+    if crs.is_geographic:
+        return f"longitude/latitude on the {datum}" if datum else "longitude/latitude"
+    operation = crs.coordinate_operation
+    if operation is None:
+        return "an unnamed CRS without a projection method"
+    words = [operation.method_name]
+    for parameter in operation.params:
+        short = _PARAMETERS.get(int(parameter.code)) if str(parameter.code).isdigit() else None
+        if short:
+            digits = ".6g" if short == "k_0" else ".4g"  # a scale factor's digits matter
+            words.append(f"{short} {parameter.value:{digits}}")
+    if datum:
+        words.append(datum)
+    return ", ".join(words)
+
+
 def _crs_name(crs) -> str:
-    code = crs.to_epsg()
-    return f"EPSG:{code} ({crs.name})" if code else crs.name
+    return crs_description(crs)
 
 
 def map_projection(frame):
@@ -122,17 +170,28 @@ def county_choropleth(
     vmax: float | None = None,
     norm: mcolors.Normalize | str | None = None,
     legend_label: str | None = None,
-    crs: str = CONUS_ALBERS,
+    crs: str | None = None,
     edgecolor: str = "white",
     linewidth: float = 0.05,
     missing_color: str = "lightgrey",
+    footnote: bool = True,
+    values_name: str = "the values",
+    scale: ColourScale | None = None,
 ):
     """Fill each polygon of ``frame`` (a GeoDataFrame with a CRS) by ``frame[column]``.
 
-    ``norm`` is a matplotlib ``Normalize`` or ``"log"`` (a ``LogNorm`` from ``vmin``/``vmax``,
-    defaulting to the positive data range; values must then be positive). Missing values
-    are drawn in ``missing_color``. A colorbar labelled ``legend_label`` (default: the
-    column name; plain numbers on a log scale) is added. Returns the Figure.
+    The colour scale: by default the one rule of every map (:func:`rate_scale`: the 2nd
+    to 98th percentile, log colours where that spans a decade, arrows on the colour bar
+    where colours saturate); ``vmin``/``vmax`` fix a linear scale's limits instead, and
+    ``norm`` is a matplotlib ``Normalize`` or ``"log"`` (a ``LogNorm`` from
+    ``vmin``/``vmax``, defaulting to the positive data range; values must then be
+    positive). Missing values are drawn in ``missing_color``. A colorbar labelled
+    ``legend_label`` (default: the column name; plain numbers on a log scale) is added.
+    The map is drawn in ``crs`` if given, else as :func:`map_projection` says (its own
+    projection: a single region upright), named in a footnote (``footnote``) with the
+    colour rule (``values_name``: what the values are, in its words). ``scale`` (a
+    :class:`ColourScale`, e.g. one :func:`rate_scale` of several maps) replaces the rule's
+    own scale, so that maps side by side share one. Returns the Figure.
     """
     if frame.crs is None:
         raise ValueError("frame has no CRS; cannot project it")
@@ -140,6 +199,7 @@ def county_choropleth(
         raise KeyError(f"column {column!r} not in the frame; have {list(frame.columns)}")
     values = frame[column].to_numpy(dtype=float)
     finite = values[np.isfinite(values)]
+    extend, rule = "neither", ""
     if isinstance(norm, str):
         if norm != "log":
             raise ValueError(f"norm must be a Normalize or 'log', got {norm!r}")
@@ -150,6 +210,9 @@ def county_choropleth(
             vmin=vmin if vmin is not None else positive.min(),
             vmax=vmax if vmax is not None else positive.max(),
         )
+    elif scale is not None or (norm is None and vmin is None and vmax is None):
+        scale = scale if scale is not None else rate_scale(values)
+        norm, extend, rule = scale.norm, scale.extend, scale.words(values_name)
     elif norm is None:
         norm = mcolors.Normalize(
             vmin=vmin if vmin is not None else finite.min(),
@@ -159,7 +222,11 @@ def county_choropleth(
     if ax is None:
         fig, ax = plt.subplots(figsize=(9, 5.6), layout="constrained")
     fig = ax.figure
-    projected = frame.to_crs(crs)
+    if crs is None:
+        projected, projection = map_projection(frame)
+    else:
+        projected, projection = frame.to_crs(crs), f"drawn in {crs_description(crs)}"
+    projected = projected.assign(**{column: _saturated(values, norm)})
     projected.plot(
         column=column,
         ax=ax,
@@ -170,14 +237,29 @@ def county_choropleth(
         missing_kwds={"color": missing_color, "label": "missing"},
     )
     mappable = plt.cm.ScalarMappable(norm=norm, cmap=cmap)
-    colorbar = fig.colorbar(mappable, ax=ax, shrink=0.7, pad=0.01)
-    colorbar.set_label(legend_label if legend_label is not None else column)
+    colorbar = fig.colorbar(mappable, ax=ax, shrink=0.7, pad=0.01, extend=extend)
+    label = legend_label if legend_label is not None else column
+    colorbar.set_label(f"{label} (log scale)" if rule and isinstance(norm, mcolors.LogNorm)
+                       else label)  # fmt: skip
     colourbar_plain(colorbar)
     ax.set_axis_off()
     ax.set_aspect("equal")
     if title:
         ax.set_title(title)
+    if footnote:
+        notes = [rule] if rule else []
+        if np.isnan(values).any():
+            notes.append("light grey: no value")
+        fig.supxlabel("\n".join(["; ".join(notes), f"map: {projection}"]).strip(), fontsize=8)
     return fig
+
+
+def _saturated(values: np.ndarray, norm) -> np.ndarray:
+    """``values`` held within ``norm``'s limits (missing values kept missing), so that a
+    value beyond them takes the end colour (on a log scale, a zero too)."""
+    if norm.vmin is None or norm.vmax is None:
+        return values
+    return np.where(np.isfinite(values), np.clip(values, norm.vmin, norm.vmax), np.nan)
 
 
 #: Width of one map panel of a grid, inches; its height follows the areas' aspect ratio.
@@ -197,14 +279,15 @@ def hide_frame(ax) -> None:
 
 @styled
 def map_grid(frame, truth, rows, *, norm, label: str, outlines=None, cmap: str = RATE_CMAP,
-             missing_color: str = "lightgrey"):  # fmt: skip
+             missing_color: str = "lightgrey", extend: str = "neither"):  # fmt: skip
     """The truth's map (left, spanning every row) beside a grid of maps on one colour scale,
     with one shared colour bar; every axes holds a map, none is left empty.
 
-    ``frame``: a GeoDataFrame (projected, e.g. to :data:`CONUS_ALBERS`) holding every
+    ``frame``: a GeoDataFrame (projected, e.g. by :func:`map_projection`) holding every
     column drawn. ``truth``: (column, title). ``rows``: a list of (row label, cells), each
     cell a (column, title) pair, every row as long as the first. ``outlines``: a GeoSeries of
-    boundaries (e.g. states) drawn over every map, or None. Returns the Figure.
+    boundaries (e.g. states) drawn over every map, or None. ``extend``: the colour bar's
+    arrows (:class:`ColourScale`). Returns the Figure.
     """
     ncols = len(rows[0][1])
     if any(len(cells) != ncols for _, cells in rows):
@@ -236,12 +319,14 @@ def map_grid(frame, truth, rows, *, norm, label: str, outlines=None, cmap: str =
             draw(axes[column], column, title)
             if c == 0 and row_label:
                 axes[column].set_ylabel(row_label, fontsize=9)
-    fig.colorbar(
+    colorbar = fig.colorbar(
         plt.cm.ScalarMappable(norm=norm, cmap=cmap),
         ax=list(axes.values()),
         shrink=0.8 if len(rows) > 1 else 1.0,
         label=label,
+        extend=extend,
     )
+    colourbar_plain(colorbar)
     return fig
 
 
@@ -265,7 +350,10 @@ def fill_areas(ax, paths, values, *, cmap, norm, missing_color: str) -> None:
     finite = np.isfinite(values) & drawn
     missing = ~np.isfinite(values) & drawn
     if finite.any():  # first: the panel's first collection holds its values
-        filled = PathCollection([paths[i] for i in np.flatnonzero(finite)], cmap=cmap,
+        # beyond the limits: the end colours (also a value a log scale cannot place)
+        colours = plt.get_cmap(cmap)
+        colours = colours.with_extremes(bad=colours(0.0))
+        filled = PathCollection([paths[i] for i in np.flatnonzero(finite)], cmap=colours,
                                 norm=norm, linewidths=0)  # fmt: skip
         filled.set_array(values[finite])
         ax.add_collection(filled)
@@ -275,12 +363,79 @@ def fill_areas(ax, paths, values, *, cmap, norm, missing_color: str) -> None:
     ax.autoscale_view()
 
 
-def truth_scale(truth) -> mcolors.Normalize:
-    """The colour scale of a map grid that compares with the truth: the truth's 1st to
-    99th percentile (missing values ignored), clipped, so that synthetic values outside
-    it saturate, which is what the eye should catch."""
-    lo, hi = np.nanquantile(truth, [0.01, 0.99])
-    return mcolors.Normalize(vmin=lo, vmax=hi, clip=True)
+#: The colour scale's limits: these quantiles of the values it is made from, taken at
+#: values that occur (the lower limit rounds up, the upper down), so that one outlier
+#: among a few areas saturates instead of stretching the scale.
+SCALE_QUANTILES = (0.02, 0.98)
+#: A scale is logarithmic where its limits are positive and span at least this ratio
+#: (a decade): skewed values (rates of small areas, populations) spread over the colours.
+LOG_SPAN = 10.0
+
+
+@dataclass(frozen=True)
+class ColourScale:
+    """One map's (or one grid's) colour scale: ``norm``, and ``extend`` (``"neither"``,
+    ``"min"``, ``"max"`` or ``"both"``: the colour bar's arrows, where values lie beyond
+    the limits and their colour saturates)."""
+
+    norm: mcolors.Normalize
+    extend: str
+
+    @property
+    def log(self) -> bool:
+        return isinstance(self.norm, mcolors.LogNorm)
+
+    def words(self, of: str = "the values") -> str:
+        """The rule in words, for a footnote: ``log colours from the 2nd to the 98th
+        percentile of the true rates; arrows: values beyond, saturated``."""
+        kind = "log colours" if self.log else "linear colours"
+        arrows = ("; beyond them colours saturate (the colour bar's arrows)"
+                  if self.extend != "neither" else "")  # fmt: skip
+        return f"{kind} from the 2nd to the 98th percentile of {of}{arrows}"
+
+
+def rate_scale(*values) -> ColourScale:
+    """The colour scale of every map of rates (and counts): the one rule, so that no
+    outlier can flatten a map and the same values get the same scale in every figure.
+
+    Limits: the 2nd and 98th percentiles (:data:`SCALE_QUANTILES`) of ``values`` (arrays;
+    pooled; missing values ignored), each at a value that occurs; values beyond them
+    saturate, and the colour bar draws an arrow at that end. Scale: logarithmic where the
+    limits are positive and span a decade or more (:data:`LOG_SPAN`), else linear. Where
+    the limits coincide (too few distinct values), the range of the values."""
+    pooled = np.concatenate([np.asarray(v, dtype=float).ravel() for v in values])
+    finite = pooled[np.isfinite(pooled)]
+    if finite.size == 0:
+        return ColourScale(mcolors.Normalize(0.0, 1.0), "neither")
+    low = float(np.quantile(finite, SCALE_QUANTILES[0], method="higher"))
+    high = float(np.quantile(finite, SCALE_QUANTILES[1], method="lower"))
+    if not high > low:
+        low, high = float(finite.min()), float(finite.max())
+    if not high > low:  # one value: a scale around it
+        low, high = (low - 1.0, high + 1.0) if low == 0 else (low * 0.9, high * 1.1)
+        low, high = min(low, high), max(low, high)
+    norm = (mcolors.LogNorm(low, high) if low > 0 and high / low >= LOG_SPAN
+            else mcolors.Normalize(low, high))  # fmt: skip
+    return ColourScale(norm, extend_of(norm, finite))
+
+
+def extend_of(norm, *values) -> str:
+    """The colour bar's arrows for ``values`` (arrays, pooled) on ``norm``: ``"min"``,
+    ``"max"``, ``"both"`` where some lie beyond its limits, else ``"neither"``."""
+    pooled = np.concatenate([np.asarray(v, dtype=float).ravel() for v in values])
+    pooled = pooled[np.isfinite(pooled)]
+    below, above = bool((pooled < norm.vmin).any()), bool((pooled > norm.vmax).any())
+    return {(False, False): "neither", (True, False): "min", (False, True): "max",
+            (True, True): "both"}[(below, above)]  # fmt: skip
+
+
+def truth_scale(truth, *synthetic) -> ColourScale:
+    """The colour scale of a map grid that compares with the truth: :func:`rate_scale`'s
+    limits from the truth alone (so that a noisy arm cannot flatten the truth's map), its
+    arrows wherever the truth or a synthetic map (``synthetic``) goes beyond them: those
+    areas saturate, which is what the eye should catch."""
+    scale = rate_scale(truth)
+    return ColourScale(scale.norm, extend_of(scale.norm, truth, *synthetic))
 
 
 def boundaries(frame, by: str):

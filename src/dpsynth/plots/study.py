@@ -7,6 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+import dpsynth.plots.style as _style
 from dpsynth.arms import Arm
 from dpsynth.design import at_epsilon
 from dpsynth.plots.style import (
@@ -14,6 +15,7 @@ from dpsynth.plots.style import (
     METHOD_LABELS,
     arm_title,
     eps_equals,
+    human,
     log_axis,
     plain_log_ticks,
     styled,
@@ -30,15 +32,19 @@ def _summary_titles(summary: pd.DataFrame) -> dict[str, str]:
     return {r.arm: arm_title(Arm(r.mechanism, r.method, r.arm)) for r in rows.itertuples()}
 
 
-#: The study stage's palette: matplotlib's tab10.
-TAB10 = tuple(plt.cm.tab10(k) for k in range(10))
+def arm_colours(arms) -> dict:
+    """Each arm's colour by its name (:func:`dpsynth.plots.style.arm_style`: by what the
+    arm is, the same in every figure, never by its place in a list)."""
+    return _style.arm_colours(arms)
 
 
-def arm_colours(names, palette=TAB10) -> dict:
-    """Each arm's colour by its place in ``names``: the palette's colour at that place
-    (cycling). The study stage's figures place the arms in the order of their names,
-    Study 2's (:mod:`dpsynth.plots.study2`) in the order of ``study2.arms``."""
-    return {name: palette[k % len(palette)] for k, name in enumerate(names)}
+def study_heading(study: str) -> str:
+    """A study's name for a figure's title: its config ``title`` as given; a name that is
+    a config key (``homicide_1980``) in words, as a title (``Homicide 1980``)."""
+    if " " in study:
+        return study
+    words = human(study)
+    return words[:1].upper() + words[1:]
 
 
 def _wrapped(text: str, width: int = 26) -> str:
@@ -65,7 +71,7 @@ def figure_measures(summary: pd.DataFrame, guide: pd.DataFrame, measures, arms, 
     draws = summary[~summary["metric"].isin(CALIBRATION_METRICS)]
     measures = [m for m in measures if m.name in set(draws["metric"])]
     arms = [a for a in arms if a.name in set(draws["arm"])]
-    colours = arm_colours([a.name for a in arms])
+    colours = arm_colours(arms)
     nrows, ncols = len(measures), len(arms)
     fig, axes = plt.subplots(nrows, ncols, figsize=(2.9 * ncols + 1.3, 2.1 * nrows + 1.3),
                              squeeze=False, sharex=True, sharey="row",
@@ -93,6 +99,7 @@ def figure_measures(summary: pd.DataFrame, guide: pd.DataFrame, measures, arms, 
                                 color=colours[arm.name], alpha=0.35, lw=0, zorder=1,
                                 label="95% band over the datasets")  # fmt: skip
                 ax.plot(sel["epsilon"], sel["median"], color=colours[arm.name], lw=1.6,
+                        ls=_style.arm_style(arm)["linestyle"],
                         label="median over the datasets")  # fmt: skip
                 if arm.mechanism == "truncated" and "truth_in_bounds" in sel:
                     ax.plot(sel["epsilon"], sel["truth_in_bounds"], color=colours[arm.name],
@@ -121,7 +128,7 @@ def figure_measures(summary: pd.DataFrame, guide: pd.DataFrame, measures, arms, 
     kind = "age-adjusted" if adjusted else "crude"
     prior = guide["epsilon_prior"].max() if len(guide) else 0.0
     paid = f"; arms with a prior also pay its {EPSILON} = {prior:g}" if prior else ""
-    fig.suptitle(f"Study {study}: what the synthetic tables keep, against {EPSILON}\n"
+    fig.suptitle(f"{study_heading(study)}: what the synthetic tables keep, against {EPSILON}\n"
                  f"(area and group rates {kind}{paid})", fontsize=10)  # fmt: skip
     return fig
 
@@ -135,7 +142,7 @@ def figure_guide(guide: pd.DataFrame, measures, arms, epsilons, study: str):
     alone loses it)."""
     measures = [m for m in measures if m.name in set(guide["measure"])]
     arms = [a for a in arms if a.name in set(guide["arm"])]
-    colours = arm_colours([a.name for a in arms])
+    colours = arm_colours(arms)
     rows = [(m, a) for m in measures for a in arms]
     prior = float(guide["epsilon_prior"].max()) if len(guide) else 0.0
     low, high = min(epsilons) / 1.6, (max(epsilons) + prior) * 1.6
@@ -147,7 +154,8 @@ def figure_guide(guide: pd.DataFrame, measures, arms, epsilons, study: str):
         v = found.iloc[0]
         if np.isfinite(v.epsilon_privacy):  # filled: the verdict; open: privacy alone
             met = v.verdict == "met"
-            ax.plot(v.epsilon_privacy, k, "o", ms=7, color=colours[arm.name],
+            ax.plot(v.epsilon_privacy, k, _style.arm_style(arm)["marker"], ms=7,
+                    color=colours[arm.name],
                     mfc=colours[arm.name] if met else "none")  # fmt: skip
             ax.annotate(f"{v.epsilon_privacy:.3g}", (v.epsilon_privacy, k), xytext=(6, 0),
                         textcoords="offset points", va="center", fontsize=7)  # fmt: skip
@@ -171,15 +179,17 @@ def figure_guide(guide: pd.DataFrame, measures, arms, epsilons, study: str):
         fontsize=8,
     )
     for arm in arms:
-        ax.plot([], [], "o", color=colours[arm.name], label=arm_title(arm))
+        ax.plot(
+            [], [], _style.arm_style(arm)["marker"], color=colours[arm.name], label=arm_title(arm)
+        )
     ax.plot([], [], "o", color="grey", label=f"met from this {EPSILON} (the verdict)")
     ax.plot([], [], "o", color="grey", mfc="none",
             label=f"privacy adds no more than the tolerance from this {EPSILON}, but the "
                   "verdict (right) says why the measure is not met")  # fmt: skip
     fig.legend(loc="outside lower center", ncols=min(3, len(arms)), fontsize=8, frameon=False)
     tol = guide["tolerance"].iloc[0] if len(guide) else np.nan
-    ax.set_title(f"Epsilon guide, study {study} (tolerance {tol:g}); verdicts and reasons in "
-                 "guide.csv", fontsize=10)  # fmt: skip
+    ax.set_title(f"Epsilon guide: {study_heading(study)} (tolerance {tol:g}); each verdict and "
+                 "its reason as the guide's table gives them", fontsize=10)  # fmt: skip
     return fig
 
 
@@ -188,7 +198,9 @@ def figure_maps(geometry, key: str, area_rates: pd.DataFrame, arms, epsilons, st
                 outline: str | None = None):  # fmt: skip
     """The true area rates (left, once), then the mean synthetic rates of each arm (rows;
     :class:`~dpsynth.arms.Arm` values) at each map epsilon (columns), on one colour scale
-    (the truth's 1-99% range) with one colour bar; every axes holds a map, drawn as
+    with one colour bar: every map's rule (:func:`~dpsynth.plots.maps.truth_scale`: the
+    truth's 2nd to 98th percentile, log colours where that spans a decade, arrows where
+    true or synthetic colours saturate); every axes holds a map, drawn as
     :func:`~dpsynth.plots.maps.map_projection` says (named in the footnote). Only the
     shapes of the strata's areas are drawn; a shape without a rate is light grey, and areas
     without a shape (``geometry.missing: allow``) are listed in the footnote."""
@@ -208,24 +220,26 @@ def figure_maps(geometry, key: str, area_rates: pd.DataFrame, arms, epsilons, st
 
     truth = area_rates[area_rates["arm"] == "truth"]
     frame["truth"] = lookup(truth)
-    rows = []
+    rows, columns = [], []
     for r, spec in enumerate(arms):
         arm, cells = spec.name, []
         for eps in epsilons:
             sel = area_rates[(area_rates["arm"] == arm) & at_epsilon(area_rates["epsilon"], eps)]
             frame[f"{arm}|{eps:g}"] = lookup(sel)
+            columns.append(f"{arm}|{eps:g}")
             cells.append((f"{arm}|{eps:g}", eps_equals(eps) if r == 0 else ""))
-        rows.append((arm_title(spec), cells))
+        rows.append((_wrapped(arm_title(spec), 30), cells))
+    scale = truth_scale(frame["truth"], *[frame[c] for c in columns])
     fig = map_grid(
         frame,
         ("truth", "true rates"),
         rows,
-        norm=truth_scale(frame["truth"]),
-        label="rate per 100,000",
+        norm=scale.norm,
+        label="rate per 100,000" + (" (log scale)" if scale.log else ""),
         outlines=boundaries(frame, outline) if outline else None,
+        extend=scale.extend,
     )
-    notes = [f"rows: arms; columns: {EPSILON}", "colours saturate outside the truth's 1-99% range",
-             "light grey: a shape without a rate"]  # fmt: skip
+    notes = [f"rows: arms; columns: {EPSILON}", "light grey: a shape without a rate"]
     if unused:
         notes.append(f"{unused} shape(s) whose key is no area of the strata: not drawn")
     unmapped = sorted(areas - set(frame[key]))
@@ -233,8 +247,9 @@ def figure_maps(geometry, key: str, area_rates: pd.DataFrame, arms, epsilons, st
         more = f" and {len(unmapped) - 8} more" if len(unmapped) > 8 else ""
         notes.append(f"{len(unmapped)} of {len(areas)} areas have no shape and are not drawn: "
                      f"{', '.join(unmapped[:8])}{more}")  # fmt: skip
-    lines = ["; ".join(notes[:2]), "; ".join(notes[2:]), f"map: {projection}"]
+    lines = ["; ".join(notes[:2]), scale.words("the true rates"),
+             *(["; ".join(notes[2:])] if notes[2:] else []), f"map: {projection}"]  # fmt: skip
     fig.supxlabel("\n".join(lines), fontsize=8)
-    fig.suptitle(f"Study {study}: true area rates and mean synthetic rates over the datasets",
-                 fontsize=11)  # fmt: skip
+    fig.suptitle(f"{study_heading(study)}: true area rates and mean synthetic rates over the "
+                 "datasets", fontsize=11)  # fmt: skip
     return fig

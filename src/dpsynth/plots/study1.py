@@ -5,34 +5,36 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import pandas as pd
 
+import dpsynth.plots.style as _style
 from dpsynth.arms import arm_named
 from dpsynth.data.scenarios import SCENARIOS
 from dpsynth.design import at_epsilon
-from dpsynth.plots.style import EPSILON, eps_equals, log_axis, styled
+from dpsynth.plots.style import EPSILON, arm_title, eps_equals, log_axis, styled
 from dpsynth.study1 import ARMS
 
-#: Each arm's legend text (:data:`dpsynth.study1.ARMS`), in the legends' order.
-ARM_TITLES = {arm.name: arm.title for arm in ARMS}
-#: Line styles by what an arm is: its prior (PG), or its mechanism (MD, the baseline); a
-#: certified calibration is dashed. Where curves coincide (in scenario 1 MD and the PG
-#: variants do: the paper's point) they stay visible: drawn wide to narrow, MD widest and
-#: lowest, PG with state priors narrowest on top.
-_STYLES = {
-    "md": dict(color="tab:red", linestyle="-", lw=5.0, alpha=0.45, zorder=2),
-    "national": dict(color="tab:blue", linestyle="-", lw=2.8, zorder=3),
-    "state": dict(color="tab:green", linestyle="-", lw=1.2, zorder=4),
-    "sanitised": dict(color="tab:olive", linestyle=":", lw=2.0, zorder=3),
-    "geometric": dict(color="tab:gray", linestyle="-.", lw=1.5, zorder=3),
+#: Each arm's legend text (:data:`dpsynth.study1.ARMS`), in the legends' order: the
+#: label every figure gives the arm (:func:`dpsynth.plots.style.arm_title`).
+ARM_TITLES = {arm.name: arm_title(arm) for arm in ARMS}
+#: Line widths by what an arm is, over its colour and line style (every figure's,
+#: :func:`dpsynth.plots.style.arm_style`): where curves coincide (in scenario 1 MD and the
+#: PG variants do: the paper's point) they stay visible, drawn wide to narrow, MD widest
+#: and lowest, PG with state priors narrowest on top.
+_WIDTHS = {
+    "md": dict(lw=5.0, alpha=0.45, zorder=2),
+    "national": dict(lw=2.8, zorder=3),
+    "state": dict(lw=1.2, zorder=4),
+    "sanitised": dict(lw=2.0, zorder=3),
+    "geometric": dict(lw=1.5, zorder=3),
 }
 
 
 def arm_style(name: str) -> dict:
-    """The line style of the Study 1 arm ``name``, from its fields."""
+    """The line style of the Study 1 arm ``name``: its colour and line style, as in every
+    figure (:func:`dpsynth.plots.style.arm_style`), and its width here."""
     arm = arm_named(ARMS, name)
-    style = dict(_STYLES[arm.prior if arm.mechanism == "pg" else arm.mechanism])
-    if arm.method == "certified":
-        style["linestyle"] = "--"
-    return style
+    style = _style.arm_style(arm)
+    width = dict(_WIDTHS[arm.prior if arm.mechanism == "pg" else arm.mechanism])
+    return {"color": style["color"], "linestyle": style["linestyle"], **width}
 
 
 def scenario_title(number) -> str:
@@ -130,12 +132,14 @@ def figure_disparities(summary: pd.DataFrame, scenario: int = 4, arms=None):
 @styled
 def figure_maps(counties, scenario_frame, county_means, epsilons, scenario: int = 4):
     """County maps: the (modelled) true rates (left) and the mean synthetic rates of MD and
-    PG-state (rows) at each map epsilon (columns), on one colour scale (per 100,000) with
-    one colour bar and the state outlines."""
-    from dpsynth.plots.maps import CONUS_ALBERS, boundaries, map_grid, truth_scale
+    PG-state (rows) at each map epsilon (columns), on one colour scale (per 100,000; every
+    map's rule, :func:`~dpsynth.plots.maps.truth_scale`) with one colour bar and the state
+    outlines, drawn as :func:`~dpsynth.plots.maps.map_projection` says."""
+    from dpsynth.plots.maps import boundaries, map_grid, map_projection, truth_scale
     from dpsynth.units import PER_100K
 
-    frame = counties[["fips", "state", "geometry"]].to_crs(CONUS_ALBERS)
+    frame, projection = map_projection(counties[["fips", "state", "geometry"]])
+    frame = frame.copy()
     rate = scenario_frame.set_index("fips").loc[frame["fips"], "rate"].to_numpy()
     frame["truth"] = rate * PER_100K
     means = county_means[county_means["scenario"] == scenario]
@@ -151,20 +155,23 @@ def figure_maps(counties, scenario_frame, county_means, epsilons, scenario: int 
             cells.append((column, eps_equals(eps) if not rows else ""))
         if cells:
             rows.append((ARM_TITLES[arm], cells))
+    scale = truth_scale(frame["truth"], *[frame[c] for _, cells in rows for c, _ in cells])
     fig = map_grid(
         frame,
         ("truth", "Modelled true rates"),
         rows,
-        norm=truth_scale(frame["truth"]),
-        label="deaths per 100,000 (ages 35-44)",
+        norm=scale.norm,
+        label="deaths per 100,000 (ages 35-44)" + (", log scale" if scale.log else ""),
         outlines=boundaries(frame, "state"),
+        extend=scale.extend,
     )
     fig.suptitle(
         f"Study 1, scenario {scenario}: modelled truth and mean synthetic rates over the "
         f"datasets (rows: mechanisms; columns: {EPSILON})\nages 35-44; populations and rates "
-        "modelled; colours saturate outside the truth's 1-99% range; white lines: states",
+        "modelled; white lines: states",
         fontsize=11,
     )
+    fig.supxlabel(f"{scale.words('the true rates')}\nmap: {projection}", fontsize=8)
     return fig
 
 

@@ -4,8 +4,10 @@ Figures 2-6 read the outputs of the study stage (:mod:`dpsynth.study`) for the s
 ``pennlc`` and ``standin``: the strata with their prior rates, the summary and the area
 rates. Every function returns a matplotlib Figure; titles say which data are real and
 which are synthetic. The figures draw Study 2's arms (:class:`~dpsynth.arms.Arm` values,
-the config's ``study2.arms``) in their order: each is named by its ``title`` and coloured
-by its place in that order (:data:`PALETTE`); a study is named by its ``title``.
+the config's ``study2.arms``) in their order: each is named by its label
+(:func:`~dpsynth.plots.style.arm_title`, its ``title``) and drawn in its colour, line and
+marker (:func:`~dpsynth.plots.style.arm_style`), as in every figure; a study is named by
+its ``title``.
 """
 
 from __future__ import annotations
@@ -16,20 +18,25 @@ import pandas as pd
 
 from dpsynth.arms import Arm, arm_named
 from dpsynth.design import at_epsilon
-from dpsynth.plots.study import arm_colours
-from dpsynth.plots.style import EPSILON, EXP_PM_EPSILON, eps_equals, log_axis, math, styled
+from dpsynth.plots.style import (
+    EPSILON,
+    EXP_PM_EPSILON,
+    arm_colours,
+    arm_style,
+    arm_title,
+    eps_equals,
+    log_axis,
+    math,
+    styled,
+)
 from dpsynth.study2 import toy
 from dpsynth.units import PER_100K
 
-#: Study 2's palette: an arm's colour is the one at its place in ``study2.arms`` (the
-#: paper's four arms: red, blue, green, purple).
-PALETTE = ("tab:red", "tab:blue", "tab:green", "tab:purple", "tab:orange", "tab:brown",
-           "tab:pink", "tab:gray", "tab:olive", "tab:cyan")  # fmt: skip
-
 
 def _colours(arms) -> dict[str, str]:
-    """Each arm's colour, by name, from its place among ``arms``."""
-    return arm_colours([arm.name for arm in arms], PALETTE)
+    """Each arm's colour, by name (:func:`dpsynth.plots.style.arm_style`: by what the arm
+    is, the same as in every other figure)."""
+    return arm_colours(arms)
 
 
 def _arm_of(arms, cal) -> Arm:
@@ -57,11 +64,11 @@ def figure_toy(total: int, expected, epsilon: float, true_y1: int, tail: float, 
             z1,
             ratio,
             color=color,
-            label=f"{arm.title}: $a$ = ({cal.a[0]:.3g}, {cal.a[1]:.3g}), "
+            label=f"{arm_title(arm)}: $a$ = ({cal.a[0]:.3g}, {cal.a[1]:.3g}), "
             f"{math('y_1')} = {y1} vs {y1 - 1}",
         )
         z1, probs = toy.predictive(cal, true_y1)
-        ax_b.plot(z1, probs, color=color, marker=".", ms=3, label=arm.title)
+        ax_b.plot(z1, probs, color=color, marker=".", ms=3, label=arm_title(arm))
         if cal.truncated:
             for bound in cal.bounds():
                 ax_a.axvline(bound[0], color=color, linestyle=":", linewidth=1)
@@ -168,7 +175,8 @@ def figure_county_rates(area_rates: pd.DataFrame, epsilons, arms, primary: Arm, 
                 s=14,
                 alpha=0.8,
                 color=colours[arm.name],
-                label=arm.title,
+                marker=arm_style(arm)["marker"],
+                label=arm_title(arm),
             )
         lim = [truth.min() * 0.8, truth.max() * 1.1]
         ax.plot(lim, lim, color="black", linewidth=0.8)
@@ -191,23 +199,26 @@ def figure_county_rates(area_rates: pd.DataFrame, epsilons, arms, primary: Arm, 
 @styled
 def figure_maps(counties, area_rates: pd.DataFrame, epsilon: float, primary: Arm, title: str):
     """Figure 4: maps of the true and the synthetic (``primary`` arm, mean) county rates on
-    one colour scale, with one colour bar."""
-    import matplotlib.colors as mcolors
+    one colour scale (every map's rule, :func:`~dpsynth.plots.maps.truth_scale`), with one
+    colour bar, drawn in Pennsylvania's own projection
+    (:func:`~dpsynth.plots.maps.map_projection`, named in the footnote)."""
+    from dpsynth.plots.maps import map_grid, map_projection, truth_scale
 
-    from dpsynth.plots.maps import CONUS_ALBERS, map_grid
-
-    frame = counties[["county", "geometry"]].to_crs(CONUS_ALBERS)
+    frame, projection = map_projection(counties[["county", "geometry"]])
+    frame = frame.copy()
     frame["truth"] = frame["county"].map(_county_table(area_rates, "truth"))
     frame["synthetic"] = frame["county"].map(_county_table(area_rates, primary.name, epsilon))
-    values = pd.concat([frame["truth"], frame["synthetic"]]).dropna()
-    synthetic = f"Synthetic: {primary.title},\n{eps_equals(epsilon)} (mean over datasets)"
+    scale = truth_scale(frame["truth"], frame["synthetic"])
+    synthetic = f"Synthetic: {arm_title(primary)},\n{eps_equals(epsilon)} (mean over datasets)"
     fig = map_grid(
         frame,
         ("truth", "True (confidential) rates"),
         [("", [("synthetic", synthetic)])],
-        norm=mcolors.Normalize(vmin=float(values.min()), vmax=float(values.max())),
-        label="age-adjusted rate per 100,000",
+        norm=scale.norm,
+        label="age-adjusted rate per 100,000" + (" (log scale)" if scale.log else ""),
+        extend=scale.extend,
     )
+    fig.supxlabel(f"{scale.words('the true rates')}\nmap: {projection}", fontsize=8)
     fig.suptitle(f"County age-adjusted rates: {title}")
     return fig
 
@@ -223,17 +234,21 @@ def _metric_panel(ax, summary, metric, arms, primary, title, prior_label):
         if line.empty or arm.mechanism != "truncated":
             continue
         color = colours[arm.name]
+        style = arm_style(arm)["linestyle"]
         if arm == primary:
-            ax.plot(line["epsilon"], line["median"], color=color, label=arm.title)
-            ax.fill_between(line["epsilon"], line["lower"], line["upper"], color=color, alpha=0.2)
+            ax.plot(line["epsilon"], line["median"], color=color, ls=style,
+                    label=f"{arm_title(arm)} (median)")  # fmt: skip
+            ax.fill_between(line["epsilon"], line["lower"], line["upper"], color=color, alpha=0.2,
+                            label=f"{arm_title(arm)}: 95% band over the datasets")  # fmt: skip
         else:
             ax.plot(
                 line["epsilon"],
                 line["median"],
                 color=color,
+                linestyle=style,
                 linewidth=0.8,
                 alpha=0.8,
-                label=f"{arm.title} (median)",
+                label=f"{arm_title(arm)} (median)",
             )
     if len(rows):
         ax.axhline(rows["truth"].iloc[0], color="black", linestyle="--", linewidth=1,
@@ -292,7 +307,7 @@ def figure_shapes(summary: pd.DataFrame, total: int, arms, title: str):
         ax.plot(eps, total / np.expm1(eps), color="black", ls=":", lw=1.2, label=reference)
         log_axis(ax.xaxis)
         log_axis(ax.yaxis)
-        ax.set_title(arm.title, color=color)
+        ax.set_title(arm_title(arm), color=color)
         ax.set_xlabel(f"{EPSILON} (synthesis budget)")
     axes[0].set_ylabel(f"gamma shape {math('a')} (log scale)")
     handles, labels = axes[0].get_legend_handles_labels()

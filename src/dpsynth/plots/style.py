@@ -98,11 +98,59 @@ def arm_title(arm) -> str:
     return _arms.arm_title(arm, EPSILON)
 
 
+# ---- each arm's colour, line and marker ---------------------------------------------------
+#: The colour of an arm, by what it is, never by its place in a list: MD red; untruncated PG
+#: blue with the study's own (or a national) prior, green with state rates, olive with
+#: sanitised state rates; truncated PG orange (paper calibration), purple (exact bivariate)
+#: or pink (certified); the geometric baseline grey (brown is the prior's, in the study
+#: figures).
+MECHANISM_COLOURS = {"md": "tab:red", "geometric": "tab:gray"}
+PG_PRIOR_COLOURS = {None: "tab:blue", "national": "tab:blue", "state": "tab:green",
+                    "sanitised": "tab:olive"}  # fmt: skip
+TRUNCATED_COLOURS = {"paper": "tab:orange", "exact": "tab:purple", "certified": "tab:pink"}
+#: Line style and marker by calibration method: paper solid with circles, exact bivariate
+#: dash-dot with squares, certified dashed with triangles; MD (one calibration) solid with
+#: circles, the geometric baseline dash-dot with diamonds.
+METHOD_LINES = {"paper": ("-", "o"), "exact": ("-.", "s"), "certified": ("--", "^"),
+                None: ("-.", "D")}  # fmt: skip
+
+
+def arm_style(arm) -> dict:
+    """The colour, line style and marker of an arm (an :class:`~dpsynth.arms.Arm`) in every
+    figure (``dict(color=..., linestyle=..., marker=...)``), from its mechanism, method and
+    prior: the same arm looks the same in Study 1, Study 2 and every study's figures."""
+    if arm.mechanism == "pg":
+        colour = PG_PRIOR_COLOURS.get(arm.prior, "tab:blue")
+    elif arm.mechanism == "truncated":
+        colour = TRUNCATED_COLOURS.get(arm.method, "tab:cyan")
+    else:
+        colour = MECHANISM_COLOURS.get(arm.mechanism, "tab:cyan")
+    linestyle, marker = METHOD_LINES["paper" if arm.mechanism == "md" else arm.method]
+    return {"color": colour, "linestyle": linestyle, "marker": marker}
+
+
+def arm_colours(arms) -> dict:
+    """Each arm's colour (:func:`arm_style`), by its name."""
+    return {arm.name: arm_style(arm)["color"] for arm in arms}
+
+
 # ---- log axes -----------------------------------------------------------------------------
 #: Mantissas tried within each decade, sparsest first.
 _MANTISSAS = ((1,), (1, 3), (1, 2, 5), (1, 2, 3, 5), (1, 2, 3, 4, 5, 6, 7, 8, 9))
 #: Room a label needs along its axis, beyond its own extent (in font sizes).
 _GAP = 0.8
+
+
+def power_of_ten(value: float) -> str:
+    """``value`` as a power of ten in mathtext: ``$10^{6}$``, ``$2 \\times 10^{7}$``."""
+    if value == 0 or not np.isfinite(value):
+        return f"{value:g}"
+    mantissa, exponent = f"{value:.3e}".split("e")
+    mantissa = mantissa.rstrip("0").rstrip(".")
+    power = f"10^{{{int(exponent)}}}"
+    if mantissa in ("1", "-1"):
+        return f"${mantissa[:-1]}{power}$"
+    return f"${mantissa} \\times {power}$"
 
 
 def plain_number(value: float) -> str:
@@ -112,13 +160,18 @@ def plain_number(value: float) -> str:
     if value == 0 or not np.isfinite(value):
         return f"{value:g}"
     if abs(value) >= 1e6:
-        mantissa, exponent = f"{value:.3e}".split("e")
-        mantissa = mantissa.rstrip("0").rstrip(".")
-        power = f"10^{{{int(exponent)}}}"
-        if mantissa in ("1", "-1"):
-            return f"${mantissa[:-1]}{power}$"
-        return f"${mantissa} \\times {power}$"
+        return power_of_ten(value)
     return f"{float(f'{value:.4g}'):f}".rstrip("0").rstrip(".")
+
+
+def tick_labels(values) -> list[str]:
+    """The labels of one axis's ticks, in one style: plain numbers (:func:`plain_number`)
+    when every tick is below a million, else every tick as a power of ten
+    (:func:`power_of_ten`), so that ``100000`` never stands beside ``10^6``."""
+    values = [float(v) for v in values]
+    if any(abs(v) >= 1e6 for v in values if np.isfinite(v)):
+        return [power_of_ten(v) for v in values]
+    return [plain_number(v) for v in values]
 
 
 def _label_length(text: str) -> float:
@@ -129,10 +182,23 @@ def _label_length(text: str) -> float:
 
 
 class PlainLogFormatter(Formatter):
-    """Log-axis tick labels as plain numbers (0.01, 2, 10), never 10^x or 2 x 10^0."""
+    """Log-axis tick labels as plain numbers (0.01, 2, 10), never 2 x 10^0; on an axis
+    that reaches a million, every label a power of ten (:func:`tick_labels`): one style
+    per axis."""
+
+    def __init__(self):
+        self._powers = False
+
+    def set_locs(self, locs):
+        super().set_locs(locs)
+        shown = np.asarray(locs, dtype=float)
+        if self.axis is not None:  # the ticks drawn: those within the view
+            low, high = sorted(self.axis.get_view_interval())
+            shown = shown[(shown >= low * (1 - 1e-9)) & (shown <= high * (1 + 1e-9))]
+        self._powers = bool((np.abs(shown[np.isfinite(shown)]) >= 1e6).any())
 
     def __call__(self, value, pos=None):
-        return plain_number(value)
+        return power_of_ten(value) if self._powers else plain_number(value)
 
 
 class PlainLogLocator(Locator):
@@ -172,7 +238,7 @@ class PlainLogLocator(Locator):
             return True
         places = length * (np.log(ticks) - np.log(vmin)) / (np.log(vmax) - np.log(vmin))
         if along:  # half of each neighbour's width
-            extent = np.array([0.62 * _label_length(plain_number(t)) * size for t in ticks])
+            extent = np.array([0.62 * _label_length(label) * size for label in tick_labels(ticks)])
             need = (extent[1:] + extent[:-1]) / 2 + _GAP * size
         else:  # one line of text
             need = np.full(len(ticks) - 1, (1.2 + _GAP) * size)

@@ -17,8 +17,9 @@ SOURCE_LABELS = {"model": "modelled truth", "wonder": "smoothed observed rates"}
 
 def truth_map(counties, truth: pd.DataFrame, source: str) -> Figure:
     """Choropleth of ``truth``'s ``rate_per_100k`` on ``counties`` (a GeoDataFrame with
-    ``fips``; a county without a rate is drawn as missing), log colour scale with plain
-    numbers (:data:`~dpsynth.plots.style.RATE_CMAP`); the title names the ``source``
+    ``fips``; a county without a rate is drawn as missing), on every map's colour scale
+    (:func:`~dpsynth.plots.maps.rate_scale`, as Study 1's maps of the same truth) in
+    :data:`~dpsynth.plots.style.RATE_CMAP`; the title names the ``source``
     (``truth.source``: model or wonder)."""
     if source not in SOURCE_LABELS:
         raise ValueError(f"truth.source must be one of {list(SOURCE_LABELS)}, got {source!r}")
@@ -30,7 +31,7 @@ def truth_map(counties, truth: pd.DataFrame, source: str) -> Figure:
         frame,
         "rate_per_100k",
         title=f"True heart-disease death rates, ages 35-44, 1980 ({SOURCE_LABELS[source]})",
-        norm="log",
-        legend_label="deaths per 100,000 (log scale)",
+        legend_label="deaths per 100,000",
+        values_name="the county rates",
     )
     return fig

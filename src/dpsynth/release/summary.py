@@ -69,19 +69,23 @@ def _map_figure(counties, by_fips: pd.DataFrame):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from dpsynth.plots.maps import county_choropleth
+    from dpsynth.plots.maps import county_choropleth, extend_of, rate_scale
     from dpsynth.plots.style import RC
 
     frame = counties.merge(by_fips, on="fips", how="inner")
-    top = float(max(frame["original"].max(), frame["synthetic_mean"].max(), 1))
+    # every map's colour rule, one scale for both maps (from the original totals: the
+    # synthetic map's departures saturate, with arrows)
+    scale = rate_scale(frame["original"])
+    scale = type(scale)(scale.norm, extend_of(scale.norm, frame["original"],
+                                              frame["synthetic_mean"]))  # fmt: skip
     with matplotlib.rc_context(RC):
         fig, axes = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
         for ax, column, title in (
             (axes[0], "original", "original total"),
             (axes[1], "synthetic_mean", "synthetic total (mean over sets)"),
         ):
-            county_choropleth(frame, column, ax, title=title, vmin=0, vmax=top,
-                              legend_label="events")  # fmt: skip
+            county_choropleth(frame, column, ax, title=title, scale=scale, legend_label="events",
+                              values_name="the original totals")  # fmt: skip
     return fig
 
 
