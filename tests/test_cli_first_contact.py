@@ -206,3 +206,16 @@ def test_utility_numbers_are_written_as_a_reader_writes_them(value, digits, show
     from dpsynth.release.utility import _human
 
     assert _human(value, digits) == shown
+
+
+def test_a_release_under_no_stored_budget_says_so_in_one_line(tmp_path):
+    TABLE.to_csv(tmp_path / "t.csv", index=False)
+    release = ("synthesize", "--input", str(tmp_path / "t.csv"), *COLUMNS, "--epsilon", "1", "--mechanism",
+               "pg", "--dataset", "towns")  # fmt: skip
+    code, stdout, stderr = run_cli(*release, "--out", str(tmp_path / "a"), "--quiet")
+    assert code == 0, stderr
+    (line,) = [line for line in stdout.splitlines() if "no stored budget" in line]
+    assert "dataset towns" in line and "--set-budget towns" in line
+    code, stdout, stderr = run_cli(*release, "--out", str(tmp_path / "b"), "--budget", "3",
+                                   "--quiet")  # fmt: skip
+    assert code == 0 and "no stored budget" not in stdout

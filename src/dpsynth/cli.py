@@ -853,7 +853,13 @@ def _synthesize(args) -> int:
         f"what the sets kept, against synthesis with no privacy (private): "
         f"{private / 'utility.md'}"
     )
-    rounding = json.loads((private / PROVENANCE).read_text())["rounding"]
+    provenance = json.loads((private / PROVENANCE).read_text())
+    if (provenance.get("ledger") or {}).get("budget") is None:
+        print(
+            f"dataset {request.dataset} has no stored budget: its releases add up without a "
+            f"limit (store one: dpsynth ledger --set-budget {request.dataset} EPS)"
+        )
+    rounding = provenance["rounding"]
     if rounding["strata_rounded"]:
         print(
             f"counts (private: depends on the confidential counts, do not publish this line): "
