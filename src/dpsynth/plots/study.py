@@ -185,13 +185,14 @@ def figure_guide(guide: pd.DataFrame, measures, arms, epsilons, study: str):
 
 @styled
 def figure_maps(geometry, key: str, area_rates: pd.DataFrame, arms, epsilons, study: str,
-                outline: str | None = None):  # fmt: skip
+                outline: str | None = None, label: str = "rate per 100,000"):  # fmt: skip
     """The true area rates (left, once), then the mean synthetic rates of each arm (rows;
     :class:`~dpsynth.arms.Arm` values) at each map epsilon (columns), on one colour scale
     (the truth's 1-99% range) with one colour bar; every axes holds a map, drawn as
     :func:`~dpsynth.plots.maps.map_projection` says (named in the footnote). Only the
     shapes of the strata's areas are drawn; a shape without a rate is light grey, and areas
-    without a shape (``geometry.missing: allow``) are listed in the footnote."""
+    without a shape (``geometry.missing: allow``) are listed in the footnote. ``label``
+    names the colour bar's unit (an SMR with expected counts as the denominator)."""
     from dpsynth.plots.maps import boundaries, map_grid, map_projection, truth_scale
 
     frame = geometry[[key, *([outline] if outline else []), "geometry"]].copy()
@@ -221,7 +222,7 @@ def figure_maps(geometry, key: str, area_rates: pd.DataFrame, arms, epsilons, st
         ("truth", "true rates"),
         rows,
         norm=truth_scale(frame["truth"]),
-        label="rate per 100,000",
+        label=label,
         outlines=boundaries(frame, outline) if outline else None,
     )
     notes = [f"rows: arms; columns: {EPSILON}", "colours saturate outside the truth's 1-99% range",
