@@ -21,10 +21,9 @@ A new measure is one entry of :data:`MEASURES`, one function and its tests.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-
-import dataclasses
 
 import numpy as np
 import pandas as pd
