@@ -92,7 +92,6 @@ def check_promise(study, strata, synthetic: np.ndarray, arm_name: str, n_referen
     strata), in the order of ``strata``) and on ``n_reference`` no-privacy tables, with
     the guide's verdict for ``arm_name``."""
     from dpsynth.study.measures import study_measures
-    from dpsynth.units import PER_100K
 
     d = study.definition
     frame = study_frame(study, strata)
@@ -102,7 +101,7 @@ def check_promise(study, strata, synthetic: np.ndarray, arm_name: str, n_referen
     theirs = pd.concat([measures.values(t, y) for t in _tables(y, n_reference, rng)])
     truth = measures.values(y, y).iloc[0]
     # the guide's scale for errors: the table's true overall rate (dpsynth.study.guide)
-    scale = float(y.sum() / strata.population.sum() * PER_100K)
+    scale = float(y.sum() / strata.population.sum() * d.per)
     guide = study.guide()
     rows = {} if guide is None else {
         measure: row for measure, row in guide[guide["arm"] == arm_name].set_index("measure")
