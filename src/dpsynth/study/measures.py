@@ -7,7 +7,8 @@ that differs between measures: how far a value is from a target in units of the 
 tolerance (:meth:`Kind.distance`), whether the figure draws a truth line and a log scale.
 A new measure is one entry of :data:`MEASURES`, one function and its tests.
 
-* ``rmse`` (error): root mean squared error of the strata rates, per 100,000.
+* ``rmse`` (error): root mean squared error of the strata rates, per 100,000 (of the
+  SMRs, observed / expected, with ``denominator: expected``).
 * ``rank_correlation`` (correlation): Spearman's rho between the synthetic and the true
   area rates (age-adjusted when the study has an age key): are the areas still ranked as
   they are? Only with an area key.
@@ -148,9 +149,9 @@ def study_measure_list(definition: StudyDefinition) -> tuple[Measure, ...]:
     with an area key), then its disparities in config order (titled by their labels)."""
     static = [m for m in MEASURES if definition.area is not None or not m.needs_areas]
     if definition.denominator == "expected":  # the rates are SMRs: ratios, not per 100,000
-        static = [dataclasses.replace(m, title="rMSE of the strata SMRs", unit="rMSE of the "
-                                      "SMRs (observed / expected)") if m.name == "rmse" else m
-                  for m in static]  # fmt: skip
+        static = [dataclasses.replace(m, title="rMSE of the strata SMRs",
+                                      unit="a ratio, observed / expected")
+                  if m.name == "rmse" else m for m in static]  # fmt: skip
     disparities = [
         Measure(
             DISPARITY + spec.name, spec.title, "rate ratio", KINDS["ratio"], _disparity(spec.name)
