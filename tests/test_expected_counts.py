@@ -175,6 +175,7 @@ def test_a_release_with_expected_counts_says_so_and_verifies(tmp_path, private_a
     assert sets["E"].to_numpy() == pytest.approx(np.tile(EXPECTED, 2))
     code, stdout, _ = run("verify", str(out))
     assert code == 0, stdout
+    assert "'E' holds expected counts (SMRs)" in stdout
     (utility,) = private_area.glob("*/utility.md")
     text = utility.read_text()
     assert f"the overall rate ({smr:.3g})" in text and "| rMSE SMR |" in text
