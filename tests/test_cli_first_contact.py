@@ -210,8 +210,8 @@ def test_utility_numbers_are_written_as_a_reader_writes_them(value, digits, show
 
 def test_a_release_under_no_stored_budget_says_so_in_one_line(tmp_path):
     TABLE.to_csv(tmp_path / "t.csv", index=False)
-    release = ("synthesize", "--input", str(tmp_path / "t.csv"), *COLUMNS, "--epsilon", "1", "--mechanism",
-               "pg", "--dataset", "towns")  # fmt: skip
+    release = ("synthesize", "--input", str(tmp_path / "t.csv"), *COLUMNS, "--epsilon", "1",
+               "--mechanism", "pg", "--dataset", "towns")  # fmt: skip
     code, stdout, stderr = run_cli(*release, "--out", str(tmp_path / "a"), "--quiet")
     assert code == 0, stderr
     (line,) = [line for line in stdout.splitlines() if "no stored budget" in line]

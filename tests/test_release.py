@@ -176,7 +176,8 @@ def test_a_test_seed_is_reproducible_and_marked_not_for_publication(csv, tmp_pat
     assert (tmp_path / "one" / "synthetic.parquet").read_bytes() == (
         tmp_path / "two" / "synthetic.parquet"
     ).read_bytes()
-    assert set(one) == set(SCHEMA["required"])  # whitelisted fields only: no seed, no argv
+    # whitelisted fields only: no seed, no argv (denominator: optional, releases since #33)
+    assert set(one) == {*SCHEMA["required"], "denominator"}
 
 
 def test_set_k_does_not_depend_on_the_number_of_sets(csv, tmp_path):

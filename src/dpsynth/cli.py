@@ -248,7 +248,8 @@ def _add_strata_options(syn: argparse.ArgumentParser, required) -> None:
     cols.add_argument(
         "--count-column",
         metavar="NAME",
-        help="column of event counts, whole numbers (see --rounding) >= 0 and <= population "
+        help="column of event counts, whole numbers (see --rounding) >= 0 and <= population (no "
+        "bound with --expected-column) "
         "(default: count; deaths with --wonder)",
     )
     cols.add_argument(
@@ -287,6 +288,13 @@ def _add_strata_options(syn: argparse.ArgumentParser, required) -> None:
         default=DEFAULTS["population_column"],
         metavar="NAME",
         help="column of populations, > 0 (default: %(default)s)",
+    )
+    cols.add_argument(
+        "--expected-column",
+        metavar="NAME",
+        help="instead of --population-column: a column of expected counts E > 0 (observed "
+        "vs expected, indirect standardisation; public like populations, docs/privacy.md); "
+        "rates are SMRs (observed / expected) and counts may exceed E",
     )
     cols.add_argument(
         "--prior-rate-column",
@@ -879,7 +887,7 @@ def _synthesize(args) -> int:
 
 def _request(args, **extra):
     from dpsynth.release import ReleaseRequest
-    from dpsynth.release.request import STRATA_REQUIRED, STRATA_WORDS
+    from dpsynth.release.request import DEFAULTS, STRATA_REQUIRED, STRATA_WORDS
 
     if args.strata is None:
         raise _Usage(STRATA_REQUIRED)
@@ -895,6 +903,9 @@ def _request(args, **extra):
             "noise. Use --sanitised-prior-by COLUMN... (noisy totals, budget --prior-epsilon) "
             "or --prior FILE of public rates"
         )
+    expected = getattr(args, "expected_column", None)
+    if expected is not None and args.population_column != DEFAULTS["population_column"]:
+        raise _Usage("give --expected-column or --population-column, not both")
     table = dict(
         input=args.input,
         keys=None if args.keys is None else tuple(args.keys),
@@ -902,7 +913,8 @@ def _request(args, **extra):
         inflation=args.inflation,
         wonder=args.wonder,
         count_column=args.count_column,
-        population_column=args.population_column,
+        population_column=args.population_column if expected is None else expected,
+        denominator=None if expected is None else "expected",
         population_keys=None if args.population_keys is None else tuple(args.population_keys),
         prior_rate_column=args.prior_rate_column,
         prior_file=args.prior_file,
@@ -914,6 +926,8 @@ def _request(args, **extra):
     )
     if args.study is not None:
         table = _from_study(args, table)
+    elif table["denominator"] is None:
+        table["denominator"] = "population"
     elif args.input is None or args.keys is None:
         missing = [o for o, v in (("--input", args.input), ("--keys", args.keys)) if v is None]
         raise _Usage(f"the following arguments are required: {', '.join(missing)} (or --study)")
@@ -939,7 +953,8 @@ def _from_study(args, given: dict) -> dict:
     from dpsynth.release.study_source import DECIDED, StudySourceError, load_study
 
     def option(field):
-        return "--" + {"prior_file": "prior", "input": "input"}.get(field, field).replace("_", "-")
+        names = {"prior_file": "prior", "input": "input", "denominator": "expected_column"}
+        return "--" + names.get(field, field).replace("_", "-")
 
     twice = [
         f"{option(field)} (studies.NAME.{DECIDED[field]})"

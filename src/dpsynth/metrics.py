@@ -18,11 +18,11 @@ import pandas as pd
 from dpsynth.units import PER_100K
 
 
-def rmse_per_100k(rates, true_rate) -> np.ndarray:
-    """sqrt(mean_i (lambda_i - lambda_true_i)^2) x 100,000, over the last axis."""
+def rmse_per_100k(rates, true_rate, per: float = PER_100K) -> np.ndarray:
+    """sqrt(mean_i (lambda_i - lambda_true_i)^2) x 100,000 (x ``per``), over the last axis."""
     diff = np.asarray(rates, dtype=float) - np.asarray(true_rate, dtype=float)
     np.square(diff, out=diff)  # diff**2 without a second temporary
-    return np.sqrt(np.mean(diff, axis=-1)) * PER_100K
+    return np.sqrt(np.mean(diff, axis=-1)) * per
 
 
 def group_rate_per_100k(rates, population, members) -> np.ndarray:

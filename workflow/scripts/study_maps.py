@@ -22,5 +22,6 @@ figure = figure_maps(
     list(d.map_epsilons),
     d.title,
     d.geometry_outline,
+    label="rate per 100,000" if d.denominator == "population" else d.rate_unit,
 )
 save_figure(figure, *snakemake.output)

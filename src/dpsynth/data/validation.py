@@ -213,6 +213,7 @@ def validate_strata(
     population: str = "population",
     keys: Sequence[str] = ("fips",),
     source: str = "strata",
+    denominator: str = "population",
 ) -> pd.DataFrame:
     """Check strata and return ``frame`` unchanged when they are fit for a mechanism.
 
@@ -221,7 +222,16 @@ def validate_strata(
     finite and positive; no count above its population; each key
     combination appears once; counts sum to a positive total (the mechanisms condition
     on the total y., which must not be zero).
+
+    ``denominator="expected"``: the ``population`` column holds expected counts E_i
+    (indirect standardisation). They must be present, finite and > 0 like populations,
+    but no count bound applies: a count is Poisson around E_i x its relative risk, so
+    "cases above expected" is an ordinary stratum, not more than one event per person.
     """
+    if denominator not in ("population", "expected"):
+        raise ValueError(f"{source}: denominator {denominator!r}; expected population or expected")
+    expected = denominator == "expected"
+    what = "expected count" if expected else "population"
     keys = list(keys)
     _require_columns(frame, [*keys, count, population], source)
     if frame.empty:
@@ -264,15 +274,18 @@ def validate_strata(
     refuse(
         populations.isna(),
         f"missing {population!r} at",
-        "expected a population for every stratum",
+        f"expected a {what} for every stratum",
     )
-    refuse(populations <= 0, f"{population!r} <= 0 at", "expected populations > 0")
-    refuse(~np.isfinite(populations), f"infinite {population!r} at", "expected finite populations")
-    refuse(
-        counts > populations,
-        f"{count!r} above {population!r} at",
-        "expected at most one event per person (count <= population)",
-    )
+    refuse(populations <= 0, f"{population!r} <= 0 at", f"expected {what}s > 0")
+    refuse(~np.isfinite(populations), f"infinite {population!r} at", f"expected finite {what}s")
+    if not expected:  # expected counts bound nothing: a count is Poisson around E_i x risk
+        refuse(
+            counts > populations,
+            f"{count!r} above {population!r} at",
+            "expected at most one event per person (count <= population); if the column "
+            "holds expected counts (observed vs expected), say so: denominator: expected "
+            "in a study, --expected-column in dpsynth synthesize",
+        )
     if frame.duplicated(subset=keys).any():
         raise ValueError(
             f"{source}: duplicate key(s) {describe_duplicates(frame, keys)}; "

@@ -195,7 +195,7 @@ def figure_guide(guide: pd.DataFrame, measures, arms, epsilons, study: str):
 
 @styled
 def figure_maps(geometry, key: str, area_rates: pd.DataFrame, arms, epsilons, study: str,
-                outline: str | None = None):  # fmt: skip
+                outline: str | None = None, label: str = "rate per 100,000"):  # fmt: skip
     """The true area rates (left, once), then the mean synthetic rates of each arm (rows;
     :class:`~dpsynth.arms.Arm` values) at each map epsilon (columns), on one colour scale
     with one colour bar: every map's rule (:func:`~dpsynth.plots.maps.truth_scale`: the
@@ -203,7 +203,8 @@ def figure_maps(geometry, key: str, area_rates: pd.DataFrame, arms, epsilons, st
     true or synthetic colours saturate); every axes holds a map, drawn as
     :func:`~dpsynth.plots.maps.map_projection` says (named in the footnote). Only the
     shapes of the strata's areas are drawn; a shape without a rate is light grey, and areas
-    without a shape (``geometry.missing: allow``) are listed in the footnote."""
+    without a shape (``geometry.missing: allow``) are listed in the footnote. ``label``
+    names the colour bar's unit (an SMR with expected counts as the denominator)."""
     from dpsynth.plots.maps import boundaries, map_grid, map_projection, truth_scale
 
     frame = geometry[[key, *([outline] if outline else []), "geometry"]].copy()
@@ -235,7 +236,7 @@ def figure_maps(geometry, key: str, area_rates: pd.DataFrame, arms, epsilons, st
         ("truth", "true rates"),
         rows,
         norm=scale.norm,
-        label="rate per 100,000" + (" (log scale)" if scale.log else ""),
+        label=label + (" (log scale)" if scale.log else ""),
         outlines=boundaries(frame, outline) if outline else None,
         extend=scale.extend,
     )

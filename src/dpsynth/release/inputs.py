@@ -451,8 +451,9 @@ def _input_table(request: ReleaseRequest):
             option="--rounding nearest",
         )  # fmt: skip
         validate_strata(
-            frame, count=count, population=request.population_column, keys=keys, source=source
-        )
+            frame, count=count, population=request.population_column, keys=keys, source=source,
+            denominator=request.denominator,
+        )  # fmt: skip
     except ValueError as err:
         raise ReleaseError(str(err)) from err
     if request.strata_source == "cross-product":
@@ -485,6 +486,8 @@ def load_strata(request: ReleaseRequest) -> Strata:
     """Read, check and sort the input; raise :class:`ReleaseError` naming what is wrong."""
     if request.prior_file is not None and request.sanitised_prior_by is not None:
         raise ReleaseError("give either --prior FILE or --sanitised-prior-by, not both")
+    if request.denominator not in ("population", "expected"):
+        raise ReleaseError(f"denominator {request.denominator!r}; expected population or expected")
     read = _input_table if request.study is None else _study_table
     frame, count, keys, rounding, source = read(request)
     counts = pd.to_numeric(frame[count]).to_numpy(dtype=float).astype(np.int64)
@@ -537,7 +540,9 @@ def load_strata(request: ReleaseRequest) -> Strata:
         if prior_groups is None and declared is None:
             raise ReleaseError(prior_source.refusal(where, keys))
         if not request.prior_is_public_i_am_sure:
-            why = prior_check.prior_reproduces_counts(counts, populations, prior_rate)
+            why = prior_check.prior_reproduces_counts(
+                counts, populations, prior_rate, poisson=request.denominator == "expected"
+            )
             if why is not None:
                 raise ReleaseError(prior_check.refusal(where, why))
     if request.sanitised_prior_by:

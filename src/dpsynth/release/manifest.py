@@ -33,6 +33,20 @@ ROUNDING_STATEMENTS = {
         "stated here"
     ),
 }
+#: What the manifest's ``denominator`` says, by kind (``--expected-column``,
+#: ``studies.<name>.denominator``): the column ``population_column`` names holds these.
+DENOMINATOR_STATEMENTS = {
+    "population": (
+        "populations (people or person-years): rates are count / population, every count "
+        "at most its population"
+    ),
+    "expected": (
+        "expected counts E_i (indirect standardisation: public populations times public "
+        "standard rates), declared public by the data steward like populations: rates are "
+        "SMRs (observed / expected, relative risks); counts are Poisson around E_i x "
+        "relative risk, so no count is bounded by its E_i; every E_i is finite and > 0"
+    ),
+}
 #: Purpose of a release, by whether its randomness came from a user seed.
 PURPOSE = {False: "publication", True: "reproducible test, not for publication"}
 
@@ -266,6 +280,16 @@ SCHEMA = {
         "sets": {"type": "integer", "minimum": 1},
         "keys": {"type": "array", "items": _STRING, "minItems": 1},
         "population_column": _STRING,
+        # optional (releases before it have populations): what population_column holds
+        "denominator": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["kind", "statement"],
+            "properties": {
+                "kind": {"enum": list(DENOMINATOR_STATEMENTS)},
+                "statement": _STRING,
+            },
+        },
         "files": {
             "type": "object",
             "additionalProperties": _FILE,

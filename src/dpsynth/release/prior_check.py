@@ -9,7 +9,8 @@ one can tell a prior that fits the counts far better than chance allows.
 
 The null hypothesis is the steward's own claim: the rates were fixed without these counts,
 so each count is a draw around its expected count ``mu = population x prior_rate``
-(binomial when the populations are whole and the rates below 1, Poisson otherwise). A real
+(binomial when the populations are whole and the rates below 1, Poisson otherwise, and
+always Poisson when the denominators are expected counts, which bound nothing). A real
 public prior (national or earlier rates, an overall rate, group rates) misses the counts
 by *more* than this noise (places differ from the nation), never by far less. Two
 statistics, each with its distribution under the null computed stratum by stratum:
@@ -73,10 +74,15 @@ def _support(mu: np.ndarray | float) -> np.ndarray:
     return np.ceil(np.asarray(mu) + 12.0 * np.sqrt(mu) + 20.0).astype(np.int64)
 
 
-def _null(population: np.ndarray, rate: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+def _null(
+    population: np.ndarray, rate: np.ndarray, poisson: bool = False
+) -> tuple[np.ndarray, np.ndarray | None]:
     """The null distribution of the counts: the expected counts ``mu`` and the binomial's
-    trials (the populations), or None for Poisson when the null cannot be binomial."""
+    trials (the populations), or None for Poisson when the null cannot be binomial or
+    ``poisson`` (the denominators are expected counts: relative risks, no trials)."""
     mu = population * rate
+    if poisson:
+        return mu, None
     whole = bool(np.all(population == np.round(population)) and np.all(rate < 1))
     return mu, (population if whole else None)
 
@@ -200,16 +206,17 @@ def agreement_tail(agree: int, p: np.ndarray) -> float:
     return math.exp(min(0.0, -m + agree * (1.0 + math.log(m / agree)) if m > 0 else -math.inf))
 
 
-def prior_reproduces_counts(counts, population, rate) -> str | None:
+def prior_reproduces_counts(counts, population, rate, *, poisson: bool = False) -> str | None:
     """Why the prior rates cannot be a prior made without these counts, or None.
 
     ``counts``, ``population`` and ``rate`` are per stratum (rates finite and > 0). The
-    answer names the test, never a count or a statistic of them.
+    answer names the test, never a count or a statistic of them. ``poisson``: the null is
+    Poisson whatever the denominators (expected counts, ``--expected-column``).
     """
     counts = np.asarray(counts)  # as float chunk by chunk
     population = np.asarray(population, dtype=float)
     rate = np.asarray(rate, dtype=float)
-    mu, n = _null(population, rate)
+    mu, n = _null(population, rate, poisson)
     mean_u, var_u, agree_u, inverse = _distinct_nulls(mu, n, rate)
     p = agree_u[inverse]
     agree = 0

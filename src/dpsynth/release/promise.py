@@ -113,7 +113,6 @@ def check_promise(study, strata, synthetic: np.ndarray, arm_name: str, n_referen
     the guide's verdict for ``arm_name`` and the study's range of single tables at the
     grid's largest epsilon not above ``epsilon`` (the total one table is drawn at)."""
     from dpsynth.study.measures import study_measures
-    from dpsynth.units import PER_100K
 
     d = study.definition
     frame = study_frame(study, strata)
@@ -123,7 +122,7 @@ def check_promise(study, strata, synthetic: np.ndarray, arm_name: str, n_referen
     theirs = pd.concat([measures.values(t, y) for t in _tables(y, n_reference, rng)])
     truth = measures.values(y, y).iloc[0]
     # the guide's scale for errors: the table's true overall rate (dpsynth.study.guide)
-    scale = float(y.sum() / strata.population.sum() * PER_100K)
+    scale = float(y.sum() / strata.population.sum() * d.per)
     guide = study.guide()
     ranges = _study_ranges(study, arm_name, epsilon)
     rows = {} if guide is None else {
@@ -201,8 +200,9 @@ def write_map(path, study, strata, synthetic: np.ndarray, arm, epsilon: float) -
         if d.geometry.suffix in (".parquet", ".pq")
         else gpd.read_file(d.geometry)
     )
+    label = "rate per 100,000" if d.denominator == "population" else d.rate_unit
     figure = figure_maps(geometry, d.geometry_key, rates, [arm], [epsilon], d.name,
-                         d.geometry_outline)  # fmt: skip
+                         d.geometry_outline, label=label)  # fmt: skip
     sets = len(synthetic)
     figure.suptitle(f"{d.title}: true area rates and the release's mean rates over its "
                     f"{sets} synthetic set{'s' if sets > 1 else ''}", fontsize=11)  # fmt: skip

@@ -34,6 +34,8 @@ def write_release(tmp: Path, request, strata, cal, synthetic, budget, root, salt
     if np.all(population == np.round(population)):
         population = population.astype(np.int64)  # whole people stay whole in the output
     long[request.population_column] = np.tile(population, sets)
+    expected = request.denominator == "expected"
+    what = "expected count" if expected else "population"
     files = {}
     synthetic_path = tmp / f"synthetic{suffix}"
     folder.write_public_table(long, synthetic_path)
@@ -42,7 +44,7 @@ def write_release(tmp: Path, request, strata, cal, synthetic, budget, root, salt
         f"long: one row per set and stratum, sorted by set then by the keys {keys}; 'set' "
         f"numbers the sets 0..{sets - 1}, '{SYNTHETIC_COUNT}' is the synthetic count (each "
         f"set sums to the total {cal.total}) and '{request.population_column}' the public "
-        "population",
+        f"{what}",
     )
     # a sanitised prior grouped by attributes: they follow the keys, so verify can group
     grouped_by = [c for c in request.sanitised_prior_by or () if c not in keys]
@@ -71,6 +73,7 @@ def write_release(tmp: Path, request, strata, cal, synthetic, budget, root, salt
         strata=cells,
         strata_list=request.strata_source,
         population_column=request.population_column,
+        denominator=request.denominator,
         rounding=request.rounding,
     )
 
@@ -146,7 +149,12 @@ def finish_manifest(tmp: Path, info, prior_table, prior_block, design: Design) -
     budget_dict = budget.as_dict()
     public = [
         "the strata: key columns and their values",
-        "the populations",
+        (
+            "the expected counts (from public populations and public standard rates, declared "
+            "public by the data steward)"
+            if info.get("denominator") == "expected"
+            else "the populations"
+        ),
         f"the total number of events ({cal_total})",
         "the calibration (hyperparameters), computed from the above and the prior",
     ]
@@ -198,6 +206,10 @@ def finish_manifest(tmp: Path, info, prior_table, prior_block, design: Design) -
         "sets": budget.sets,
         "keys": info["keys"],
         "population_column": info["population_column"],
+        "denominator": {
+            "kind": info.get("denominator", "population"),
+            "statement": manifest.DENOMINATOR_STATEMENTS[info.get("denominator", "population")],
+        },
         "files": entry,
         "randomness": describe(info["root"]),
         "seed_commitment": info["root"].commitment(info["salt"]),

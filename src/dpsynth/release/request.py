@@ -97,6 +97,10 @@ class ReleaseRequest:
     wonder: bool = False
     count_column: str | None = None  # None: "count" ("deaths" for --wonder)
     population_column: str = "population"
+    #: what ``population_column`` holds: ``population`` (people, person-years) or
+    #: ``expected`` (expected counts of indirect standardisation, ``--expected-column``;
+    #: rates are SMRs, no count bound; public like populations, docs/privacy.md)
+    denominator: str = "population"
     prior_rate_column: str = "prior_rate"
     prior_file: Path | None = None
     sanitised_prior_by: tuple[str, ...] | None = None

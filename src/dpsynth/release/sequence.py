@@ -78,6 +78,9 @@ def public_prior(request, strata: Strata):
     if len(request.sanitised_prior_by) == 0:
         rate = strata.total / strata.population.sum()
         text = "the overall rate total / sum of populations (public: both are released exactly)"
+        if request.denominator == "expected":
+            text = ("the overall SMR total / sum of expected counts (public: both are "
+                    "released exactly)")  # fmt: skip
         return np.full(strata.counts.size, rate), dict(kind="total", description=text, groups=[])
     return None
 

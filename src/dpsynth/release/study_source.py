@@ -6,11 +6,12 @@ endorses. Everything the study expresses then reaches the release from the one e
 checked by the same code as the study stage (:func:`dpsynth.config_check.check_config`
 with the workflow's schema, :func:`dpsynth.study.definition.study_definition`,
 :func:`dpsynth.study.table.read_study_table`): the table and its row selection, keys,
-count, population and ``population_keys``, rounding, the prior (overall, sanitised by keys
-or attributes with its epsilon, a file, a column), the truncation settings, and for the
-utility report the measures, disparities, age adjustment and the guide's verdicts. The
-command line gives what a study leaves open: epsilon, the arm (``--mechanism`` and
-``--method``, one of the study's arms), sets, the dataset's name, budget and folder.
+count, population (or expected counts, ``denominator``) and ``population_keys``,
+rounding, the prior (overall, sanitised by keys or attributes with its epsilon, a file,
+a column), the truncation settings, and for the utility report the measures,
+disparities, age adjustment and the guide's verdicts. The command line gives what a
+study leaves open: epsilon, the arm (``--mechanism`` and ``--method``, one of the
+study's arms), sets, the dataset's name, budget and folder.
 
 The config is read as the workflow reads it: ``config/config.yaml`` of the checkout that
 holds the workflow's schema, with the given file merged over it (Snakemake's
@@ -38,6 +39,7 @@ DECIDED = {
     "keys": "keys",
     "count_column": "count",
     "population_column": "population",
+    "denominator": "denominator",
     "population_keys": "population_keys",
     "rounding": "rounding",
     "prior_file": "prior",
@@ -99,6 +101,7 @@ class StudySource:
             keys=tuple(d.keys),
             count_column=d.count,
             population_column=d.population,
+            denominator=d.denominator,
             population_keys=tuple(d.population_keys),
             rounding=d.rounding,
             wonder=d.wonder,

@@ -123,6 +123,8 @@ def prior_note(request, strata) -> str:
         )
         return f"{strata.prior_description}; {shape}; {checked}"
     if len(request.sanitised_prior_by) == 0:
+        if request.denominator == "expected":
+            return "the overall SMR total / sum of expected counts (public, no budget)"
         return "the overall rate total / sum of populations (public, no budget)"
     return (
         f"sanitised: the totals by {list(request.sanitised_prior_by)} with discrete Laplace "

@@ -142,6 +142,8 @@ class Utility:
     #: (y. spread as n x prior_rate for pg and truncated, evenly for md): ``rmse`` and,
     #: with an area, ``rank_correlation``
     prior: dict | None = None
+    #: the rates' reported unit: "per 100,000", or "SMR" (expected counts as denominator)
+    unit: str = "per 100,000"
 
     @property
     def outside_share(self) -> float | None:
@@ -157,9 +159,9 @@ class Utility:
         ours, theirs = np.median(self.rmse.synthetic), np.median(self.rmse.reference)
         added = KINDS["error"].distance(ours, theirs, self.overall_rate)
         out["rmse"] = (
-            f"the synthetic sets' rMSE of the strata rates ({_human(ours)} per 100,000, median) "
+            f"the synthetic sets' rMSE of the strata rates ({_human(ours)} {self.unit}, median) "
             f"is {_times(ratio)} that of synthesis with no privacy ({_human(theirs)}): privacy "
-            f"adds {_human(max(ours - theirs, 0))} per 100,000, {_human(100 * added, 2)}% of "
+            f"adds {_human(max(ours - theirs, 0))} {self.unit}, {_human(100 * added, 2)}% of "
             f"the overall rate ({_human(self.overall_rate)})" + self.rmse.noise_note()
         )
         if self.rank_correlation is not None:
@@ -206,9 +208,10 @@ class Utility:
         ours, prior = float(np.median(self.rmse.synthetic)), self.prior["rmse"]
         if ours >= prior:
             out["prior:rmse"] = (
-                f"the sets' rMSE ({_human(ours)} per 100,000, median) is no better than the prior "
-                f"alone's ({_human(prior)}, the total spread by the prior): at this epsilon the "
-                "sets tell users nothing about the strata rates that the prior does not"
+                f"the sets' rMSE ({_human(ours)} {self.unit}, median) is no better than the "
+                f"prior alone's ({_human(prior)}, the total spread by the prior): at this "
+                "epsilon the sets tell users nothing about the strata rates that the prior does "
+                "not"
             )
         if self.rank_correlation is not None and "rank_correlation" in self.prior:
             ours = float(np.nanmedian(self.rank_correlation.synthetic))
@@ -361,6 +364,7 @@ def utility_report(
     area: str | None = None,
     area_rule: str = "no area column given",
     people: float | None = None,
+    denominator: str = "population",
 ) -> Utility:
     """Score the synthetic sets (``synthetic``, shape (sets, strata), in the order of
     ``keys``) and :func:`reference_tables` tables of the no-privacy reference (drawn from
@@ -371,10 +375,14 @@ def utility_report(
     areas are ranked (:func:`area_column`; None: no rank correlation).
     ``people`` is the population counted once (strata that share a population, such as
     the causes of death of one place, share it; default: the sum of ``population``).
+    ``denominator`` ``expected``: ``population`` holds expected counts, the rates are SMRs
+    (reported as ratios, not per 100,000).
     """
     from dpsynth.study.measures import AREA, MEASURES, Measures
     from dpsynth.study.rates import GroupRates
-    from dpsynth.units import PER_100K
+    from dpsynth.units import rate_scale
+
+    per = rate_scale(denominator)
 
     y = np.asarray(counts)
     population = np.asarray(population, dtype=float)
@@ -392,11 +400,12 @@ def utility_report(
     if area is not None:  # the areas split the strata: no mask per area
         codes, values = pd.factorize(keys[area], sort=True)
         names = [AREA + str(v) for v in values]
-        rates, areas = GroupRates.partition(population, codes, names), tuple(map(str, values))
+        rates = GroupRates.partition(population, codes, names, per=per)
+        areas = tuple(map(str, values))
     else:
-        rates, areas = GroupRates(population, {"all": np.ones(y.size, dtype=bool)}), ()
+        rates, areas = GroupRates(population, {"all": np.ones(y.size, dtype=bool)}, per=per), ()
     chosen = tuple(m for m in MEASURES if area is not None or not m.needs_areas)
-    measures = Measures(rates, population, areas, chosen)
+    measures = Measures(rates, population, areas, chosen, per)
 
     key_codes = []
     for column in keys.columns:
@@ -434,7 +443,7 @@ def utility_report(
         reference_tables=n_reference,
         strata=y.size,
         total=int(y.sum()),
-        overall_rate=float(y.sum() / (population.sum() if people is None else people) * PER_100K),
+        overall_rate=float(y.sum() / (population.sum() if people is None else people) * per),
         totals=totals,
         rmse=Compared(ours["rmse"].to_numpy(), theirs["rmse"].to_numpy()),
         area=area,
@@ -443,6 +452,7 @@ def utility_report(
         true_area_rates=None if area is None else measures.area_rates(y)[0],
         outside=outside,
         prior={name: float(value) for name, value in drift.items()},
+        unit="per 100,000" if denominator == "population" else "SMR",
     )
 
 
@@ -459,7 +469,7 @@ def write_utility(folder: Path, request, strata, cal, synthetic, rng) -> list[st
     area, rule = area_column(keys, fips_column(request, keys), request.group_by)
     report = utility_report(
         keys, strata.counts, strata.population, synthetic, cal, rng, area=area, area_rule=rule,
-        people=strata.unit_population(),
+        people=strata.unit_population(), denominator=request.denominator,
     )  # fmt: skip
     report.long_table().to_csv(folder / "utility.csv", index=False)
     _write_figure(report, folder / "utility.png")
@@ -517,8 +527,13 @@ def markdown(report: Utility, name: str) -> str:
         "",
         "## Measures",
         "",
-        "- **rMSE**: root mean squared error of the strata rates (count / population), per "
-        "100,000; 0 is perfect.",
+        (
+            "- **rMSE**: root mean squared error of the strata rates (count / population), per "
+            "100,000; 0 is perfect."
+            if r.unit == "per 100,000"
+            else "- **rMSE**: root mean squared error of the strata SMRs (observed / expected "
+            "count, a ratio); 0 is perfect."
+        ),
         "- **rank correlation**: Spearman's rho between a table's and the true crude rates "
         "of the areas; 1 keeps every area's rank. Area: " + r.area_rule + ".",
         "- **totals**: per value of each key, the sum of its strata; mean absolute "
@@ -527,7 +542,7 @@ def markdown(report: Utility, name: str) -> str:
         f"| measure | synthetic sets ({r.sets}): median [min, max] "
         f"| no-privacy reference ({r.reference_tables}): median [min, max] |",
         "|---|---:|---:|",
-        f"| rMSE per 100,000 | {_band(r.rmse.synthetic)} | {_band(r.rmse.reference)} |",
+        f"| rMSE {r.unit} | {_band(r.rmse.synthetic)} | {_band(r.rmse.reference)} |",
     ]
     if r.rank_correlation is not None:
         lines.append(

@@ -419,7 +419,9 @@ def _synthetic_checks(release: _Release):
                   f"{name} has columns {list(frame.columns)}, expected {columns}")
         )  # fmt: skip
         return out, True
-    out.append(Check("synthetic", "columns", OK, f"{name}: columns {columns}"))
+    kind = (m.get("denominator") or {}).get("kind", "population")  # optional: populations
+    held = f"; {population!r} holds expected counts (SMRs)" if kind == "expected" else ""
+    out.append(Check("synthetic", "columns", OK, f"{name}: columns {columns}{held}"))
 
     set_numbers = _floats(frame, "set")
     counts = _floats(frame, SYNTHETIC_COUNT)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from dpsynth.arms import Arm, arm_named
 from dpsynth.design import GridError, chunk_labels, epsilon_chunks, grid_from_config
+from dpsynth.units import DENOMINATORS, rate_scale, rate_unit
 
 #: Mechanism -> the calibration methods a study may run it with.
 METHODS = {
@@ -79,7 +80,7 @@ class StudyDefinition:
     table: Path
     keys: tuple[str, ...]
     count: str
-    population: str
+    population: str  # the denominator column: populations, or expected counts
     rows: Mapping[str, tuple[str, ...]]
     attributes: tuple[str, ...]
     area: str | None
@@ -108,6 +109,19 @@ class StudyDefinition:
     rounding: str
     on_calibration_failure: str
     wonder: bool
+    #: what ``population`` holds: ``population`` or ``expected`` (expected counts; rates
+    #: are SMRs, no count bound; :func:`dpsynth.data.validation.validate_strata`)
+    denominator: str = "population"
+
+    @property
+    def per(self) -> float:
+        """Reported rate per rate per person (or per SMR): 100,000, or 1 for SMRs."""
+        return rate_scale(self.denominator)
+
+    @property
+    def rate_unit(self) -> str:
+        """The reported unit of a rate: ``per 100,000`` or ``SMR (observed / expected)``."""
+        return rate_unit(self.denominator)
 
     @property
     def calibration_chunks(self) -> list[str]:
@@ -325,6 +339,9 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
     inflation = _finite_positive(
         name, "truncation.inflation", _filled(name, entry, "truncation", "inflation")
     )
+    denominator = _filled(name, entry, "denominator")
+    if denominator not in DENOMINATORS:
+        _fail(name, "denominator", f"got {denominator!r}; expected one of {list(DENOMINATORS)}")
     population_keys = tuple(get("population_keys") or keys)
     unknown = [c for c in population_keys if c not in keys]
     if unknown:
@@ -369,4 +386,5 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
         rounding=rounding,
         on_calibration_failure=failure,
         wonder=_filled(name, entry, "format") == "wonder",
+        denominator=denominator,
     )

@@ -85,7 +85,6 @@ import numpy as np
 import pandas as pd
 
 from dpsynth.study.measures import Measure
-from dpsynth.units import PER_100K
 
 #: Summary rows about calibrations, not measured on draws: no guide criterion.
 CALIBRATION_METRICS = ("gamma_shape", "gamma_shape_max", "outside_bounds_share",
@@ -410,7 +409,7 @@ def study_guide(definition, strata: pd.DataFrame, summary: pd.DataFrame,
     ``calibrations`` its arms' calibrations (table form, an ``arm`` column first)."""
     from dpsynth.study.measures import study_measure_list
 
-    overall = strata[definition.count].sum() / strata[definition.population].sum() * PER_100K
+    overall = strata[definition.count].sum() / strata[definition.population].sum() * definition.per
     guide = epsilon_guide(summary, study_measure_list(definition), overall_rate=overall,
                           tolerance=definition.tolerance, epsilon_prior=epsilon_prior,
                           datasets=definition.datasets, calibrations=calibrations,

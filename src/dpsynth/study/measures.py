@@ -7,7 +7,8 @@ that differs between measures: how far a value is from a target in units of the 
 tolerance (:meth:`Kind.distance`), whether the figure draws a truth line and a log scale.
 A new measure is one entry of :data:`MEASURES`, one function and its tests.
 
-* ``rmse`` (error): root mean squared error of the strata rates, per 100,000.
+* ``rmse`` (error): root mean squared error of the strata rates, per 100,000 (of the
+  SMRs, observed / expected, with ``denominator: expected``).
 * ``rank_correlation`` (correlation): Spearman's rho between the synthetic and the true
   area rates (age-adjusted when the study has an age key): are the areas still ranked as
   they are? Only with an area key.
@@ -21,6 +22,7 @@ A new measure is one entry of :data:`MEASURES`, one function and its tests.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -31,6 +33,7 @@ from dpsynth.metrics import rmse_per_100k
 from dpsynth.study.definition import StudyDefinition
 from dpsynth.study.rates import GroupRates
 from dpsynth.study.table import filter_mask
+from dpsynth.units import PER_100K
 
 AREA = "area:"
 DISPARITY = "disparity:"
@@ -102,7 +105,7 @@ class Measure:
 
 
 def _rmse(m: Measures, counts, truth, rates) -> np.ndarray:
-    return rmse_per_100k(counts / m.population, truth / m.population)
+    return rmse_per_100k(counts / m.population, truth / m.population, m.per)
 
 
 def _rank_correlation(m: Measures, counts, truth, rates) -> np.ndarray:
@@ -145,6 +148,10 @@ def study_measure_list(definition: StudyDefinition) -> tuple[Measure, ...]:
     """The measures of a study, in panel order: :data:`MEASURES` (rank correlation only
     with an area key), then its disparities in config order (titled by their labels)."""
     static = [m for m in MEASURES if definition.area is not None or not m.needs_areas]
+    if definition.denominator == "expected":  # the rates are SMRs: ratios, not per 100,000
+        static = [dataclasses.replace(m, title="rMSE of the strata SMRs",
+                                      unit="a ratio, observed / expected")
+                  if m.name == "rmse" else m for m in static]  # fmt: skip
     disparities = [
         Measure(
             DISPARITY + spec.name, spec.title, "rate ratio", KINDS["ratio"], _disparity(spec.name)
@@ -160,6 +167,7 @@ class Measures:
     population: np.ndarray
     areas: tuple[str, ...]
     measures: tuple[Measure, ...]
+    per: float = PER_100K  # reported rate per rate per person (1 for SMRs)
 
     def area_rates(self, counts) -> np.ndarray:
         """Rates per 100,000 of every area, shape (rows, areas)."""
@@ -213,5 +221,5 @@ def study_measures(definition: StudyDefinition, strata: pd.DataFrame) -> Measure
                     )
         if own:
             options["group_bands"] = own
-    rates = GroupRates(population, groups, **options)
-    return Measures(rates, population, areas, study_measure_list(definition))
+    rates = GroupRates(population, groups, per=definition.per, **options)
+    return Measures(rates, population, areas, study_measure_list(definition), definition.per)

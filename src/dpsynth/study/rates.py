@@ -47,7 +47,9 @@ class GroupRates:
 
     def __init__(self, population, groups: Mapping[str, np.ndarray], *, band=None,
                  weights: pd.Series | None = None, unit=None,
-                 group_bands: Mapping[str, Collection[str]] | None = None):  # fmt: skip
+                 group_bands: Mapping[str, Collection[str]] | None = None,
+                 per: float = PER_100K):  # fmt: skip
+        self.per = per  # reported rate per rate per person: 100,000, or 1 for SMRs
         population = np.asarray(population, dtype=float)
         n = population.size
         if band is None:
@@ -101,7 +103,7 @@ class GroupRates:
         self.population = pop
 
     @classmethod
-    def partition(cls, population, codes, names) -> GroupRates:
+    def partition(cls, population, codes, names, per: float = PER_100K) -> GroupRates:
         """Crude rates of groups that split the strata: stratum i is in group ``codes[i]``
         (``names[k]`` names group k; a negative code, no group), every stratum its own
         population unit. The same object, to the bit, as ``GroupRates(population, {name:
@@ -119,6 +121,7 @@ class GroupRates:
         if empty:
             raise ValueError(f"group {empty[0]!r} has no population in age band(s) {[CRUDE]}")
         self = cls.__new__(cls)
+        self.per = per
         self.names, self.bands, self.weights = names, [CRUDE], np.array([1.0])
         self._indicator = scipy.sparse.csr_matrix(
             (np.ones(rows.size), (rows, cols)), shape=(n, len(names))
@@ -127,17 +130,18 @@ class GroupRates:
         return self
 
     def rates(self, counts) -> np.ndarray:
-        """Rates per 100,000: shape (rows, groups) (or (groups,) for 1-D counts)."""
+        """Rates per 100,000 (times ``per`` / 100,000: SMRs with ``per`` 1): shape (rows,
+        groups) (or (groups,) for 1-D counts)."""
         counts = np.asarray(counts, dtype=float)
         flat = counts[None, :] if counts.ndim == 1 else counts
         by_band = np.asarray(self._indicator.T @ flat.T).T  # (rows, groups * bands)
         by_band = by_band.reshape(flat.shape[0], len(self.names), len(self.bands))
         if not getattr(self, "_own_weights", None):
-            out = (by_band / self.population[None]) @ self.weights * PER_100K
+            out = (by_band / self.population[None]) @ self.weights * self.per
             return out[0] if counts.ndim == 1 else out
         # groups with bands of their own have no population outside them: 0 there, not 0/0
         population = np.where(self.population > 0, self.population, 1.0)
-        out = (by_band / population[None]) @ self.weights * PER_100K
+        out = (by_band / population[None]) @ self.weights * self.per
         for g, w in self._own_weights.items():
-            out[:, g] = (by_band[:, g, :] / population[g]) @ w * PER_100K
+            out[:, g] = (by_band[:, g, :] / population[g]) @ w * self.per
         return out[0] if counts.ndim == 1 else out

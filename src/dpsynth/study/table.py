@@ -300,6 +300,7 @@ def read_study_table(definition: StudyDefinition) -> StudyTable:
         population=definition.population,
         keys=list(definition.keys),
         source=f"{definition.table} (studies.{name})",
+        denominator=definition.denominator,
     )
     frame[definition.count] = pd.to_numeric(frame[definition.count]).astype("int64")
     frame[definition.population] = pd.to_numeric(frame[definition.population]).astype(float)
@@ -335,6 +336,7 @@ def read_study_table(definition: StudyDefinition) -> StudyTable:
         "rounding": rounding.as_dict(),
         "strata": len(frame),
         "total": int(frame[definition.count].sum()),
+        "denominator": definition.denominator,
         "key_order": order,
         "stored_as": {
             **{c: "text" for c in definition.keys},
