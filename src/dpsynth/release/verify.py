@@ -46,6 +46,7 @@ that is not a dpsynth release at all, or whose manifest is not a JSON object it 
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -98,6 +99,28 @@ def failed(checks: list[Check]) -> bool:
 
 # --- reading ------------------------------------------------------------------------------
 
+#: The most rows a release's synthetic table may hold (``sets`` x ``strata``) and the most
+#: strata (rows of the hyperparameters, held in memory): a manifest claiming more fails
+#: before any table is read.
+MAX_ROWS = 50_000_000
+MAX_STRATA = 1_000_000
+#: The most key columns, and columns of any table (keys, groups and the fixed columns).
+MAX_KEYS = 32
+MAX_COLUMNS = MAX_KEYS + 16
+#: The longest text a cell may hold, in bytes (keys are short: a code, a region's name).
+MAX_CELL_BYTES = 1024
+#: The decoded bytes a table may need on average per cell (numbers take 8, keys a few more):
+#: a file whose footer or content says more is refused before it is decoded.
+MAX_MEAN_CELL_BYTES = 48
+#: Slack for a small table's fixed costs (headers, dictionaries, a footer).
+TABLE_SLACK_BYTES = 1 << 20
+#: The largest Parquet footer read (a release's is a few kilobytes).
+MAX_FOOTER_BYTES = 1 << 22
+#: Rows decoded at a time.
+BATCH_ROWS = 1 << 16
+#: The most entries (files and folders) of a release folder looked at.
+MAX_ENTRIES = 1000
+
 
 def regular_file(path: Path) -> bool:
     """Whether ``path`` is a regular file itself: not a symbolic link (which may point
@@ -108,34 +131,187 @@ def regular_file(path: Path) -> bool:
         return False
 
 
-def table_rows(path: Path) -> int:
-    """How many rows a published table holds, from the file itself and without reading its
-    values: a Parquet file's footer, or a CSV file's lines (streamed), the header aside."""
-    if not regular_file(path):
-        raise ValueError(f"{path.name} is not a regular file in the folder")
-    if path.suffix == ".csv":
-        with path.open("rb") as handle:
-            lines = sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
-        return max(lines - 1, 0)
+def table_bytes(rows: int, columns: int = MAX_COLUMNS) -> int:
+    """The most bytes a table of ``rows`` x ``columns`` may take, on disk or decoded."""
+    return rows * columns * MAX_MEAN_CELL_BYTES + TABLE_SLACK_BYTES
+
+
+def _parquet(path: Path, rows: int | None = None):
+    """The Parquet file's reader, once its footer is known to be small, its columns flat and
+    few, its row count ``rows`` (when given) and its decoded size (the footer's uncompressed
+    sizes) within :func:`table_bytes`; ValueError otherwise, before any value is read."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    return int(pq.ParquetFile(path).metadata.num_rows)
+    size = path.stat().st_size
+    with path.open("rb") as handle:
+        handle.seek(max(size - 8, 0))
+        tail = handle.read(8)
+    if size < 12 or tail[4:] != b"PAR1":
+        raise ValueError(f"{shown(path.name)} is not a Parquet file")
+    footer = int.from_bytes(tail[:4], "little")
+    if footer > MAX_FOOTER_BYTES:
+        raise ValueError(
+            f"{shown(path.name)}: a footer of {footer} bytes, more than any release's "
+            f"({MAX_FOOTER_BYTES})"
+        )
+    reader = pq.ParquetFile(path)
+    meta = reader.metadata
+    found = int(meta.num_rows)
+    if rows is not None and found != rows:
+        raise ValueError(f"{shown(path.name)} holds {found} rows, the manifest says {rows}")
+    if meta.num_columns > MAX_COLUMNS:
+        raise ValueError(f"{shown(path.name)}: {meta.num_columns} columns, more than {MAX_COLUMNS}")
+    schema = reader.schema_arrow
+    for f in schema:
+        kind = f.type.value_type if pa.types.is_dictionary(f.type) else f.type
+        if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)
+                or pa.types.is_string(kind) or pa.types.is_large_string(kind)
+                or pa.types.is_boolean(kind)):  # fmt: skip
+            raise ValueError(
+                f"{shown(path.name)}: column {shown(f.name, 60)} is of type {shown(f.type, 60)}, "
+                "not numbers or text"
+            )
+    groups = [meta.row_group(i) for i in range(meta.num_row_groups)]
+    if sum(g.num_rows for g in groups) != found or any(g.num_rows < 0 for g in groups):
+        raise ValueError(f"{shown(path.name)}: its row groups do not add up to its {found} rows")
+    decoded = 0
+    for g in groups:
+        for j in range(g.num_columns):
+            chunk = g.column(j).total_uncompressed_size
+            if chunk < 0 or chunk > g.num_rows * MAX_CELL_BYTES + TABLE_SLACK_BYTES:
+                raise ValueError(
+                    f"{shown(path.name)}: column {shown(g.column(j).path_in_schema, 60)} "
+                    f"decodes to {chunk} bytes for {g.num_rows} rows, more than "
+                    f"{MAX_CELL_BYTES} bytes a cell"
+                )
+            decoded += chunk
+    limit = table_bytes(found, max(meta.num_columns, 1))
+    if decoded > limit:
+        raise ValueError(
+            f"{shown(path.name)}: {decoded} bytes decoded, more than {found} rows of "
+            f"{meta.num_columns} columns need ({limit})"
+        )
+    return reader
+
+
+def _csv_rows(path: Path) -> int:
+    """A CSV file's rows (its lines, the header aside), streamed, once no line is longer
+    than :data:`MAX_COLUMNS` cells of :data:`MAX_CELL_BYTES`."""
+    longest, since, lines = MAX_COLUMNS * (MAX_CELL_BYTES + 3), 0, 0
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            ends = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)
+            if ends.size:
+                gaps = np.diff(ends, prepend=-1)
+                gaps[0] += since
+                if int(gaps.max()) > longest:
+                    raise ValueError(f"{shown(path.name)}: a line longer than {longest} bytes")
+                since = len(chunk) - 1 - int(ends[-1])
+            else:
+                since += len(chunk)
+            if since > longest:
+                raise ValueError(f"{shown(path.name)}: a line longer than {longest} bytes")
+            lines += ends.size
+    return max(lines + (since > 0) - 1, 0)
+
+
+def table_rows(path: Path) -> int:
+    """How many rows a published table holds, from the file itself and without reading its
+    values: a Parquet file's footer (once it is small and consistent), or a CSV file's
+    lines (streamed, each of bounded length), the header aside."""
+    if not regular_file(path):
+        raise ValueError(f"{shown(path.name)} is not a regular file in the folder")
+    if path.suffix == ".csv":
+        return _csv_rows(path)
+    return int(_parquet(path).metadata.num_rows)
+
+
+def _check_text(batch, name: str) -> None:
+    """Refuse a batch whose text cells are longer than :data:`MAX_CELL_BYTES`."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for field_, column in zip(batch.schema, batch.columns, strict=True):
+        values = column.dictionary if pa.types.is_dictionary(column.type) else column
+        if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+            longest = pc.max(pc.binary_length(values)).as_py() if len(values) else 0
+            if longest is not None and longest > MAX_CELL_BYTES:
+                raise ValueError(
+                    f"{shown(name)}: column {shown(field_.name, 60)} holds a text of "
+                    f"{longest} bytes, more than any key ({MAX_CELL_BYTES})"
+                )
+
+
+def batches(path: Path, rows: int):
+    """The table's rows in Arrow record batches of at most :data:`BATCH_ROWS`, text cells
+    at most :data:`MAX_CELL_BYTES` long and the decoded bytes within :func:`table_bytes`;
+    Parquet as written (text columns dictionary-encoded, so that a few values repeated
+    many times decode to no more than they are), CSV as text. ValueError once the file
+    is not what ``rows`` and these bounds allow, before its values are decoded where the
+    file says so, else at the first batch beyond them."""
+    import pyarrow as pa
+
+    if not regular_file(path):
+        raise ValueError(f"{shown(path.name)} is not a regular file in the folder")
+    if path.suffix == ".csv":
+        found = _csv_rows(path)
+        if found != rows:
+            raise ValueError(f"{shown(path.name)} holds {found} rows, the manifest says {rows}")
+        if path.stat().st_size > table_bytes(rows):
+            raise ValueError(f"{shown(path.name)}: more bytes than {rows} rows need")
+        chunks = pd.read_csv(path, dtype=str, keep_default_na=False, chunksize=BATCH_ROWS)
+        source = (pa.RecordBatch.from_pandas(c, preserve_index=False) for c in chunks)
+        columns = None
+    else:
+        reader = _parquet(path, rows)
+        schema = reader.schema_arrow
+        text = [f.name for f in schema if pa.types.is_string(f.type)
+                or pa.types.is_large_string(f.type)
+                or pa.types.is_dictionary(f.type)]  # fmt: skip
+        reader = type(reader)(path, read_dictionary=text)
+        columns = len(schema)
+        source = reader.iter_batches(batch_size=BATCH_ROWS, use_pandas_metadata=False)
+    limit, decoded = None, 0
+    for batch in source:
+        if limit is None:
+            limit = table_bytes(rows, max(columns or batch.num_columns, 1))
+        _check_text(batch, path.name)
+        decoded += batch.nbytes
+        if decoded > limit:
+            raise ValueError(
+                f"{shown(path.name)}: more than {limit} bytes decoded, more than {rows} rows need"
+            )
+        yield batch
+
+
+def _plain(batch):
+    """``batch`` with its dictionary-encoded columns decoded (their text checked short)."""
+    import pyarrow as pa
+
+    columns = [
+        c.dictionary_decode() if pa.types.is_dictionary(c.type) else c for c in batch.columns
+    ]
+    return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
 
 
 def _read_table(path: Path, rows: int) -> pd.DataFrame:
-    """A published table: Parquet as written, CSV as text (as the release's inputs are).
+    """A published table: Parquet as written, CSV as text (as the release's inputs are),
+    read by :func:`batches`, so within its bounds.
 
     ``rows`` is what the manifest says it holds: a file with other row counts is refused
     before its values are read, so the manifest cannot make the verifier allocate more than
     the file holds, nor the file (a small compressed Parquet file may expand to billions
     of rows) more than the manifest says.
     """
-    found = table_rows(path)
-    if found != rows:
-        raise ValueError(f"{path.name} holds {found} rows, the manifest says {rows}")
+    import pyarrow as pa
+
+    parts = [_plain(b) for b in batches(path, rows)]
+    if parts:
+        return pa.Table.from_batches(parts).to_pandas(ignore_metadata=True)
     if path.suffix == ".csv":
-        return pd.read_csv(path, dtype=str, keep_default_na=False)
-    return pd.read_parquet(path)
+        return pd.read_csv(path, dtype=str, keep_default_na=False, nrows=0)
+    return _parquet(path).schema_arrow.empty_table().to_pandas(ignore_metadata=True)
 
 
 def _floats(frame: pd.DataFrame, column: str) -> np.ndarray:
@@ -184,22 +360,63 @@ class _Release:
         entry = self.manifest["files"][name]
         relative = entry["path"]
         if Path(relative).name != relative or relative in ("", ".", ".."):
-            raise ValueError(f"files.{name}.path {relative!r} is not a file name in the folder")
+            raise ValueError(
+                f"files.{shown(name, 60)}.path {shown(repr(relative), 80)} is not a file name "
+                "in the folder"
+            )
         return self.path / relative
 
     def rows(self, name: str) -> int:
-        """The rows the manifest says the table ``name`` holds."""
+        """The rows the manifest says the table ``name`` holds (within :func:`bounds`)."""
         m = self.manifest
+        over = bounds(m)
+        if over:
+            raise ValueError("; ".join(over))
         if name == "synthetic":
             return m["sets"] * m["strata"]
         if name == "hyperparameters":
             return m["strata"]
-        return table_rows(self.file(name))  # the prior's groups: any number the file holds
+        found = table_rows(self.file(name))  # the prior's groups: any number up to the strata
+        if found > m["strata"]:
+            raise ValueError(
+                f"{shown(self.file(name).name)} holds {found} rows, more than the "
+                f"{m['strata']} strata"
+            )
+        return found
+
+    def largest(self, name: str) -> int:
+        """The most bytes the listed file ``name`` may take (:func:`table_bytes`)."""
+        m = self.manifest
+        return table_bytes(m["sets"] * m["strata"] if name == "synthetic" else m["strata"])
 
     def table(self, name: str) -> pd.DataFrame:
         if name not in self._tables:
             self._tables[name] = _read_table(self.file(name), self.rows(name))
         return self._tables[name]
+
+    def batches(self, name: str):
+        return batches(self.file(name), self.rows(name))
+
+    def entries(self) -> list[Path]:
+        """Every entry of the folder, at most :data:`MAX_ENTRIES` (ValueError beyond)."""
+        found = sorted(itertools.islice(self.path.rglob("*"), MAX_ENTRIES + 1))
+        if len(found) > MAX_ENTRIES:
+            raise ValueError(f"the folder holds more than {MAX_ENTRIES} entries")
+        return found
+
+
+def bounds(manifest: dict) -> list[str]:
+    """What the manifest's shape asks beyond this verifier's bounds (:data:`MAX_ROWS`,
+    :data:`MAX_STRATA`, :data:`MAX_KEYS`), decided before any table is read."""
+    sets, strata, keys = manifest["sets"], manifest["strata"], manifest["keys"]
+    over = []
+    if strata > MAX_STRATA:
+        over.append(f"strata {strata} is more than {MAX_STRATA}")
+    if sets * strata > MAX_ROWS:
+        over.append(f"sets x strata = {sets * strata} rows is more than {MAX_ROWS}")
+    if len(keys) > MAX_KEYS:
+        over.append(f"{len(keys)} keys, more than {MAX_KEYS}")
+    return over
 
 
 def load_manifest(path: Path) -> tuple[dict | None, str | None]:
@@ -267,6 +484,19 @@ def verify_release(path: Path) -> list[Check]:
             )
         )  # fmt: skip
         return checks
+    over = bounds(manifest)
+    checks.append(
+        Check(
+            "files", "bounds", FAIL if over else OK,
+            ("; ".join(over) + ": more than this verifier reads; nothing else was checked")
+            if over
+            else f"{manifest['sets']} x {manifest['strata']} rows, {len(manifest['keys'])} "
+                 f"key(s): within the verifier's bounds ({MAX_ROWS} rows, {MAX_STRATA} "
+                 "strata)",
+        )
+    )  # fmt: skip
+    if over:
+        return checks
     _run(checks, "files", "listed files", _file_checks, release)
     _run(checks, "synthetic", "synthetic", _synthetic_checks, release)
     _run(checks, "hyperparameters", "hyperparameters", _hyper_checks, release)
@@ -282,7 +512,7 @@ def _run(checks: list[Check], topic: str, name: str, function, release: _Release
         found, result = function(release)
     except Exception as err:  # a verifier reports, whatever the folder holds
         reason = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
-        checks.append(Check(topic, name, FAIL, f"could not be checked: {reason}"))
+        checks.append(Check(topic, name, FAIL, f"could not be checked: {shown(reason, 300)}"))
         return False
     checks.extend(found)
     return result
@@ -301,8 +531,8 @@ def _manifest_checks(release: _Release):
     out.append(
         Check(
             "files", "format", OK if readable else FAIL,
-            f"{folder.FORMAT_KEY} {version!r}; this version reads {RELEASE_FORMAT}",
-            {"format": version, "reads": RELEASE_FORMAT},
+            f"{folder.FORMAT_KEY} {shown(repr(version), 60)}; this version reads {RELEASE_FORMAT}",
+            {"format": shown(repr(version), 60), "reads": RELEASE_FORMAT},
         )
     )  # fmt: skip
     errors = sorted(jsonschema.Draft202012Validator(SCHEMA).iter_errors(data), key=str)
@@ -310,7 +540,8 @@ def _manifest_checks(release: _Release):
         first = errors[0]
         where = "/".join(str(p) for p in first.absolute_path) or "(top)"
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        out.append(Check("files", "schema", FAIL, f"at {where}: {first.message}{more}"))
+        detail = f"at {shown(where, 80)}: {shown(first.message, 160)}{more}"
+        out.append(Check("files", "schema", FAIL, detail))
         return out, False
     finite = all(math.isfinite(float(data["budget"][k])) for k in ("epsilon_total", "delta_total"))
     out.append(
@@ -330,8 +561,8 @@ def _file_checks(release: _Release):
         try:
             listed[release.file(name).name] = (name, entry)
         except ValueError as err:
-            out.append(Check("files", f"{name} path", FAIL, str(err)))
-    entries = sorted(release.path.rglob("*"))
+            out.append(Check("files", f"{shown(name, 40)} path", FAIL, str(err)))
+    entries = release.entries()
     irregular = [
         p.relative_to(release.path).as_posix()
         for p in entries
@@ -341,9 +572,9 @@ def _file_checks(release: _Release):
         Check(
             "files", "regular files", FAIL if irregular else OK,
             (f"{len(irregular)} entr(y/ies) not a regular file or folder (a symbolic link may "
-             f"point outside the folder): {', '.join(irregular[:5])}") if irregular
+             f"point outside the folder): {shown(', '.join(irregular[:5]))}") if irregular
             else "every entry is a regular file or folder, no symbolic link",
-            {"irregular": irregular},
+            {"irregular": [shown(p) for p in irregular]},
         )
     )  # fmt: skip
     present = sorted(
@@ -356,16 +587,25 @@ def _file_checks(release: _Release):
         Check(
             "files", "nothing unlisted", FAIL if unlisted else OK,
             (f"{len(unlisted)} file(s) in the folder the manifest does not list: "
-             f"{', '.join(unlisted)}") if unlisted
+             f"{shown(', '.join(unlisted))}") if unlisted
             else f"the folder holds {len(present)} file(s) besides the manifest, all listed",
-            {"unlisted": unlisted},
+            {"unlisted": [shown(p) for p in unlisted]},
         )
     )  # fmt: skip
     for file_name, (name, entry) in sorted(listed.items()):
         path = release.path / file_name
+        name, file_name = shown(name, 40), shown(file_name, 80)
         if not regular_file(path):
             why = "missing" if not os.path.lexists(path) else "not a regular file"
             out.append(Check("files", f"{name} sha256", FAIL, f"{file_name}: listed but {why}"))
+            continue
+        size, largest = path.stat().st_size, release.largest(name)
+        if size > largest:
+            out.append(
+                Check("files", f"{name} sha256", FAIL,
+                      f"{file_name}: {size} bytes, more than the manifest's rows can need "
+                      f"({largest}); not read")
+            )  # fmt: skip
             continue
         actual = sha256_file(path)
         same = actual == entry["sha256"]
@@ -405,78 +645,180 @@ def _is_sorted(frame: pd.DataFrame, columns: list[str]) -> bool:
     return False
 
 
+def _codes(column, reference) -> np.ndarray:
+    """Each value of ``column`` as the position of its first equal in ``reference`` (an
+    Arrow array of the hyperparameters' keys), -1 where none is equal; a dictionary-encoded
+    column is looked up by its dictionary, so its values are never decoded."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    values = column.dictionary if pa.types.is_dictionary(column.type) else column
+    if values.type != reference.type:
+        try:
+            values = pc.cast(values, reference.type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return np.full(len(column), -1)
+    found = pc.index_in(values, value_set=reference).fill_null(-1).to_numpy(zero_copy_only=False)
+    if pa.types.is_dictionary(column.type):
+        indices = column.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        found = (
+            np.where(indices < 0, -1, found[np.maximum(indices, 0)])
+            if found.size
+            else (np.full(len(column), -1))
+        )
+    return found.astype(np.int64)
+
+
+def _batch_floats(column, name: str) -> np.ndarray:
+    """An Arrow column as doubles; text is parsed (correctly rounded) by Arrow."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_dictionary(column.type):
+        column = column.dictionary_decode()
+    if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
+        return column.to_numpy(zero_copy_only=False).astype(float)
+    try:
+        return pc.cast(column, pa.float64()).to_numpy(zero_copy_only=False)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        raise ValueError(f"column {shown(name, 60)} is not numeric") from None
+
+
 def _synthetic_checks(release: _Release):
+    """The synthetic sets, streamed batch by batch against the hyperparameters (held once):
+    memory is that of the hyperparameters and a batch, whatever the number of sets; the
+    first batch with a wrong row ends the reading (the checks then say where)."""
+    import pyarrow as pa
+
     m = release.manifest
     keys, sets, strata, total = m["keys"], m["sets"], m["strata"], m["total"]
     population = m["population_column"]
-    frame = release.table("synthetic").reset_index(drop=True)
-    name = release.file("synthetic").name
+    name = shown(release.file("synthetic").name)
     out = []
     columns = ["set", *keys, SYNTHETIC_COUNT, population]
-    if list(frame.columns) != columns:
-        out.append(
-            Check("synthetic", "columns", FAIL,
-                  f"{name} has columns {list(frame.columns)}, expected {columns}")
-        )  # fmt: skip
-        return out, True
-    out.append(Check("synthetic", "columns", OK, f"{name}: columns {columns}"))
-
-    set_numbers = _floats(frame, "set")
-    counts = _floats(frame, SYNTHETIC_COUNT)
-    expected_sets = np.repeat(np.arange(sets), strata)
-    shape_ok = len(frame) == sets * strata and np.array_equal(set_numbers, expected_sets)
-    seen = np.unique(set_numbers)
+    hyper = release.table("hyperparameters").reset_index(drop=True)
+    comparable = len(hyper) == strata and set(keys) <= set(hyper.columns)
+    if comparable:
+        reference = pa.Table.from_pandas(hyper[list(keys)], preserve_index=False)
+        references = [reference.column(k).combine_chunks() for k in keys]
+        own = [_codes(r, r) for r in references]
+        hyper_pop = _floats(hyper, "population")
+        if m["mechanism"] == "truncated":
+            lower, upper = _floats(hyper, "lower"), _floats(hyper, "upper")
+    rows = counted = whole_count = 0
+    first_bad_whole = first_bad_set = None
+    bad_sets: list[int] = []
+    wrong: dict[int, float] = {}
+    wrong_sums = 0
+    carry: tuple[int, float] | None = None
+    inside_count, low_set, high_set = 0, math.inf, -math.inf
+    keys_in_order = comparable
+    stopped = None
+    for batch in release.batches("synthetic"):
+        if rows == 0:
+            found = batch.schema.names
+            if found != columns:
+                out.append(
+                    Check("synthetic", "columns", FAIL,
+                          f"{name} has columns {shown(found)}, expected {shown(columns)}")
+                )  # fmt: skip
+                return out, True
+            out.append(Check("synthetic", "columns", OK, f"{name}: columns {shown(columns)}"))
+        n = batch.num_rows
+        position = np.arange(rows, rows + n)
+        expected_set, stratum = position // strata, position % strata
+        numbers = _batch_floats(batch.column("set"), "set")
+        counts = _batch_floats(batch.column(SYNTHETIC_COUNT), SYNTHETIC_COUNT)
+        bad = False
+        if numbers.size:
+            low_set, high_set = min(low_set, numbers.min()), max(high_set, numbers.max())
+        off = np.flatnonzero(numbers != expected_set)
+        if off.size and first_bad_set is None:
+            first_bad_set, bad = rows + int(off[0]), True
+        whole = np.isfinite(counts) & (counts == np.round(counts)) & (counts >= 0)
+        whole_count += int(whole.sum())
+        if not whole.all() and first_bad_whole is None:
+            first_bad_whole, bad = rows + int(np.flatnonzero(~whole)[0]), True
+        # sums of the sets by position; the last set of a batch may go on in the next
+        first = int(expected_set[0]) if n else 0
+        sums = np.bincount(expected_set - first, weights=np.where(np.isfinite(counts), counts, 0))
+        if carry is not None and carry[0] == first:
+            sums[0] += carry[1]
+        done = len(sums) if (rows + n) % strata == 0 else len(sums) - 1
+        for k in range(done):
+            if sums[k] != total:
+                wrong_sums += 1
+                bad = True
+                if len(wrong) < 3:
+                    wrong[first + k] = float(sums[k])
+        carry = (first + done, float(sums[done])) if done < len(sums) else None
+        if comparable:
+            same = np.ones(n, dtype=bool)
+            for key, ref, codes in zip(keys, references, own, strict=True):
+                same &= _codes(batch.column(key), ref) == codes[stratum]
+            pop = _batch_floats(batch.column(population), population)
+            close = np.isclose(pop, hyper_pop[stratum], rtol=VALUE_RTOL, atol=0)
+            good = same & close
+            if not good.all():
+                keys_in_order = keys_in_order and bool(same.all())
+                bad = True
+                for k in np.unique(expected_set[~good])[:5]:
+                    if len(bad_sets) < 5 and int(k) not in bad_sets:
+                        bad_sets.append(int(k))
+            if m["mechanism"] == "truncated":
+                inside = (counts >= lower[stratum]) & (counts <= upper[stratum])
+                inside_count += int(inside.sum())
+                bad = bad or not inside.all()
+        rows += n
+        counted += n
+        if bad and rows < sets * strata:
+            stopped = rows
+            break
+    if rows == 0:
+        raise ValueError(f"{name} holds no rows")
+    read = (f"; reading stopped after row {stopped} of {sets * strata}, the first batch "
+            "with a wrong row") if stopped else ""  # fmt: skip
+    shape_ok = first_bad_set is None and stopped is None
     out.append(
         Check(
-            "synthetic", "sets", OK if shape_ok else FAIL,
-            f"{len(seen)} set(s) numbered {_g(seen.min()) if seen.size else '-'}.."
-            f"{_g(seen.max()) if seen.size else '-'}, {len(frame)} rows; the manifest says "
-            f"{sets} set(s) x {strata} strata = {sets * strata} rows, set by set",
-            {"rows": len(frame), "expected_rows": sets * strata},
+            "synthetic", "sets", OK if first_bad_set is None else FAIL,
+            f"set numbers {_g(low_set)}..{_g(high_set)} over {counted} rows"
+            + ("" if first_bad_set is None else f", first out of place at row {first_bad_set}")
+            + f"; the manifest says {sets} set(s) x {strata} strata = {sets * strata} rows, "
+            "set by set" + read,
+            {"rows": counted, "expected_rows": sets * strata},
         )
     )  # fmt: skip
-
-    whole = np.isfinite(counts) & (counts == np.round(counts)) & (counts >= 0)
     out.append(
         Check(
-            "synthetic", "whole counts", OK if whole.all() else FAIL,
-            f"{int(whole.sum())} of {counts.size} counts whole and >= 0"
-            + ("" if whole.all() else f" (first bad row {int(np.flatnonzero(~whole)[0])})"),
+            "synthetic", "whole counts", OK if first_bad_whole is None else FAIL,
+            f"{whole_count} of {counted} counts whole and >= 0"
+            + ("" if first_bad_whole is None else f" (first bad row {first_bad_whole})"),
         )
     )  # fmt: skip
-
-    sums = pd.Series(counts).groupby(set_numbers).sum()
-    wrong = {int(k): float(v) for k, v in sums.items() if v != total}
-    if wrong:
-        shown = ", ".join(f"set {k} sums to {_g(v)}" for k, v in list(wrong.items())[:3])
-        detail = f"{shown}; total {total}"
+    if wrong_sums:
+        listed = ", ".join(f"set {k} sums to {_g(v)}" for k, v in wrong.items())
+        more = f" ({wrong_sums} set(s) in all)" if wrong_sums > len(wrong) else ""
+        detail = f"{listed}{more}; total {total}"
     else:
-        detail = f"each of the {len(sums)} set(s) sums to {total} (total {total})"
+        complete = counted // strata
+        detail = f"each of the {complete} set(s) sums to {total} (total {total})"
     out.append(
-        Check("synthetic", "set sums", FAIL if wrong else OK, detail,
+        Check("synthetic", "set sums", FAIL if wrong_sums else OK, detail,
               {"total": total, "wrong": wrong})
     )  # fmt: skip
-
-    sorted_ok = _is_sorted(frame, ["set", *keys])
+    sorted_ok = (
+        comparable and first_bad_set is None and keys_in_order and _is_sorted(hyper, list(keys))
+    )
     out.append(
         Check(
             "synthetic", "order", OK if sorted_ok else FAIL,
-            f"rows {'' if sorted_ok else 'NOT '}sorted by set then by the keys {keys}",
+            f"rows {'' if sorted_ok else 'NOT '}sorted by set then by the keys {shown(keys)}"
+            + ("" if sorted_ok or not comparable else
+               " (each set in the hyperparameters' order, itself sorted by the keys)"),
         )
     )  # fmt: skip
-
-    hyper = release.table("hyperparameters").reset_index(drop=True)
-    if shape_ok and len(hyper) == strata and set(keys) <= set(hyper.columns):
-        hyper_keys = _text(hyper, keys)
-        hyper_pop = _floats(hyper, "population")
-        pop = _floats(frame, population)
-        bad_sets = []
-        for k in range(sets):
-            rows = slice(k * strata, (k + 1) * strata)
-            same_keys = _text(frame.iloc[rows], keys).equals(hyper_keys)
-            same_pop = np.allclose(pop[rows], hyper_pop, rtol=VALUE_RTOL, atol=0)
-            if not (same_keys and same_pop):
-                bad_sets.append(k)
+    if comparable:
         out.append(
             Check(
                 "synthetic", "strata", FAIL if bad_sets else OK,
@@ -490,15 +832,11 @@ def _synthetic_checks(release: _Release):
             Check("synthetic", "strata", FAIL,
                   f"not compared: {len(hyper)} hyperparameter rows, expected {strata}")
         )  # fmt: skip
-
-    if m["mechanism"] == "truncated" and shape_ok:
-        lower = np.tile(_floats(hyper, "lower"), sets)
-        upper = np.tile(_floats(hyper, "upper"), sets)
-        inside = (counts >= lower) & (counts <= upper)
+    if m["mechanism"] == "truncated" and comparable and shape_ok:
         out.append(
             Check(
-                "synthetic", "bounds", OK if inside.all() else FAIL,
-                f"{int(inside.sum())} of {counts.size} counts within [lower, upper] of the "
+                "synthetic", "bounds", OK if inside_count == counted else FAIL,
+                f"{inside_count} of {counted} counts within [lower, upper] of the "
                 "hyperparameters",
             )
         )  # fmt: skip
