@@ -117,7 +117,7 @@ TABLE_SLACK_BYTES = 1 << 20
 #: The largest Parquet footer read (a release's is a few kilobytes).
 MAX_FOOTER_BYTES = 1 << 22
 #: Rows decoded at a time.
-BATCH_ROWS = 1 << 16
+BATCH_ROWS = 1 << 17
 #: The most entries (files and folders) of a release folder looked at.
 MAX_ENTRIES = 1000
 
@@ -136,13 +136,9 @@ def table_bytes(rows: int, columns: int = MAX_COLUMNS) -> int:
     return rows * columns * MAX_MEAN_CELL_BYTES + TABLE_SLACK_BYTES
 
 
-def _parquet(path: Path, rows: int | None = None):
-    """The Parquet file's reader, once its footer is known to be small, its columns flat and
-    few, its row count ``rows`` (when given) and its decoded size (the footer's uncompressed
-    sizes) within :func:`table_bytes`; ValueError otherwise, before any value is read."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
+def _footer(path: Path) -> int:
+    """The length of a Parquet file's footer, from its last 8 bytes; ValueError when it
+    is no Parquet file or its footer is longer than :data:`MAX_FOOTER_BYTES`."""
     size = path.stat().st_size
     with path.open("rb") as handle:
         handle.seek(max(size - 8, 0))
@@ -150,11 +146,22 @@ def _parquet(path: Path, rows: int | None = None):
     if size < 12 or tail[4:] != b"PAR1":
         raise ValueError(f"{shown(path.name)} is not a Parquet file")
     footer = int.from_bytes(tail[:4], "little")
-    if footer > MAX_FOOTER_BYTES:
+    if footer > MAX_FOOTER_BYTES or footer > size - 8:
         raise ValueError(
             f"{shown(path.name)}: a footer of {footer} bytes, more than any release's "
-            f"({MAX_FOOTER_BYTES})"
+            f"({MAX_FOOTER_BYTES}) or the file's"
         )
+    return footer
+
+
+def _parquet(path: Path, rows: int | None = None):
+    """The Parquet file's reader, once its footer is known to be small, its columns flat and
+    few, its row count ``rows`` (when given) and its decoded size (the footer's uncompressed
+    sizes) within :func:`table_bytes`; ValueError otherwise, before any value is read."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    _footer(path)
     reader = pq.ParquetFile(path)
     meta = reader.metadata
     found = int(meta.num_rows)
@@ -322,7 +329,9 @@ def _floats(frame: pd.DataFrame, column: str) -> np.ndarray:
     try:
         return np.array([float(v) for v in values], dtype=float)
     except ValueError as err:
-        raise ValueError(f"column {column!r} is not numeric ({err})") from None
+        raise ValueError(
+            f"column {shown(repr(column), 60)} is not numeric ({shown(err, 80)})"
+        ) from None
 
 
 def _text(frame: pd.DataFrame, columns) -> pd.DataFrame:
@@ -479,7 +488,8 @@ def verify_release(path: Path) -> list[Check]:
             Check(
                 "files", "not checked", FAIL,
                 "the manifest is not one this version reads (format "
-                f"{manifest.get(folder.FORMAT_KEY)!r}, schema of format {RELEASE_FORMAT}): "
+                f"{shown(repr(manifest.get(folder.FORMAT_KEY)), 60)}, schema of format "
+                f"{RELEASE_FORMAT}): "
                 "nothing else was checked",
             )
         )  # fmt: skip
@@ -645,28 +655,51 @@ def _is_sorted(frame: pd.DataFrame, columns: list[str]) -> bool:
     return False
 
 
-def _codes(column, reference) -> np.ndarray:
-    """Each value of ``column`` as the position of its first equal in ``reference`` (an
-    Arrow array of the hyperparameters' keys), -1 where none is equal; a dictionary-encoded
-    column is looked up by its dictionary, so its values are never decoded."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+class _Key:
+    """One key column of the hyperparameters, to compare the synthetic sets' with: its
+    distinct values and each stratum's position among them, so that a dictionary-encoded
+    column compares by its dictionary (looked up once) and integer codes."""
 
-    values = column.dictionary if pa.types.is_dictionary(column.type) else column
-    if values.type != reference.type:
-        try:
-            values = pc.cast(values, reference.type)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            return np.full(len(column), -1)
-    found = pc.index_in(values, value_set=reference).fill_null(-1).to_numpy(zero_copy_only=False)
-    if pa.types.is_dictionary(column.type):
-        indices = column.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-        found = (
-            np.where(indices < 0, -1, found[np.maximum(indices, 0)])
-            if found.size
-            else (np.full(len(column), -1))
-        )
-    return found.astype(np.int64)
+    def __init__(self, reference):
+        import pyarrow.compute as pc
+
+        self.reference = reference
+        self.distinct = pc.unique(reference)
+        self.codes = self._lookup(reference)
+        self._dictionary = (None, None)
+
+    def _lookup(self, values) -> np.ndarray:
+        import pyarrow.compute as pc
+
+        found = pc.index_in(values, value_set=self.distinct)
+        return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+
+    def same(self, column, stratum: np.ndarray) -> np.ndarray:
+        """Whether each value of ``column`` is the key of its stratum; values of another
+        type that do not convert to the hyperparameters' are not equal."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        values = column.dictionary if pa.types.is_dictionary(column.type) else column
+        if values.type != self.reference.type:
+            try:
+                values = pc.cast(values, self.reference.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                return np.zeros(len(column), dtype=bool)
+        if pa.types.is_dictionary(column.type):
+            key, mapping = self._dictionary
+            if key is None or len(key) != len(values) or not key.equals(values):
+                mapping = self._lookup(values)
+                self._dictionary = (values, mapping)
+            if column.null_count or not len(mapping):
+                indices = column.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+                ok = (indices >= 0) & bool(len(mapping))
+                codes = np.where(ok, mapping[np.where(ok, indices, 0)] if len(mapping) else -1, -1)
+            else:
+                codes = mapping[column.indices.to_numpy()]
+        else:
+            codes = self._lookup(values)
+        return codes == self.codes[stratum]
 
 
 def _batch_floats(column, name: str) -> np.ndarray:
@@ -677,7 +710,7 @@ def _batch_floats(column, name: str) -> np.ndarray:
     if pa.types.is_dictionary(column.type):
         column = column.dictionary_decode()
     if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
-        return column.to_numpy(zero_copy_only=False).astype(float)
+        return column.to_numpy(zero_copy_only=False).astype(float, copy=False)
     try:
         return pc.cast(column, pa.float64()).to_numpy(zero_copy_only=False)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -700,8 +733,7 @@ def _synthetic_checks(release: _Release):
     comparable = len(hyper) == strata and set(keys) <= set(hyper.columns)
     if comparable:
         reference = pa.Table.from_pandas(hyper[list(keys)], preserve_index=False)
-        references = [reference.column(k).combine_chunks() for k in keys]
-        own = [_codes(r, r) for r in references]
+        references = [_Key(reference.column(k).combine_chunks()) for k in keys]
         hyper_pop = _floats(hyper, "population")
         if m["mechanism"] == "truncated":
             lower, upper = _floats(hyper, "lower"), _floats(hyper, "upper")
@@ -713,7 +745,7 @@ def _synthetic_checks(release: _Release):
     carry: tuple[int, float] | None = None
     inside_count, low_set, high_set = 0, math.inf, -math.inf
     keys_in_order = comparable
-    stopped = None
+    stopped = pattern = None
     for batch in release.batches("synthetic"):
         if rows == 0:
             found = batch.schema.names
@@ -725,8 +757,12 @@ def _synthetic_checks(release: _Release):
                 return out, True
             out.append(Check("synthetic", "columns", OK, f"{name}: columns {shown(columns)}"))
         n = batch.num_rows
-        position = np.arange(rows, rows + n)
-        expected_set, stratum = position // strata, position % strata
+        start = rows % strata  # the positions' set and stratum, from a pattern cut to size
+        if pattern is None or start + n > len(pattern[0]):
+            span = np.arange(max(n, BATCH_ROWS) + strata)
+            pattern = (span // strata, span % strata)
+        expected_set = pattern[0][start : start + n] + rows // strata
+        stratum = pattern[1][start : start + n]
         numbers = _batch_floats(batch.column("set"), "set")
         counts = _batch_floats(batch.column(SYNTHETIC_COUNT), SYNTHETIC_COUNT)
         bad = False
@@ -741,23 +777,27 @@ def _synthetic_checks(release: _Release):
             first_bad_whole, bad = rows + int(np.flatnonzero(~whole)[0]), True
         # sums of the sets by position; the last set of a batch may go on in the next
         first = int(expected_set[0]) if n else 0
-        sums = np.bincount(expected_set - first, weights=np.where(np.isfinite(counts), counts, 0))
+        finite = counts if whole.all() else np.where(np.isfinite(counts), counts, 0)
+        sums = np.bincount(expected_set - first, weights=finite)
         if carry is not None and carry[0] == first:
             sums[0] += carry[1]
         done = len(sums) if (rows + n) % strata == 0 else len(sums) - 1
-        for k in range(done):
-            if sums[k] != total:
-                wrong_sums += 1
-                bad = True
-                if len(wrong) < 3:
-                    wrong[first + k] = float(sums[k])
+        off_sums = np.flatnonzero(sums[:done] != total)
+        if off_sums.size:
+            wrong_sums += int(off_sums.size)
+            bad = True
+            for k in off_sums[: 3 - len(wrong)]:
+                wrong[first + int(k)] = float(sums[k])
         carry = (first + done, float(sums[done])) if done < len(sums) else None
         if comparable:
             same = np.ones(n, dtype=bool)
-            for key, ref, codes in zip(keys, references, own, strict=True):
-                same &= _codes(batch.column(key), ref) == codes[stratum]
+            for key, ref in zip(keys, references, strict=True):
+                same &= ref.same(batch.column(key), stratum)
             pop = _batch_floats(batch.column(population), population)
-            close = np.isclose(pop, hyper_pop[stratum], rtol=VALUE_RTOL, atol=0)
+            expected_pop = hyper_pop[stratum]
+            close = pop == expected_pop
+            if not close.all():
+                close |= np.isclose(pop, expected_pop, rtol=VALUE_RTOL, atol=0)
             good = same & close
             if not good.all():
                 keys_in_order = keys_in_order and bool(same.all())
@@ -856,7 +896,7 @@ def _hyper_checks(release: _Release):
     m = release.manifest
     keys, strata, mechanism = m["keys"], m["strata"], m["mechanism"]
     hyper = release.table("hyperparameters").reset_index(drop=True)
-    name = release.file("hyperparameters").name
+    name = shown(release.file("hyperparameters").name, 80)
     out = []
     prior = m["prior"] if isinstance(m.get("prior"), dict) else {}
     grouped_by = [  # a sanitised prior's attribute columns follow the keys
@@ -866,8 +906,8 @@ def _hyper_checks(release: _Release):
     if list(hyper.columns) != expected or len(hyper) != strata:
         out.append(
             Check("hyperparameters", "columns", FAIL,
-                  f"{name}: {len(hyper)} rows, columns {list(hyper.columns)}; expected "
-                  f"{strata} rows, columns {expected} ({mechanism})")
+                  f"{name}: {len(hyper)} rows, columns {shown(list(hyper.columns))}; expected "
+                  f"{strata} rows, columns {shown(expected)} ({mechanism})")
         )  # fmt: skip
         return out, True
     a = _floats(hyper, "a")
@@ -949,9 +989,10 @@ def _public_prior_checks(release: _Release, hyper: pd.DataFrame, rate: np.ndarra
         out.append(
             Check(
                 "hyperparameters", "prior (groups)", OK if good else FAIL,
-                f"prior_rate constant within the groups of {groups}, two or more strata each"
+                f"prior_rate constant within the groups of {shown(groups)}, two or more strata "
+                "each"
                 if good else
-                f"prior.groups {groups}: the published prior_rate is not constant within "
+                f"prior.groups {shown(groups)}: the published prior_rate is not constant within "
                 "groups of two or more strata of these key columns",
             )
         )  # fmt: skip
@@ -984,16 +1025,16 @@ def _sanitised_checks(release: _Release, hyper: pd.DataFrame, rate: np.ndarray) 
     if release.file("prior").name != m["prior"]["file"]:
         return [
             Check("hyperparameters", "prior", FAIL,
-                  f"prior.file {m['prior']['file']!r} is not files.prior "
-                  f"{release.file('prior').name!r}")
+                  f"prior.file {shown(repr(m['prior']['file']), 80)} is not files.prior "
+                  f"{shown(repr(release.file('prior').name), 80)}")
         ]  # fmt: skip
     table = release.table("prior").reset_index(drop=True)
     expected = [*groups, "population", "noisy_total", "prior_rate"]
     if not groups or list(table.columns) != expected:
         return [
             Check("hyperparameters", "prior", FAIL,
-                  f"{release.file('prior').name}: columns {list(table.columns)}, "
-                  f"expected {expected}")
+                  f"{shown(release.file('prior').name, 80)}: columns "
+                  f"{shown(list(table.columns))}, expected {shown(expected)}")
         ]  # fmt: skip
     out = []
     floor = m["prior"]["floor"]
@@ -1010,7 +1051,7 @@ def _sanitised_checks(release: _Release, hyper: pd.DataFrame, rate: np.ndarray) 
         Check(
             "hyperparameters", "prior group rates",
             OK if worst <= VALUE_RTOL and whole else FAIL,
-            f"{len(table)} group(s) by {groups}: rate = max(noisy_total, {floor:g}) / "
+            f"{len(table)} group(s) by {shown(groups)}: rate = max(noisy_total, {floor:g}) / "
             f"population (the manifest's prior.floor), largest relative difference {worst:.2g}"
             + ("" if whole else "; some noisy totals are not whole"),
             {"floor": floor, "worst_relative": worst},
@@ -1027,7 +1068,8 @@ def _sanitised_checks(release: _Release, hyper: pd.DataFrame, rate: np.ndarray) 
         out.append(
             Check("hyperparameters", "strata rates", FAIL,
                   f"the prior's {len(labels)} group(s) are not the strata's "
-                  f"{len(set(strata_labels))} groups by {groups} ({missing} strata without one)")
+                  f"{len(set(strata_labels))} groups by {shown(groups)} ({missing} strata "
+                  "without one)")
         )  # fmt: skip
         return out
     worst = _worst_relative(rate, group_rate[index])
@@ -1080,7 +1122,7 @@ def _signs(m: dict) -> list[str]:
     numbers |= {"delta.per_set": delta["per_set"], "delta.sampler_tv_target":
                 delta["sampler_tv_target"], "prior.epsilon": prior["epsilon"]}  # fmt: skip
     wrong = [
-        f"{name} {value!r} is not a finite number"
+        f"{name} {shown(repr(value), 40)} is not a finite number"
         for name, value in numbers.items()
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
     ]
@@ -1102,8 +1144,8 @@ def _signs(m: dict) -> list[str]:
     elif sanitised and not eps_prior > 0:
         wrong.append(f"a sanitised prior with budget.epsilon_prior {_g(eps_prior)}, not > 0")
     if not sanitised and eps_prior != 0:
-        wrong.append(f"prior kind {prior['kind']!r} spends nothing, yet epsilon_prior is "
-                     f"{_g(eps_prior)}")  # fmt: skip
+        wrong.append(f"prior kind {shown(repr(prior['kind']), 40)} spends nothing, yet "
+                     f"epsilon_prior is {_g(eps_prior)}")  # fmt: skip
     return wrong
 
 
@@ -1220,23 +1262,36 @@ def embedded_metadata(path: Path) -> list[str]:
         return []
     import pyarrow.parquet as pq
 
+    _footer(path)  # the schema is in the footer: a small one
     schema = pq.read_schema(path)
     metadata = dict(schema.metadata or {})
-    found = [f"schema key {k.decode(errors='replace')!r}" for k in metadata if k != b"pandas"]
-    if b"pandas" in metadata and json.loads(metadata[b"pandas"]).get("attributes"):
-        found.append("pandas attributes (attrs)")
-    found += [f"metadata of column {f.name!r}" for f in schema if f.metadata]
-    found += [f"categorical column {f.name!r}" for f in schema if str(f.type).startswith("dict")]
-    return found
+    found = [
+        f"schema key {shown(repr(k.decode(errors='replace')), 60)}"
+        for k in metadata
+        if k != b"pandas"
+    ]
+    if b"pandas" in metadata:
+        described = json.loads(metadata[b"pandas"])
+        if not isinstance(described, dict) or described.get("attributes"):
+            found.append("pandas attributes (attrs)")
+    found += [f"metadata of column {shown(repr(f.name), 60)}" for f in schema if f.metadata]
+    found += [
+        f"categorical column {shown(repr(f.name), 60)}"
+        for f in schema
+        if str(f.type).startswith("dict")
+    ]
+    return found[:20]
 
 
 def _metadata_checks(release: _Release):
+    entries = release.entries()
     embedded = {
-        path.name: found
-        for path in sorted(release.path.iterdir())
-        if regular_file(path) and (found := embedded_metadata(path))
-    }
-    paths = [release.path, *sorted(release.path.rglob("*"))]
+        shown(path.name, 80): found
+        for path in entries
+        if path.parent == release.path and regular_file(path)
+        and (found := embedded_metadata(path))
+    }  # fmt: skip
+    paths = [release.path, *entries]
     off_time = [p for p in paths if int(p.lstat().st_mtime) != folder.PUBLIC_MTIME]
 
     def mode_of(p: Path) -> int:
@@ -1290,7 +1345,7 @@ def summary(checks: list[Check], manifest: dict | None = None) -> str:
     if warnings:
         counted += f", {len(warnings)} warning(s)"
     if fails:
-        names = ", ".join(f"{c.topic}/{c.name}" for c in fails[:4])
+        names = ", ".join(f"{c.topic}/{shown(c.name, 60)}" for c in fails[:4])
         more = ", ..." if len(fails) > 4 else ""
         return (
             f"FAILED: {counted}; failed: {names}{more}. The release is not what its manifest "
@@ -1315,12 +1370,13 @@ def summary(checks: list[Check], manifest: dict | None = None) -> str:
 
 def format_checks(checks: list[Check], path: Path, manifest: dict | None = None) -> str:
     """The checks by topic, one line each, then :func:`summary`."""
-    head = f"dpsynth verify {path}"
+    head = f"dpsynth verify {shown(path)}"
     if manifest is not None and isinstance(manifest.get("budget"), dict):
         try:
             head += (
-                f": {manifest['mechanism']} / {manifest['method']}, {manifest['sets']} set(s) "
-                f"of {manifest['strata']} strata, total {manifest['total']}"
+                f": {shown(manifest['mechanism'], 20)} / {shown(manifest['method'], 20)}, "
+                f"{shown(manifest['sets'], 20)} set(s) of {shown(manifest['strata'], 20)} strata, "
+                f"total {shown(manifest['total'], 20)}"
             )
         except KeyError:
             pass
@@ -1331,8 +1387,8 @@ def format_checks(checks: list[Check], path: Path, manifest: dict | None = None)
             continue
         lines.append(topic)
         for c in found:
-            lines.append(f"  {c.status:<7} {c.name}: {c.detail}")
-    lines.append(summary(checks, manifest))
+            lines.append(f"  {shown(c.status, 8):<7} {shown(c.name, 60)}: {shown(c.detail, 400)}")
+    lines.append(shown(summary(checks, manifest), 600))
     return "\n".join(lines)
 
 
