@@ -114,12 +114,12 @@ def huge_texts_in_hyperparameters(out: Path) -> None:
 
 
 def long_keys_in_synthetic(out: Path) -> None:
-    """synthetic.parquet whose first key's texts are 200 KB each (plainly encoded): too long
+    """synthetic.parquet whose first key's texts are 100 KB each (plainly encoded): too long
     for a key, small enough that the footer's sizes alone do not say so."""
     manifest = manifest_of(out)
     synthetic = _table(out, "synthetic")
     key = manifest["keys"][0]
-    long = pa.array([f"{v}{'y' * 200_000}" for v in synthetic.column(key).to_pylist()])
+    long = pa.array([f"{v}{'y' * 100_000}" for v in synthetic.column(key).to_pylist()])
     synthetic = synthetic.set_column(synthetic.schema.get_field_index(key), key, long)
     path = out / manifest["files"]["synthetic"]["path"]
     pq.write_table(synthetic, path, compression="zstd", use_dictionary=False)

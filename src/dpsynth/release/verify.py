@@ -542,7 +542,10 @@ def _manifest_checks(release: _Release):
         Check(
             "files", "format", OK if readable else FAIL,
             f"{folder.FORMAT_KEY} {shown(repr(version), 60)}; this version reads {RELEASE_FORMAT}",
-            {"format": shown(repr(version), 60), "reads": RELEASE_FORMAT},
+            {
+                "format": version if isinstance(version, int | float) else shown(repr(version), 60),
+                "reads": RELEASE_FORMAT,
+            },
         )
     )  # fmt: skip
     errors = sorted(jsonschema.Draft202012Validator(SCHEMA).iter_errors(data), key=str)
@@ -564,14 +567,31 @@ def _manifest_checks(release: _Release):
     return out, readable and finite
 
 
+#: The files a release lists, by name in the manifest's ``files``.
+LISTED = ("synthetic", "hyperparameters", "prior")
+
+
 def _file_checks(release: _Release):
     out = []
     listed = {}
+    names = list(release.manifest["files"])
+    unknown = [shown(repr(n), 60) for n in names if n not in LISTED]
     for name, entry in release.manifest["files"].items():
         try:
-            listed[release.file(name).name] = (name, entry)
+            listed.setdefault(release.file(name).name, []).append((name, entry))
         except ValueError as err:
             out.append(Check("files", f"{shown(name, 40)} path", FAIL, str(err)))
+    twice = [shown(p, 80) for p, found in listed.items() if len(found) > 1]
+    listed = {p: found[0] for p, found in listed.items()}
+    out.append(
+        Check(
+            "files", "names", FAIL if unknown or twice else OK,
+            (f"the manifest lists {', '.join(unknown[:5]) or 'no other file'} beyond "
+             f"{', '.join(LISTED)}; files listed twice: {', '.join(twice[:5]) or 'none'}")
+            if unknown or twice
+            else f"the manifest lists {', '.join(n for n in LISTED if n in names)}, each once",
+        )
+    )  # fmt: skip
     entries = release.entries()
     irregular = [
         p.relative_to(release.path).as_posix()
