@@ -6,7 +6,8 @@ folder is what its manifest lists and that the published numbers back the epsilo
 manifest states. It reads files and recomputes; it never draws. Checks, by topic:
 
 1. ``files``: the manifest parses, follows :data:`.manifest.SCHEMA` in a format this
-   version reads; every entry of the folder is a regular file or folder (no symbolic link,
+   version reads; its shape is within :func:`bounds`; it lists only :data:`LISTED`, each
+   file once; every entry of the folder is a regular file or folder (no symbolic link,
    which may point outside it, no pipe or device); the folder holds exactly the files the
    manifest lists (the manifest aside), each with its SHA-256.
 2. ``synthetic``: ``sets`` sets of ``strata`` rows, each summing to ``total``, whole
@@ -32,10 +33,19 @@ counts with the total fits the published numbers, the confidential table itself
 included; no check can tell draws from data, so a passing verification says that the
 public numbers back the stated epsilon, not that the release was made honestly.
 
-It reads no more than the files hold: the manifest at most :data:`MAX_MANIFEST_BYTES`,
-and a table only once its row count in the file itself (a Parquet footer, a CSV file's
-lines) is the manifest's, so neither a manifest's ``sets`` nor a small compressed file
-makes it allocate more.
+It reads no more than the files hold, and no more than the manifest's shape can need,
+in bounds decided before a table is read: the manifest at most :data:`MAX_MANIFEST_BYTES`;
+at most :data:`MAX_ROWS` rows, :data:`MAX_STRATA` strata and :data:`MAX_KEYS` keys
+(:func:`bounds`); a listed file no larger than :func:`table_bytes` before it is hashed; a
+table only once the file itself says the manifest's row count (a Parquet footer of at
+most :data:`MAX_FOOTER_BYTES`, a CSV file's lines of bounded length), flat columns of
+numbers or text and a decoded size within :data:`MAX_CELL_BYTES` a cell and
+:func:`table_bytes` in all; its rows in batches (:func:`batches`: text columns kept
+dictionary-encoded, no text longer than :data:`MAX_CELL_BYTES`). The synthetic sets are
+streamed against the hyperparameters, so memory does not grow with ``sets``, and neither
+a manifest's ``sets`` nor a small compressed file makes it allocate more. Every field
+:func:`format_checks` prints, from the manifest, a file or a file's name, is passed
+through :func:`shown`: control characters escaped, not obeyed, and cut to length.
 
 :func:`verify_release` returns the :class:`Check` records; :func:`format_checks` and
 :func:`summary` put them into words; :func:`failed` says whether any failed. A folder
