@@ -292,8 +292,13 @@ def test_a_huge_sets_count_is_compared_with_the_file_before_anything_is_allocate
     manifest["sets"] = manifest["budget"]["sets"] = 1_000_000_000
     set_manifest(out, manifest)
     checks = verify_release(out)  # would allocate 7.45 GiB for the expected set numbers
-    detail = by_name(checks)["synthetic/synthetic"].detail
-    assert "holds 6 rows, the manifest says 6000000000" in detail
+    detail = by_name(checks)["files/bounds"].detail  # refused before any file is read
+    assert "sets x strata = 6000000000 rows is more than 50000000" in detail
+    assert {c.topic for c in checks} == {"files"}
+    manifest["sets"] = manifest["budget"]["sets"] = 1_000_000  # within the bounds
+    set_manifest(out, manifest)
+    detail = by_name(verify_release(out))["synthetic/synthetic"].detail
+    assert "holds 6 rows, the manifest says 6000000" in detail
 
 
 def test_a_manifest_nested_too_deeply_is_one_line_and_exit_2(tmp_path):

@@ -6,7 +6,8 @@ folder is what its manifest lists and that the published numbers back the epsilo
 manifest states. It reads files and recomputes; it never draws. Checks, by topic:
 
 1. ``files``: the manifest parses, follows :data:`.manifest.SCHEMA` in a format this
-   version reads; every entry of the folder is a regular file or folder (no symbolic link,
+   version reads; its shape is within :func:`bounds`; it lists only :data:`LISTED`, each
+   file once; every entry of the folder is a regular file or folder (no symbolic link,
    which may point outside it, no pipe or device); the folder holds exactly the files the
    manifest lists (the manifest aside), each with its SHA-256.
 2. ``synthetic``: ``sets`` sets of ``strata`` rows, each summing to ``total``, whole
@@ -32,10 +33,19 @@ counts with the total fits the published numbers, the confidential table itself
 included; no check can tell draws from data, so a passing verification says that the
 public numbers back the stated epsilon, not that the release was made honestly.
 
-It reads no more than the files hold: the manifest at most :data:`MAX_MANIFEST_BYTES`,
-and a table only once its row count in the file itself (a Parquet footer, a CSV file's
-lines) is the manifest's, so neither a manifest's ``sets`` nor a small compressed file
-makes it allocate more.
+It reads no more than the files hold, and no more than the manifest's shape can need,
+in bounds decided before a table is read: the manifest at most :data:`MAX_MANIFEST_BYTES`;
+at most :data:`MAX_ROWS` rows, :data:`MAX_STRATA` strata and :data:`MAX_KEYS` keys
+(:func:`bounds`); a listed file no larger than :func:`table_bytes` before it is hashed; a
+table only once the file itself says the manifest's row count (a Parquet footer of at
+most :data:`MAX_FOOTER_BYTES`, a CSV file's lines of bounded length), flat columns of
+numbers or text and a decoded size within :data:`MAX_CELL_BYTES` a cell and
+:func:`table_bytes` in all; its rows in batches (:func:`batches`: text columns kept
+dictionary-encoded, no text longer than :data:`MAX_CELL_BYTES`). The synthetic sets are
+streamed against the hyperparameters, so memory does not grow with ``sets``, and neither
+a manifest's ``sets`` nor a small compressed file makes it allocate more. Every field
+:func:`format_checks` prints, from the manifest, a file or a file's name, is passed
+through :func:`shown`: control characters escaped, not obeyed, and cut to length.
 
 :func:`verify_release` returns the :class:`Check` records; :func:`format_checks` and
 :func:`summary` put them into words; :func:`failed` says whether any failed. A folder
@@ -46,6 +56,7 @@ that is not a dpsynth release at all, or whose manifest is not a JSON object it 
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -98,6 +109,28 @@ def failed(checks: list[Check]) -> bool:
 
 # --- reading ------------------------------------------------------------------------------
 
+#: The most rows a release's synthetic table may hold (``sets`` x ``strata``) and the most
+#: strata (rows of the hyperparameters, held in memory): a manifest claiming more fails
+#: before any table is read.
+MAX_ROWS = 50_000_000
+MAX_STRATA = 50_000_000
+#: The most key columns, and columns of any table (keys, groups and the fixed columns).
+MAX_KEYS = 32
+MAX_COLUMNS = MAX_KEYS + 16
+#: The longest text a cell may hold, in bytes (keys are short: a code, a region's name).
+MAX_CELL_BYTES = 1024
+#: The decoded bytes a table may need on average per cell (numbers take 8, keys a few more):
+#: a file whose footer or content says more is refused before it is decoded.
+MAX_MEAN_CELL_BYTES = 48
+#: Slack for a small table's fixed costs (headers, dictionaries, a footer).
+TABLE_SLACK_BYTES = 1 << 20
+#: The largest Parquet footer read (a release's is a few kilobytes).
+MAX_FOOTER_BYTES = 1 << 22
+#: Rows decoded at a time.
+BATCH_ROWS = 1 << 17
+#: The most entries (files and folders) of a release folder looked at.
+MAX_ENTRIES = 1000
+
 
 def regular_file(path: Path) -> bool:
     """Whether ``path`` is a regular file itself: not a symbolic link (which may point
@@ -108,34 +141,194 @@ def regular_file(path: Path) -> bool:
         return False
 
 
-def table_rows(path: Path) -> int:
-    """How many rows a published table holds, from the file itself and without reading its
-    values: a Parquet file's footer, or a CSV file's lines (streamed), the header aside."""
-    if not regular_file(path):
-        raise ValueError(f"{path.name} is not a regular file in the folder")
-    if path.suffix == ".csv":
-        with path.open("rb") as handle:
-            lines = sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
-        return max(lines - 1, 0)
+def table_bytes(rows: int, columns: int = MAX_COLUMNS) -> int:
+    """The most bytes a table of ``rows`` x ``columns`` may take, on disk or decoded."""
+    return rows * columns * MAX_MEAN_CELL_BYTES + TABLE_SLACK_BYTES
+
+
+def _footer(path: Path) -> int:
+    """The length of a Parquet file's footer, from its last 8 bytes; ValueError when it
+    is no Parquet file or its footer is longer than :data:`MAX_FOOTER_BYTES`."""
+    size = path.stat().st_size
+    with path.open("rb") as handle:
+        handle.seek(max(size - 8, 0))
+        tail = handle.read(8)
+    if size < 12 or tail[4:] != b"PAR1":
+        raise ValueError(f"{shown(path.name)} is not a Parquet file")
+    footer = int.from_bytes(tail[:4], "little")
+    if footer > MAX_FOOTER_BYTES or footer > size - 8:
+        raise ValueError(
+            f"{shown(path.name)}: a footer of {footer} bytes, more than any release's "
+            f"({MAX_FOOTER_BYTES}) or the file's"
+        )
+    return footer
+
+
+def _parquet(path: Path, rows: int | None = None):
+    """The Parquet file's reader, once its footer is known to be small, its columns flat and
+    few, its row count ``rows`` (when given) and its decoded size (the footer's uncompressed
+    sizes) within :func:`table_bytes`; ValueError otherwise, before any value is read."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    return int(pq.ParquetFile(path).metadata.num_rows)
+    _footer(path)
+    reader = pq.ParquetFile(path)
+    meta = reader.metadata
+    found = int(meta.num_rows)
+    if rows is not None and found != rows:
+        raise ValueError(f"{shown(path.name)} holds {found} rows, the manifest says {rows}")
+    if meta.num_columns > MAX_COLUMNS:
+        raise ValueError(f"{shown(path.name)}: {meta.num_columns} columns, more than {MAX_COLUMNS}")
+    schema = reader.schema_arrow
+    for f in schema:
+        kind = f.type.value_type if pa.types.is_dictionary(f.type) else f.type
+        if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)
+                or pa.types.is_string(kind) or pa.types.is_large_string(kind)
+                or pa.types.is_boolean(kind)):  # fmt: skip
+            raise ValueError(
+                f"{shown(path.name)}: column {shown(f.name, 60)} is of type {shown(f.type, 60)}, "
+                "not numbers or text"
+            )
+    groups = [meta.row_group(i) for i in range(meta.num_row_groups)]
+    if sum(g.num_rows for g in groups) != found or any(g.num_rows < 0 for g in groups):
+        raise ValueError(f"{shown(path.name)}: its row groups do not add up to its {found} rows")
+    decoded = 0
+    for g in groups:
+        for j in range(g.num_columns):
+            chunk = g.column(j).total_uncompressed_size
+            if chunk < 0 or chunk > g.num_rows * MAX_CELL_BYTES + TABLE_SLACK_BYTES:
+                raise ValueError(
+                    f"{shown(path.name)}: column {shown(g.column(j).path_in_schema, 60)} "
+                    f"decodes to {chunk} bytes for {g.num_rows} rows, more than "
+                    f"{MAX_CELL_BYTES} bytes a cell"
+                )
+            decoded += chunk
+    limit = table_bytes(found, max(meta.num_columns, 1))
+    if decoded > limit:
+        raise ValueError(
+            f"{shown(path.name)}: {decoded} bytes decoded, more than {found} rows of "
+            f"{meta.num_columns} columns need ({limit})"
+        )
+    return reader
+
+
+def _csv_rows(path: Path) -> int:
+    """A CSV file's rows (its lines, the header aside), streamed, once no line is longer
+    than :data:`MAX_COLUMNS` cells of :data:`MAX_CELL_BYTES`."""
+    longest, since, lines = MAX_COLUMNS * (MAX_CELL_BYTES + 3), 0, 0
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            ends = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)
+            if ends.size:
+                gaps = np.diff(ends, prepend=-1)
+                gaps[0] += since
+                if int(gaps.max()) > longest:
+                    raise ValueError(f"{shown(path.name)}: a line longer than {longest} bytes")
+                since = len(chunk) - 1 - int(ends[-1])
+            else:
+                since += len(chunk)
+            if since > longest:
+                raise ValueError(f"{shown(path.name)}: a line longer than {longest} bytes")
+            lines += ends.size
+    return max(lines + (since > 0) - 1, 0)
+
+
+def table_rows(path: Path) -> int:
+    """How many rows a published table holds, from the file itself and without reading its
+    values: a Parquet file's footer (once it is small and consistent), or a CSV file's
+    lines (streamed, each of bounded length), the header aside."""
+    if not regular_file(path):
+        raise ValueError(f"{shown(path.name)} is not a regular file in the folder")
+    if path.suffix == ".csv":
+        return _csv_rows(path)
+    return int(_parquet(path).metadata.num_rows)
+
+
+def _check_text(batch, name: str) -> None:
+    """Refuse a batch whose text cells are longer than :data:`MAX_CELL_BYTES`."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for field_, column in zip(batch.schema, batch.columns, strict=True):
+        values = column.dictionary if pa.types.is_dictionary(column.type) else column
+        if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+            longest = pc.max(pc.binary_length(values)).as_py() if len(values) else 0
+            if longest is not None and longest > MAX_CELL_BYTES:
+                raise ValueError(
+                    f"{shown(name)}: column {shown(field_.name, 60)} holds a text of "
+                    f"{longest} bytes, more than any key ({MAX_CELL_BYTES})"
+                )
+
+
+def batches(path: Path, rows: int):
+    """The table's rows in Arrow record batches of at most :data:`BATCH_ROWS`, text cells
+    at most :data:`MAX_CELL_BYTES` long and the decoded bytes within :func:`table_bytes`;
+    Parquet as written (text columns dictionary-encoded, so that a few values repeated
+    many times decode to no more than they are), CSV as text. ValueError once the file
+    is not what ``rows`` and these bounds allow, before its values are decoded where the
+    file says so, else at the first batch beyond them."""
+    import pyarrow as pa
+
+    if not regular_file(path):
+        raise ValueError(f"{shown(path.name)} is not a regular file in the folder")
+    if path.suffix == ".csv":
+        found = _csv_rows(path)
+        if found != rows:
+            raise ValueError(f"{shown(path.name)} holds {found} rows, the manifest says {rows}")
+        if path.stat().st_size > table_bytes(rows):
+            raise ValueError(f"{shown(path.name)}: more bytes than {rows} rows need")
+        chunks = pd.read_csv(path, dtype=str, keep_default_na=False, chunksize=BATCH_ROWS)
+        source = (pa.RecordBatch.from_pandas(c, preserve_index=False) for c in chunks)
+        columns = None
+    else:
+        reader = _parquet(path, rows)
+        schema = reader.schema_arrow
+        text = [f.name for f in schema if pa.types.is_string(f.type)
+                or pa.types.is_large_string(f.type)
+                or pa.types.is_dictionary(f.type)]  # fmt: skip
+        reader = type(reader)(path, read_dictionary=text)
+        columns = len(schema)
+        source = reader.iter_batches(batch_size=BATCH_ROWS, use_pandas_metadata=False)
+    limit, decoded = None, 0
+    for batch in source:
+        if limit is None:
+            limit = table_bytes(rows, max(columns or batch.num_columns, 1))
+        _check_text(batch, path.name)
+        decoded += batch.nbytes
+        if decoded > limit:
+            raise ValueError(
+                f"{shown(path.name)}: more than {limit} bytes decoded, more than {rows} rows need"
+            )
+        yield batch
+
+
+def _plain(batch):
+    """``batch`` with its dictionary-encoded columns decoded (their text checked short)."""
+    import pyarrow as pa
+
+    columns = [
+        c.dictionary_decode() if pa.types.is_dictionary(c.type) else c for c in batch.columns
+    ]
+    return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
 
 
 def _read_table(path: Path, rows: int) -> pd.DataFrame:
-    """A published table: Parquet as written, CSV as text (as the release's inputs are).
+    """A published table: Parquet as written, CSV as text (as the release's inputs are),
+    read by :func:`batches`, so within its bounds.
 
     ``rows`` is what the manifest says it holds: a file with other row counts is refused
     before its values are read, so the manifest cannot make the verifier allocate more than
     the file holds, nor the file (a small compressed Parquet file may expand to billions
     of rows) more than the manifest says.
     """
-    found = table_rows(path)
-    if found != rows:
-        raise ValueError(f"{path.name} holds {found} rows, the manifest says {rows}")
+    import pyarrow as pa
+
+    parts = [_plain(b) for b in batches(path, rows)]
+    if parts:
+        return pa.Table.from_batches(parts).to_pandas(ignore_metadata=True)
     if path.suffix == ".csv":
-        return pd.read_csv(path, dtype=str, keep_default_na=False)
-    return pd.read_parquet(path)
+        return pd.read_csv(path, dtype=str, keep_default_na=False, nrows=0)
+    return _parquet(path).schema_arrow.empty_table().to_pandas(ignore_metadata=True)
 
 
 def _floats(frame: pd.DataFrame, column: str) -> np.ndarray:
@@ -146,7 +339,9 @@ def _floats(frame: pd.DataFrame, column: str) -> np.ndarray:
     try:
         return np.array([float(v) for v in values], dtype=float)
     except ValueError as err:
-        raise ValueError(f"column {column!r} is not numeric ({err})") from None
+        raise ValueError(
+            f"column {shown(repr(column), 60)} is not numeric ({shown(err, 80)})"
+        ) from None
 
 
 def _text(frame: pd.DataFrame, columns) -> pd.DataFrame:
@@ -184,22 +379,63 @@ class _Release:
         entry = self.manifest["files"][name]
         relative = entry["path"]
         if Path(relative).name != relative or relative in ("", ".", ".."):
-            raise ValueError(f"files.{name}.path {relative!r} is not a file name in the folder")
+            raise ValueError(
+                f"files.{shown(name, 60)}.path {shown(repr(relative), 80)} is not a file name "
+                "in the folder"
+            )
         return self.path / relative
 
     def rows(self, name: str) -> int:
-        """The rows the manifest says the table ``name`` holds."""
+        """The rows the manifest says the table ``name`` holds (within :func:`bounds`)."""
         m = self.manifest
+        over = bounds(m)
+        if over:
+            raise ValueError("; ".join(over))
         if name == "synthetic":
             return m["sets"] * m["strata"]
         if name == "hyperparameters":
             return m["strata"]
-        return table_rows(self.file(name))  # the prior's groups: any number the file holds
+        found = table_rows(self.file(name))  # the prior's groups: any number up to the strata
+        if found > m["strata"]:
+            raise ValueError(
+                f"{shown(self.file(name).name)} holds {found} rows, more than the "
+                f"{m['strata']} strata"
+            )
+        return found
+
+    def largest(self, name: str) -> int:
+        """The most bytes the listed file ``name`` may take (:func:`table_bytes`)."""
+        m = self.manifest
+        return table_bytes(m["sets"] * m["strata"] if name == "synthetic" else m["strata"])
 
     def table(self, name: str) -> pd.DataFrame:
         if name not in self._tables:
             self._tables[name] = _read_table(self.file(name), self.rows(name))
         return self._tables[name]
+
+    def batches(self, name: str):
+        return batches(self.file(name), self.rows(name))
+
+    def entries(self) -> list[Path]:
+        """Every entry of the folder, at most :data:`MAX_ENTRIES` (ValueError beyond)."""
+        found = sorted(itertools.islice(self.path.rglob("*"), MAX_ENTRIES + 1))
+        if len(found) > MAX_ENTRIES:
+            raise ValueError(f"the folder holds more than {MAX_ENTRIES} entries")
+        return found
+
+
+def bounds(manifest: dict) -> list[str]:
+    """What the manifest's shape asks beyond this verifier's bounds (:data:`MAX_ROWS`,
+    :data:`MAX_STRATA`, :data:`MAX_KEYS`), decided before any table is read."""
+    sets, strata, keys = manifest["sets"], manifest["strata"], manifest["keys"]
+    over = []
+    if strata > MAX_STRATA:
+        over.append(f"strata {strata} is more than {MAX_STRATA}")
+    if sets * strata > MAX_ROWS:
+        over.append(f"sets x strata = {sets * strata} rows is more than {MAX_ROWS}")
+    if len(keys) > MAX_KEYS:
+        over.append(f"{len(keys)} keys, more than {MAX_KEYS}")
+    return over
 
 
 def load_manifest(path: Path) -> tuple[dict | None, str | None]:
@@ -262,10 +498,24 @@ def verify_release(path: Path) -> list[Check]:
             Check(
                 "files", "not checked", FAIL,
                 "the manifest is not one this version reads (format "
-                f"{manifest.get(folder.FORMAT_KEY)!r}, schema of format {RELEASE_FORMAT}): "
+                f"{shown(repr(manifest.get(folder.FORMAT_KEY)), 60)}, schema of format "
+                f"{RELEASE_FORMAT}): "
                 "nothing else was checked",
             )
         )  # fmt: skip
+        return checks
+    over = bounds(manifest)
+    checks.append(
+        Check(
+            "files", "bounds", FAIL if over else OK,
+            ("; ".join(over) + ": more than this verifier reads; nothing else was checked")
+            if over
+            else f"{manifest['sets']} x {manifest['strata']} rows, {len(manifest['keys'])} "
+                 f"key(s): within the verifier's bounds ({MAX_ROWS} rows, {MAX_STRATA} "
+                 "strata)",
+        )
+    )  # fmt: skip
+    if over:
         return checks
     _run(checks, "files", "listed files", _file_checks, release)
     _run(checks, "synthetic", "synthetic", _synthetic_checks, release)
@@ -282,7 +532,7 @@ def _run(checks: list[Check], topic: str, name: str, function, release: _Release
         found, result = function(release)
     except Exception as err:  # a verifier reports, whatever the folder holds
         reason = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
-        checks.append(Check(topic, name, FAIL, f"could not be checked: {reason}"))
+        checks.append(Check(topic, name, FAIL, f"could not be checked: {shown(reason, 300)}"))
         return False
     checks.extend(found)
     return result
@@ -301,8 +551,11 @@ def _manifest_checks(release: _Release):
     out.append(
         Check(
             "files", "format", OK if readable else FAIL,
-            f"{folder.FORMAT_KEY} {version!r}; this version reads {RELEASE_FORMAT}",
-            {"format": version, "reads": RELEASE_FORMAT},
+            f"{folder.FORMAT_KEY} {shown(repr(version), 60)}; this version reads {RELEASE_FORMAT}",
+            {
+                "format": version if isinstance(version, int | float) else shown(repr(version), 60),
+                "reads": RELEASE_FORMAT,
+            },
         )
     )  # fmt: skip
     errors = sorted(jsonschema.Draft202012Validator(SCHEMA).iter_errors(data), key=str)
@@ -310,7 +563,8 @@ def _manifest_checks(release: _Release):
         first = errors[0]
         where = "/".join(str(p) for p in first.absolute_path) or "(top)"
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        out.append(Check("files", "schema", FAIL, f"at {where}: {first.message}{more}"))
+        detail = f"at {shown(where, 80)}: {shown(first.message, 160)}{more}"
+        out.append(Check("files", "schema", FAIL, detail))
         return out, False
     finite = all(math.isfinite(float(data["budget"][k])) for k in ("epsilon_total", "delta_total"))
     out.append(
@@ -323,15 +577,32 @@ def _manifest_checks(release: _Release):
     return out, readable and finite
 
 
+#: The files a release lists, by name in the manifest's ``files``.
+LISTED = ("synthetic", "hyperparameters", "prior")
+
+
 def _file_checks(release: _Release):
     out = []
     listed = {}
+    names = list(release.manifest["files"])
+    unknown = [shown(repr(n), 60) for n in names if n not in LISTED]
     for name, entry in release.manifest["files"].items():
         try:
-            listed[release.file(name).name] = (name, entry)
+            listed.setdefault(release.file(name).name, []).append((name, entry))
         except ValueError as err:
-            out.append(Check("files", f"{name} path", FAIL, str(err)))
-    entries = sorted(release.path.rglob("*"))
+            out.append(Check("files", f"{shown(name, 40)} path", FAIL, str(err)))
+    twice = [shown(p, 80) for p, found in listed.items() if len(found) > 1]
+    listed = {p: found[0] for p, found in listed.items()}
+    out.append(
+        Check(
+            "files", "names", FAIL if unknown or twice else OK,
+            (f"the manifest lists {', '.join(unknown[:5]) or 'no other file'} beyond "
+             f"{', '.join(LISTED)}; files listed twice: {', '.join(twice[:5]) or 'none'}")
+            if unknown or twice
+            else f"the manifest lists {', '.join(n for n in LISTED if n in names)}, each once",
+        )
+    )  # fmt: skip
+    entries = release.entries()
     irregular = [
         p.relative_to(release.path).as_posix()
         for p in entries
@@ -341,9 +612,9 @@ def _file_checks(release: _Release):
         Check(
             "files", "regular files", FAIL if irregular else OK,
             (f"{len(irregular)} entr(y/ies) not a regular file or folder (a symbolic link may "
-             f"point outside the folder): {', '.join(irregular[:5])}") if irregular
+             f"point outside the folder): {shown(', '.join(irregular[:5]))}") if irregular
             else "every entry is a regular file or folder, no symbolic link",
-            {"irregular": irregular},
+            {"irregular": [shown(p) for p in irregular]},
         )
     )  # fmt: skip
     present = sorted(
@@ -356,16 +627,25 @@ def _file_checks(release: _Release):
         Check(
             "files", "nothing unlisted", FAIL if unlisted else OK,
             (f"{len(unlisted)} file(s) in the folder the manifest does not list: "
-             f"{', '.join(unlisted)}") if unlisted
+             f"{shown(', '.join(unlisted))}") if unlisted
             else f"the folder holds {len(present)} file(s) besides the manifest, all listed",
-            {"unlisted": unlisted},
+            {"unlisted": [shown(p) for p in unlisted]},
         )
     )  # fmt: skip
     for file_name, (name, entry) in sorted(listed.items()):
         path = release.path / file_name
+        name, file_name = shown(name, 40), shown(file_name, 80)
         if not regular_file(path):
             why = "missing" if not os.path.lexists(path) else "not a regular file"
             out.append(Check("files", f"{name} sha256", FAIL, f"{file_name}: listed but {why}"))
+            continue
+        size, largest = path.stat().st_size, release.largest(name)
+        if size > largest:
+            out.append(
+                Check("files", f"{name} sha256", FAIL,
+                      f"{file_name}: {size} bytes, more than the manifest's rows can need "
+                      f"({largest}); not read")
+            )  # fmt: skip
             continue
         actual = sha256_file(path)
         same = actual == entry["sha256"]
@@ -405,80 +685,214 @@ def _is_sorted(frame: pd.DataFrame, columns: list[str]) -> bool:
     return False
 
 
+class _Key:
+    """One key column of the hyperparameters, to compare the synthetic sets' with: its
+    distinct values and each stratum's position among them, so that a dictionary-encoded
+    column compares by its dictionary (looked up once) and integer codes."""
+
+    def __init__(self, reference):
+        import pyarrow.compute as pc
+
+        self.reference = reference
+        self.distinct = pc.unique(reference)
+        self.codes = self._lookup(reference)
+        self._dictionary = (None, None)
+
+    def _lookup(self, values) -> np.ndarray:
+        import pyarrow.compute as pc
+
+        found = pc.index_in(values, value_set=self.distinct)
+        return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+
+    def same(self, column, stratum: np.ndarray) -> np.ndarray:
+        """Whether each value of ``column`` is the key of its stratum; values of another
+        type that do not convert to the hyperparameters' are not equal."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        values = column.dictionary if pa.types.is_dictionary(column.type) else column
+        if values.type != self.reference.type:
+            try:
+                values = pc.cast(values, self.reference.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                return np.zeros(len(column), dtype=bool)
+        if pa.types.is_dictionary(column.type):
+            key, mapping = self._dictionary
+            if key is None or len(key) != len(values) or not key.equals(values):
+                mapping = self._lookup(values)
+                self._dictionary = (values, mapping)
+            if column.null_count or not len(mapping):
+                indices = column.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+                ok = (indices >= 0) & bool(len(mapping))
+                codes = np.where(ok, mapping[np.where(ok, indices, 0)] if len(mapping) else -1, -1)
+            else:
+                codes = mapping[column.indices.to_numpy()]
+        else:
+            codes = self._lookup(values)
+        return codes == self.codes[stratum]
+
+
+def _batch_floats(column, name: str) -> np.ndarray:
+    """An Arrow column as doubles; text is parsed (correctly rounded) by Arrow."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_dictionary(column.type):
+        column = column.dictionary_decode()
+    if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
+        return column.to_numpy(zero_copy_only=False).astype(float, copy=False)
+    try:
+        return pc.cast(column, pa.float64()).to_numpy(zero_copy_only=False)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        raise ValueError(f"column {shown(name, 60)} is not numeric") from None
+
+
 def _synthetic_checks(release: _Release):
+    """The synthetic sets, streamed batch by batch against the hyperparameters (held once):
+    memory is that of the hyperparameters and a batch, whatever the number of sets; the
+    first batch with a wrong row ends the reading (the checks then say where)."""
+    import pyarrow as pa
+
     m = release.manifest
     keys, sets, strata, total = m["keys"], m["sets"], m["strata"], m["total"]
     population = m["population_column"]
-    frame = release.table("synthetic").reset_index(drop=True)
-    name = release.file("synthetic").name
+    name = shown(release.file("synthetic").name)
     out = []
     columns = ["set", *keys, SYNTHETIC_COUNT, population]
-    if list(frame.columns) != columns:
-        out.append(
-            Check("synthetic", "columns", FAIL,
-                  f"{name} has columns {list(frame.columns)}, expected {columns}")
-        )  # fmt: skip
-        return out, True
-    kind = (m.get("denominator") or {}).get("kind", "population")  # optional: populations
-    held = f"; {population!r} holds expected counts (SMRs)" if kind == "expected" else ""
-    out.append(Check("synthetic", "columns", OK, f"{name}: columns {columns}{held}"))
-
-    set_numbers = _floats(frame, "set")
-    counts = _floats(frame, SYNTHETIC_COUNT)
-    expected_sets = np.repeat(np.arange(sets), strata)
-    shape_ok = len(frame) == sets * strata and np.array_equal(set_numbers, expected_sets)
-    seen = np.unique(set_numbers)
+    hyper = release.table("hyperparameters").reset_index(drop=True)
+    comparable = len(hyper) == strata and set(keys) <= set(hyper.columns)
+    if comparable:
+        reference = pa.Table.from_pandas(hyper[list(keys)], preserve_index=False)
+        references = [_Key(reference.column(k).combine_chunks()) for k in keys]
+        hyper_pop = _floats(hyper, "population")
+        if m["mechanism"] == "truncated":
+            lower, upper = _floats(hyper, "lower"), _floats(hyper, "upper")
+    rows = counted = whole_count = 0
+    first_bad_whole = first_bad_set = None
+    bad_sets: list[int] = []
+    wrong: dict[int, float] = {}
+    wrong_sums = 0
+    carry: tuple[int, float] | None = None
+    inside_count, low_set, high_set = 0, math.inf, -math.inf
+    keys_in_order = comparable
+    stopped = pattern = None
+    for batch in release.batches("synthetic"):
+        if rows == 0:
+            found = batch.schema.names
+            if found != columns:
+                out.append(
+                    Check("synthetic", "columns", FAIL,
+                          f"{name} has columns {shown(found)}, expected {shown(columns)}")
+                )  # fmt: skip
+                return out, True
+            kind = (m.get("denominator") or {}).get("kind", "population")
+            held = f"; {population!r} holds expected counts (SMRs)" if kind == "expected" else ""
+            out.append(
+                Check("synthetic", "columns", OK, f"{name}: columns {shown(columns)}{shown(held)}")
+            )
+        n = batch.num_rows
+        start = rows % strata  # the positions' set and stratum, from a pattern cut to size
+        if pattern is None or start + n > len(pattern[0]):
+            span = np.arange(max(n, BATCH_ROWS) + strata)
+            pattern = (span // strata, span % strata)
+        expected_set = pattern[0][start : start + n] + rows // strata
+        stratum = pattern[1][start : start + n]
+        numbers = _batch_floats(batch.column("set"), "set")
+        counts = _batch_floats(batch.column(SYNTHETIC_COUNT), SYNTHETIC_COUNT)
+        bad = False
+        if numbers.size:
+            low_set, high_set = min(low_set, numbers.min()), max(high_set, numbers.max())
+        off = np.flatnonzero(numbers != expected_set)
+        if off.size and first_bad_set is None:
+            first_bad_set, bad = rows + int(off[0]), True
+        whole = np.isfinite(counts) & (counts == np.round(counts)) & (counts >= 0)
+        whole_count += int(whole.sum())
+        if not whole.all() and first_bad_whole is None:
+            first_bad_whole, bad = rows + int(np.flatnonzero(~whole)[0]), True
+        # sums of the sets by position; the last set of a batch may go on in the next
+        first = int(expected_set[0]) if n else 0
+        finite = counts if whole.all() else np.where(np.isfinite(counts), counts, 0)
+        sums = np.bincount(expected_set - first, weights=finite)
+        if carry is not None and carry[0] == first:
+            sums[0] += carry[1]
+        done = len(sums) if (rows + n) % strata == 0 else len(sums) - 1
+        off_sums = np.flatnonzero(sums[:done] != total)
+        if off_sums.size:
+            wrong_sums += int(off_sums.size)
+            bad = True
+            for k in off_sums[: 3 - len(wrong)]:
+                wrong[first + int(k)] = float(sums[k])
+        carry = (first + done, float(sums[done])) if done < len(sums) else None
+        if comparable:
+            same = np.ones(n, dtype=bool)
+            for key, ref in zip(keys, references, strict=True):
+                same &= ref.same(batch.column(key), stratum)
+            pop = _batch_floats(batch.column(population), population)
+            expected_pop = hyper_pop[stratum]
+            close = pop == expected_pop
+            if not close.all():
+                close |= np.isclose(pop, expected_pop, rtol=VALUE_RTOL, atol=0)
+            good = same & close
+            if not good.all():
+                keys_in_order = keys_in_order and bool(same.all())
+                bad = True
+                for k in np.unique(expected_set[~good])[:5]:
+                    if len(bad_sets) < 5 and int(k) not in bad_sets:
+                        bad_sets.append(int(k))
+            if m["mechanism"] == "truncated":
+                inside = (counts >= lower[stratum]) & (counts <= upper[stratum])
+                inside_count += int(inside.sum())
+                bad = bad or not inside.all()
+        rows += n
+        counted += n
+        if bad and rows < sets * strata:
+            stopped = rows
+            break
+    if rows == 0:
+        raise ValueError(f"{name} holds no rows")
+    read = (f"; reading stopped after row {stopped} of {sets * strata}, the first batch "
+            "with a wrong row") if stopped else ""  # fmt: skip
+    shape_ok = first_bad_set is None and stopped is None
     out.append(
         Check(
-            "synthetic", "sets", OK if shape_ok else FAIL,
-            f"{len(seen)} set(s) numbered {_g(seen.min()) if seen.size else '-'}.."
-            f"{_g(seen.max()) if seen.size else '-'}, {len(frame)} rows; the manifest says "
-            f"{sets} set(s) x {strata} strata = {sets * strata} rows, set by set",
-            {"rows": len(frame), "expected_rows": sets * strata},
+            "synthetic", "sets", OK if first_bad_set is None else FAIL,
+            f"set numbers {_g(low_set)}..{_g(high_set)} over {counted} rows"
+            + ("" if first_bad_set is None else f", first out of place at row {first_bad_set}")
+            + f"; the manifest says {sets} set(s) x {strata} strata = {sets * strata} rows, "
+            "set by set" + read,
+            {"rows": counted, "expected_rows": sets * strata},
         )
     )  # fmt: skip
-
-    whole = np.isfinite(counts) & (counts == np.round(counts)) & (counts >= 0)
     out.append(
         Check(
-            "synthetic", "whole counts", OK if whole.all() else FAIL,
-            f"{int(whole.sum())} of {counts.size} counts whole and >= 0"
-            + ("" if whole.all() else f" (first bad row {int(np.flatnonzero(~whole)[0])})"),
+            "synthetic", "whole counts", OK if first_bad_whole is None else FAIL,
+            f"{whole_count} of {counted} counts whole and >= 0"
+            + ("" if first_bad_whole is None else f" (first bad row {first_bad_whole})"),
         )
     )  # fmt: skip
-
-    sums = pd.Series(counts).groupby(set_numbers).sum()
-    wrong = {int(k): float(v) for k, v in sums.items() if v != total}
-    if wrong:
-        shown = ", ".join(f"set {k} sums to {_g(v)}" for k, v in list(wrong.items())[:3])
-        detail = f"{shown}; total {total}"
+    if wrong_sums:
+        listed = ", ".join(f"set {k} sums to {_g(v)}" for k, v in wrong.items())
+        more = f" ({wrong_sums} set(s) in all)" if wrong_sums > len(wrong) else ""
+        detail = f"{listed}{more}; total {total}"
     else:
-        detail = f"each of the {len(sums)} set(s) sums to {total} (total {total})"
+        complete = counted // strata
+        detail = f"each of the {complete} set(s) sums to {total} (total {total})"
     out.append(
-        Check("synthetic", "set sums", FAIL if wrong else OK, detail,
+        Check("synthetic", "set sums", FAIL if wrong_sums else OK, detail,
               {"total": total, "wrong": wrong})
     )  # fmt: skip
-
-    sorted_ok = _is_sorted(frame, ["set", *keys])
+    sorted_ok = (
+        comparable and first_bad_set is None and keys_in_order and _is_sorted(hyper, list(keys))
+    )
     out.append(
         Check(
             "synthetic", "order", OK if sorted_ok else FAIL,
-            f"rows {'' if sorted_ok else 'NOT '}sorted by set then by the keys {keys}",
+            f"rows {'' if sorted_ok else 'NOT '}sorted by set then by the keys {shown(keys)}"
+            + ("" if sorted_ok or not comparable else
+               " (each set in the hyperparameters' order, itself sorted by the keys)"),
         )
     )  # fmt: skip
-
-    hyper = release.table("hyperparameters").reset_index(drop=True)
-    if shape_ok and len(hyper) == strata and set(keys) <= set(hyper.columns):
-        hyper_keys = _text(hyper, keys)
-        hyper_pop = _floats(hyper, "population")
-        pop = _floats(frame, population)
-        bad_sets = []
-        for k in range(sets):
-            rows = slice(k * strata, (k + 1) * strata)
-            same_keys = _text(frame.iloc[rows], keys).equals(hyper_keys)
-            same_pop = np.allclose(pop[rows], hyper_pop, rtol=VALUE_RTOL, atol=0)
-            if not (same_keys and same_pop):
-                bad_sets.append(k)
+    if comparable:
         out.append(
             Check(
                 "synthetic", "strata", FAIL if bad_sets else OK,
@@ -492,15 +906,11 @@ def _synthetic_checks(release: _Release):
             Check("synthetic", "strata", FAIL,
                   f"not compared: {len(hyper)} hyperparameter rows, expected {strata}")
         )  # fmt: skip
-
-    if m["mechanism"] == "truncated" and shape_ok:
-        lower = np.tile(_floats(hyper, "lower"), sets)
-        upper = np.tile(_floats(hyper, "upper"), sets)
-        inside = (counts >= lower) & (counts <= upper)
+    if m["mechanism"] == "truncated" and comparable and shape_ok:
         out.append(
             Check(
-                "synthetic", "bounds", OK if inside.all() else FAIL,
-                f"{int(inside.sum())} of {counts.size} counts within [lower, upper] of the "
+                "synthetic", "bounds", OK if inside_count == counted else FAIL,
+                f"{inside_count} of {counted} counts within [lower, upper] of the "
                 "hyperparameters",
             )
         )  # fmt: skip
@@ -520,7 +930,7 @@ def _hyper_checks(release: _Release):
     m = release.manifest
     keys, strata, mechanism = m["keys"], m["strata"], m["mechanism"]
     hyper = release.table("hyperparameters").reset_index(drop=True)
-    name = release.file("hyperparameters").name
+    name = shown(release.file("hyperparameters").name, 80)
     out = []
     prior = m["prior"] if isinstance(m.get("prior"), dict) else {}
     grouped_by = [  # a sanitised prior's attribute columns follow the keys
@@ -530,8 +940,8 @@ def _hyper_checks(release: _Release):
     if list(hyper.columns) != expected or len(hyper) != strata:
         out.append(
             Check("hyperparameters", "columns", FAIL,
-                  f"{name}: {len(hyper)} rows, columns {list(hyper.columns)}; expected "
-                  f"{strata} rows, columns {expected} ({mechanism})")
+                  f"{name}: {len(hyper)} rows, columns {shown(list(hyper.columns))}; expected "
+                  f"{strata} rows, columns {shown(expected)} ({mechanism})")
         )  # fmt: skip
         return out, True
     a = _floats(hyper, "a")
@@ -613,9 +1023,10 @@ def _public_prior_checks(release: _Release, hyper: pd.DataFrame, rate: np.ndarra
         out.append(
             Check(
                 "hyperparameters", "prior (groups)", OK if good else FAIL,
-                f"prior_rate constant within the groups of {groups}, two or more strata each"
+                f"prior_rate constant within the groups of {shown(groups)}, two or more strata "
+                "each"
                 if good else
-                f"prior.groups {groups}: the published prior_rate is not constant within "
+                f"prior.groups {shown(groups)}: the published prior_rate is not constant within "
                 "groups of two or more strata of these key columns",
             )
         )  # fmt: skip
@@ -648,16 +1059,16 @@ def _sanitised_checks(release: _Release, hyper: pd.DataFrame, rate: np.ndarray) 
     if release.file("prior").name != m["prior"]["file"]:
         return [
             Check("hyperparameters", "prior", FAIL,
-                  f"prior.file {m['prior']['file']!r} is not files.prior "
-                  f"{release.file('prior').name!r}")
+                  f"prior.file {shown(repr(m['prior']['file']), 80)} is not files.prior "
+                  f"{shown(repr(release.file('prior').name), 80)}")
         ]  # fmt: skip
     table = release.table("prior").reset_index(drop=True)
     expected = [*groups, "population", "noisy_total", "prior_rate"]
     if not groups or list(table.columns) != expected:
         return [
             Check("hyperparameters", "prior", FAIL,
-                  f"{release.file('prior').name}: columns {list(table.columns)}, "
-                  f"expected {expected}")
+                  f"{shown(release.file('prior').name, 80)}: columns "
+                  f"{shown(list(table.columns))}, expected {shown(expected)}")
         ]  # fmt: skip
     out = []
     floor = m["prior"]["floor"]
@@ -674,7 +1085,7 @@ def _sanitised_checks(release: _Release, hyper: pd.DataFrame, rate: np.ndarray) 
         Check(
             "hyperparameters", "prior group rates",
             OK if worst <= VALUE_RTOL and whole else FAIL,
-            f"{len(table)} group(s) by {groups}: rate = max(noisy_total, {floor:g}) / "
+            f"{len(table)} group(s) by {shown(groups)}: rate = max(noisy_total, {floor:g}) / "
             f"population (the manifest's prior.floor), largest relative difference {worst:.2g}"
             + ("" if whole else "; some noisy totals are not whole"),
             {"floor": floor, "worst_relative": worst},
@@ -691,7 +1102,8 @@ def _sanitised_checks(release: _Release, hyper: pd.DataFrame, rate: np.ndarray) 
         out.append(
             Check("hyperparameters", "strata rates", FAIL,
                   f"the prior's {len(labels)} group(s) are not the strata's "
-                  f"{len(set(strata_labels))} groups by {groups} ({missing} strata without one)")
+                  f"{len(set(strata_labels))} groups by {shown(groups)} ({missing} strata "
+                  "without one)")
         )  # fmt: skip
         return out
     worst = _worst_relative(rate, group_rate[index])
@@ -744,7 +1156,7 @@ def _signs(m: dict) -> list[str]:
     numbers |= {"delta.per_set": delta["per_set"], "delta.sampler_tv_target":
                 delta["sampler_tv_target"], "prior.epsilon": prior["epsilon"]}  # fmt: skip
     wrong = [
-        f"{name} {value!r} is not a finite number"
+        f"{name} {shown(repr(value), 40)} is not a finite number"
         for name, value in numbers.items()
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
     ]
@@ -766,8 +1178,8 @@ def _signs(m: dict) -> list[str]:
     elif sanitised and not eps_prior > 0:
         wrong.append(f"a sanitised prior with budget.epsilon_prior {_g(eps_prior)}, not > 0")
     if not sanitised and eps_prior != 0:
-        wrong.append(f"prior kind {prior['kind']!r} spends nothing, yet epsilon_prior is "
-                     f"{_g(eps_prior)}")  # fmt: skip
+        wrong.append(f"prior kind {shown(repr(prior['kind']), 40)} spends nothing, yet "
+                     f"epsilon_prior is {_g(eps_prior)}")  # fmt: skip
     return wrong
 
 
@@ -884,23 +1296,36 @@ def embedded_metadata(path: Path) -> list[str]:
         return []
     import pyarrow.parquet as pq
 
+    _footer(path)  # the schema is in the footer: a small one
     schema = pq.read_schema(path)
     metadata = dict(schema.metadata or {})
-    found = [f"schema key {k.decode(errors='replace')!r}" for k in metadata if k != b"pandas"]
-    if b"pandas" in metadata and json.loads(metadata[b"pandas"]).get("attributes"):
-        found.append("pandas attributes (attrs)")
-    found += [f"metadata of column {f.name!r}" for f in schema if f.metadata]
-    found += [f"categorical column {f.name!r}" for f in schema if str(f.type).startswith("dict")]
-    return found
+    found = [
+        f"schema key {shown(repr(k.decode(errors='replace')), 60)}"
+        for k in metadata
+        if k != b"pandas"
+    ]
+    if b"pandas" in metadata:
+        described = json.loads(metadata[b"pandas"])
+        if not isinstance(described, dict) or described.get("attributes"):
+            found.append("pandas attributes (attrs)")
+    found += [f"metadata of column {shown(repr(f.name), 60)}" for f in schema if f.metadata]
+    found += [
+        f"categorical column {shown(repr(f.name), 60)}"
+        for f in schema
+        if str(f.type).startswith("dict")
+    ]
+    return found[:20]
 
 
 def _metadata_checks(release: _Release):
+    entries = release.entries()
     embedded = {
-        path.name: found
-        for path in sorted(release.path.iterdir())
-        if regular_file(path) and (found := embedded_metadata(path))
-    }
-    paths = [release.path, *sorted(release.path.rglob("*"))]
+        shown(path.name, 80): found
+        for path in entries
+        if path.parent == release.path and regular_file(path)
+        and (found := embedded_metadata(path))
+    }  # fmt: skip
+    paths = [release.path, *entries]
     off_time = [p for p in paths if int(p.lstat().st_mtime) != folder.PUBLIC_MTIME]
 
     def mode_of(p: Path) -> int:
@@ -954,7 +1379,7 @@ def summary(checks: list[Check], manifest: dict | None = None) -> str:
     if warnings:
         counted += f", {len(warnings)} warning(s)"
     if fails:
-        names = ", ".join(f"{c.topic}/{c.name}" for c in fails[:4])
+        names = ", ".join(f"{c.topic}/{shown(c.name, 60)}" for c in fails[:4])
         more = ", ..." if len(fails) > 4 else ""
         return (
             f"FAILED: {counted}; failed: {names}{more}. The release is not what its manifest "
@@ -979,12 +1404,13 @@ def summary(checks: list[Check], manifest: dict | None = None) -> str:
 
 def format_checks(checks: list[Check], path: Path, manifest: dict | None = None) -> str:
     """The checks by topic, one line each, then :func:`summary`."""
-    head = f"dpsynth verify {path}"
+    head = f"dpsynth verify {shown(path)}"
     if manifest is not None and isinstance(manifest.get("budget"), dict):
         try:
             head += (
-                f": {manifest['mechanism']} / {manifest['method']}, {manifest['sets']} set(s) "
-                f"of {manifest['strata']} strata, total {manifest['total']}"
+                f": {shown(manifest['mechanism'], 20)} / {shown(manifest['method'], 20)}, "
+                f"{shown(manifest['sets'], 20)} set(s) of {shown(manifest['strata'], 20)} strata, "
+                f"total {shown(manifest['total'], 20)}"
             )
         except KeyError:
             pass
@@ -995,8 +1421,8 @@ def format_checks(checks: list[Check], path: Path, manifest: dict | None = None)
             continue
         lines.append(topic)
         for c in found:
-            lines.append(f"  {c.status:<7} {c.name}: {c.detail}")
-    lines.append(summary(checks, manifest))
+            lines.append(f"  {shown(c.status, 8):<7} {shown(c.name, 60)}: {shown(c.detail, 400)}")
+    lines.append(shown(summary(checks, manifest), 600))
     return "\n".join(lines)
 
 
