@@ -25,6 +25,7 @@ from test_release_verify import by_name, failures, release
 
 from dpsynth.release.verify import (
     MAX_ROWS,
+    MAX_STRATA,
     NotARelease,
     as_json,
     format_checks,
@@ -145,11 +146,11 @@ def test_the_bounds_are_decided_from_the_manifest_before_a_file_is_read(tmp_path
     out = release(tmp_path)
     (out / "synthetic.parquet").write_bytes(b"never read")
     manifest = manifest_of(out)
-    manifest["strata"] = MAX_ROWS  # and one set: more strata than the verifier holds
+    manifest["strata"] = MAX_STRATA + 1  # and one set: more strata than the verifier holds
     set_manifest(out, manifest)
     checks = verify_release(out)
     assert failures(checks) == ["files/bounds"]
-    assert "strata 50000000 is more than" in by_name(checks)["files/bounds"].detail
+    assert f"strata {MAX_STRATA + 1} is more than" in by_name(checks)["files/bounds"].detail
 
 
 @pytest.mark.parametrize("name", ["huge texts", "long keys", "footer bomb", "nested column"])
