@@ -377,6 +377,8 @@ def _spend(request: ReleaseRequest, strata: Strata, budget: Budget, private: Pat
             budget.delta,
             table=table,
             aliases=strata.legacy_ids(),
+            keys=strata.keys,
+            new_dataset=request.new_dataset,
             budget=request.budget,
             label=request.input.name,
             release=str(request.out.resolve()),

@@ -59,6 +59,8 @@ def _account(request: ReleaseRequest, strata, budget, guarantee: str) -> dict | 
             budget.delta,
             table=table,
             aliases=strata.legacy_ids(),
+            keys=strata.keys,
+            new_dataset=request.new_dataset,
             budget=request.budget,
             guarantee=guarantee,
         )
