@@ -287,3 +287,15 @@ def test_rebuild_keeps_a_deleted_line_whose_private_folder_is_gone(
     Ledger(private_ledger).rebuild()
     assert [e.lost for e in Ledger(private_ledger).entries()] == [True, True]
     assert Ledger(private_ledger).spent("us-deaths-1999")[0] == 0.75
+
+
+def test_ledgers_written_before_the_index_are_read_into_it(spent, tmp_path, private_ledger):
+    """A home whose index is new learns the datasets of the ledgers it wrote before (the
+    head records list them): they cannot open a fresh budget elsewhere either."""
+    shutil.rmtree(steward_home() / "index")
+    other = Ledger(tmp_path / "other.jsonl")
+    with pytest.raises(LedgerError, match="has its budget in the ledger"):
+        other.spend("us-deaths-1999", 0.5, 0.0, table="ab" * 32)
+    other.spend("unrelated", 0.5, 0.0, table="cd" * 32)  # and the index now knows both
+    with pytest.raises(LedgerError, match="has its budget in the ledger"):
+        Ledger(tmp_path / "third.jsonl").set_budget("unrelated", 1.0)

@@ -176,7 +176,8 @@ def _add_ledger_options(group) -> None:
         type=Path,
         metavar="FILE",
         help="the steward's ledger (default: $DPSYNTH_LEDGER or "
-        "~/.local/share/dpsynth/ledger.jsonl); keep it private",
+        "~/.local/share/dpsynth/ledger.jsonl); keep it private. A dataset already known to "
+        "the steward's index is refused in any ledger but its own",
     )
     # issue #34: one budget per dataset per steward (dpsynth.ledger_index)
     group.add_argument(

@@ -25,6 +25,12 @@ moves at most one event in each table), so a name adds up every table released u
 Only the steward can say that two tables count the same people: giving them one name is
 the steward's responsibility (docs/privacy.md, Part 4).
 
+One budget per dataset per steward: the steward's index (:mod:`dpsynth.ledger_index`, in
+:func:`steward_home`) binds every dataset name (compared without regard to case and spaces)
+and every released table to one ledger file, refuses a table whose strata overlap another
+dataset's unless the steward declares new people (``new_dataset``), and keeps a copy of
+every entry, so that :meth:`Ledger.rebuild` only adds.
+
 The ledger lives outside any release folder (``default_ledger_path``, in the steward's
 folder :func:`steward_home`) and must never be published: it holds hashes of the
 confidential inputs, which confirm a guessed dataset.
@@ -608,28 +614,26 @@ class Ledger:
         """Records that bring the index up to this ledger's own (lines recorded before the
         index existed, or by a writer killed between the two): the names and tables it
         holds that the index does not bind yet, and copies of its entries and budgets.
-        Applied to ``state``; returned for a writer to append."""
-        mine = self._key()
-        records: list[dict] = []
+        Applied to ``state``; returned for a writer to append. The first time, the names
+        and tables of every other ledger this home has written (its head records) too:
+        ledgers recorded before the index existed."""
+        return [*self._migrate(state), *_sync_records(state, book, self._key(), copies=True)]
 
-        def add(record: dict) -> None:
-            state.apply(record)
-            records.append(record)
-
-        copied = {c.get("id") for c in state.spent.get(mine, [])}
-        for e in book.entries:
-            if e.named and normal_name(e.dataset) not in state.datasets:
-                add(_dataset_record(e.dataset, mine, e.time))
-            if e.table not in state.tables:
-                add(_table_record(e.table, e.dataset, mine, None, None))
-            if e.id is not None and e.id not in copied:
-                add({"kind": "spend", "ledger": mine, "entry": e.record()})
-        stored = {c.get("id") for c in state.budgets.get(mine, [])}
-        for b in book.stored:
-            if normal_name(b.dataset) not in state.datasets and not _SHA256.fullmatch(b.dataset):
-                add(_dataset_record(b.dataset, mine, b.time))
-            if b.id is not None and b.id not in stored:
-                add({"kind": "budget", "ledger": mine, "record": _plain(b)})
+    def _migrate(self, state: IndexState) -> list[dict]:
+        if state.migrated:
+            return []
+        records = []
+        for head in sorted(self.heads.glob("*.json")) if self.heads.is_dir() else []:
+            try:
+                path = Path(json.loads(head.read_text())["ledger"])
+                if str(path) == self._key():
+                    continue
+                book = _parse_lines(path.read_bytes(), path, chained=False)
+            except (OSError, ValueError, KeyError, TypeError, LedgerError):
+                continue  # gone or unreadable: its own reads refuse it
+            records += _sync_records(state, book, str(path), copies=False)
+        records.append({"kind": "migrated", "time": _format_time(datetime.now(UTC))})
+        state.apply(records[-1])
         return records
 
     def _index_check(self, state: IndexState, entry: Entry, prints, stage: str) -> None:
@@ -763,6 +767,32 @@ class Ledger:
                 f.close()
                 raise
             f.close()
+
+
+def _sync_records(state: IndexState, book: _Book, mine: str, copies: bool) -> list[dict]:
+    """The index records that bind the names and tables of the ledger ``mine`` (``book``)
+    the index does not know yet, and (``copies``) copy its entries and budgets."""
+    records: list[dict] = []
+
+    def add(record: dict) -> None:
+        state.apply(record)
+        records.append(record)
+
+    copied = {c.get("id") for c in state.spent.get(mine, [])}
+    for e in book.entries:
+        if e.named and normal_name(e.dataset) not in state.datasets:
+            add(_dataset_record(e.dataset, mine, e.time))
+        if e.table not in state.tables:
+            add(_table_record(e.table, e.dataset, mine, None, None))
+        if copies and e.id is not None and e.id not in copied:
+            add({"kind": "spend", "ledger": mine, "entry": e.record()})
+    stored = {c.get("id") for c in state.budgets.get(mine, [])}
+    for b in book.stored:
+        if normal_name(b.dataset) not in state.datasets and not _SHA256.fullmatch(b.dataset):
+            add(_dataset_record(b.dataset, mine, b.time))
+        if copies and b.id is not None and b.id not in stored:
+            add({"kind": "budget", "ledger": mine, "record": _plain(b)})
+    return records
 
 
 @dataclass

@@ -124,7 +124,8 @@ def fingerprint(keys, secret: bytes) -> np.ndarray:
             state = _mix(state ^ values[:, j])
     else:
         state = _mix(state)
-    return np.unique(state)
+    state.sort()
+    return state[np.r_[True, state[1:] != state[:-1]]] if n else state
 
 
 def _value_hash(text: str, secret: bytes) -> int:
@@ -193,6 +194,8 @@ class State:
     spent: dict[str, list[dict]] = field(default_factory=dict)
     #: ledger path -> the stored-budget records copied from it
     budgets: dict[str, list[dict]] = field(default_factory=dict)
+    #: whether the ledgers written before the index existed were read into it
+    migrated: bool = False
 
     def apply(self, record: dict) -> None:
         kind = record.get("kind")
@@ -210,6 +213,8 @@ class State:
             self.spent.setdefault(record["ledger"], []).append(record["entry"])
         elif kind == "budget":
             self.budgets.setdefault(record["ledger"], []).append(record["record"])
+        elif kind == "migrated":
+            self.migrated = True
 
 
 class Index:
