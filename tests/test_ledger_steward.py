@@ -174,7 +174,8 @@ def test_a_second_ledger_refuses_a_known_table_under_a_new_name(spent, tmp_path,
     build_release(request(spent, tmp_path / "b", "births-1999", ledger=other, new_dataset=True))
     (entry,) = Ledger(other).entries()
     assert entry.new_dataset and '"new_dataset": true' in other.read_text()
-    # declared apart: the next release of births over these strata needs no declaration
+    # declared apart: the next releases of births over these strata need no declaration
+    build_release(request(spent, tmp_path / "again", "births-1999", ledger=other))
     variant = write(VARIANTS["one state only"](deaths()), tmp_path / "v.parquet")
     build_release(request(variant, tmp_path / "c", "births-1999", ledger=other))
 

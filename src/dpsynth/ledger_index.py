@@ -314,7 +314,11 @@ class Index:
             return None
         mine = normal_name(dataset)
         known = state.tables.get(table)
-        if known is not None and known["ledger"] != ledger and not new_dataset:
+        apart = known is not None and (
+            normal_name(known["dataset"]) == mine
+            or frozenset((mine, normal_name(known["dataset"]))) in state.distinct
+        )
+        if known is not None and known["ledger"] != ledger and not (new_dataset or apart):
             return (
                 f"this table ({table[:12]}) was released under dataset {known['dataset']} in "
                 f"the ledger {known['ledger']}, and this release names the ledger {ledger}: "
