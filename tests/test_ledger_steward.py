@@ -176,6 +176,7 @@ def test_a_second_ledger_refuses_a_known_table_under_a_new_name(spent, tmp_path,
     build_release(request(spent, tmp_path / "b", "births-1999", ledger=other, new_dataset=True))
     (entry,) = Ledger(other).entries()
     assert entry.new_dataset and '"new_dataset": true' in other.read_text()
+    assert "Declared new people" in format_summary(Ledger(other))
     # declared apart: the next releases of births over these strata need no declaration
     build_release(request(spent, tmp_path / "again", "births-1999", ledger=other))
     variant = write(VARIANTS["one state only"](deaths()), tmp_path / "v.parquet")

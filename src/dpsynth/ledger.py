@@ -931,6 +931,10 @@ def format_summary(ledger: Ledger, dataset: str | None = None) -> str:
         note = ("nominal: a release whose epsilon is a target the exact audit found exceeded "
                 "(--allow-nominal); a total that includes one bounds nothing")  # fmt: skip
         lines += ["", note]
+    declared = sorted({_account(e, owners) for e in found if e.new_dataset})
+    if declared:
+        lines += ["", "Declared new people (--new-dataset: their tables overlap another "
+                  "dataset's strata): " + ", ".join(declared)]  # fmt: skip
     lost = sum(e.lost for e in found)
     if lost:
         note = (f"{lost} release(s) spent, record lost: restored by --rebuild from the "
