@@ -305,7 +305,7 @@ def test_a_table_released_under_a_name_is_refused_without_it_before_anything(
         "A table belongs to one dataset: without the name, or under a second one, its\n"
         "releases would not be added up with the other releases about the same people.\n"
         "Other events over the same strata and populations (births beside deaths) need a\n"
-        "ledger of their own (--ledger FILE): a table is known by its keys and populations.\n"
+        "ledger of their own (--ledger FILE) and --new-dataset: a table is known by its keys.\n"
         "Nothing was recorded."
     )  # the table's label, short id and names: no count
     assert private_ledger.read_bytes() == before

@@ -147,7 +147,7 @@ def test_a_target_below_the_rounding_floor_is_refused_for_every_table(tmp_path, 
     assert messages[0] == messages[1]  # nothing in it depends on the counts
 
 
-def test_a_ledger_inside_the_release_folders_is_refused(tmp_path):
+def test_a_ledger_inside_the_release_folders_is_refused(tmp_path, private_ledger):
     path = tmp_path / "s.csv"
     TWO_CELLS.assign(count=[143, 127]).to_csv(path, index=False)
     keys = tmp_path / "keys"
@@ -159,12 +159,13 @@ def test_a_ledger_inside_the_release_folders_is_refused(tmp_path):
         with pytest.raises(ReleaseError, match="ledger .* inside"):
             build_release(request)
         assert not inside.exists()
-    # outside the release folders the ledger keeps counting across --force
-    ledger = tmp_path / "ledger.jsonl"
-    build_release(request_for(path, tmp_path / "out", force=True, ledger=ledger, budget=1.5))
+    # outside the release folders the ledger keeps counting across --force (the dataset's
+    # own ledger, which holds the first release: another would be refused, issue #34)
+    ledger = private_ledger
+    build_release(request_for(path, tmp_path / "out", force=True, ledger=ledger, budget=2.5))
     with pytest.raises(ReleaseError, match="budget"):
-        build_release(request_for(path, tmp_path / "out", force=True, ledger=ledger, budget=1.5))
-    assert len(Ledger(ledger).entries()) == 1
+        build_release(request_for(path, tmp_path / "out", force=True, ledger=ledger, budget=2.5))
+    assert len(Ledger(ledger).entries()) == 2
 
 
 #: --private-dir relative to --out "rel/2026": (where, what the refusal says).

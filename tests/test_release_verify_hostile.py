@@ -24,7 +24,6 @@ from hostile_releases import ESCAPES, HOSTILE, manifest_of, set_manifest
 from test_release_verify import by_name, failures, release
 
 from dpsynth.release.verify import (
-    MAX_ROWS,
     MAX_STRATA,
     NotARelease,
     as_json,

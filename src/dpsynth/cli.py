@@ -179,7 +179,17 @@ def _add_ledger_options(group, dataset_group=None) -> None:
         type=Path,
         metavar="FILE",
         help="the steward's ledger (default: $DPSYNTH_LEDGER or "
-        "~/.local/share/dpsynth/ledger.jsonl); keep it private",
+        "~/.local/share/dpsynth/ledger.jsonl); keep it private. A dataset already known to "
+        "the steward's index is refused in any ledger but its own",
+    )
+    # issue #34: one budget per dataset per steward (dpsynth.ledger_index)
+    group.add_argument(
+        "--new-dataset",
+        action="store_true",
+        help="declare that NAME counts other people than the released datasets whose "
+        "strata this table overlaps (births beside deaths over the same counties): "
+        "without it such a table is refused before anything is spent; recorded in the "
+        "ledger",
     )
 
 
@@ -830,6 +840,7 @@ def _synthesize(args) -> int:
             budget=args.budget,
             dataset=args.dataset,
             ledger=args.ledger,
+            new_dataset=args.new_dataset,
             max_memory=int(args.max_memory * 2**30),
             max_minutes=args.max_minutes,
             group_by=args.group_by,
@@ -986,6 +997,7 @@ def _calibrate(args) -> int:
             budget=args.budget,
             dataset=args.dataset,
             ledger=args.ledger,
+            new_dataset=args.new_dataset,
             max_memory=int(args.max_memory * 2**30),
             max_minutes=args.max_minutes,
         )

@@ -25,6 +25,12 @@ moves at most one event in each table), so a name adds up every table released u
 Only the steward can say that two tables count the same people: giving them one name is
 the steward's responsibility (docs/privacy.md, Part 4).
 
+One budget per dataset per steward: the steward's index (:mod:`dpsynth.ledger_index`, in
+:func:`steward_home`) binds every dataset name (compared without regard to case and spaces)
+and every released table to one ledger file, refuses a table whose strata overlap another
+dataset's unless the steward declares new people (``new_dataset``), and keeps a copy of
+every entry, so that :meth:`Ledger.rebuild` only adds.
+
 The ledger lives outside any release folder (``default_ledger_path``, in the steward's
 folder :func:`steward_home`) and must never be published: it holds hashes of the
 confidential inputs, which confirm a guessed dataset.
@@ -61,6 +67,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from dpsynth import __version__
+from dpsynth.ledger_index import OVERLAP_SHARE, Index, normal_name
+from dpsynth.ledger_index import State as IndexState
 
 #: What an entry's guarantee may be (None: recorded before the field existed).
 GUARANTEES = ("certified", "nominal", None)
@@ -122,6 +130,12 @@ class Entry:
     aliases: tuple[str, ...] = ()
     #: the release's private folder, whose provenance.json records this entry
     private: str | None = None
+    #: the steward declared that the dataset counts other people than the datasets its
+    #: table overlaps (``--new-dataset``, :mod:`dpsynth.ledger_index`)
+    new_dataset: bool = False
+    #: restored by :meth:`Ledger.rebuild` from the steward's index, or kept by it, while
+    #: its private folder is gone: spent, record lost
+    lost: bool = False
     #: a random id (32 hex digits) that the private folder's record names; None: recorded
     #: before the field existed
     id: str | None = field(default=None, compare=False)
@@ -156,6 +170,8 @@ class Entry:
             "guarantee": self.guarantee,
             "aliases": list(self.aliases),
             "private": self.private,
+            **({"new_dataset": True} if self.new_dataset else {}),
+            **({"lost": True} if self.lost else {}),
             "id": self.id,
             "prev": self.prev,
         }
@@ -196,7 +212,9 @@ class Ledger:
 
     ``private_area``: the folder of the releases' private folders by default (the
     steward's ``private/``), whose records the ledger is checked against; ``heads``: the
-    folder of the head records (the steward's ``ledger-heads/``)."""
+    folder of the head records (the steward's ``ledger-heads/``); ``index``: the folder of
+    the steward's index (``index/``, :mod:`dpsynth.ledger_index`), which binds every
+    dataset and table to one ledger file and keeps a copy of every entry."""
 
     def __init__(
         self,
@@ -204,10 +222,12 @@ class Ledger:
         *,
         private_area: str | os.PathLike[str] | None = None,
         heads: str | os.PathLike[str] | None = None,
+        index: str | os.PathLike[str] | None = None,
     ) -> None:
         self.path = Path(path)
         self.private_area = Path(private_area or steward_home() / "private")
         self.heads = Path(heads or steward_home() / "ledger-heads")
+        self.index = Index(index or steward_home() / "index")
 
     def __repr__(self) -> str:
         return f"Ledger({str(self.path)!r})"
@@ -253,6 +273,8 @@ class Ledger:
         private: str | None = None,
         time: datetime | None = None,
         guarantee: str | None = None,
+        keys=None,
+        new_dataset: bool = False,
     ) -> Entry:
         """Record a release at (epsilon, delta) and return its entry.
 
@@ -275,6 +297,15 @@ class Ledger:
         under the budget key (or when this release is nominal): a budget then refuses.
         ``private``: the release's private folder, which records the entry.
 
+        The steward's index (:mod:`dpsynth.ledger_index`) is checked too, under its lock
+        taken before the ledger's: a dataset name known in another ledger file, or spelt
+        otherwise (letter case, spaces), is refused; so is a table known in another ledger
+        file, or one whose strata (``keys``, a data frame of the key columns, one row a
+        stratum) overlap those of a table released under another dataset, unless
+        ``new_dataset`` declares that it counts other people (recorded in the entry). The
+        index records the name, the table's fingerprint and a copy of the entry before the
+        ledger line is written.
+
         The ledger is checked first (:meth:`check`): a ledger deleted, cut or edited is
         refused, never reset.
         """
@@ -283,29 +314,47 @@ class Ledger:
             entry,
             aliases=tuple(_check_table(a) for a in aliases if a != entry.table),
             private=private,
+            new_dataset=bool(new_dataset),
             id=secrets.token_hex(16),
         )
         budget = _check_budget_value(budget)
-        with self._locked_for_append() as f:
-            data = f.read()
-            book = self._checked_book(data)
-            owners = _owners(book.entries, self.path)
-            key = entry.dataset if entry.named else owners.get(entry.table, entry.dataset)
-            store, limit = _budget_to_check(book.budgets.get(key), budget, key)
-            _checked_account(book.entries, entry, limit, self.path)
-            chain = hashlib.sha256(data)
-            lines = []
-            if store is not None:
-                record = StoredBudget(key, store, entry.time, secrets.token_hex(16))
-                record = replace(record, prev=chain.hexdigest())
-                lines.append((record.to_json() + "\n").encode("utf-8"))
-                chain.update(lines[-1])
-            entry = replace(entry, prev=chain.hexdigest())
-            lines.append((entry.to_json() + "\n").encode("utf-8"))
-            f.write(b"".join(lines))
-            f.flush()
-            os.fsync(f.fileno())
-            self._write_head(data + b"".join(lines), private)
+        prints = self.index.fingerprint_of(keys, create=True)
+        with self.index.locked() as ix:
+            state = self.index.read(ix.read())
+            self._index_check(state, entry, prints, "name")  # before the ledger is created
+            with self._locked_for_append() as f:
+                return self._spend_locked(ix, f, state, entry, budget, prints, private)
+
+    def _spend_locked(self, ix, f, state, entry, budget, prints, private) -> Entry:
+        """:meth:`spend` under the index's lock and the ledger's."""
+        data = f.read()
+        book = self._checked_book(data, state)
+        records = self._sync(state, book)
+        self._index_check(state, entry, prints, "name")
+        owners = _owners(book.entries, self.path)
+        key = entry.dataset if entry.named else owners.get(entry.table, entry.dataset)
+        store, limit = _budget_to_check(book.budgets.get(key), budget, key)
+        _checked_account(book.entries, entry, limit, self.path)
+        self._index_check(state, entry, prints, "table")
+        records += self._new_records(state, entry, prints)
+        chain = hashlib.sha256(data)
+        lines = []
+        mine = self._key()
+        if store is not None:
+            record = StoredBudget(key, store, entry.time, secrets.token_hex(16))
+            record = replace(record, prev=chain.hexdigest())
+            lines.append((record.to_json() + "\n").encode("utf-8"))
+            chain.update(lines[-1])
+            records.append({"kind": "budget", "ledger": mine, "record": _plain(record)})
+        entry = replace(entry, prev=chain.hexdigest())
+        lines.append((entry.to_json() + "\n").encode("utf-8"))
+        records.append({"kind": "spend", "ledger": mine, "entry": entry.record()})
+        # the index first: a copy without its line is restored by --rebuild (spent)
+        self.index.append(ix, records)
+        f.write(b"".join(lines))
+        f.flush()
+        os.fsync(f.fileno())
+        self._write_head(data + b"".join(lines), private)
         return entry
 
     def set_budget(self, dataset: str, budget: float, *, time: datetime | None = None) -> str:
@@ -317,9 +366,16 @@ class Ledger:
         if budget is None:
             raise ValueError("budget must be a finite number > 0, got None")
         when = (time or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
-        with self._locked_for_append() as f:
+        with self.index.locked() as ix, self._locked_for_append() as f:
+            state = self.index.read(ix.read())
             data = f.read()
-            book = self._checked_book(data)
+            book = self._checked_book(data, state)
+            records = self._sync(state, book)
+            refusal = self.index.refusal(state, self._key(), name, True, "", None, False, "name")
+            if refusal is not None:
+                raise LedgerError(refusal)
+            if normal_name(name) not in state.datasets:
+                records.append(_dataset_record(name, self._key(), when))
             stored = book.budgets.get(name)
             if stored is not None and budget > stored * (1 + BUDGET_RTOL):
                 raise LedgerError(
@@ -330,6 +386,8 @@ class Ledger:
             record = StoredBudget(name, budget, when, secrets.token_hex(16))
             record = replace(record, prev=hashlib.sha256(data).hexdigest())
             line = (record.to_json() + "\n").encode("utf-8")
+            records.append({"kind": "budget", "ledger": self._key(), "record": _plain(record)})
+            self.index.append(ix, records)
             f.write(line)
             f.flush()
             os.fsync(f.fileno())
@@ -351,26 +409,36 @@ class Ledger:
         aliases: tuple[str, ...] = (),
         budget: float | None = None,
         guarantee: str | None = None,
+        keys=None,
+        new_dataset: bool = False,
     ) -> dict:
         """What :meth:`spend` with these arguments would find, recording nothing: the
         budget key's spending so far (``spent``: epsilon, delta, releases), the totals
         after this release (``after``), the budget checked (``budget``: the stored one,
         or this call's), and ``refusal``, the message :meth:`spend` would refuse with
-        (binding or budget), or None. A ledger that :meth:`check` refuses raises."""
+        (the steward's index, binding or budget), or None. A ledger that :meth:`check`
+        refuses raises. Nothing is written, not even the index's secret."""
         entry = _new_entry(dataset, epsilon, delta, table, None, None, None, guarantee)
-        entry = replace(entry, aliases=tuple(_check_table(a) for a in aliases))
+        entry = replace(
+            entry, aliases=tuple(_check_table(a) for a in aliases), new_dataset=new_dataset
+        )
         budget = _check_budget_value(budget)
-        book = self._read_book()
+        state = self.index.read()
+        book = self._read_book(state)
+        self._sync(state, book)
+        prints = self.index.fingerprint_of(keys, create=False)
         found = book.entries
         owners = _owners(found, self.path)
         previous = _previous(found, owners, entry)
         key = entry.dataset if entry.named else owners.get(entry.table, entry.dataset)
         refusal = limit = None
         try:
+            self._index_check(state, entry, prints, "name")
             _check_binding(owners, entry, found)
             _, limit = _budget_to_check(book.budgets.get(key), budget, key)
             if limit is not None:
                 _check_budget(previous, entry, limit)
+            self._index_check(state, entry, prints, "table")
         except LedgerError as err:
             refusal = str(err)
         spent_eps, spent_delta, n = _totals(previous)
@@ -403,7 +471,8 @@ class Ledger:
         (``<name>.before-rebuild-<time>``). Returns what was done, in one line. Spending
         recorded nowhere else (a release refused after spending leaves no private folder)
         cannot be restored: the message says to check it by hand."""
-        with self._locked_for_append(check=False) as f:
+        with self.index.locked() as ix, self._locked_for_append(check=False) as f:
+            state = self.index.read(ix.read())
             data = f.read()
             book = _parse_lines(data, self.path, chained=False)
             have = {r.id for r in [*book.entries, *book.stored] if r.id is not None}
@@ -413,6 +482,27 @@ class Ledger:
                     if item.id is not None and item.id not in have:
                         have.add(item.id)
                         restored.append(item)
+            from_index = 0
+            mine = self._key()
+            copies = [
+                *((_parse_entry, c) for c in state.spent.get(mine, [])),
+                *((_parse_budget, c) for c in state.budgets.get(mine, [])),
+            ]
+            for parse, copy in copies:
+                item = parse(json.dumps(copy).encode("utf-8"))
+                if item.id is not None and item.id not in have:
+                    have.add(item.id)
+                    if isinstance(item, Entry) and not _folder_kept(item):
+                        item = replace(item, lost=True)
+                    restored.append(item)
+                    from_index += 1
+            # a line whose private folder is gone stays: spent, record lost
+            lost = 0
+            for i, e in enumerate(book.order):
+                if isinstance(e, Entry) and e.private and not e.lost and not _folder_kept(e):
+                    book.order[i] = replace(e, lost=True)
+                    lost += 1
+            book.entries = [e for e in book.order if isinstance(e, Entry)]
             kept = [*book.stored, *book.entries]
             order = {id(r): i for i, r in enumerate(book.order)}
             everything = sorted(
@@ -439,9 +529,11 @@ class Ledger:
             self._write_head(new, None)
         n_entries = sum(isinstance(r, Entry) for r in restored)
         return (
-            f"rebuilt {self.path}: {len(book.entries)} release(s) kept from the ledger, "
-            f"{n_entries} restored from private folders, {len(restored) - n_entries} stored "
-            "budget(s) restored"
+            f"rebuilt {self.path}: {len(book.entries)} release(s) kept from the ledger "
+            f"({lost} whose private folder is gone: spent, record lost), "
+            f"{n_entries} restored from private folders and the steward's index "
+            f"({from_index} from the index alone), {len(restored) - n_entries} stored "
+            "budget(s) restored; nothing spent was removed"
             + (f"; the previous file is {backup}" if data else "")
             + ". A release refused after spending left no private folder: check the "
             "backup for any such line."
@@ -452,17 +544,18 @@ class Ledger:
     def _book(self) -> _Book:
         return self._read_book()
 
-    def _read_book(self) -> _Book:
+    def _read_book(self, state: IndexState | None = None) -> _Book:
         try:
             f = open(self.path, "rb")
         except FileNotFoundError:
-            return self._checked_book(None)
+            return self._checked_book(None, state)
         with f:
             fcntl.flock(f, fcntl.LOCK_SH)  # never see a line half-written by a spend
-            return self._checked_book(f.read())
+            return self._checked_book(f.read(), state)
 
-    def _checked_book(self, data: bytes | None) -> _Book:
-        """The ledger's records, after the chain, head and private-folder checks."""
+    def _checked_book(self, data: bytes | None, state: IndexState | None = None) -> _Book:
+        """The ledger's records, after the chain, head, private-folder and index checks
+        (``state``: the steward's index as read under its lock; None: read it now)."""
         book = _parse_lines(data or b"", self.path, chained=True)
         restore = (
             f"Restore the ledger from a backup, or rebuild it from the releases' private "
@@ -499,7 +592,80 @@ class Ledger:
                 f"ledger {self.path}, which {state}: it was deleted, cut or replaced. "
                 f"{restore}"
             )
+        state = self.index.read() if state is None else state
+        copies = [c for c in state.spent.get(self._key(), []) if c.get("id") and c["id"] not in ids]
+        if copies:
+            first = copies[0]
+            raise LedgerError(
+                f"{len(copies)} release(s) recorded in the steward's index "
+                f"{self.index.path} (e.g. dataset {first.get('dataset')}, epsilon "
+                f"{first.get('epsilon')}, {first.get('time')}) are not in the ledger "
+                f"{self.path}: its lines were deleted or the ledger replaced. {restore}"
+            )
         return book
+
+    # -- the steward's index -----------------------------------------------------------
+
+    def _key(self) -> str:
+        """This ledger as the index names it: its resolved path."""
+        return str(self.path.resolve())
+
+    def _sync(self, state: IndexState, book: _Book) -> list[dict]:
+        """Records that bring the index up to this ledger's own (lines recorded before the
+        index existed, or by a writer killed between the two): the names and tables it
+        holds that the index does not bind yet, and copies of its entries and budgets.
+        Applied to ``state``; returned for a writer to append. The first time, the names
+        and tables of every other ledger this home has written (its head records) too:
+        ledgers recorded before the index existed."""
+        return [*self._migrate(state), *_sync_records(state, book, self._key(), copies=True)]
+
+    def _migrate(self, state: IndexState) -> list[dict]:
+        if state.migrated:
+            return []
+        records = []
+        for head in sorted(self.heads.glob("*.json")) if self.heads.is_dir() else []:
+            try:
+                path = Path(json.loads(head.read_text())["ledger"])
+                if str(path) == self._key():
+                    continue
+                book = _parse_lines(path.read_bytes(), path, chained=False)
+            except (OSError, ValueError, KeyError, TypeError, LedgerError):
+                continue  # gone or unreadable: its own reads refuse it
+            records += _sync_records(state, book, str(path), copies=False)
+        records.append({"kind": "migrated", "time": _format_time(datetime.now(UTC))})
+        state.apply(records[-1])
+        return records
+
+    def _index_check(self, state: IndexState, entry: Entry, prints, stage: str) -> None:
+        refusal = self.index.refusal(
+            state, self._key(), entry.dataset, entry.named, entry.table, prints,
+            entry.new_dataset, stage,
+        )  # fmt: skip
+        if refusal is not None:
+            raise LedgerError(refusal)
+
+    def _new_records(self, state: IndexState, entry: Entry, prints) -> list[dict]:
+        """What the index records of a release about to be written: its name (if new), its
+        table and fingerprint, and the datasets ``--new-dataset`` declared it apart from."""
+        mine = self._key()
+        records = []
+        if entry.named and normal_name(entry.dataset) not in state.datasets:
+            records.append(_dataset_record(entry.dataset, mine, entry.time))
+        known = state.tables.get(entry.table)
+        if known is None or (known.get("file") is None and prints is not None):
+            file = None if prints is None else self.index.store_fingerprint(prints)
+            n = None if prints is None else len(prints)
+            records.append(_table_record(entry.table, entry.dataset, mine, file, n))
+        if entry.new_dataset:
+            others = {o.dataset for o in self.index.overlaps(
+                state, normal_name(entry.dataset), entry.table, prints
+            ) if o.share >= OVERLAP_SHARE}  # fmt: skip
+            if known is not None and normal_name(known["dataset"]) != normal_name(entry.dataset):
+                others.add(known["dataset"])
+            for other in sorted(others):
+                records.append({"kind": "distinct", "a": entry.dataset, "b": other,
+                                "time": _format_time(entry.time)})  # fmt: skip
+        return records
 
     def _private_folders(self) -> list[Path]:
         folders = []
@@ -601,6 +767,32 @@ class Ledger:
                 f.close()
                 raise
             f.close()
+
+
+def _sync_records(state: IndexState, book: _Book, mine: str, copies: bool) -> list[dict]:
+    """The index records that bind the names and tables of the ledger ``mine`` (``book``)
+    the index does not know yet, and (``copies``) copy its entries and budgets."""
+    records: list[dict] = []
+
+    def add(record: dict) -> None:
+        state.apply(record)
+        records.append(record)
+
+    copied = {c.get("id") for c in state.spent.get(mine, [])}
+    for e in book.entries:
+        if e.named and normal_name(e.dataset) not in state.datasets:
+            add(_dataset_record(e.dataset, mine, e.time))
+        if e.table not in state.tables:
+            add(_table_record(e.table, e.dataset, mine, None, None))
+        if copies and e.id is not None and e.id not in copied:
+            add({"kind": "spend", "ledger": mine, "entry": e.record()})
+    stored = {c.get("id") for c in state.budgets.get(mine, [])}
+    for b in book.stored:
+        if normal_name(b.dataset) not in state.datasets and not _SHA256.fullmatch(b.dataset):
+            add(_dataset_record(b.dataset, mine, b.time))
+        if copies and b.id is not None and b.id not in stored:
+            add({"kind": "budget", "ledger": mine, "record": _plain(b)})
+    return records
 
 
 @dataclass
@@ -739,6 +931,15 @@ def format_summary(ledger: Ledger, dataset: str | None = None) -> str:
         note = ("nominal: a release whose epsilon is a target the exact audit found exceeded "
                 "(--allow-nominal); a total that includes one bounds nothing")  # fmt: skip
         lines += ["", note]
+    declared = sorted({_account(e, owners) for e in found if e.new_dataset})
+    if declared:
+        lines += ["", "Declared new people (--new-dataset: their tables overlap another "
+                  "dataset's strata): " + ", ".join(declared)]  # fmt: skip
+    lost = sum(e.lost for e in found)
+    if lost:
+        note = (f"{lost} release(s) spent, record lost: restored by --rebuild from the "
+                "steward's index, or kept without their private folders; they count")  # fmt: skip
+        lines += ["", note]
     if dataset is not None:
         named = key in owners.values()
         lines += ["", "Releases:"]
@@ -750,7 +951,7 @@ def format_summary(ledger: Ledger, dataset: str | None = None) -> str:
                 e.guarantee or "-",
                 *([e.short] if named else []),
                 e.label or "-",
-                e.release or "-",
+                ("spent, record lost: " if e.lost else "") + (e.release or "-"),
                 e.version or "-",
             ]
             for e in found
@@ -942,7 +1143,7 @@ def _check_binding(owners: dict[str, str], entry: Entry, found: list[Entry]) -> 
         "A table belongs to one dataset: without the name, or under a second one, its\n"
         "releases would not be added up with the other releases about the same people.\n"
         "Other events over the same strata and populations (births beside deaths) need a\n"
-        "ledger of their own (--ledger FILE): a table is known by its keys and populations.\n"
+        "ledger of their own (--ledger FILE) and --new-dataset: a table is known by its keys.\n"
         "Nothing was recorded."
     )
 
@@ -1089,6 +1290,9 @@ def _parse_entry(raw: bytes) -> Entry:
     aliases = record.get("aliases") or []
     if not isinstance(aliases, list):
         raise ValueError(f"expected aliases to be a list of table ids, got {aliases!r}")
+    for key in ("new_dataset", "lost"):
+        if not isinstance(record.get(key, False), bool):
+            raise ValueError(f"expected {key} to be true or false, got {record[key]!r}")
     return Entry(
         dataset,
         epsilon,
@@ -1097,9 +1301,24 @@ def _parse_entry(raw: bytes) -> Entry:
         **optional,
         table=table,
         aliases=tuple(_check_table(a) for a in aliases),
+        new_dataset=record.get("new_dataset", False),
+        lost=record.get("lost", False),
         id=_hex_or_none(record, "id", _HEX),
         prev=_hex_or_none(record, "prev", _SHA256),
     )
+
+
+def _dataset_record(name: str, ledger: str, time: datetime) -> dict:
+    return {"kind": "dataset", "name": name, "ledger": ledger, "time": _format_time(time)}
+
+
+def _table_record(table: str, dataset: str, ledger: str, file, strata) -> dict:
+    return {"kind": "table", "table": table, "dataset": dataset, "ledger": ledger,
+            "file": file, "strata": strata}  # fmt: skip
+
+
+def _plain(record: StoredBudget) -> dict:
+    return json.loads(record.to_json())
 
 
 def _totals(entries: list[Entry]) -> tuple[float, float, int]:
@@ -1140,6 +1359,11 @@ def _table(header: list[str], rows: list[list[str]], right: set[int]) -> list[st
         return "  ".join(cells).rstrip()
 
     return [fmt(header), fmt(["-" * w for w in widths]), *(fmt(r) for r in rows)]
+
+
+def _folder_kept(entry: Entry) -> bool:
+    """Whether the private folder that records ``entry`` is still there."""
+    return entry.private is not None and Path(entry.private).is_dir()
 
 
 def _fsync_dir(path: Path) -> None:

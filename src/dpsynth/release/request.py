@@ -123,6 +123,10 @@ class ReleaseRequest:
     #: exceeds the stored one
     budget: float | None = None
     ledger: Path | None = None
+    #: the steward's declaration that the dataset counts other people than the released
+    #: datasets whose strata its table overlaps (``--new-dataset``, recorded in the
+    #: ledger; :mod:`dpsynth.ledger_index`)
+    new_dataset: bool = False
     max_memory: int = DEFAULT_MAX_MEMORY
     max_minutes: float = DEFAULT_MAX_MINUTES
     group_by: str | None = None

@@ -251,6 +251,8 @@ class Release:
                 budget.delta,
                 table=strata.dataset_id(),
                 aliases=strata.legacy_ids(),
+                keys=strata.keys,
+                new_dataset=request.new_dataset,
                 budget=request.budget,
                 label=request.input.name,
                 release=str(request.out.resolve()),
@@ -283,6 +285,8 @@ class Release:
                 self.budget.delta,
                 table=self.strata.dataset_id(),
                 aliases=self.strata.legacy_ids(),
+                keys=self.strata.keys,
+                new_dataset=request.new_dataset,
                 budget=request.budget,
                 guarantee=self.design.status,
             )

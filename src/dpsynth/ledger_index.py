@@ -1,0 +1,447 @@
+"""The steward's index: one budget per dataset per steward, whatever ledger file a release
+names (issue #34).
+
+A ledger file holds the budgets of the datasets recorded in it; nothing stopped the same
+dataset, or the same table under another name, from opening a fresh budget in a second
+ledger file (``--ledger other.jsonl``, ``$DPSYNTH_LEDGER``). The steward's home
+(:func:`dpsynth.ledger.steward_home`) therefore keeps one index, ``index/``, that every
+ledger consults under its lock before it records a release:
+
+* **datasets**: every dataset name, compared without regard to letter case and spaces, with
+  the one ledger file that holds its budget. A release (or ``--set-budget``) of a known
+  name in another ledger file is refused, naming the ledger to use; a name spelt otherwise
+  than it was first recorded is refused, naming the recorded spelling.
+* **tables**: every released table's id with its dataset and ledger, and a fingerprint of
+  its strata (below). A table known in another ledger, or overlapping a table of another
+  dataset, is refused before anything is spent, naming the dataset it overlaps and the
+  share of strata, unless the steward declares new people (``new_dataset``, recorded in
+  the ledger entry and in the index as a pair of datasets that count different people).
+* **spending**: a copy of every ledger entry and stored budget, with its ledger's path. A
+  ledger that lacks an entry its index records is refused on every read, and
+  :meth:`dpsynth.ledger.Ledger.rebuild` restores it ("spent, record lost" when its private
+  folder is gone too): rebuilding only adds.
+
+Another home (another ``$XDG_DATA_HOME``) has another index: it is another steward, whose
+budgets the index cannot see (docs/privacy.md, Part 4).
+
+The fingerprint of a table is the set of its strata, each stratum hashed from its keys
+alone, normalised: a value is its text with numbers written canonically (``1001``,
+``1001.0``, ``"01001"`` are one value: leading zeros are dropped), letters case-folded and
+spaces removed; a stratum is the sorted multiset of its values' hashes, so that the key
+columns' names and order do not matter. Counts and populations are left out: a zero-count
+row added or dropped, or a population revised, is the same stratum. Each value is hashed
+with BLAKE2b keyed by a per-home secret (``index/secret``), so the index holds no key in
+clear and its hashes cannot be matched against guessed keys without the secret. A
+fingerprint is stored as a sorted array of 64-bit hashes (8 bytes a stratum, ``index/
+tables/<sha256 of its bytes>.npy``, shared by tables with the same strata) and compared
+through a memory map, so a comparison holds only the new table's hashes in memory
+(8 MB per million strata).
+
+Locks: the index is locked (``fcntl.flock`` on ``index.jsonl``) before the ledger, by
+every writer; readers read it without a lock (it is only appended to, whole lines at a
+time, and a reader ignores an unfinished last line).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import math
+import os
+import re
+import secrets
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+#: The share of strata (of the smaller of the two tables) two tables must share to count
+#: as overlapping: a table refused when it shares at least this share with a table of
+#: another dataset (0.1: a state's strata in a national table, or the national table
+#: after the state's, both count; a few codes shared by chance do not).
+OVERLAP_SHARE = 0.1
+
+_SPACE = re.compile(r"\s+")
+_DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)")
+_PERSON = b"dpsynth-stratum"
+#: Hashes compared at once (bounds the memory of a comparison).
+_CHUNK = 1 << 20
+
+
+def normal_name(name: str) -> str:
+    """A dataset name as the index compares it: case-folded, without spaces."""
+    return _SPACE.sub("", name).casefold()
+
+
+def normal_value(value: object) -> str:
+    """A key value as the fingerprint compares it: numbers written canonically (no leading
+    zeros, no trailing ``.0``), letters case-folded, spaces removed."""
+    if isinstance(value, bool | np.bool_):
+        text = str(bool(value))
+    elif isinstance(value, int | np.integer):
+        text = str(int(value))
+    elif isinstance(value, float | np.floating):
+        number = float(value)
+        if math.isfinite(number) and number.is_integer():
+            text = str(int(number))
+        else:
+            text = repr(number)
+    else:
+        text = str(value)
+    text = _SPACE.sub("", text).casefold()
+    if _DECIMAL.fullmatch(text):
+        sign = "-" if text.startswith("-") else ""
+        whole, _, fraction = text.lstrip("+-").partition(".")
+        whole = whole.lstrip("0") or "0"
+        fraction = fraction.rstrip("0")
+        if whole == "0" and not fraction:
+            sign = ""
+        text = sign + whole + (f".{fraction}" if fraction else "")
+    return text
+
+
+def fingerprint(keys, secret: bytes) -> np.ndarray:
+    """The sorted distinct 64-bit hashes of the strata of ``keys`` (a data frame of key
+    columns, one row a stratum), keyed by ``secret``: see the module's docstring."""
+    import pandas as pd
+
+    n = len(keys)
+    columns = []
+    for name in keys.columns:
+        codes, uniques = pd.factorize(keys[name].reset_index(drop=True), use_na_sentinel=False)
+        hashes = np.fromiter(
+            (_value_hash(normal_value(v), secret) for v in uniques),
+            dtype=np.uint64,
+            count=len(uniques),
+        )
+        columns.append(hashes[codes])
+    state = np.full(n, len(columns), dtype=np.uint64)
+    if columns:
+        values = np.sort(np.stack(columns, axis=1), axis=1)
+        for j in range(values.shape[1]):
+            state = _mix(state ^ values[:, j])
+    else:
+        state = _mix(state)
+    state.sort()
+    return state[np.r_[True, state[1:] != state[:-1]]] if n else state
+
+
+def _value_hash(text: str, secret: bytes) -> int:
+    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=8, key=secret, person=_PERSON)
+    return int.from_bytes(digest.digest(), "little")
+
+
+def _mix(z: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser, element-wise (uint64 arithmetic wraps)."""
+    z = z + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def shared(new: np.ndarray, stored: np.ndarray) -> int:
+    """How many of the sorted distinct hashes ``new`` are in the sorted ``stored`` (a
+    memory map, read a chunk of ``new`` at a time)."""
+    if len(stored) == 0 or len(new) == 0:
+        return 0
+    found = 0
+    for start in range(0, len(new), _CHUNK):
+        part = new[start : start + _CHUNK]
+        at = np.searchsorted(stored, part)
+        inside = at < len(stored)
+        found += int(np.count_nonzero(stored[at[inside]] == part[inside]))
+    return found
+
+
+@dataclass
+class Overlap:
+    """A released table of another dataset that a new table shares strata with."""
+
+    dataset: str
+    ledger: str
+    table: str
+    shared: int
+    strata: int  # the new table's
+    other: int  # the released table's
+
+    @property
+    def share(self) -> float:
+        """The shared strata, as a share of the smaller table."""
+        return self.shared / max(1, min(self.strata, self.other))
+
+    def describe(self) -> str:
+        return (
+            f"{self.shared} of its {self.strata} strata ({self.shared / self.strata:.0%}) are "
+            f"strata of table {self.table[:12]} ({self.shared / max(1, self.other):.0%} of its "
+            f"{self.other}) of dataset {self.dataset}, released in the ledger {self.ledger}"
+        )
+
+
+@dataclass
+class State:
+    """What the index holds, read from its journal."""
+
+    #: normalised name -> {"name": the recorded spelling, "ledger": path}
+    datasets: dict[str, dict] = field(default_factory=dict)
+    #: table id -> {"dataset": name or table id, "ledger": path, "file": fingerprint file
+    #: name or None, "strata": int or None}
+    tables: dict[str, dict] = field(default_factory=dict)
+    #: pairs of normalised names declared to count different people
+    distinct: set[frozenset] = field(default_factory=set)
+    #: ledger path -> the entry records copied from it
+    spent: dict[str, list[dict]] = field(default_factory=dict)
+    #: ledger path -> the stored-budget records copied from it
+    budgets: dict[str, list[dict]] = field(default_factory=dict)
+    #: whether the ledgers written before the index existed were read into it
+    migrated: bool = False
+
+    def apply(self, record: dict) -> None:
+        kind = record.get("kind")
+        if kind == "dataset":
+            self.datasets.setdefault(
+                normal_name(record["name"]), {"name": record["name"], "ledger": record["ledger"]}
+            )
+        elif kind == "table":
+            known = self.tables.get(record["table"])
+            if known is None or (known.get("file") is None and record.get("file")):
+                self.tables[record["table"]] = record
+        elif kind == "distinct":
+            self.distinct.add(frozenset((normal_name(record["a"]), normal_name(record["b"]))))
+        elif kind == "spend":
+            self.spent.setdefault(record["ledger"], []).append(record["entry"])
+        elif kind == "budget":
+            self.budgets.setdefault(record["ledger"], []).append(record["record"])
+        elif kind == "migrated":
+            self.migrated = True
+
+
+class Index:
+    """The steward's index in ``folder`` (``steward_home() / "index"``)."""
+
+    def __init__(self, folder: str | os.PathLike[str]) -> None:
+        self.folder = Path(folder)
+        self.path = self.folder / "index.jsonl"
+
+    def __repr__(self) -> str:
+        return f"Index({str(self.folder)!r})"
+
+    # -- reading ---------------------------------------------------------------------
+
+    def read(self, data: bytes | None = None) -> State:
+        """The index's state (without a lock: whole lines only)."""
+        if data is None:
+            try:
+                data = self.path.read_bytes()
+            except FileNotFoundError:
+                data = b""
+        state = State()
+        for number, raw in enumerate(data.split(b"\n")[:-1], start=1):
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw.decode("utf-8"))
+                state.apply(record)
+            except (ValueError, KeyError, TypeError, AttributeError):
+                from dpsynth.ledger import LedgerError
+
+                raise LedgerError(
+                    f"{self.path}, line {number}: the steward's index cannot be read (a hand "
+                    "edit?); expected the JSON lines dpsynth writes. Repair it by hand: the "
+                    "index refuses to guess which budgets exist."
+                ) from None
+        return state
+
+    def secret(self, create: bool) -> bytes | None:
+        """The per-home key of the fingerprints (created if ``create``), or None."""
+        path = self.folder / "secret"
+        try:
+            return bytes.fromhex(path.read_text().strip())
+        except FileNotFoundError:
+            if not create:
+                return None
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            return bytes.fromhex(path.read_text().strip())
+        with open(fd, "w") as f:
+            f.write(secrets.token_hex(32) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        return bytes.fromhex(path.read_text().strip())
+
+    def fingerprint_of(self, keys, create: bool) -> np.ndarray | None:
+        """The fingerprint of the strata ``keys`` under this home's secret; None without
+        keys, or without a secret when ``create`` is false (then no table is stored)."""
+        if keys is None:
+            return None
+        secret = self.secret(create)
+        return None if secret is None else fingerprint(keys, secret)
+
+    # -- the checks ------------------------------------------------------------------
+
+    def refusal(
+        self,
+        state: State,
+        ledger: str,
+        dataset: str,
+        named: bool,
+        table: str,
+        prints: np.ndarray | None,
+        new_dataset: bool,
+        stage: str,
+    ) -> str | None:
+        """Why the release of ``table`` under ``dataset`` in ``ledger`` must be refused by
+        the index, or None. ``stage`` "name": the name's spelling and ledger; "table": the
+        table's ledger and overlaps (after the ledger's own binding check)."""
+        if stage == "name":
+            if not named:
+                return None
+            known = state.datasets.get(normal_name(dataset))
+            if known is None:
+                return None
+            if known["name"] != dataset:
+                return (
+                    f"dataset {dataset} is the dataset {known['name']} already recorded in the "
+                    f"ledger {known['ledger']}: the steward's index ({self.folder}) compares "
+                    f"dataset names without regard to letter case and spaces. Release it as "
+                    f"--dataset {known['name']}. Nothing was recorded."
+                )
+            if known["ledger"] != ledger:
+                return _elsewhere(f"dataset {dataset}", known["ledger"], ledger, self.folder)
+            return None
+        mine = normal_name(dataset)
+        known = state.tables.get(table)
+        apart = known is not None and (
+            normal_name(known["dataset"]) == mine
+            or frozenset((mine, normal_name(known["dataset"]))) in state.distinct
+        )
+        if known is not None and known["ledger"] != ledger and not (new_dataset or apart):
+            return (
+                f"this table ({table[:12]}) was released under dataset {known['dataset']} in "
+                f"the ledger {known['ledger']}, and this release names the ledger {ledger}: "
+                f"{_ONE_BUDGET.format(folder=self.folder)} Release it under --dataset "
+                f"{known['dataset']} with --ledger {known['ledger']}; if it counts other "
+                "people (births beside deaths), declare them with --new-dataset (recorded). "
+                "Nothing was recorded."
+            )
+        if new_dataset:
+            return None
+        overlaps = [
+            o for o in self.overlaps(state, mine, table, prints) if o.share >= OVERLAP_SHARE
+        ]
+        if not overlaps:
+            return None
+        worst = max(overlaps, key=lambda o: (o.share, o.shared))
+        more = len({normal_name(o.dataset) for o in overlaps}) - 1
+        return (
+            f"this table overlaps a table released under another dataset: {worst.describe()}"
+            + (f" (and it overlaps {more} other dataset(s))" if more else "")
+            + ". Keys are compared as numbers without leading zeros, without regard to "
+            "letter case, spaces or the key columns' names, whatever the counts and "
+            "populations: tables over the same strata count the same people unless the "
+            f"steward knows otherwise. Release it under --dataset {worst.dataset}"
+            + (f" (--ledger {worst.ledger})" if worst.ledger != ledger else "")
+            + ", or, if it counts other people (births beside deaths), declare it with "
+            "--new-dataset (recorded in the ledger). Nothing was recorded."
+        )
+
+    def overlaps(
+        self, state: State, mine: str, table: str, prints: np.ndarray | None
+    ) -> list[Overlap]:
+        """The released tables of other datasets (not declared distinct from ``mine``, the
+        normalised name) that share strata with ``prints``."""
+        if prints is None or len(prints) == 0:
+            return []
+        by_file: dict[str, list[dict]] = {}
+        for record in state.tables.values():
+            other = normal_name(record["dataset"])
+            if record.get("file") is None or other == mine:
+                continue
+            if frozenset((mine, other)) in state.distinct:
+                continue
+            by_file.setdefault(record["file"], []).append(record)
+        found = []
+        for name, records in by_file.items():
+            try:
+                stored = np.load(self.folder / "tables" / name, mmap_mode="r")
+            except (OSError, ValueError):
+                from dpsynth.ledger import LedgerError
+
+                raise LedgerError(
+                    f"the steward's index lists the fingerprint {self.folder / 'tables' / name}"
+                    ", which cannot be read: restore it from a backup (without it the index "
+                    "cannot tell which released tables a new one overlaps)"
+                ) from None
+            count = shared(prints, stored)
+            if count:
+                for record in records:
+                    found.append(
+                        Overlap(
+                            record["dataset"],
+                            record["ledger"],
+                            record["table"],
+                            count,
+                            len(prints),
+                            len(stored),
+                        )
+                    )
+            del stored
+        return found
+
+    # -- writing ---------------------------------------------------------------------
+
+    @contextmanager
+    def locked(self):
+        """The index journal opened for append, exclusively locked; yields its bytes."""
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+        with open(fd, "a+b") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            f.seek(0)
+            yield f
+
+    def store_fingerprint(self, prints: np.ndarray) -> str:
+        """Write ``prints`` (once per distinct set of strata); return its file name."""
+        data = np.ascontiguousarray(prints, dtype=np.uint64)
+        name = hashlib.sha256(data.tobytes()).hexdigest()[:32] + ".npy"
+        folder = self.folder / "tables"
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path = folder / name
+        if not path.exists():
+            tmp = folder / f".{name}.{secrets.token_hex(4)}"
+            with open(tmp, "wb") as f:
+                np.save(f, data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, path)
+        return name
+
+    @staticmethod
+    def append(f, records: list[dict]) -> None:
+        if not records:
+            return
+        lines = b"".join(
+            (json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+            for r in records
+        )
+        f.write(lines)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+_ONE_BUDGET = (
+    "the steward's index ({folder}) keeps one budget per dataset, in one ledger file, "
+    "whatever file a release names."
+)
+
+
+def _elsewhere(what: str, kept: str, asked: str, folder: Path) -> str:
+    return (
+        f"{what} has its budget in the ledger {kept}, and this release names the ledger "
+        f"{asked}: {_ONE_BUDGET.format(folder=folder)} Record it there: --ledger {kept} (or "
+        "$DPSYNTH_LEDGER, or neither if it is the default). Nothing was recorded."
+    )
