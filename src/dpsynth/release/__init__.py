@@ -50,7 +50,7 @@ from dpsynth.io import sha256_file, write_json
 from dpsynth.release import folder, manifest
 from dpsynth.release.design import Design, estimate_cost, group_codes
 from dpsynth.release.hold import hold
-from dpsynth.release.inputs import Strata, load_strata
+from dpsynth.release.inputs import Strata, check_prior_fit, load_strata
 from dpsynth.release.manifest import RELEASE_FORMAT, SYNTHETIC_COUNT
 from dpsynth.release.randomness import RootKey, describe
 from dpsynth.release.request import (
@@ -177,7 +177,9 @@ def build_release(request: ReleaseRequest) -> dict:
     folder.check_destination(request.out, request.force)
     folder.check_apart(request.out, private)
     folder.check_destination(private, request.force, private=True)
-    strata = load_strata(request)
+    # public decisions first (#36): the count-fit check, which reads the counts beyond
+    # their total, waits until the forecast, limits and target have been checked below
+    strata = load_strata(request, check_fit=False)
     for option, name in (("--group-by", request.group_by), ("--fips-column", request.fips_column)):
         if name is not None and name not in strata.keys.columns:
             raise ReleaseError(
@@ -211,6 +213,7 @@ def build_release(request: ReleaseRequest) -> dict:
         if not spend_first:
             raise
         raise ReleaseError(f"{err}. {_spent_note(request, budget)}") from err
+    check_prior_fit(request, strata)  # after the public refusals, before spending (#36)
     if not spend_first:
         entry = _spend(request, strata, budget, private)
     hold("spent")
