@@ -162,14 +162,15 @@ class Cost:
 #: Peak resident memory of a release = _BASE_BYTES + _BYTES_PER_ENTRY x tree entries +
 #: _BYTES_PER_STRATUM x strata + _BYTES_PER_STRATUM_SET x strata x sets: fitted (issue
 #: #36) to ``dpsynth synthesize`` on the national tables of ``benchmarks/national_table.py``
-#: on the default path (truncated, 1 set: 0.52 GiB at 100,800 strata, 1.79 GiB at
-#: 1,005,440 and 9.69 GiB at 10,054,400, the build's peak; 100 sets at 100,800: 3.19 GiB).
-#: The tree's 16 bytes an entry (hi and lo) are kept until the sets are written; the
-#: level being convolved and joined adds little beside them.
+#: on the default path, truncated, 1 set, at 100,800, 1,005,440 and 10,054,400 strata
+#: (``benchmarks/release.py --national``; at 10M the peak is the build's), and at 100,800
+#: strata for 10 and 100 sets (``tests/test_release_forecast.py``). The tree's 16 bytes an
+#: entry (hi and lo) are kept until the sets are written; the long table of the sets is
+#: written by parts (:func:`.folder.write_public_parts`), so a set costs its counts.
 _BASE_BYTES = 0.385 * 2**30
-_BYTES_PER_ENTRY = 16.3
-_BYTES_PER_STRATUM = 537.0
-_BYTES_PER_STRATUM_SET = 288.0
+_BYTES_PER_ENTRY = 16.4
+_BYTES_PER_STRATUM = 521.0
+_BYTES_PER_STRATUM_SET = 15.0
 #: Seconds a release spends besides its work (the command's imports), and the work, in
 #: multiply-adds of :func:`~dpsynth.sampling.tree_build.machine_rate`, per stratum
 #: (reading, identifying the table, calibrating, the count-fit check, leaves, writing, the
