@@ -19,13 +19,16 @@ Times are the best of ``--repeats`` runs (numba compilation is paid before timin
 Prints a markdown table with ratios to the floor.
 
 With ``--national`` it times instead ``dpsynth synthesize`` as a process on the synthetic
-national table of ``benchmarks/national_table.py`` (1,005,440 strata, about 3 million
-deaths; the public prior is the national rate of each age group): 1 and 10 sets for
-``truncated`` and ``pg`` (certified), a scaling table at 10k, 100k and 1M strata, and
-``dpsynth verify`` of the 1M release. For each run it prints wall time, CPU time and peak
-memory (the process's own rusage), the forecast ``dpsynth calibrate`` shows for it, and
-the floor: NumPy drawing as many negative binomials (one per stratum and set) in one
-process, and the ratio of the wall time to that floor divided by the cores the run had.
+national tables of ``benchmarks/national_table.py`` (10k, 100k, 1M strata of 20 age groups,
+and 10,054,400 strata of single-year ages over two years; the public prior is the national
+rate of each age), on the default path: the input's prior-rate column with its count-fit
+check, no override, the default limits (``--tables`` picks some). For each run it prints
+wall time, CPU time and peak memory (the process's own rusage) beside the release's
+forecast (:func:`dpsynth.release.design.estimate_cost` at the machine's speed measured
+around the run), and the floor: NumPy drawing as many negative binomials (one per stratum
+and set) in one process, and the ratio of the wall time to that floor divided by the
+cores; then ``dpsynth verify`` of the 1M and 10M truncated releases. The rows go to
+``results/benchmarks/release_national.json`` (git-ignored; ``--out`` elsewhere).
 """
 
 from __future__ import annotations
