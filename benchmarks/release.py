@@ -238,7 +238,7 @@ def national(only: list[str] | None = None, out: Path = NATIONAL_RESULTS) -> Non
                 "--keys", *keys_of(counties, ages, years), "--strata", "input",
                 "--prior-rate-column", "prior_rate", "--mechanism", mechanism,
                 "--epsilon", str(epsilon), "--sets", str(sets), "--dataset",
-                f"{name}_{mechanism}_{sets}", "--out", str(out),
+                f"national_{name}", "--out", str(out),
                 "--private-dir", str(tmp / f"{out.name}.private"), "--quiet", "--force",
             ]  # fmt: skip
             rate_before = machine_rate()
