@@ -171,15 +171,18 @@ _BASE_BYTES = 0.385 * 2**30
 _BYTES_PER_ENTRY = 16.4
 _BYTES_PER_STRATUM = 521.0
 _BYTES_PER_STRATUM_SET = 15.0
-#: Seconds a release spends besides its work (the command's imports), and the work, in
-#: multiply-adds of :func:`~dpsynth.sampling.tree_build.machine_rate`, per stratum
-#: (reading, identifying the table, calibrating, the count-fit check, leaves, writing, the
-#: steward's summary and utility report) and per stratum and set (drawing, writing and
-#: scoring the sets); the build's convolutions run at _CONVOLUTION_SHARE of the measured
-#: rate's cost (their items split across cores better than the one pair it times).
-_START_SECONDS = 3.0
-_WORK_PER_STRATUM = 1832.0
-_WORK_PER_STRATUM_SET = 260.0
+#: Seconds a release spends besides its work (the command's imports, loading the compiled
+#: sampler, the steward's figures), and the work, in multiply-adds of
+#: :func:`~dpsynth.sampling.tree_build.machine_rate`, per stratum (reading, identifying the
+#: table, calibrating, the count-fit check, leaves, the summary and utility report) and per
+#: stratum and set (drawing, writing and scoring the sets); the build's convolutions run at
+#: _CONVOLUTION_SHARE of the measured rate's cost (their items split across cores better
+#: than the one pair it times). Fitted (issue #36) to ``dpsynth synthesize`` on the national
+#: tables at 10k, 100k (1 and 100 sets) and 1M strata on a shared 2-core machine (load 2-3,
+#: machine_rate 2-7e8): 10-17 s, 18.6 s, 43.8 s and 60 s.
+_START_SECONDS = 12.0
+_WORK_PER_STRATUM = 41_800.0
+_WORK_PER_STRATUM_SET = 1_725.0
 _CONVOLUTION_SHARE = 0.104
 
 
