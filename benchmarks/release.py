@@ -19,13 +19,16 @@ Times are the best of ``--repeats`` runs (numba compilation is paid before timin
 Prints a markdown table with ratios to the floor.
 
 With ``--national`` it times instead ``dpsynth synthesize`` as a process on the synthetic
-national table of ``benchmarks/national_table.py`` (1,005,440 strata, about 3 million
-deaths; the public prior is the national rate of each age group): 1 and 10 sets for
-``truncated`` and ``pg`` (certified), a scaling table at 10k, 100k and 1M strata, and
-``dpsynth verify`` of the 1M release. For each run it prints wall time, CPU time and peak
-memory (the process's own rusage), the forecast ``dpsynth calibrate`` shows for it, and
-the floor: NumPy drawing as many negative binomials (one per stratum and set) in one
-process, and the ratio of the wall time to that floor divided by the cores the run had.
+national tables of ``benchmarks/national_table.py`` (10k, 100k, 1M strata of 20 age groups,
+and 10,054,400 strata of single-year ages over two years; the public prior is the national
+rate of each age), on the default path: the input's prior-rate column with its count-fit
+check, no override, the default limits (``--tables`` picks some). For each run it prints
+wall time, CPU time and peak memory (the process's own rusage) beside the release's
+forecast (:func:`dpsynth.release.design.estimate_cost` at the machine's speed measured
+around the run), and the floor: NumPy drawing as many negative binomials (one per stratum
+and set) in one process, and the ratio of the wall time to that floor divided by the
+cores; then ``dpsynth verify`` of the 1M and 10M truncated releases. The rows go to
+``results/benchmarks/release_national.json`` (git-ignored; ``--out`` elsewhere).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -55,10 +59,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--national", action="store_true", help="the national table instead")
+    parser.add_argument("--national", action="store_true", help="the national tables instead")
+    parser.add_argument(
+        "--tables",
+        nargs="+",
+        choices=list(TABLES),
+        help="with --national: only these tables (default: all, up to 10,054,400 strata)",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=NATIONAL_RESULTS, help="with --national: the JSON written"
+    )
     args = parser.parse_args()
     if args.national:
-        national()
+        national(args.tables, args.out)
         return
 
     strata = pd.read_parquet(REPO / "data" / "pennlc_strata.parquet").query("population > 0")
@@ -131,15 +144,16 @@ def main() -> None:
 # --- the national table (issue #27) -------------------------------------------------------
 
 
-def run(command: list[str], env: dict) -> tuple[float, float, float]:
-    """(wall s, CPU s, peak resident GiB) of one process."""
+def run(command: list[str], env: dict) -> tuple[float, float, float, int]:
+    """(wall s, CPU s, peak resident GiB, exit code) of one process."""
     start = time.perf_counter()
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) not in (0, 1):
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 1, 2):  # 2: refused (the row says so)
         raise SystemExit(f"failed ({status}): {' '.join(command)}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 2**20
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 2**20, code
 
 
 def negative_binomial_floor(n: int, repeats: int = 3) -> float:
@@ -153,78 +167,142 @@ def negative_binomial_floor(n: int, repeats: int = 3) -> float:
     return best_time(draw, repeats)
 
 
-def national() -> None:
-    import numba
-    from national_table import KEYS, national_table
+#: The national tables: name -> (counties, single-year ages or age groups, years).
+TABLES = {
+    "10k": (32, 20, 1),
+    "100k": (315, 20, 1),
+    "1M": (3142, 20, 1),
+    "10M": (3142, 100, 2),
+}
+#: The runs of --national: (table, mechanism, sets); verify follows the truncated 1-set
+#: release of the 1M and 10M tables.
+RUNS = [
+    ("10k", "truncated", 1),
+    ("100k", "truncated", 1),
+    ("100k", "truncated", 10),
+    ("100k", "truncated", 100),
+    ("1M", "truncated", 1),
+    ("1M", "truncated", 10),
+    ("1M", "pg", 1),
+    ("1M", "pg", 10),
+    ("10M", "truncated", 1),
+    ("10M", "pg", 1),
+]
+#: Where --national writes its rows (git-ignored, like every result).
+NATIONAL_RESULTS = REPO / "results" / "benchmarks" / "release_national.json"
 
+
+def forecast_of(frame: pd.DataFrame, mechanism: str, sets: int, epsilon: float, delta: float):
+    """The release's public forecast (:func:`dpsynth.release.design.estimate_cost`)."""
     from dpsynth.release.design import estimate_cost
+
+    per_set = epsilon / sets
+    cal = calibrate(
+        mechanism, per_set, int(frame["count"].sum()), frame["population"].to_numpy(float),
+        frame["prior_rate"].to_numpy(float), method="certified",
+    )  # fmt: skip
+    return estimate_cost(cal, delta / sets / (1 + math.exp(per_set)), sets)
+
+
+def national(only: list[str] | None = None, out: Path = NATIONAL_RESULTS) -> None:
+    """Time ``dpsynth synthesize`` on the national tables, on the default path (the
+    input's public prior-rate column and its count-fit check, no override, default
+    limits), forecast beside measured; write the rows to ``out`` (JSON)."""
+    import json
+
+    import numba
+    from national_table import keys_of, national_table
+
+    from dpsynth.release.request import DEFAULT_MAX_MEMORY
     from dpsynth.sampling.tree_build import machine_rate
 
     cores = numba.get_num_threads()
-    delta = 1e-12
+    delta, epsilon = 1e-12, 1.0
+    runs = [r for r in RUNS if only is None or r[0] in only]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         env = dict(os.environ, XDG_DATA_HOME=str(tmp / "home"), DPSYNTH_LEDGER=str(tmp / "l"))
-        tables = {}
-        for counties in (32, 315, 3142):
-            frame = national_table(counties)
-            path = tmp / f"national_{counties}.parquet"
-            frame.to_parquet(path)
-            tables[counties] = (path, frame)
-        print(
-            f"national table: {len(tables[3142][1]):,} strata, "
-            f"{int(tables[3142][1]['count'].sum()):,} deaths; {cores} cores\n"
-        )
-        rate = machine_rate()
+        paths = {}
+        for name in dict.fromkeys(r[0] for r in [("10k", "", 0), *runs]):
+            counties, ages, years = TABLES[name]
+            path = tmp / f"national_{name}.parquet"
+            national_table(counties, ages=ages, years=years).to_parquet(path)
+            paths[name] = path
 
-        def synthesize(counties, mechanism, sets, epsilon=1.0, show=True):
-            path, frame = tables[counties]
-            out = tmp / f"{mechanism}_{counties}_{sets}"
+        def synthesize(name, mechanism, sets, record=True):
+            counties, ages, years = TABLES[name]
+            out = tmp / f"{mechanism}_{name}_{sets}"
             command = [
-                sys.executable, "-m", "dpsynth", "synthesize", "--input", str(path),
-                "--keys", *KEYS, "--strata", "input", "--prior-rate-column", "prior_rate",
-                "--prior-is-public-i-am-sure", "--mechanism", mechanism,
-                "--epsilon", str(epsilon), "--sets", str(sets), "--dataset", path.stem,
-                "--out", str(out), "--private-dir", str(tmp / f"{out.name}.private"),
-                "--quiet", "--max-memory", "16", "--max-minutes", "60", "--force",
+                sys.executable, "-m", "dpsynth", "synthesize", "--input", str(paths[name]),
+                "--keys", *keys_of(counties, ages, years), "--strata", "input",
+                "--prior-rate-column", "prior_rate", "--mechanism", mechanism,
+                "--epsilon", str(epsilon), "--sets", str(sets), "--dataset",
+                f"national_{name}", "--out", str(out),
+                "--private-dir", str(tmp / f"{out.name}.private"), "--quiet", "--force",
             ]  # fmt: skip
-            wall, cpu, peak = run(command, env)
-            per_set = epsilon / sets
-            cal = calibrate(
-                mechanism, per_set, int(frame["count"].sum()),
-                frame["population"].to_numpy(float), frame["prior_rate"].to_numpy(float),
-                method="certified",
-            )  # fmt: skip
-            forecast = estimate_cost(cal, delta / sets / (1 + math.exp(per_set)), sets)
+            rate_before = machine_rate()
+            wall, cpu, peak, code = run(command, env)
+            rate = max(rate_before, machine_rate())  # the machine's speed around the run
+            if not record:
+                return out
+            frame = pd.read_parquet(paths[name], columns=["count", "population", "prior_rate"])
+            forecast = forecast_of(frame, mechanism, sets, epsilon, delta)
             floor = negative_binomial_floor(len(frame) * sets)
-            rows.append(
-                f"| {len(frame):,} | {int(frame['count'].sum()):,} | {mechanism} | {sets} | "
-                f"{wall:.1f} s | {cpu:.1f} s | {peak:.2f} GiB | "
-                f"{forecast.seconds(rate):.1f} s, {forecast.bytes / 2**30:.2f} GiB | "
-                f"{floor:.3g} s | {wall / (floor / cores):.0f}x |"
+            row = {
+                "strata": len(frame),
+                "deaths": int(frame["count"].sum()),
+                "mechanism": mechanism,
+                "sets": sets,
+                "path": "default (input prior-rate column, count-fit check, default limits)",
+                "refused": code != 0,
+                "wall_s": wall,
+                "cpu_s": cpu,
+                "peak_gib": peak,
+                "forecast_s": forecast.seconds(rate),
+                "forecast_gib": forecast.bytes / 2**30,
+                "machine_rate": rate,
+                "max_memory_gib": DEFAULT_MAX_MEMORY / 2**30,
+                "nb_floor_s": floor,
+                "cores": cores,
+            }
+            rows.append(row)
+            print(
+                f"| {row['strata']:,} | {row['deaths']:,} | {mechanism} | {sets} | "
+                + ("refused | " if row["refused"] else "")
+                + f"{wall:.1f} s | {cpu:.1f} s | {peak:.2f} GiB | "
+                f"{row['forecast_s']:.1f} s ({row['forecast_s'] / wall:.2f}x), "
+                f"{row['forecast_gib']:.2f} GiB ({row['forecast_gib'] / peak:.2f}x) | "
+                f"{floor:.3g} s | {wall / (floor / cores):.0f}x |",
+                flush=True,
             )
-            if show:
-                print(rows[-1], flush=True)
             return out
 
         print(
-            "| strata | deaths | mechanism | sets | wall | CPU | peak | forecast | "
-            "floor (1 process) | wall / (floor / cores) |"
+            f"national tables, {cores} cores, default --max-memory "
+            f"{DEFAULT_MAX_MEMORY / 2**30:g} GiB\n\n"
+            "| strata | deaths | mechanism | sets | wall | CPU | peak | forecast (/ measured) | "
+            "floor (1 process) | wall / (floor / cores) |\n"
+            "|---|---|---|---|---|---|---|---|---|---|",
+            flush=True,
         )
-        print("|---|---|---|---|---|---|---|---|---|---|")
-        synthesize(32, "truncated", 1, show=False)  # numba's cache, outside the timings
-        rows.clear()
-        for counties in (32, 315):
-            synthesize(counties, "truncated", 1)
-        release = synthesize(3142, "truncated", 1)
-        for mechanism, sets in (("truncated", 10), ("pg", 1), ("pg", 10)):
-            synthesize(3142, mechanism, sets)
-        wall, cpu, peak = run([sys.executable, "-m", "dpsynth", "verify", str(release)], env)
-        print(
-            f"\n`dpsynth verify` of the 1,005,440-strata truncated release: {wall:.1f} s "
-            f"wall, {cpu:.1f} s CPU, {peak:.2f} GiB peak"
-        )
+        synthesize("10k", "truncated", 1, record=False)  # numba's cache, outside the timings
+        for name, mechanism, sets in runs:
+            release = synthesize(name, mechanism, sets)
+            if name in ("1M", "10M") and (mechanism, sets) == ("truncated", 1):
+                wall, cpu, peak, _ = run(
+                    [sys.executable, "-m", "dpsynth", "verify", str(release)], env
+                )
+                rows.append(
+                    {"verify": str(len(pd.read_parquet(paths[name], columns=["count"]))),
+                     "wall_s": wall, "cpu_s": cpu, "peak_gib": peak}
+                )  # fmt: skip
+                print(f"| `dpsynth verify` of it | | | | {wall:.1f} s | {cpu:.1f} s | "
+                      f"{peak:.2f} GiB | | | |", flush=True)  # fmt: skip
+                shutil.rmtree(release, ignore_errors=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(rows, indent=1) + "\n")
+    print(f"\nwrote {out.relative_to(REPO) if out.is_relative_to(REPO) else out}")
 
 
 if __name__ == "__main__":

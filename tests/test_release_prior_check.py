@@ -119,3 +119,19 @@ def test_a_zero_prior_rate_names_the_safe_ways_out(tmp_path, pennlc):
     message = str(err.value)
     assert "floor" in message and "coarser" in message and "--sanitised-prior-by" in message
     assert "Do not smooth it with the counts" in message
+
+
+def test_the_public_refusals_come_before_the_count_fit_check(tmp_path, pennlc, private_ledger):
+    """A release its limits refuse is refused for them, whatever the counts (#36 item 2): the
+    forecast and limits are decided before the check that reads the counts."""
+    table = pennlc.assign(prior_rate=rates(pennlc, "derived"))
+    table.to_csv(tmp_path / "in.csv", index=False)
+    code, stdout, stderr = run(
+        "synthesize", "--input", str(tmp_path / "in.csv"), "--keys", *KEYS, "--strata",
+        "input", "--dataset", "pennlc", "--epsilon", "1", "--mechanism", "pg",
+        "--out", str(tmp_path / "out"), "--prior-source", "a declared source",
+        "--max-memory", "0.001",
+    )  # fmt: skip
+    assert code == 2 and not stdout
+    assert "--max-memory" in stderr and "look computed from these counts" not in stderr
+    assert not (tmp_path / "out").exists() and not private_ledger.exists()

@@ -204,8 +204,8 @@ def _add_limit_options(parser: argparse.ArgumentParser) -> None:
         type=_positive_float,
         default=DEFAULTS["max_memory"] / 2**30,
         metavar="GIB",
-        help="refuse a release whose sampler is forecast to need more memory, in GiB "
-        "(default: %(default)g)",
+        help="refuse a release forecast to need more memory, in GiB (default: 60%% of this "
+        "machine's memory, or of its control group's limit when lower: %(default)g here)",
     )
     limits.add_argument(
         "--max-minutes",

@@ -146,13 +146,13 @@ def group_codes(keys: pd.DataFrame, columns) -> tuple[np.ndarray, pd.DataFrame]:
 
 @dataclass(frozen=True)
 class Cost:
-    """Forecast of building a release's sampler, from public quantities only.
+    """Forecast of a release's cost, from public quantities only.
 
-    ``entries`` double-doubles stored in the tree, ``multiply_adds`` of its convolutions,
-    ``bytes`` at the peak of the release (twice the tree's 16 bytes an entry, for the level
-    being convolved and joined beside it, plus what the rest of the release holds per
-    stratum and per stratum and set), ``widest`` the stratum whose leaf
-    is widest, ``tail`` the first tail the build tries.
+    ``entries`` double-doubles stored in the sampler's tree, ``multiply_adds`` of its
+    convolutions, ``bytes`` the peak resident memory of the whole release
+    (:data:`_BASE_BYTES` for the interpreter and its libraries, plus per tree entry, per
+    stratum and per stratum and set), ``widest`` the stratum whose leaf is widest,
+    ``tail`` the first tail the build tries.
     """
 
     entries: float
@@ -165,23 +165,39 @@ class Cost:
 
     def seconds(self, rate: float) -> float:
         """Forecast wall time on a machine that convolves ``rate`` multiply-adds a second
-        on all its cores (:func:`dpsynth.sampling.tree_build.machine_rate`)."""
-        per_stratum = _SECONDS_PER_STRATUM + _SECONDS_PER_STRATUM_SET * self.sets
-        return self.multiply_adds / rate + per_stratum * self.n_cells + _START_SECONDS
+        on all its cores (:func:`dpsynth.sampling.tree_build.machine_rate`): the work of the
+        convolutions and, in the same unit, of everything else a release does per stratum
+        and per stratum and set, so the forecast scales with the machine's speed."""
+        per_stratum = _WORK_PER_STRATUM + _WORK_PER_STRATUM_SET * self.sets
+        work = _CONVOLUTION_SHARE * self.multiply_adds + per_stratum * self.n_cells
+        return work / rate + _START_SECONDS
 
 
-#: Bytes a release holds per stratum besides the tree (keys, counts, reports), and per
-#: stratum and set (the sets as a long table while they are written and scored); from
-#: ``benchmarks/release.py --national`` (1.84 GiB for 1 set, 4.24 GiB for 10, at 1M).
-_BYTES_PER_STRATUM = 1200.0
-_BYTES_PER_STRATUM_SET = 280.0
-#: Seconds a release spends per stratum besides the convolutions (reading, identifying the
-#: table, calibrating, leaves, drawing, writing, the utility report), on a 2-core laptop,
-#: and once (the command's imports); from ``benchmarks/release.py --national``: 3.4 s
-#: for 10,240 strata, about 15 s besides the convolutions for 1,005,440.
-_SECONDS_PER_STRATUM = 1.5e-5
-_SECONDS_PER_STRATUM_SET = 1.3e-6
-_START_SECONDS = 3.0
+#: Peak resident memory of a release = _BASE_BYTES + _BYTES_PER_ENTRY x tree entries +
+#: _BYTES_PER_STRATUM x strata + _BYTES_PER_STRATUM_SET x strata x sets: fitted (issue
+#: #36) to ``dpsynth synthesize`` on the national tables of ``benchmarks/national_table.py``
+#: on the default path, truncated, 1 set, at 100,800, 1,005,440 and 10,054,400 strata
+#: (``benchmarks/release.py --national``; at 10M the peak is the build's), and at 100,800
+#: strata for 10 and 100 sets (``tests/test_release_forecast.py``). The tree's 16 bytes an
+#: entry (hi and lo) are kept until the sets are written; the long table of the sets is
+#: written by parts (:func:`.folder.write_public_parts`), so a set costs its counts.
+_BASE_BYTES = 0.385 * 2**30
+_BYTES_PER_ENTRY = 16.4
+_BYTES_PER_STRATUM = 521.0
+_BYTES_PER_STRATUM_SET = 15.0
+#: Seconds a release spends besides its work (the command's imports, loading the compiled
+#: sampler, the steward's figures), and the work, in multiply-adds of
+#: :func:`~dpsynth.sampling.tree_build.machine_rate`, per stratum (reading, identifying the
+#: table, calibrating, the count-fit check, leaves, the summary and utility report) and per
+#: stratum and set (drawing, writing and scoring the sets); the build's convolutions run at
+#: _CONVOLUTION_SHARE of the measured rate's cost (their items split across cores better
+#: than the one pair it times). Fitted (issue #36) to ``dpsynth synthesize`` on the national
+#: tables at 10k, 100k (1 and 100 sets) and 1M strata on a shared 2-core machine (load 2-3,
+#: machine_rate 2-7e8): 10-17 s, 18.6 s, 43.8 s and 60 s.
+_START_SECONDS = 12.0
+_WORK_PER_STRATUM = 41_800.0
+_WORK_PER_STRATUM_SET = 1_725.0
+_CONVOLUTION_SHARE = 0.104
 
 
 def estimate_cost(cal: Calibration, tv_target: float, sets: int = 1) -> Cost:
@@ -220,7 +236,9 @@ def estimate_cost(cal: Calibration, tv_target: float, sets: int = 1) -> Cost:
     # the tilt c with sum_k shape_k q_k / (1 - q_k) = y., q = p c (untruncated cells)
     top = -float(np.max(log_p))
     low, high = top - 60.0, top - 1e-12
-    for _ in range(200):
+    for _ in range(200):  # bisection to 1e-10 in log c: about 40 steps
+        if high - low <= 1e-10:
+            break
         mid = 0.5 * (low + high)
         q = np.exp(log_p + mid)
         if float(np.sum(shape * q / (1.0 - q))) < total:
@@ -251,5 +269,6 @@ def estimate_cost(cal: Calibration, tv_target: float, sets: int = 1) -> Cost:
         entries += float(merged.sum())
         widths = np.concatenate([merged, widths[2 * pairs :]])
         variances = np.concatenate([merged_var, variances[2 * pairs :]])
-    size = 2.0 * 16.0 * entries + (_BYTES_PER_STRATUM + _BYTES_PER_STRATUM_SET * sets) * n_cells
+    per_stratum = _BYTES_PER_STRATUM + _BYTES_PER_STRATUM_SET * sets
+    size = _BASE_BYTES + _BYTES_PER_ENTRY * entries + per_stratum * n_cells
     return Cost(entries, work, size, widest, tail, n_cells, sets)

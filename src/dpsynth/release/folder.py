@@ -256,15 +256,46 @@ def write_public_table(frame: pd.DataFrame, path: Path) -> None:
     (``tests/test_release_metadata.py`` fills every metadata slot of an input with a marker
     and searches the release for it).
     """
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     clean = values_only(frame)
     if path.suffix == ".csv":
         clean.to_csv(path, index=False)
         return
+    pq.write_table(_public_arrow(clean), path)
+
+
+def _public_arrow(clean: pd.DataFrame):
+    """``clean`` as an Arrow table whose schema keeps only pandas' column description."""
+    import pyarrow as pa
+
     table = pa.Table.from_pandas(clean, preserve_index=False)
     description = json.loads(table.schema.metadata[b"pandas"])
     description.pop("attributes", None)
-    table = table.replace_schema_metadata({b"pandas": json.dumps(description).encode()})
-    pq.write_table(table, path)
+    return table.replace_schema_metadata({b"pandas": json.dumps(description).encode()})
+
+
+def write_public_parts(parts, path: Path) -> None:
+    """:func:`write_public_table` of the rows of ``parts`` (frames of the same columns, in
+    order), one part at a time: a long table (the sets) never stands whole in memory. Each
+    part goes through :func:`values_only`; a Parquet file gets one or more row groups a
+    part, a CSV one header."""
+    import pyarrow.parquet as pq
+
+    writer = None
+    try:
+        for number, part in enumerate(parts):
+            clean = values_only(part)
+            del part
+            if path.suffix == ".csv":
+                first = number == 0
+                clean.to_csv(path, index=False, header=first, mode="w" if first else "a")
+                continue
+            table = _public_arrow(clean)
+            del clean
+            if writer is None:
+                writer = pq.ParquetWriter(path, table.schema)
+            writer.write_table(table)
+    finally:
+        if writer is not None:
+            writer.close()

@@ -70,6 +70,9 @@ class Strata:
     #: per stratum, its population unit's code when strata share populations
     #: (``population_keys``); None when every stratum is its own unit
     units: np.ndarray | None = None
+    #: where a public prior's rates come from (the input or ``--prior FILE``), for the
+    #: count-fit check's refusal (:func:`check_prior_fit`); None without a public prior
+    prior_where: str | None = None
 
     def groupable(self) -> pd.DataFrame:
         """The columns a prior may be grouped by: the keys, then any attributes."""
@@ -482,8 +485,12 @@ def _study_table(request: ReleaseRequest):
     return frame, study.definition.count, keys, rounding, source
 
 
-def load_strata(request: ReleaseRequest) -> Strata:
-    """Read, check and sort the input; raise :class:`ReleaseError` naming what is wrong."""
+def load_strata(request: ReleaseRequest, check_fit: bool = True) -> Strata:
+    """Read, check and sort the input; raise :class:`ReleaseError` naming what is wrong.
+
+    ``check_fit=False`` leaves the count-fit check of a public prior (the one check here
+    that reads the counts beyond their total) to :func:`check_prior_fit`, so that a release
+    makes every decision of its public inputs first (``build_release``)."""
     if request.prior_file is not None and request.sanitised_prior_by is not None:
         raise ReleaseError("give either --prior FILE or --sanitised-prior-by, not both")
     if request.denominator not in ("population", "expected"):
@@ -498,7 +505,7 @@ def load_strata(request: ReleaseRequest) -> Strata:
             raise ReleaseError(f"--population-keys {name!r} is not a key column; keys are {keys}")
     key_frame = frame[keys].copy()
 
-    prior_rate = prior_description = prior_groups = None
+    prior_rate = prior_description = prior_groups = where = None
     try:
         declared = prior_source.check_declaration(request.prior_source)
     except ValueError as err:
@@ -539,12 +546,6 @@ def load_strata(request: ReleaseRequest) -> Strata:
         prior_groups = prior_source.grouping(key_frame, prior_rate)
         if prior_groups is None and declared is None:
             raise ReleaseError(prior_source.refusal(where, keys))
-        if not request.prior_is_public_i_am_sure:
-            why = prior_check.prior_reproduces_counts(
-                counts, populations, prior_rate, poisson=request.denominator == "expected"
-            )
-            if why is not None:
-                raise ReleaseError(prior_check.refusal(where, why))
     if request.sanitised_prior_by:
         absent = [c for c in request.sanitised_prior_by if c not in (*keys, *attributes)]
         if absent:
@@ -552,12 +553,29 @@ def load_strata(request: ReleaseRequest) -> Strata:
                 f"--sanitised-prior-by column(s) {absent} are not key columns; keys are {keys}"
                 + (f", attributes {attributes}" if attributes else "")
             )
-    return Strata(
+    strata = Strata(
         key_frame, counts, populations, prior_rate, prior_description, count, rounding,
         prior_groups=prior_groups, prior_declared=declared,
         attributes=frame[attributes].reset_index(drop=True) if attributes else None,
         units=_units(frame, request.population_keys, keys),
+        prior_where=where,
     )  # fmt: skip
+    if check_fit:
+        check_prior_fit(request, strata)
+    return strata
+
+
+def check_prior_fit(request: ReleaseRequest, strata: Strata) -> None:
+    """Refuse (ReleaseError) public prior rates that fit the counts far better than chance
+    (:mod:`.prior_check`), unless the steward overrode it: a refusal that reads the counts."""
+    if strata.prior_rate is None or request.prior_is_public_i_am_sure:
+        return
+    why = prior_check.prior_reproduces_counts(
+        strata.counts, strata.population, strata.prior_rate,
+        poisson=request.denominator == "expected",
+    )  # fmt: skip
+    if why is not None:
+        raise ReleaseError(prior_check.refusal(strata.prior_where, why))
 
 
 def _units(frame: pd.DataFrame, population_keys, keys: list[str]) -> np.ndarray | None:

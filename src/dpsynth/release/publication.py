@@ -27,18 +27,17 @@ def write_release(tmp: Path, request, strata, cal, synthetic, budget, root, salt
     keys = list(strata.keys.columns)
     sets, cells = synthetic.shape
 
-    long = strata.keys.iloc[np.tile(np.arange(cells), sets)].reset_index(drop=True)
-    long.insert(0, "set", np.repeat(np.arange(sets), cells))
-    long[SYNTHETIC_COUNT] = synthetic.reshape(-1)
     population = strata.population
     if np.all(population == np.round(population)):
         population = population.astype(np.int64)  # whole people stay whole in the output
-    long[request.population_column] = np.tile(population, sets)
-    expected = request.denominator == "expected"
-    what = "expected count" if expected else "population"
+    what = "expected count" if request.denominator == "expected" else "population"
     files = {}
     synthetic_path = tmp / f"synthetic{suffix}"
-    folder.write_public_table(long, synthetic_path)
+    # the long table by parts of at most _ROWS_PER_PART rows, never whole in memory (#36)
+    folder.write_public_parts(
+        _long_parts(strata.keys, synthetic, population, request.population_column),
+        synthetic_path,
+    )
     files["synthetic"] = (
         synthetic_path,
         f"long: one row per set and stratum, sorted by set then by the keys {keys}; 'set' "
@@ -76,6 +75,24 @@ def write_release(tmp: Path, request, strata, cal, synthetic, budget, root, salt
         denominator=request.denominator,
         rounding=request.rounding,
     )
+
+
+#: Rows of the long synthetic table built and written at once (:func:`_long_parts`).
+_ROWS_PER_PART = 1 << 20
+
+
+def _long_parts(keys: pd.DataFrame, synthetic, population, population_column: str):
+    """The long synthetic table (set, keys..., count, population), sorted by set then by the
+    keys, as frames of at most :data:`_ROWS_PER_PART` rows, in order."""
+    sets, cells = synthetic.shape
+    for k in range(sets):
+        for start in range(0, cells, _ROWS_PER_PART):
+            stop = min(start + _ROWS_PER_PART, cells)
+            part = keys.iloc[start:stop].reset_index(drop=True)
+            part.insert(0, "set", np.full(stop - start, k, dtype=np.int64))
+            part[SYNTHETIC_COUNT] = synthetic[k, start:stop]
+            part[population_column] = population[start:stop]
+            yield part
 
 
 def write_private(

@@ -33,8 +33,43 @@ NEIGHBOURS = (
 DEFAULT_DELTA = 1e-12
 #: Default share of epsilon spent on a sanitised prior when none is given.
 DEFAULT_PRIOR_SHARE = 0.1
-#: Default ceiling on the sampler's estimated memory, in bytes.
-DEFAULT_MAX_MEMORY = 4 * 2**30
+#: Share of this machine's memory a release may be forecast to need by default.
+MEMORY_SHARE = 0.6
+#: The default ceiling where the machine does not say how much memory it has, in bytes.
+FALLBACK_MAX_MEMORY = 4 * 2**30
+
+
+def machine_memory() -> float:
+    """Bytes of memory a process here may use: the machine's physical memory, or its
+    control group's limit (cgroup v2 ``memory.max``) when lower; infinite when neither
+    is known."""
+    import os
+
+    try:
+        memory = float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        memory = math.inf
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit.isdigit():
+            memory = min(memory, float(limit))
+    except OSError:
+        pass
+    return memory
+
+
+def default_max_memory() -> int:
+    """The default ``--max-memory``: MEMORY_SHARE (60%) of :func:`machine_memory`, down
+    to a tenth of a GiB, so a release that fits the machine runs (FALLBACK_MAX_MEMORY
+    where the machine does not say)."""
+    memory = machine_memory()
+    if not math.isfinite(memory):
+        return FALLBACK_MAX_MEMORY
+    return int(math.floor(MEMORY_SHARE * memory / 2**30 * 10) / 10 * 2**30)
+
+
+#: Default ceiling on the release's forecast memory, in bytes (:func:`default_max_memory`).
+DEFAULT_MAX_MEMORY = default_max_memory()
 #: Default ceiling on the release's forecast time on this machine, in minutes.
 DEFAULT_MAX_MINUTES = 10.0
 #: The words ``--strata`` takes besides a file, and the source each names (the manifest's

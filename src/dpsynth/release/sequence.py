@@ -7,8 +7,10 @@
 * **check**: every refusal the public inputs decide, before anything is spent. With a
   public prior (a file, a column, the overall rate, or md's none) that is the calibration
   itself, its feasibility, the sampler's forecast cost (:func:`.limits.check_cost`) and
-  its total-variation target; with a sanitised prior, which exists only once drawn,
-  what no prior can change (:meth:`.design.Design.check_without_prior`);
+  its total-variation target, then the count-fit check of a declared prior
+  (:func:`.inputs.check_prior_fit`, the one that reads the counts); with a sanitised
+  prior, which exists only once drawn, what no prior can change
+  (:meth:`.design.Design.check_without_prior`);
 * **account**: the ledger, at this one point: ``synthesize`` records the spending (a
   release that fails later still counts), ``calibrate`` reads what it would be;
 * **calibrate**: a sanitised prior is drawn (its budget spent above) and the calibration
@@ -38,7 +40,7 @@ import numpy as np
 from dpsynth.release import folder, manifest
 from dpsynth.release.design import Design, group_codes
 from dpsynth.release.hold import hold
-from dpsynth.release.inputs import Strata, load_strata
+from dpsynth.release.inputs import Strata, check_prior_fit, load_strata
 from dpsynth.release.limits import check_cost
 from dpsynth.release.publication import finish_manifest, write_private, write_release
 from dpsynth.release.randomness import RootKey
@@ -192,7 +194,9 @@ class Release:
             folder.check_destination(request.out, request.force)
             folder.check_apart(request.out, self.private)
             folder.check_destination(self.private, request.force, private=True)
-        self.strata = load_strata(request)
+        # public decisions first (#36): the count-fit check, which reads the counts beyond
+        # their total, waits for check, after the forecast, limits and target
+        self.strata = load_strata(request, check_fit=False)
         self.design = Design(
             request.mechanism, request.method, self.budget, request.tail, request.inflation
         )
@@ -226,6 +230,7 @@ class Release:
         self.cal, self.forecast, self.floor = checked_calibration(
             request, self.design, strata, self.rates, measure=measure
         )
+        check_prior_fit(request, strata)  # the one refusal here that reads the counts
 
     # --- account ---------------------------------------------------------------------------
     def account(self) -> None:

@@ -893,9 +893,9 @@ def public_rounding_bound(cal: Calibration) -> float:
         return 0.0
     lower, upper = check_feasible(cal)
     if cal.truncated:
-        widths = (upper - lower + 1).astype(np.int64).tolist()
+        widths = (upper - lower + 1).astype(np.int64)
     else:
-        widths = [total + 1] * n_cells
+        widths = np.full(n_cells, total + 1, dtype=np.int64)
     return _rounding_bound_of(widths, total)
 
 
@@ -907,24 +907,25 @@ def least_rounding_bound(n_cells: int, total: int) -> float:
     the prior (:meth:`dpsynth.release.design.Design.check_without_prior`)."""
     if n_cells <= 1 or total <= 0:
         return 0.0
-    return _rounding_bound_of([1] * n_cells, int(total))
+    return _rounding_bound_of(np.ones(n_cells, dtype=np.int64), int(total))
 
 
-def _rounding_bound_of(widths: list[int], total: int) -> float:
+def _rounding_bound_of(widths, total: int) -> float:
+    """The rounding bound of a tree whose leaves have these ``widths`` (vectorised, in exact
+    integers: the same operations counted as the build's loop over pairs)."""
     from dpsynth.sampling import tree_draw as td
 
-    ops = sum(td.LEAF_OPS_PER_STEP * (w - 1) + 1 for w in widths)
-    level, splits = widths, 0
-    while len(level) > 1:
-        n_pairs = len(level) // 2
-        merged = []
-        for i in range(n_pairs):
-            left, right = level[2 * i], level[2 * i + 1]
-            if len(level) > 2:  # the root forms only its value at y.: no convolution counted
-                ops += min(left, right) + 2
-            merged.append(min(left + right - 1, total + 1))
-        if len(level) % 2:
-            merged.append(level[-1])
+    level = np.asarray(widths, dtype=np.int64)
+    ops = int(np.sum(td.LEAF_OPS_PER_STEP * (level - 1) + 1))
+    splits = 0
+    while level.size > 1:
+        n_pairs = level.size // 2
+        left, right = level[0 : 2 * n_pairs : 2], level[1 : 2 * n_pairs : 2]
+        if level.size > 2:  # the root forms only its value at y.: no convolution counted
+            ops += int(np.sum(np.minimum(left, right) + 2))
+        merged = np.minimum(left + right - 1, total + 1)
+        if level.size % 2:
+            merged = np.append(merged, level[-1])
         splits += n_pairs
         level = merged
     log_ratio = -np.log1p(-td.DD_OP_ERROR) * (ops + 2 * splits)
