@@ -31,7 +31,10 @@ BASELINE = "277743f"
 RENAMES: dict[str, str] = {}
 #: Config keys added on purpose since BASELINE (compare_runs' --added), found in
 #: results/run_config.yaml.
-ADDED: tuple[str, ...] = ()
+#: Issue #33 item 6 (expected counts as denominators): every study states its
+#: ``denominator`` (default ``population``: the same rates as before), in the config and in
+#: the report of its table (``table.json``).
+ADDED: tuple[str, ...] = ("studies.*.denominator", "denominator")
 #: Files added on purpose since BASELINE (only in today's run; fnmatch patterns). Every
 #: file of BASELINE's run must still be there and the same.
 NEW_FILES: tuple[str, ...] = ()
