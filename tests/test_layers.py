@@ -47,7 +47,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("data", ("data",)),
     ("studies", ("metrics", "pseudo_posterior", "study", "study1", "study2")),
     ("figures", ("plots",)),
-    ("releases", ("__main__", "cli", "ledger", "release")),
+    ("releases", ("__main__", "cli", "ledger", "ledger_index", "release")),
 )
 FORBIDDEN = ("snakemake",)
 

@@ -49,18 +49,12 @@ def available(module_file: str) -> bool:
 FIRST_COMPILE = "compiling the sampler once, about 30 s; later runs reuse it"
 
 
-def sampler_compiled() -> bool:
-    """Whether the machine code of a release's sampler is on disk and current (numba's
-    index of each entry point that Python calls exists and its source stamp matches), so
-    that a release loads it instead of compiling; True where numba cannot cache (every
-    process compiles, and :func:`available` has warned)."""
-    from dpsynth.sampling import tree_build, tree_draw
-
-    for function in (
-        tree_draw.tilted_success,
-        tree_build._leaves_serial,
-        tree_draw.draw_tree_exact,
-    ):
+def sampler_compiled(functions) -> bool:
+    """Whether the machine code of the compiled ``functions`` (a release's sampler's entry
+    points) is on disk and current (numba's index of each exists and its source stamp
+    matches), so that a release loads it instead of compiling; True where numba cannot
+    cache (every process compiles, and :func:`available` has warned)."""
+    for function in functions:
         cache = getattr(function, "_cache", None)
         if not isinstance(cache, FunctionCache):
             return True

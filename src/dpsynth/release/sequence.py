@@ -334,8 +334,11 @@ class Release:
         request, cal = self.request, self.cal
         if request.progress is not False:  # on a terminal or not: 30 s of silence look hung
             from dpsynth import compile_cache
+            from dpsynth.sampling import tree_build, tree_draw
 
-            if not compile_cache.sampler_compiled():
+            entry_points = (tree_draw.tilted_success, tree_build._leaves_serial,
+                            tree_draw.draw_tree_exact)  # fmt: skip
+            if not compile_cache.sampler_compiled(entry_points):
                 print(compile_cache.FIRST_COMPILE, file=sys.stderr, flush=True)
         try:
             with _progress_bar(request.progress, total=100, desc="building the sampler",
