@@ -37,14 +37,13 @@ import argparse
 import math
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from measure import run_measured
 from mechanisms import best_time  # benchmarks/ is on the path when run as a script
 
 from dpsynth.privacy.calibrate import calibrate
@@ -146,14 +145,11 @@ def main() -> None:
 
 def run(command: list[str], env: dict) -> tuple[float, float, float, int]:
     """(wall s, CPU s, peak resident GiB, exit code) of one process."""
-    start = time.perf_counter()
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(process.pid, 0)
-    wall = time.perf_counter() - start
-    code = os.waitstatus_to_exitcode(status)
+    result = run_measured(command, env)
+    code = result["code"]
     if code not in (0, 1, 2):  # 2: refused (the row says so)
-        raise SystemExit(f"failed ({status}): {' '.join(command)}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 2**20, code
+        raise SystemExit(f"failed ({code}): {' '.join(command)}")
+    return result["wall"], result["cpu"], result["peak_bytes"] / 2**30, code
 
 
 def negative_binomial_floor(n: int, repeats: int = 3) -> float:
