@@ -36,23 +36,30 @@ sampler, certified or nominal), :mod:`.limits` (the forecast cost), :mod:`.rando
 (atomic, locked installation), :mod:`.manifest` (the public manifest and its schema),
 :mod:`.summary` (the steward's summary), :mod:`.utility` and :mod:`.promise` (the
 steward's utility report: what the sets kept, against the study's guide). The steward's
-ledger is :mod:`dpsynth.ledger`. This package module holds no working code.
+ledger is :mod:`dpsynth.ledger`. This package module holds no working code: it names
+the public entry points and imports each on first use.
 """
 
 from __future__ import annotations
 
-from dpsynth.release.design import Design
-from dpsynth.release.inputs import Strata, load_strata
-from dpsynth.release.request import NEIGHBOURS, Budget, ReleaseError, ReleaseRequest
-from dpsynth.release.sequence import build_release
+import importlib
 
-__all__ = [
-    "NEIGHBOURS",
-    "Budget",
-    "Design",
-    "ReleaseError",
-    "ReleaseRequest",
-    "Strata",
-    "build_release",
-    "load_strata",
-]
+#: Each public name and the module that holds it, imported on first use (PEP 562), so
+#: that ``dpsynth verify`` (``release.verify``) does not pay for the sampler and SciPy.
+_WHERE = {
+    "NEIGHBOURS": "request",
+    "Budget": "request",
+    "Design": "design",
+    "ReleaseError": "request",
+    "ReleaseRequest": "request",
+    "Strata": "inputs",
+    "build_release": "sequence",
+    "load_strata": "inputs",
+}
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
