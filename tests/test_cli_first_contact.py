@@ -61,6 +61,11 @@ def usage_lines(stderr: str) -> list[str]:
         (["synthesize", "--mechanism", "trunc"], "invalid choice: 'trunc'",
          "did you mean truncated?"),
         (["synthesise"], "invalid choice: 'synthesise'", "did you mean synthesize?"),
+        # a prefix of the option meant, each unknown option answered
+        (["synthesize", "--count", "deaths", "--prior-rate", "0.1"],
+         "unrecognized arguments: --count deaths --prior-rate 0.1",
+         "did you mean --count-column or --county-frame (for --count), --prior-rate-column "
+         "(for --prior-rate)?"),
     ],
 )  # fmt: skip
 def test_an_error_is_two_lines_of_usage_the_message_and_a_suggestion(

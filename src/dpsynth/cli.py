@@ -496,17 +496,18 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _did_you_mean(parser: argparse.ArgumentParser, message: str) -> str:
-    """A line "did you mean ...?" for an unrecognized option or an invalid choice (a
-    command, a mechanism) close to a valid one, else ""."""
+    """A line "did you mean ...?" for unrecognized options or an invalid choice (a
+    command, a mechanism) close to valid ones, else "". An option that begins a valid
+    one (``--count`` of ``--count-column``) is matched first, then the closest spelling."""
     import difflib
     import re
 
     choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
     if choice:
-        given, valid = choice[1], re.findall(r"'([^']*)'", choice[2])
+        given, valid = [choice[1]], re.findall(r"'([^']*)'", choice[2])
     elif message.startswith("unrecognized arguments: "):
         words = message.removeprefix("unrecognized arguments: ").split()
-        given = next((w.split("=", 1)[0] for w in words if w.startswith("-")), "")
+        given = [w.split("=", 1)[0] for w in words if w.startswith("-")]
         valid = [
             option
             for action in parser._actions
@@ -516,8 +517,21 @@ def _did_you_mean(parser: argparse.ArgumentParser, message: str) -> str:
         ]
     else:
         return ""
-    close = difflib.get_close_matches(given, valid, n=1, cutoff=0.6) if given else []
-    return f"did you mean {close[0]}?\n" if close else ""
+
+    def closest(word: str) -> str | None:
+        begun = [option for option in valid if option.startswith(word) and len(word) > 3]
+        if 0 < len(begun) <= 3:
+            return " or ".join(begun)
+        close = difflib.get_close_matches(word, valid, n=1, cutoff=0.6)
+        return close[0] if close else None
+
+    found = [(word, closest(word)) for word in given if word]
+    found = [(word, match) for word, match in found if match]
+    if not found:
+        return ""
+    if len(found) == 1:
+        return f"did you mean {found[0][1]}?\n"
+    return "did you mean " + ", ".join(f"{m} (for {w})" for w, m in found) + "?\n"
 
 
 class _Help(argparse.Action):
