@@ -395,7 +395,15 @@ def test_the_release_utility_figure(zero):
     fig = utility_figure(release_utility(rng, "truncated", zero))
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
-    county = fig.axes[0]
+    report = release_utility(np.random.default_rng(RNG_SEED), "truncated", zero)
+    ecdf, county = fig.axes[0], fig.axes[1]
+    # first the rMSE ECDFs (seaborn): sets and reference, each ending at its largest value
+    steps = [line for line in ecdf.lines if len(line.get_xdata()) > 2]
+    ends = sorted(float(np.max(line.get_xdata())) for line in steps)
+    assert ends == pytest.approx(
+        sorted([report.rmse.synthetic.max(), report.rmse.reference.max()])
+    )
+    assert "rMSE" in ecdf.get_xlabel() and "per 100,000" in ecdf.get_xlabel()
     assert county.get_xscale() == ("symlog" if zero else "log")
     labels = [t for _, t in tick_label_boxes(county.xaxis, renderer)]
     assert labels and all(re.fullmatch(r"[0-9.]+", t) for t in labels), labels

@@ -563,10 +563,13 @@ def markdown(report: Utility, name: str) -> str:
         ]
     lines += [
         "",
-        "![true against synthetic totals per key](utility.png)",
+        "![the strata rates' error and the totals per key](utility.png)",
         "",
-        "The figure: per key, each value's synthetic totals (mean, bars from min to max over "
-        "the sets) and the reference's (beside them) against its true total.",
+        "The figure: first, the rMSE of the strata rates of each synthetic set and each "
+        "no-privacy table as empirical distributions (where the sets' curve lies on the "
+        "reference's, privacy costs nothing that synthesis does not; the dashed line is the "
+        "prior alone's); then, per key, each value's synthetic totals (mean, bars from min to "
+        "max over the sets) and the reference's (beside them) against its true total.",
     ]
     for totals in r.totals:
         frame = totals.frame()
@@ -609,8 +612,8 @@ def _write_figure(report: Utility, path: Path) -> None:
 
 
 def utility_figure(report: Utility):
-    """utility.png: per key, each value's synthetic totals against its true total, beside
-    the no-privacy reference's (in the style of every figure, :mod:`dpsynth.plots.style`)."""
+    """utility.png: the rMSE of the sets against the no-privacy reference's (ECDFs), then
+    per key each value's synthetic totals against its true total, beside the reference's (in the style of every figure, :mod:`dpsynth.plots.style`)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -618,23 +621,53 @@ def utility_figure(report: Utility):
 
     from dpsynth.plots.style import MECHANISM_NAMES, RC, eps_equals
 
-    panels = len(report.totals)
+    panels = len(report.totals) + 1
     columns = min(3, panels)
     rows = -(-panels // columns)
     with matplotlib.rc_context(RC):
         fig, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.9 * rows),
                                  layout="constrained", squeeze=False)  # fmt: skip
-        for ax, totals in zip(axes.flat, report.totals, strict=False):
+        _rmse_panel(axes.flat[0], report)
+        for ax, totals in zip(axes.flat[1:], report.totals, strict=False):
             _totals_panel(ax, totals, report)
         for ax in axes.flat[panels:]:
             ax.set_visible(False)
         mechanism = MECHANISM_NAMES.get(report.mechanism, report.mechanism)
         fig.suptitle(
-            f"True against synthetic totals per key\n{report.sets} synthetic "
+            f"The strata rates' error and the totals per key\n{report.sets} synthetic "
             f"set{'s' if report.sets > 1 else ''} ({mechanism}, {eps_equals(report.epsilon)} "
             f"per set) and {report.reference_tables} tables with no privacy"
         )
     return fig
+
+
+def _rmse_panel(ax, report: Utility) -> None:
+    """The rMSE of the strata rates as empirical distributions (seaborn's ECDF): the
+    sets' against the no-privacy tables', with the prior alone's as a line. Where the
+    sets' curve lies on the reference's, privacy costs nothing that synthesis does not."""
+    import seaborn as sns
+
+    values = pd.DataFrame(
+        {
+            "rmse": np.concatenate([report.rmse.synthetic, report.rmse.reference]),
+            "table": [f"synthetic sets ({report.sets})"] * report.rmse.synthetic.size
+            + [f"no privacy ({report.reference_tables} tables)"] * report.rmse.reference.size,
+        }
+    )
+    sns.ecdfplot(values, x="rmse", hue="table", palette=["C0", "C1"], ax=ax, lw=1.5)
+    legend = ax.get_legend()
+    if legend is not None:
+        legend.set_title(None)
+        legend.set_frame_on(False)
+    prior = (report.prior or {}).get("rmse")
+    if prior is not None and np.isfinite(prior):
+        ax.axvline(prior, color="grey", ls="--", lw=1)
+        ax.annotate("prior alone", (prior, 0.5), xytext=(3, 0), textcoords="offset points",
+                    rotation=90, va="center", fontsize="small", color="grey")  # fmt: skip
+    unit = "SMR" if report.unit == "SMR" else report.unit
+    ax.set_xlabel(f"rMSE of the strata rates ({unit})")
+    ax.set_ylabel("share of tables at or below")
+    ax.set_title("rMSE: sets against no privacy")
 
 
 def _totals_panel(ax, totals: KeyTotals, report: Utility) -> None:
