@@ -613,7 +613,8 @@ def _write_figure(report: Utility, path: Path) -> None:
 
 def utility_figure(report: Utility):
     """utility.png: the rMSE of the sets against the no-privacy reference's (ECDFs), then
-    per key each value's synthetic totals against its true total, beside the reference's (in the style of every figure, :mod:`dpsynth.plots.style`)."""
+    per key each value's synthetic totals against its true total, beside the reference's
+    (in the style of every figure, :mod:`dpsynth.plots.style`)."""
     import matplotlib
 
     matplotlib.use("Agg")
