@@ -11,7 +11,8 @@ from workflow_helpers import schema_defaults
 
 from dpsynth import provenance
 
-REPORT = Path(__file__).resolve().parents[1] / "workflow" / "report"
+REPO = Path(__file__).resolve().parents[1]
+REPORT = REPO / "workflow" / "report"
 RULES = Path(__file__).resolve().parents[1] / "workflow" / "rules"
 
 
@@ -53,7 +54,9 @@ def test_every_figure_caption_shows_its_figure_and_ends_with_its_data():
     assert len(captions) == 19
     for name in captions:
         text = (REPORT / name).read_text()
-        assert ".. image:: {{ png }}" in text, name
+        # the figure from beside the report, else the report's embedded copy
+        assert '<img src="{{ png }}"' in text, name
+        assert "this.src = results['{{ png }}'].data_uri" in text, name
         assert text.rstrip().endswith('**Data.** {{ snakemake.params.provenance | join("; ") }}.')
 
 
@@ -62,3 +65,21 @@ def test_every_rule_with_a_report_figure_states_its_provenance():
         for rule in re.split(r"\n(?=\s*rule )", path.read_text())[1:]:
             if "report_figures(" in rule or "**S2_FIGURE_OUTPUTS" in rule:
                 assert "provenance=" in rule, (path.name, rule[:80])
+
+
+def test_code_version_names_the_commit_or_says_there_is_none(tmp_path):
+    """results/run_config.yaml and the report name the code that ran: the version and the
+    commit of a git checkout (its 12-digit prefix, as git itself gives it), or no commit."""
+    import shutil
+    import subprocess
+
+    from dpsynth import __version__
+    from dpsynth.provenance import code_version
+
+    assert code_version(tmp_path) == f"dpsynth {__version__}, not a git checkout: no commit to name"
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        pytest.skip("needs a git checkout of the project and git")
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()  # fmt: skip
+    said = code_version(REPO)
+    assert said.startswith(f"dpsynth {__version__}, commit {head[:12]}"), said

@@ -6,6 +6,7 @@ import io
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -294,6 +295,9 @@ def test_report_reads_in_a_real_browser(make_run, tmp_path):
             shown = browser.evaluate(SHOW_RESULT % json.dumps(path))
             assert " ".join(text.split())[:120] in " ".join(shown.split()), path
             assert "Data. " in text and any(f": {k}, " in text for k in provenance.KINDS), path
+            # its job's parameters in words: no config entry dumped, no markup shown raw
+            params = shown.split("Job parameters", 1)[-1] if "Job parameters" in shown else ""
+            assert "{'" not in params and "``" not in params and "**" not in params, params
 
         # A figure's caption is visible with the figure: on screen, the figure embedded
         # above it at a readable size, dark text on a light background.
@@ -302,6 +306,15 @@ def test_report_reads_in_a_real_browser(make_run, tmp_path):
         assert 0 <= seen["top"] < seen["height"] and seen["bottom"] > seen["top"], seen
         assert seen["image"] >= 300 and seen["loaded"], seen
         assert seen["contrast"] >= 7, seen
+
+        # the report sent alone (no figures/ beside it): the caption shows its embedded copy
+        moved = tmp_path / "moved" / "report.html"
+        moved.parent.mkdir()
+        shutil.copy(work / "report.html", moved)
+        browser.open(moved.as_uri())
+        alone = browser.evaluate(CAPTION_IMAGE % json.dumps("figures/study1/figure1_rmse.png"))
+        assert alone["loaded"] and alone["source"].startswith("data:image/png"), alone
+        browser.open((work / "report.html").as_uri())
 
         config = browser.evaluate("results['results/run_config.yaml'].data_uri")
         assert config.startswith("data:text/plain") and "urban_threshold" not in (
@@ -352,6 +365,21 @@ new Promise(resolve => setTimeout(() => {
     loaded: img ? img.complete && img.naturalWidth > 0 : false,
     contrast: (Math.max(fg, bg) + 0.05) / (Math.min(fg, bg) + 0.05)});
 }, 300))
+"""
+
+#: Open one result's information (%s: its path as JSON); once its caption's image has
+#: loaded or failed for good (polled, no fixed wait), whether it shows and from where.
+CAPTION_IMAGE = """
+app.showResultInfo(%s);
+new Promise(resolve => {
+  const look = () => {
+    const img = document.querySelector("nav li.prose img");
+    const done = img && img.complete && (img.naturalWidth > 0 || img.onerror === null);
+    if (!done) return setTimeout(look, 50);
+    resolve({loaded: img.naturalWidth > 0, source: img.currentSrc.slice(0, 40)});
+  };
+  look();
+})
 """
 
 #: {figure path: its caption as text} for every image result of the report.

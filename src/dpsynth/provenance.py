@@ -12,8 +12,10 @@ Every line is reStructuredText: ``<dataset>: **<kind>**, <source>``.
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 #: real: counts observed of real people; modelled: made by a model where the papers' real
 #: data cannot be had here; simulated: drawn by a stated design, as the papers do;
@@ -156,5 +158,62 @@ def study(name: str, entry: Mapping) -> Provenance:
 
 
 def lines(*datasets: Provenance) -> list[str]:
-    """The datasets' lines, each once, in order."""
-    return list(dict.fromkeys(d.line() for d in datasets))
+    """The datasets' lines, each once, in order (named in words on a report's job page,
+    :class:`InWords`: the caption already shows them)."""
+    found = list(dict.fromkeys(d.line() for d in datasets))
+    return InWords(found, f"the {_count(len(found), 'dataset')} named in the caption")
+
+
+def code_version(root: str | Path) -> str:
+    """The code a run ran: dpsynth's version and the git commit of the checkout at
+    ``root`` (the workflow's folder), marked when files differ from it, or that it is
+    not a git checkout (a source archive)."""
+    from dpsynth import __version__
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", "-C", str(root), *args], capture_output=True,
+                                  text=True, timeout=30, check=False)  # fmt: skip
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    commit = git("rev-parse", "--short=12", "HEAD")
+    if not commit:
+        return f"dpsynth {__version__}, not a git checkout: no commit to name"
+    changed = git("status", "--porcelain", "--untracked-files=no")
+    mark = " with uncommitted changes" if changed else ""
+    return f"dpsynth {__version__}, commit {commit}{mark}"
+
+
+# ---- job parameters as the HTML report shows them -----------------------------------------
+# Snakemake's report ends each figure's page with its job's parameters as ``str()`` gives
+# them: a study's whole config entry, or reStructuredText lines with their markup, dumped
+# raw. A parameter in these types reads and pickles as the list or dict it holds, and is
+# shown in words instead (its ``repr``, which Snakemake records to decide reruns, is
+# unchanged).
+class InWords(list):
+    """A list job parameter shown on the report's job page as ``words``."""
+
+    def __init__(self, items=(), words: str = "a list"):
+        super().__init__(items)
+        self.words = words
+
+    def __str__(self) -> str:
+        return self.words
+
+
+class MappingInWords(dict):
+    """A mapping job parameter (a config entry) shown on the report's job page as
+    ``words``."""
+
+    def __init__(self, items=(), words: str = "a mapping"):
+        super().__init__(items)
+        self.words = words
+
+    def __str__(self) -> str:
+        return self.words
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' if n != 1 else ''}"

@@ -78,7 +78,10 @@ def run_config():
     """The run's configuration as the report attaches it: every key but job_structure (how
     units are grouped into jobs, which changes no artifact), so that the file, like every
     other artifact, is the same bytes whatever the profile."""
-    return {key: value for key, value in config.items() if key != "job_structure"}
+    return prov.MappingInWords(
+        {key: value for key, value in config.items() if key != "job_structure"},
+        "the configuration, this file",
+    )
 
 
 def all_targets():
@@ -238,8 +241,12 @@ def study_chunk_paths(name, folder, kind):
 
 
 def study_entry(wildcards):
-    """The config entry of a study (a params function)."""
-    return config["studies"][wildcards.study]
+    """The config entry of a study (a params function), named in words on the report's
+    job pages (results/run_config.yaml holds it)."""
+    return prov.MappingInWords(
+        config["studies"][wildcards.study],
+        f"studies.{wildcards.study} of the configuration (results/run_config.yaml)",
+    )
 
 
 # ---- the end of a run ----------------------------------------------------------------------

@@ -20,5 +20,6 @@ rule run_config:
         DPSYNTH_ENV
     params:
         config=run_config(),
+        code=prov.code_version(workflow.basedir),
     script:
         "../scripts/run_config.py"
