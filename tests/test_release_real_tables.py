@@ -37,7 +37,7 @@ from workflow_helpers import (
     dpsynth_cli,
     fetch_debian,
     filled_definition,
-    run_study,
+    run_studies,
 )
 
 from dpsynth.release.design import Design
@@ -83,18 +83,32 @@ def pick(guide: pd.DataFrame) -> tuple[str, float, list[str]]:
     return arm, float(mine["epsilon"].max()), sorted(mine["measure"])
 
 
-def release(work: Path, home: Path, name: str, study: dict, strata: str) -> dict:
-    """Run the study, pick from its guide, release with --study, verify; return what each
-    step left."""
-    seconds = run_study(work, name, study)
+@pytest.fixture(scope="module")
+def studied(tmp_path_factory) -> tuple[Path, float]:
+    """The three studies, as one analyst's config, run once (one Snakemake run): the
+    work folder and the wall time."""
+    work = copy_project(tmp_path_factory.mktemp("studies"))
+    mine = work / "mine"
+    mine.mkdir()
+    dm_table(read_rda("DMepi")).to_csv(mine / "dm.csv", index=False)
+    analyst_testis_table(read_rda("testisDK")).to_csv(mine / "testis.csv", index=False)
+    auckland_files(auckland(), mine)
+    studies = {"dm": DM_STUDY, "testis": TESTIS_STUDY, "auckland": AUCKLAND_STUDY}
+    return work, run_studies(work, studies, timeout=900)
+
+
+def release(studied, home: Path, name: str, strata: str) -> dict:
+    """Pick from the study's guide, release with --study, verify; return what each step
+    left."""
+    work, seconds = studied
     guide = pd.read_csv(work / "results/studies" / name / "guide.csv")
     arm, epsilon, promised = pick(guide)
     mechanism, method = arm.split("_")
     run = dpsynth_cli(work, home)
     released = run("synthesize", "--study", f"my_study.yaml:{name}", "--mechanism", mechanism,
                    "--method", method, "--epsilon", f"{epsilon:.6g}", "--strata", strata,
-                   "--dataset", name, "--out", "released")  # fmt: skip
-    verified = run("verify", "released")
+                   "--dataset", name, "--out", f"released_{name}")  # fmt: skip
+    verified = run("verify", f"released_{name}")
     (utility,) = (home / "dpsynth" / "private").glob("*/utility.md")
     return dict(work=work, guide=guide, arm=arm, epsilon=epsilon, promised=promised,
                 released=released, verified=verified, utility=utility, seconds=seconds,
@@ -134,6 +148,7 @@ def check_steward(out: dict, measures: set[str], truths: dict[str, float]) -> No
         assert conclusion.startswith("not promised") != (measure in out["promised"]), line
         if measure in truths:
             assert f"(truth {truths[measure]:.3g})" in line, (measure, line)
+    assert out["seconds"] < 600, f"the three studies took {out['seconds']:.0f} s"
     for log in (out["work"] / "logs").rglob("*.log"):
         assert "Traceback" not in log.read_text(errors="replace"), log
 
@@ -197,12 +212,8 @@ DM_STUDY = {
 
 
 @pytest.fixture(scope="module")
-def dm_release(tmp_path_factory):
-    work = copy_project(tmp_path_factory.mktemp("dm"))
-    (work / "mine").mkdir()
-    dm_table(read_rda("DMepi")).to_csv(work / "mine" / "dm.csv", index=False)
-    home = tmp_path_factory.mktemp("dm_home")
-    return release(work, home, "dm", DM_STUDY, "cross-product")
+def dm_release(studied, tmp_path_factory):
+    return release(studied, tmp_path_factory.mktemp("dm_home"), "dm", "cross-product")
 
 
 def test_dmepi_is_what_the_brief_says():
@@ -241,7 +252,7 @@ def test_dmepi_released_with_shared_person_years(dm_release):
 TESTIS_PERIODS = {"1955-59": range(1955, 1960), "1990-94": range(1990, 1995)}
 
 
-def testis_table(testis: pd.DataFrame) -> pd.DataFrame:
+def analyst_testis_table(testis: pd.DataFrame) -> pd.DataFrame:
     """The analyst's table: single year of age x period (two five-year periods, their
     years summed), cases over person-years."""
     years = {year: period for period, span in TESTIS_PERIODS.items() for year in span}
@@ -283,12 +294,8 @@ TESTIS_STUDY = {
 
 
 @pytest.fixture(scope="module")
-def testis_release(tmp_path_factory):
-    work = copy_project(tmp_path_factory.mktemp("testis"))
-    (work / "mine").mkdir()
-    testis_table(read_rda("testisDK")).to_csv(work / "mine" / "testis.csv", index=False)
-    home = tmp_path_factory.mktemp("testis_home")
-    return release(work, home, "testis", TESTIS_STUDY, "cross-product")
+def testis_release(studied, tmp_path_factory):
+    return release(studied, tmp_path_factory.mktemp("testis_home"), "testis", "cross-product")
 
 
 def adjusted(cases: pd.Series, years: pd.Series, ages: pd.Series, weights: pd.Series) -> float:
@@ -318,13 +325,13 @@ def test_testisdk_is_what_the_brief_says():
     assert list(testis.columns) == ["A", "P", "D", "Y"]
     assert set(testis["A"]) == set(range(90)) and set(testis["P"]) == set(range(1943, 1997))
     assert (testis["D"] % 1 == 0).all() and (testis["Y"] > 0).all()
-    assert len(testis_table(testis)) == 90 * 2
+    assert len(analyst_testis_table(testis)) == 90 * 2
 
 
 @pytest.mark.slow
 @pytest.mark.process
 def test_testisdk_released_age_adjusted_by_single_years(testis_release):
-    testis = testis_table(read_rda("testisDK"))
+    testis = analyst_testis_table(read_rda("testisDK"))
     weights = single_year_weights()
     later, earlier = (testis[testis["period"] == p] for p in ("1990-94", "1955-59"))
     ratio = adjusted(later["cases"], later["person_years"], later["age"], weights) / adjusted(
@@ -390,11 +397,9 @@ AUCKLAND_STUDY = {
 
 
 @pytest.fixture(scope="module")
-def auckland_release(tmp_path_factory):
-    work = copy_project(tmp_path_factory.mktemp("auckland"))
-    table = auckland_files(auckland(), work / "mine")
-    home = tmp_path_factory.mktemp("auckland_home")
-    return table, release(work, home, "auckland", AUCKLAND_STUDY, "input")
+def auckland_release(studied, tmp_path_factory):
+    table = pd.read_csv(studied[0] / "mine" / "auckland.csv")
+    return table, release(studied, tmp_path_factory.mktemp("auckland_home"), "auckland", "input")
 
 
 def test_auckland_is_what_the_brief_says():

@@ -165,6 +165,12 @@ def fetch_debian(package: str, version: str, raw: Path) -> Path:
 def run_study(workdir: Path, name: str, study: dict, timeout: float = 600) -> float:
     """Write ``my_study.yaml`` with ``study`` as ``studies.<name>`` and run the walk-through's
     target ``studies`` (docs/your-study.md) with 2 cores; return the wall time."""
+    return run_studies(workdir, {name: study}, timeout)
+
+
+def run_studies(workdir: Path, studies: dict, timeout: float = 600) -> float:
+    """:func:`run_study` of several studies at once (one Snakemake run, its jobs shared
+    over the 2 cores); return the wall time."""
     import time
 
     import yaml
@@ -172,7 +178,7 @@ def run_study(workdir: Path, name: str, study: dict, timeout: float = 600) -> fl
     # The shipped studies are enabled by default and `studies` builds every enabled study:
     # switched off here, or the walk-through also runs them at full size.
     shipped = yaml.safe_load((workdir / "config" / "config.yaml").read_text())["studies"]
-    config = {"studies": {name: study, **{s: {"enabled": False} for s in shipped}}}
+    config = {"studies": {**studies, **{s: {"enabled": False} for s in shipped}}}
     (workdir / "my_study.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     start = time.perf_counter()
     result = snakemake(workdir, "--cores", "2", "--configfile", "my_study.yaml", "--", "studies",
