@@ -21,17 +21,12 @@ against a recomputation from the raw file, never from the pipeline.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
-from workflow_helpers import REPO, copy_project, snakemake
+from workflow_helpers import REPO, copy_project, dpsynth_cli, fetch_debian, run_study
 
 from dpsynth.study.guide import VERDICTS
 
@@ -41,29 +36,12 @@ RDATA = "usr/lib/R/site-library/epiR/data/epi.SClip.RData"
 STUDY = "lips"
 
 
-def fetch_epir(raw: Path) -> Path:
-    """epiR's lip cancer table, from Debian's package (the pinned version, else the
-    current one), extracted into ``raw/epir``."""
-    raw.mkdir(parents=True, exist_ok=True)
-    debs = sorted(raw.glob(f"{PACKAGE}_*_all.deb"))
-    if not debs:
-        try:
-            subprocess.run(["apt-get", "download", f"{PACKAGE}={VERSION}"], cwd=raw, check=True)
-        except subprocess.CalledProcessError:
-            subprocess.run(["apt-get", "download", PACKAGE], cwd=raw, check=True)
-        debs = sorted(raw.glob(f"{PACKAGE}_*_all.deb"))
-    target = raw / "epir"
-    if not (target / RDATA).exists():
-        subprocess.run(["dpkg-deb", "-x", str(debs[-1]), str(target)], check=True)
-    return target / RDATA
-
-
 def raw_table() -> pd.DataFrame:
     import rdata
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "Unknown encoding. Assumed ASCII."
-        frame = rdata.read_rda(fetch_epir(RAW))["epi.SClip"]
+        frame = rdata.read_rda(fetch_debian(PACKAGE, VERSION, RAW) / RDATA)["epi.SClip"]
     return pd.DataFrame(
         {
             "district": frame["id"].astype(int).to_numpy(),
@@ -117,12 +95,7 @@ def lips_run(tmp_path_factory):
             }
         ],  # fmt: skip
     }
-    shipped = yaml.safe_load((work / "config" / "config.yaml").read_text())["studies"]
-    config = {"studies": {STUDY: study, **{s: {"enabled": False} for s in shipped}}}
-    (work / "my_study.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    result = snakemake(work, "--cores", "2", "--configfile", "my_study.yaml", "--", "studies",
-                       timeout=1200)  # fmt: skip
-    assert result.returncode == 0, result.stderr[-4000:]
+    run_study(work, STUDY, study, timeout=1200)
     return work, raw
 
 
@@ -172,13 +145,7 @@ def test_a_study_of_observed_vs_expected_reports_smrs(lips_run):
 @pytest.mark.process
 def test_releases_of_observed_vs_expected(lips_run, tmp_path):
     work, raw = lips_run
-    dpsynth = Path(sys.executable).parent / "dpsynth"
-    env = dict(os.environ, XDG_DATA_HOME=str(tmp_path / "home"),
-               DPSYNTH_LEDGER=str(tmp_path / "ledger.jsonl"))  # fmt: skip
-
-    def run(*args):
-        return subprocess.run([str(dpsynth), *args], cwd=work, capture_output=True, text=True,
-                              env=env, timeout=600)  # fmt: skip
+    run = dpsynth_cli(work, tmp_path / "home")
 
     # the bare command line: the table's own columns
     (work / "bare.csv").write_text(

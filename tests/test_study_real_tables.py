@@ -27,7 +27,6 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import time
 from pathlib import Path
 
 import geopandas as gpd
@@ -35,9 +34,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import sources  # the data builder's fetch code, data/build/ (pytest pythonpath)
-import yaml
 from matplotlib import image as mpimg
-from workflow_helpers import REPO, copy_project, filled_definition, snakemake
+from workflow_helpers import REPO, copy_project, filled_definition, run_study
 
 from dpsynth.study.guide import VERDICTS
 from dpsynth.study.table import StudyDataError, load_study_table
@@ -76,20 +74,6 @@ def extract(sdist: Path, example: str, dest: Path) -> Path:
         for member in members:
             (dest / Path(member.name).name).write_bytes(tar.extractfile(member).read())
     return dest
-
-
-def run_studies(work: Path, name: str, study: dict) -> float:
-    """Write my_study.yaml and run the walk-through's target (docs/your-study.md); return
-    the wall time."""
-    # The shipped studies are enabled by default and `studies` builds every enabled study:
-    # switched off here, or the walk-through also runs them at full size.
-    shipped = yaml.safe_load((work / "config" / "config.yaml").read_text())["studies"]
-    config = {"studies": {name: study, **{s: {"enabled": False} for s in shipped}}}
-    (work / "my_study.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    start = time.perf_counter()
-    result = snakemake(work, "--cores", "2", "--configfile", "my_study.yaml", "--", "studies")
-    assert result.returncode == 0, result.stderr[-4000:]
-    return time.perf_counter() - start
 
 
 def check_run(work: Path, name: str, study: dict, expected: dict) -> dict:
@@ -254,7 +238,7 @@ def sids_run(sids_folder, tmp_path_factory):
     work = copy_project(tmp_path_factory.mktemp("sids"))
     shutil.copytree(sids_folder, work / "mine" / "sids2")
     sids_long_table(sids_folder / "sids2.shp").to_csv(work / "mine" / "sids.csv", index=False)
-    seconds = run_studies(work, "sids", SIDS_STUDY)
+    seconds = run_study(work, "sids", SIDS_STUDY)
     return work, attributes(sids_folder / "sids2.shp"), seconds
 
 
@@ -361,7 +345,7 @@ def stl_run(stl_folder, tmp_path_factory):
     (work / "mine").mkdir()
     table.to_csv(work / "mine" / "stl.csv", index=False)
     shapes.to_file(work / "mine" / "stl.geojson", driver="GeoJSON")
-    seconds = run_studies(work, "stl", STL_STUDY)
+    seconds = run_study(work, "stl", STL_STUDY)
     return work, attributes(stl_folder / "stl_hom.shp"), seconds
 
 

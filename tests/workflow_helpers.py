@@ -141,3 +141,60 @@ def merged(base: dict, overlay: dict) -> dict:
         both_maps = isinstance(value, dict) and isinstance(out.get(key), dict)
         out[key] = merged(out[key], value) if both_maps else value
     return out
+
+
+def fetch_debian(package: str, version: str, raw: Path) -> Path:
+    """Debian's ``package`` (``version``, else the current one: ``apt-get download``, as an
+    analyst fetches an R package's data), unpacked into ``raw/<package>``; its root."""
+    raw.mkdir(parents=True, exist_ok=True)
+    target = raw / package
+    if (target / ".unpacked").exists():
+        return target
+    debs = sorted(raw.glob(f"{package}_*.deb"))
+    if not debs:
+        try:
+            subprocess.run(["apt-get", "download", f"{package}={version}"], cwd=raw, check=True)
+        except subprocess.CalledProcessError:
+            subprocess.run(["apt-get", "download", package], cwd=raw, check=True)
+        debs = sorted(raw.glob(f"{package}_*.deb"))
+    subprocess.run(["dpkg-deb", "-x", str(debs[-1]), str(target)], check=True)
+    (target / ".unpacked").write_text(debs[-1].name)
+    return target
+
+
+def run_study(workdir: Path, name: str, study: dict, timeout: float = 600) -> float:
+    """Write ``my_study.yaml`` with ``study`` as ``studies.<name>`` and run the walk-through's
+    target ``studies`` (docs/your-study.md) with 2 cores; return the wall time."""
+    return run_studies(workdir, {name: study}, timeout)
+
+
+def run_studies(workdir: Path, studies: dict, timeout: float = 600) -> float:
+    """:func:`run_study` of several studies at once (one Snakemake run, its jobs shared
+    over the 2 cores); return the wall time."""
+    import time
+
+    import yaml
+
+    # The shipped studies are enabled by default and `studies` builds every enabled study:
+    # switched off here, or the walk-through also runs them at full size.
+    shipped = yaml.safe_load((workdir / "config" / "config.yaml").read_text())["studies"]
+    config = {"studies": {**studies, **{s: {"enabled": False} for s in shipped}}}
+    (workdir / "my_study.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    start = time.perf_counter()
+    result = snakemake(workdir, "--cores", "2", "--configfile", "my_study.yaml", "--", "studies",
+                       timeout=timeout)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert "Traceback" not in result.stdout + result.stderr
+    return time.perf_counter() - start
+
+
+def dpsynth_cli(workdir: Path, home: Path):
+    """A function that runs ``dpsynth ARGS...`` in ``workdir`` with its private folders
+    and ledger under ``home`` (never the user's); it returns the completed process."""
+    env = dict(os.environ, XDG_DATA_HOME=str(home), DPSYNTH_LEDGER=str(home / "ledger.jsonl"))
+
+    def run(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+        return subprocess.run([str(BIN / "dpsynth"), *args], cwd=workdir, capture_output=True,
+                              text=True, env=env, timeout=timeout)  # fmt: skip
+
+    return run

@@ -95,10 +95,34 @@ class Design:
                 f"the sampler's total-variation target {self.tv_target:.3g} (delta per set / "
                 f"(1 + e^epsilon per set)) is below twice {floor:.3g}, the floating-point "
                 "error the sampler may have for some tables of these strata; such a target "
-                "would be met for some counts and missed for their neighbours. Use a larger "
-                "--delta, fewer --sets or a smaller epsilon per set"
+                "would be met for some counts and missed for their neighbours. "
+                + self.tv_fix(floor)
             )
         return floor
+
+    def tv_fix(self, floor: float) -> str:
+        """What makes the target at least twice ``floor``, in numbers: the largest epsilon
+        per set at this delta, and the delta this epsilon needs (none when above 1)."""
+        b = self.budget
+        ratio = b.delta_per_set / (2.0 * floor)
+        needed = 2.0 * floor * (1.0 + math.exp(min(b.epsilon_per_set, 700.0))) * b.sets
+        fewer = ", or fewer --sets" if b.sets > 1 else ""
+        if ratio <= 2.0:
+            at = f"at --delta {b.delta:.3g} no epsilon can"
+        else:
+            largest = math.log(ratio - 1.0)
+            at = f"at --delta {b.delta:.3g}, an epsilon per set of at most {largest:.3g}"
+            if b.epsilon_prior > 0 or b.sets > 1:
+                parts = [f"the prior's {b.epsilon_prior:.3g}"] if b.epsilon_prior > 0 else []
+                parts += [f"{b.sets} sets"] if b.sets > 1 else []
+                total = b.epsilon_prior + b.sets * largest
+                at += f" (a total --epsilon of {total:.3g}, with {' and '.join(parts)})"
+        if needed < 1.0:
+            return f"Use a smaller epsilon: {at}; or --delta {needed:.2g} or more{fewer}"
+        return (
+            f"No delta below 1 allows epsilon {b.epsilon_per_set:.3g} per set on these "
+            f"strata (it would need {needed:.2g}): use a smaller epsilon, {at}{fewer}"
+        )
 
     def check_without_prior(self, total: int, population) -> None:
         """The checks a release with a sanitised prior makes before drawing the prior,
@@ -122,8 +146,8 @@ class Design:
             raise ValueError(
                 f"the sampler's total-variation target {self.tv_target:.3g} (delta per set / "
                 f"(1 + e^epsilon per set)) is below twice {floor:.3g}, the least "
-                "floating-point error a sampler of these strata has, whatever the prior. Use "
-                "a larger --delta, fewer --sets or a smaller epsilon per set"
+                "floating-point error a sampler of these strata has, whatever the prior. "
+                + self.tv_fix(floor)
             )
 
     def sampler(self, counts, cal: Calibration, progress=None):

@@ -112,7 +112,7 @@ def check_promise(study, strata, synthetic: np.ndarray, arm_name: str, n_referen
     strata), in the order of ``strata``) and on ``n_reference`` no-privacy tables, with
     the guide's verdict for ``arm_name`` and the study's range of single tables at the
     grid's largest epsilon not above ``epsilon`` (the total one table is drawn at)."""
-    from dpsynth.study.measures import study_measures
+    from dpsynth.study.measures import overall_rate, study_measures
 
     d = study.definition
     frame = study_frame(study, strata)
@@ -122,7 +122,7 @@ def check_promise(study, strata, synthetic: np.ndarray, arm_name: str, n_referen
     theirs = pd.concat([measures.values(t, y) for t in _tables(y, n_reference, rng)])
     truth = measures.values(y, y).iloc[0]
     # the guide's scale for errors: the table's true overall rate (dpsynth.study.guide)
-    scale = float(y.sum() / strata.population.sum() * d.per)
+    scale = overall_rate(d, frame)
     guide = study.guide()
     ranges = _study_ranges(study, arm_name, epsilon)
     rows = {} if guide is None else {

@@ -461,12 +461,18 @@ def utility_report(
 
 def write_utility(folder: Path, request, strata, cal, synthetic, rng) -> list[str]:
     """Score the release (:func:`utility_report`) and write :data:`FILES` into the private
-    ``folder``; return their names. The area follows :func:`area_column` with the
-    request's ``--fips-column`` (or a detected FIPS key) and ``--group-by``."""
+    ``folder``; return their names. The area is the study's (``--study``), else follows
+    :func:`area_column` with the request's ``--fips-column`` (or a detected FIPS key) and
+    ``--group-by``."""
     from dpsynth.release.summary import fips_column
 
     keys = strata.keys
-    area, rule = area_column(keys, fips_column(request, keys), request.group_by)
+    if request.study is not None:  # the study's areas, the ones its guide judged, or none
+        area = request.study.definition.area
+        rule = (f"`{area}`, the study's area" if area is not None
+                else f"no area: study `{request.study.name}` names none")  # fmt: skip
+    else:
+        area, rule = area_column(keys, fips_column(request, keys), request.group_by)
     report = utility_report(
         keys, strata.counts, strata.population, synthetic, cal, rng, area=area, area_rule=rule,
         people=strata.unit_population(), denominator=request.denominator,

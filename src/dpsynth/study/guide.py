@@ -407,9 +407,9 @@ def study_guide(definition, strata: pd.DataFrame, summary: pd.DataFrame,
     """:func:`epsilon_guide` of a study: its measures and arms, its rMSE scaled by the
     table's true overall rate, ``epsilon_prior`` the budget its prior spent,
     ``calibrations`` its arms' calibrations (table form, an ``arm`` column first)."""
-    from dpsynth.study.measures import study_measure_list
+    from dpsynth.study.measures import overall_rate, study_measure_list
 
-    overall = strata[definition.count].sum() / strata[definition.population].sum() * definition.per
+    overall = overall_rate(definition, strata)
     guide = epsilon_guide(summary, study_measure_list(definition), overall_rate=overall,
                           tolerance=definition.tolerance, epsilon_prior=epsilon_prior,
                           datasets=definition.datasets, calibrations=calibrations,

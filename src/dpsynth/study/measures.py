@@ -182,6 +182,16 @@ class Measures:
         return pd.DataFrame({m.name: m.function(self, counts, truth, rates) for m in self.measures})
 
 
+def overall_rate(definition: StudyDefinition, strata: pd.DataFrame) -> float:
+    """The table's true overall rate (per 100,000; the overall SMR with ``denominator:
+    expected``): its events over its people, each population unit's population counted
+    once (strata that share it, ``population_keys``, count it once, as
+    :class:`~dpsynth.study.rates.GroupRates` does). The scale of the error kind's
+    tolerance, in the guide and in a release's report alike."""
+    people = strata.drop_duplicates(list(definition.population_keys))[definition.population]
+    return float(strata[definition.count].sum() / people.sum() * definition.per)
+
+
 def study_measures(definition: StudyDefinition, strata: pd.DataFrame) -> Measures:
     """The measures of a study on its strata (with an age key, the standard population
     is read from ``definition.standard_population``)."""
