@@ -6,6 +6,7 @@ what the study leaves open."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -110,6 +111,11 @@ def test_everything_the_study_says_reaches_the_release(tmp_path, in_checkout, pr
              / units.loc[units["state"] == "north", "person_years"].sum())  # fmt: skip
     assert f"(truth {ratio:.3g})" in lines[2]
     assert all("the guide: not run" in line for line in lines)  # the study has not run
+    # one no-privacy reference in the whole report: the study's rMSE against it reads as
+    # the general section's (the same measure on the same tables)
+    general = pd.read_csv(utility.with_name("utility.csv")).set_index("measure")
+    theirs = float(re.search(r"against (\S+) with no privacy", lines[0]).group(1))
+    assert theirs == pytest.approx(general.loc["rmse", "reference_median"], rel=1e-2)
 
 
 def test_a_new_measure_reaches_the_report_without_touching_the_release(

@@ -25,9 +25,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-#: Counts drawn and scored at once (tables x strata per batch).
-BATCH_CELLS = 4_000_000
-
 
 @dataclass(frozen=True)
 class Kept:
@@ -90,10 +87,11 @@ class Kept:
 
 
 def _tables(y: np.ndarray, n: int, rng) -> list[np.ndarray]:
-    from dpsynth.sampling.reference import no_privacy_draws
+    """The no-privacy tables in the batches of :mod:`.utility`: from one seed, the same
+    tables as the report's general measures score."""
+    from dpsynth.release.utility import _reference_batches
 
-    rows = max(1, BATCH_CELLS // y.size)
-    return [no_privacy_draws(y, min(rows, n - start), rng) for start in range(0, n, rows)]
+    return list(_reference_batches(y, n, rng))
 
 
 def study_frame(study, strata) -> pd.DataFrame:

@@ -466,6 +466,9 @@ def write_utility(folder: Path, request, strata, cal, synthetic, rng) -> list[st
     ``--group-by``."""
     from dpsynth.release.summary import fips_column
 
+    # one no-privacy reference for the whole report: the general measures and the study's
+    # (below) score the same tables, drawn twice from one seed
+    reference_seed = int(rng.integers(2**63))
     keys = strata.keys
     if request.study is not None:  # the study's areas, the ones its guide judged, or none
         area = request.study.definition.area
@@ -474,7 +477,8 @@ def write_utility(folder: Path, request, strata, cal, synthetic, rng) -> list[st
     else:
         area, rule = area_column(keys, fips_column(request, keys), request.group_by)
     report = utility_report(
-        keys, strata.counts, strata.population, synthetic, cal, rng, area=area, area_rule=rule,
+        keys, strata.counts, strata.population, synthetic, cal,
+        np.random.default_rng(reference_seed), area=area, area_rule=rule,
         people=strata.unit_population(), denominator=request.denominator,
     )  # fmt: skip
     report.long_table().to_csv(folder / "utility.csv", index=False)
@@ -489,7 +493,8 @@ def write_utility(folder: Path, request, strata, cal, synthetic, rng) -> list[st
         epsilon = budget.epsilon_prior + budget.epsilon_per_set
         arm = request.study.arm(request.mechanism, request.method).name
         n = reference_tables(synthetic.shape[0], strata.counts.size)
-        kept = promise.check_promise(request.study, strata, synthetic, arm, n, rng, epsilon)
+        kept = promise.check_promise(request.study, strata, synthetic, arm, n,
+                                     np.random.default_rng(reference_seed), epsilon)  # fmt: skip
         lines = promise.markdown(kept, request.study, arm, epsilon, synthetic.shape[0])
         study_arm = request.study.arm(request.mechanism, request.method)
         if promise.write_map(folder / promise.MAP, request.study, strata, synthetic,
