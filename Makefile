@@ -59,12 +59,14 @@ lint: $(STAMP)
 	$(BIN)/snakefmt --check Snakefile workflow/rules
 	$(BIN)/snakemake --lint --cores 1
 	$(BIN)/python tools/write_config_readme.py --check
+	$(BIN)/python tools/write_verify_checks.py --check
 
 format: $(STAMP)
 	$(BIN)/ruff format src workflow tests benchmarks data tools
 	$(BIN)/ruff check --fix src workflow tests benchmarks data tools
 	$(BIN)/snakefmt Snakefile workflow/rules
 	$(BIN)/python tools/write_config_readme.py
+	$(BIN)/python tools/write_verify_checks.py
 
 # Rebuild the shipped inputs in data/ from the package registries (PyPI, npm, Debian).
 data: $(STAMP)

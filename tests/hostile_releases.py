@@ -7,7 +7,8 @@ machine. No bomb is committed: each is a few hundred kilobytes at most once writ
 made in seconds.
 
 :data:`HOSTILE` maps a name to a function ``make(out: Path) -> None`` tampering with the
-valid release in ``out``.
+valid release in ``out``; :data:`FORGED`, small forgeries each aimed at one check, maps a
+name to the kind of valid release it starts from and such a function.
 """
 
 from __future__ import annotations
@@ -238,4 +239,46 @@ HOSTILE = {
     "escapes in the manifest": escapes_in_the_manifest,
     "escapes in a listed name": escapes_in_a_listed_name,
     "escapes in column names": escapes_in_column_names,
+}
+
+
+# --- forgeries aimed at one check each --------------------------------------------------------
+# Not bombs: small edits of a valid release's manifest that only one check is about, so that
+# with the folders above the corpus reaches every check of dpsynth.release.verify.CHECKS
+# (tests/test_release_verify_checks.py).
+
+
+def _edit_prior(**prior):
+    def make(out: Path) -> None:
+        manifest = manifest_of(out)
+        manifest["prior"].update(prior)
+        set_manifest(out, manifest)
+
+    return make
+
+
+def budget_beyond_floats(out: Path) -> None:
+    """An ``epsilon_total`` the schema lets through (a number) that no float can hold."""
+    manifest = manifest_of(out)
+    manifest["budget"]["epsilon_total"] = 10**400
+    set_manifest(out, manifest)
+
+
+def path_outside_the_folder(out: Path) -> None:
+    """A listed path that leaves the folder."""
+    manifest = manifest_of(out)
+    manifest["files"]["hyperparameters"]["path"] = "../hyperparameters.parquet"
+    set_manifest(out, manifest)
+
+
+#: Every forgery, by name: (the kind of valid release of ``test_release_verify.KINDS`` it
+#: is made from, the function that tampers with it).
+FORGED = {
+    "budget beyond floats": ("pg", budget_beyond_floats),
+    "path outside the folder": ("pg", path_outside_the_folder),
+    "prior said to be the overall rate": ("pg", _edit_prior(kind="total")),
+    "prior of no groups and no source": ("pg", _edit_prior(groups=None)),
+    "prior of a declared source": ("pg", _edit_prior(groups=None, declared_source="a census")),
+    "count fit overridden": ("pg", _edit_prior(count_fit_check="overridden")),
+    "prior file renamed": ("sanitised", _edit_prior(file="other.parquet")),
 }

@@ -92,14 +92,10 @@ budget and the guarantee are.
 VERIFY_DESCRIPTION = """\
 Check a published release folder against its manifest, with nothing but the folder.
 
-For a reviewer: no data, no key, no private folder. Checks, one line each: the files
-(the manifest and its schema, nothing unlisted, every SHA-256), the synthetic sets (their
-number, rows, sums to the total, whole counts, order, strata), the hyperparameters
-(b = a / prior_rate, a sanitised prior's rates), the promise (the budget's arithmetic,
-certified or nominal, and the privacy bound of docs/privacy.md recomputed from the
-published a, L, U and total; every number of the promise, and its statement regenerated
-from them) and, as warnings, the files' fixed times and modes. Symbolic links and other
-non-regular files fail; no table is read beyond the rows its file holds.
+For a reviewer: no data, no key, no private folder. It prints one line per check, by
+topic (the checks are listed below; what each compares: --help-all, or
+docs/verify-checks.md); the files' times and modes are warnings only. No table is read
+beyond the rows its file holds.
 
 What it cannot check: that the sets were drawn by this calibration (any table of whole
 counts with the total fits the numbers, the confidential one too). PASSED says that the
@@ -461,9 +457,16 @@ class _Parser(argparse.ArgumentParser):
     ``brief`` (description, sections, epilog) is what ``--help`` shows, a screen: the
     sections are (title, ((option, short help), ...)); ``--help-all`` shows everything."""
 
-    def __init__(self, *args, brief=None, **kwargs):
+    def __init__(self, *args, brief=None, appendix=None, **kwargs):
         self.brief = brief
+        self.appendix = appendix
         super().__init__(*args, **kwargs)
+
+    def format_help(self) -> str:
+        """argparse's help, then ``appendix(full=True)`` when the command has one (a text
+        imported only when help is asked for: ``dpsynth verify``'s list of checks)."""
+        text = super().format_help()
+        return text + self.appendix(True) if self.appendix else text
 
     def error(self, message: str):
         usage = self.format_usage().rstrip("\n")
@@ -474,7 +477,8 @@ class _Parser(argparse.ArgumentParser):
 
     def format_brief_help(self) -> str:
         if self.brief is None:
-            return self.format_help()
+            text = super().format_help()
+            return text + self.appendix(False) if self.appendix else text
         description, sections, epilog = self.brief
         short = argparse.ArgumentParser(
             prog=self.prog,
@@ -547,11 +551,11 @@ class _Help(argparse.Action):
         parser.exit()
 
 
-def _add_help_options(parser: argparse.ArgumentParser) -> None:
+def _add_help_options(
+    parser: argparse.ArgumentParser, full: str = "show every option, the output and exit"
+) -> None:
     parser.add_argument("-h", "--help", action=_Help, help="show the essential options and exit")
-    parser.add_argument(
-        "--help-all", action=_Help, full=True, help="show every option, the output and exit"
-    )
+    parser.add_argument("--help-all", action=_Help, full=True, help=full)
 
 
 def _brief_sections(*required: tuple[str, str], common: tuple[tuple[str, str], ...]):
@@ -746,8 +750,19 @@ def _ledger_arguments(led: argparse.ArgumentParser) -> None:
     )
 
 
+def _verify_checks(full: bool) -> str:
+    """The checks of ``dpsynth verify`` (:data:`dpsynth.release.verify.CHECKS`): their names
+    by topic, or with ``full`` what each compares."""
+    from dpsynth.release.verify import describe_checks
+
+    more = "" if full else "; what each compares: --help-all"
+    head = f"checks, by topic ({{file}}: a listed file{more}):"
+    return f"\n{head}\n{describe_checks(full)}"
+
+
 def _verify_arguments(ver: argparse.ArgumentParser) -> None:
     """The arguments of ``dpsynth verify``."""
+    _add_help_options(ver, full="also show what each check compares, and exit")
     ver.add_argument("release", type=Path, metavar="RELEASE_DIR", help="the public release folder")
     ver.add_argument("--json", action="store_true", help="print the checks as JSON (for machines)")
 
@@ -805,8 +820,10 @@ def build_parser() -> argparse.ArgumentParser:
             "verify",
             help="check a published release against its manifest, as a reviewer",
             description=VERIFY_DESCRIPTION,
+            appendix=_verify_checks,
             formatter_class=argparse.RawDescriptionHelpFormatter,
             allow_abbrev=False,
+            add_help=False,
         )
     )
     return parser

@@ -3,30 +3,14 @@
 ``dpsynth verify RELEASE_DIR`` is the reviewer's side of ``dpsynth synthesize``: given
 only the public folder (never the data, the key or the private folder) it checks that the
 folder is what its manifest lists and that the published numbers back the epsilon the
-manifest states. It reads files and recomputes; it never draws. Checks, by topic:
-
-1. ``files``: the manifest parses, follows :data:`.manifest.SCHEMA` in a format this
-   version reads; its shape is within :func:`bounds`; it lists only :data:`LISTED`, each
-   file once; every entry of the folder is a regular file or folder (no symbolic link,
-   which may point outside it, no pipe or device); the folder holds exactly the files the
-   manifest lists (the manifest aside), each with its SHA-256.
-2. ``synthetic``: ``sets`` sets of ``strata`` rows, each summing to ``total``, whole
-   counts >= 0 (and within [lower, upper] when truncated), sorted by set then key, with
-   the keys and populations of the hyperparameters.
-3. ``hyperparameters``: what follows from public inputs: b = a / prior_rate; a sanitised
-   prior's group rates max(noisy_total, floor) / population and each stratum's rate that
-   of its group; the overall rate total / population.
-4. ``promise``: every number of the promise (finite; epsilons and deltas > 0, deltas < 1,
-   epsilon_prior > 0 exactly for a sanitised prior), the budget's arithmetic (basic
-   composition, delta, the sampler's target), the ``guarantee`` block regenerated from the
-   numbers by :func:`.manifest.guarantee` (its statement says the numbers); ``certified``
-   exactly where :func:`.manifest.status` says so; for a certified release the bound
-   of docs/privacy.md recomputed from the published a, L, U and total (Part 2, Step 4; md:
-   Quick (2021), eq 5) and compared with ``epsilon_per_set``.
-5. ``metadata``: no Parquet file embeds metadata beyond pandas' description of its
-   columns (no ``attributes``, other schema keys, field metadata or categorical columns:
-   an input's metadata must not ride along); and, as warnings only (copying may change
-   them), the fixed public time and modes of :mod:`.folder`.
+manifest states. It reads files and recomputes; it never draws. Its checks go by topic
+(:data:`TOPICS`: ``files``, ``synthetic``, ``hyperparameters``, ``promise``,
+``metadata``) and are listed, each with what it compares and why, in one place:
+:data:`CHECKS`, a :class:`CheckSpec` each. Every :class:`Check` is made by :func:`_check`
+from an entry of it (an unregistered name raises :class:`UnregisteredCheck`, a bug, not a
+finding); ``dpsynth verify --help`` and docs/verify-checks.md
+(``tools/write_verify_checks.py``) are written from it, and the tests check that every
+entry is emitted by some release of their corpus and nothing else is.
 
 What it cannot check: that the sets were drawn by this calibration. Any table of whole
 counts with the total fits the published numbers, the confidential table itself
@@ -130,6 +114,235 @@ MAX_FOOTER_BYTES = 1 << 22
 BATCH_ROWS = 1 << 17
 #: The most entries (files and folders) of a release folder looked at.
 MAX_ENTRIES = 1000
+
+
+# --- the checks ----------------------------------------------------------------------------
+
+
+class UnregisteredCheck(LookupError):
+    """A check emitted under a (topic, name) that :data:`CHECKS` does not hold: a
+    programming error of this module, never a finding about a release."""
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """One check :func:`verify_release` may emit: its topic, its name (a pattern when it
+    holds ``{file}``, a name of the manifest's ``files``) and one line saying what it
+    compares and why that matters."""
+
+    topic: str
+    name: str
+    what: str
+
+    def matches(self, topic: str, name: str) -> bool:
+        """Whether a :class:`Check` of ``topic`` named ``name`` is this check."""
+        if topic != self.topic:
+            return False
+        head, placeholder, tail = self.name.partition("{file}")
+        if not placeholder:
+            return name == self.name
+        return len(name) > len(head) + len(tail) and name.startswith(head) and name.endswith(tail)
+
+
+def _e(x: float) -> str:
+    """A tolerance as the docs write it: ``1e-9``."""
+    return f"{x:.0e}".replace("e-0", "e-")
+
+
+#: Every check of ``dpsynth verify``, by topic in the order it runs them: the one list,
+#: from which ``dpsynth verify --help`` and docs/verify-checks.md
+#: (``tools/write_verify_checks.py``) are written. A check named after its topic (or
+#: ``listed files``) is the topic's failure when a file or field it reads cannot be read.
+CHECKS: tuple[CheckSpec, ...] = (
+    CheckSpec("files", "manifest",
+              "The manifest's own checks ran: a field they could not read fails here, with "
+              "the reason, never a traceback."),
+    CheckSpec("files", "format",
+              "`dpsynth_release_format` is the one this version reads: the fields of another "
+              "format may mean other things."),
+    CheckSpec("files", "schema",
+              "The manifest follows `dpsynth.release.manifest.SCHEMA` and its budget is "
+              "finite: every later check reads its fields."),
+    CheckSpec("files", "not checked",
+              "After a manifest this version does not read (format or schema failed) nothing "
+              "else is checked, and that is a failure."),
+    CheckSpec("files", "bounds",
+              f"`sets` x `strata` rows (at most {MAX_ROWS // 10**6} M), the strata "
+              f"({MAX_STRATA // 10**6} M) and the keys ({MAX_KEYS}) are "
+              "within the verifier's bounds, decided before any table is read: a manifest "
+              "cannot make it allocate without limit."),
+    CheckSpec("files", "listed files",
+              f"The listing's checks ran: a folder they could not read (more than {MAX_ENTRIES} "
+              "entries) fails here, with the reason."),
+    CheckSpec("files", "{file} path",
+              "The path of the listed file `{file}` is a plain file name in the folder: no "
+              "`..`, no sub-folder, nothing outside it."),
+    CheckSpec("files", "names",
+              "`files` names only `synthetic`, `hyperparameters` and `prior`, each file once."),
+    CheckSpec("files", "regular files",
+              "Every entry of the folder is a regular file or folder: a symbolic link may "
+              "point outside it, a pipe or a device may block or never end."),
+    CheckSpec("files", "nothing unlisted",
+              "The folder holds exactly the files `files` lists (the manifest aside): nothing "
+              "published by mistake rides along."),
+    CheckSpec("files", "{file} sha256",
+              "The listed file `{file}` is there, a regular file no larger than the "
+              "manifest's rows can need, with its listed `sha256`."),
+    CheckSpec("synthetic", "synthetic",
+              "The synthetic sets could be read within the bounds (the rows the manifest "
+              "says, flat columns of numbers or text, texts of at most "
+              f"{MAX_CELL_BYTES >> 10} KiB, a footer of at most {MAX_FOOTER_BYTES >> 20} MiB); "
+              "a table they refuse fails here, with the reason."),
+    CheckSpec("synthetic", "columns",
+              "`synthetic.*` has the columns `set`, the `keys`, `count` and the "
+              "`population_column`, in that order."),
+    CheckSpec("synthetic", "sets",
+              "`sets` sets of `strata` rows, numbered set by set: as many sets as the budget "
+              "was split over."),
+    CheckSpec("synthetic", "whole counts",
+              "Every count is a whole number >= 0, as every draw of the mechanisms is."),
+    CheckSpec("synthetic", "set sums",
+              "Each set sums to the published `total`, as every synthetic set does."),
+    CheckSpec("synthetic", "order",
+              "Rows sorted by `set`, then by the `keys` (`dpsynth.data.validation.key_order`: "
+              "a key column whose every value is a number numerically, ties such as `01` and "
+              "`1` by their text, any other as text)."),
+    CheckSpec("synthetic", "strata",
+              "Every set has the keys and populations of `hyperparameters.*`, stratum by "
+              "stratum."),
+    CheckSpec("synthetic", "bounds",
+              "truncated: every count within [`lower`, `upper`] of its stratum, the support "
+              "the privacy bound is proven for."),
+    CheckSpec("hyperparameters", "hyperparameters",
+              "The hyperparameters could be read within the bounds; a table they refuse, or "
+              "a field they cannot read, fails here, with the reason."),
+    CheckSpec("hyperparameters", "columns",
+              "`hyperparameters.*` has one row per stratum and the columns of the keys, a "
+              "sanitised prior's group columns and the mechanism's (md: `a`, `population`; pg "
+              "adds `b`, `prior_rate`; truncated `lower`, `upper`), every `a` finite and > 0."),
+    CheckSpec("hyperparameters", "b = a / prior_rate",
+              f"pg and truncated: each stratum's `b` is `a / prior_rate` (relative tolerance "
+              f"{_e(VALUE_RTOL)}), so the prior is the one the shapes were calibrated with."),
+    CheckSpec("hyperparameters", "bounds",
+              "truncated: whole bounds 0 <= `lower` <= `upper`, and the sum of `lower` <= "
+              "`total` <= the sum of `upper`, so a set summing to the total fits them."),
+    CheckSpec("hyperparameters", "prior (overall rate)",
+              "`prior.kind` `total`: `prior_rate` is `total` over the sum of the populations, "
+              "the one rate the public total gives."),
+    CheckSpec("hyperparameters", "prior (groups)",
+              "A public prior with `prior.groups`: `prior_rate` is constant within groups of "
+              "two or more strata of those key columns, so it is no stratum's own count."),
+    CheckSpec("hyperparameters", "prior (source)",
+              "A public prior that varies stratum by stratum: a failure without "
+              "`prior.declared_source`; with one, a warning that shows the steward's "
+              "declaration, which no check can confirm."),
+    CheckSpec("hyperparameters", "prior (count fit)",
+              "A warning when the steward overrode the check that the prior rates do not fit "
+              "the counts far better than chance (`prior.count_fit_check` `overridden`)."),
+    CheckSpec("hyperparameters", "prior",
+              "A sanitised prior: `prior.file` is the listed `files.prior`, with the columns "
+              "of its groups, `population`, `noisy_total` and `prior_rate`, and a numeric "
+              "`prior.floor`."),
+    CheckSpec("hyperparameters", "prior group rates",
+              "A sanitised prior: each group's rate in `prior.*` is max(`noisy_total`, "
+              "`prior.floor`) / `population`, the noisy totals whole: the rates follow from "
+              "the published noisy totals alone."),
+    CheckSpec("hyperparameters", "strata rates",
+              "A sanitised prior: each stratum has its group's rate, and each group's "
+              "population is its strata's sum."),
+    CheckSpec("promise", "promise",
+              "The promise's checks ran: a field or table they could not read fails here, "
+              "with the reason."),
+    CheckSpec("promise", "numbers",
+              "Every number of the promise is finite and of its sign: epsilons and deltas > 0 "
+              "(`epsilon_prior` >= 0, and > 0 exactly for a sanitised prior), deltas < 1, "
+              "`sampler_tv_target` > 0."),
+    CheckSpec("promise", "epsilon",
+              "The budget adds up by basic composition: `epsilon_total` = `epsilon_prior` + "
+              "`sets` x `epsilon_per_set`, `epsilon_synthesis` the difference, `budget.sets` "
+              "= `sets`, `prior.epsilon` = `epsilon_prior`."),
+    CheckSpec("promise", "delta",
+              "`delta_total` = `sets` x `delta_per_set`, `delta.per_set` the same, and "
+              "`delta.sampler_tv_target` = `delta_per_set` / (1 + e^`epsilon_per_set`)."),
+    CheckSpec("promise", "statement",
+              "The `guarantee` block (status, statement, proof) is the one "
+              "`dpsynth.release.manifest.guarantee` writes for the mechanism, method and "
+              "budget, so its statement says the numbers."),
+    CheckSpec("promise", "status",
+              "`guarantee.status` is `certified` exactly for the mechanism and method pairs "
+              "this version certifies."),
+    CheckSpec("promise", "bound",
+              "Certified: the bound of docs/privacy.md recomputed from the published `a`, "
+              "`lower`, `upper` and `total` (pg, truncated: the two largest kappa, Part 2, "
+              "Step 4; md: log(1 + total / min alpha), Quick (2021), eq 5) is at most "
+              f"`epsilon_per_set` (relative tolerance {_e(BOUND_RTOL)}); nominal: said, no "
+              "guarantee."),
+    CheckSpec("metadata", "metadata",
+              "The metadata's checks ran: a file they could not read fails here, with the "
+              "reason."),
+    CheckSpec("metadata", "embedded",
+              "No Parquet file embeds metadata beyond pandas' description of its columns (no "
+              "`attributes`, other schema keys, field metadata or categorical columns): an "
+              "input's metadata must not ride along."),
+    CheckSpec("metadata", "times",
+              "A warning (copying may change it) unless the folder and its files have the "
+              "fixed time 1980-01-01 (`dpsynth.release.folder.PUBLIC_MTIME`), which says "
+              "nothing about when the release ran."),
+    CheckSpec("metadata", "modes",
+              "A warning (copying may change them) unless the files are 0644 and the folder "
+              "0755, whatever the umask."),
+)  # fmt: skip
+_REGISTERED = {(spec.topic, spec.name): spec for spec in CHECKS}
+
+
+def registered(topic: str, name: str) -> CheckSpec:
+    """The entry of :data:`CHECKS` that a check of ``topic`` named ``name`` is (a listed
+    file's name fills a pattern's ``{file}``); :class:`UnregisteredCheck` if none."""
+    found = _REGISTERED.get((topic, name))
+    if found is None:
+        found = next((spec for spec in CHECKS if spec.matches(topic, name)), None)
+    if found is None:
+        raise UnregisteredCheck(f"{topic}/{name} is not in dpsynth.release.verify.CHECKS")
+    return found
+
+
+def _check(
+    topic: str, name: str, status: str, detail: str, values: dict | None = None, **fields
+) -> Check:
+    """The :class:`Check` of the registered check ``(topic, name)``: ``name`` is the entry's
+    name as :data:`CHECKS` spells it, a pattern's ``{file}`` given in ``fields``."""
+    spec = _REGISTERED.get((topic, name))
+    if spec is None:
+        raise UnregisteredCheck(f"{topic}/{name} is not in dpsynth.release.verify.CHECKS")
+    shown_name = spec.name.format(**fields) if fields else spec.name
+    return Check(topic, shown_name, status, detail, {} if values is None else values)
+
+
+def describe_checks(full: bool = False, width: int = 80) -> str:
+    """The checks by topic, as ``dpsynth verify --help`` shows them: their names, a line or
+    two a topic; with ``full`` (``--help-all``), each with what it checks."""
+    import textwrap
+
+    lines = []
+    for topic in TOPICS:
+        specs = [spec for spec in CHECKS if spec.topic == topic]
+        if full:
+            lines.append(f"{topic}:")
+            for spec in specs:
+                lines += textwrap.wrap(
+                    f"{spec.name}: {spec.what.replace('`', '')}", width,
+                    initial_indent="  ", subsequent_indent="      ", break_on_hyphens=False,
+                )  # fmt: skip
+        else:  # a name is never cut across lines
+            line = f"  {topic}:"
+            for k, spec in enumerate(specs):
+                word = spec.name + ("," if k < len(specs) - 1 else "")
+                if len(line) + 1 + len(word) > width:
+                    lines.append(line)
+                    line = "   "
+                line += " " + word
+            lines.append(line)
+    return "\n".join(lines) + "\n"
 
 
 def regular_file(path: Path) -> bool:
@@ -495,7 +708,7 @@ def verify_release(path: Path) -> list[Check]:
     readable = _run(checks, "files", "manifest", _manifest_checks, release)
     if not readable:
         checks.append(
-            Check(
+            _check(
                 "files", "not checked", FAIL,
                 "the manifest is not one this version reads (format "
                 f"{shown(repr(manifest.get(folder.FORMAT_KEY)), 60)}, schema of format "
@@ -506,7 +719,7 @@ def verify_release(path: Path) -> list[Check]:
         return checks
     over = bounds(manifest)
     checks.append(
-        Check(
+        _check(
             "files", "bounds", FAIL if over else OK,
             ("; ".join(over) + ": more than this verifier reads; nothing else was checked")
             if over
@@ -530,9 +743,11 @@ def _run(checks: list[Check], topic: str, name: str, function, release: _Release
     of its topic, not a crash (a tampered release may hold anything)."""
     try:
         found, result = function(release)
+    except UnregisteredCheck:  # a mistake of this module, not a finding about the folder
+        raise
     except Exception as err:  # a verifier reports, whatever the folder holds
         reason = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
-        checks.append(Check(topic, name, FAIL, f"could not be checked: {shown(reason, 300)}"))
+        checks.append(_check(topic, name, FAIL, f"could not be checked: {shown(reason, 300)}"))
         return False
     checks.extend(found)
     return result
@@ -549,7 +764,7 @@ def _manifest_checks(release: _Release):
     version = data.get(folder.FORMAT_KEY)
     readable = version == RELEASE_FORMAT
     out.append(
-        Check(
+        _check(
             "files", "format", OK if readable else FAIL,
             f"{folder.FORMAT_KEY} {shown(repr(version), 60)}; this version reads {RELEASE_FORMAT}",
             {
@@ -564,11 +779,11 @@ def _manifest_checks(release: _Release):
         where = "/".join(str(p) for p in first.absolute_path) or "(top)"
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         detail = f"at {shown(where, 80)}: {shown(first.message, 160)}{more}"
-        out.append(Check("files", "schema", FAIL, detail))
+        out.append(_check("files", "schema", FAIL, detail))
         return out, False
     finite = all(math.isfinite(float(data["budget"][k])) for k in ("epsilon_total", "delta_total"))
     out.append(
-        Check(
+        _check(
             "files", "schema", OK if finite else FAIL,
             "manifest.json follows dpsynth.release.manifest.SCHEMA"
             + ("" if finite else ", but its budget is not finite"),
@@ -590,11 +805,11 @@ def _file_checks(release: _Release):
         try:
             listed.setdefault(release.file(name).name, []).append((name, entry))
         except ValueError as err:
-            out.append(Check("files", f"{shown(name, 40)} path", FAIL, str(err)))
+            out.append(_check("files", "{file} path", FAIL, str(err), file=shown(name, 40)))
     twice = [shown(p, 80) for p, found in listed.items() if len(found) > 1]
     listed = {p: found[0] for p, found in listed.items()}
     out.append(
-        Check(
+        _check(
             "files", "names", FAIL if unknown or twice else OK,
             (f"the manifest lists {', '.join(unknown[:5]) or 'no other file'} beyond "
              f"{', '.join(LISTED)}; files listed twice: {', '.join(twice[:5]) or 'none'}")
@@ -609,7 +824,7 @@ def _file_checks(release: _Release):
         if p.is_symlink() or not (regular_file(p) or p.is_dir())
     ]
     out.append(
-        Check(
+        _check(
             "files", "regular files", FAIL if irregular else OK,
             (f"{len(irregular)} entr(y/ies) not a regular file or folder (a symbolic link may "
              f"point outside the folder): {shown(', '.join(irregular[:5]))}") if irregular
@@ -624,7 +839,7 @@ def _file_checks(release: _Release):
     present = [p for p in present if p != folder.MANIFEST]
     unlisted = [p for p in present if p not in listed]
     out.append(
-        Check(
+        _check(
             "files", "nothing unlisted", FAIL if unlisted else OK,
             (f"{len(unlisted)} file(s) in the folder the manifest does not list: "
              f"{shown(', '.join(unlisted))}") if unlisted
@@ -637,14 +852,16 @@ def _file_checks(release: _Release):
         name, file_name = shown(name, 40), shown(file_name, 80)
         if not regular_file(path):
             why = "missing" if not os.path.lexists(path) else "not a regular file"
-            out.append(Check("files", f"{name} sha256", FAIL, f"{file_name}: listed but {why}"))
+            out.append(
+                _check("files", "{file} sha256", FAIL, f"{file_name}: listed but {why}", file=name)
+            )
             continue
         size, largest = path.stat().st_size, release.largest(name)
         if size > largest:
             out.append(
-                Check("files", f"{name} sha256", FAIL,
-                      f"{file_name}: {size} bytes, more than the manifest's rows can need "
-                      f"({largest}); not read")
+                _check("files", "{file} sha256", FAIL,
+                       f"{file_name}: {size} bytes, more than the manifest's rows can need "
+                       f"({largest}); not read", file=name)
             )  # fmt: skip
             continue
         actual = sha256_file(path)
@@ -655,8 +872,8 @@ def _file_checks(release: _Release):
             else f"{file_name}: sha256 {actual[:16]}..., listed {entry['sha256'][:16]}..."
         )
         out.append(
-            Check("files", f"{name} sha256", OK if same else FAIL, detail,
-                  {"path": file_name, "sha256": actual, "listed": entry["sha256"]})
+            _check("files", "{file} sha256", OK if same else FAIL, detail,
+                   {"path": file_name, "sha256": actual, "listed": entry["sha256"]}, file=name)
         )  # fmt: skip
     return out, True
 
@@ -781,14 +998,14 @@ def _synthetic_checks(release: _Release):
             found = batch.schema.names
             if found != columns:
                 out.append(
-                    Check("synthetic", "columns", FAIL,
+                    _check("synthetic", "columns", FAIL,
                           f"{name} has columns {shown(found)}, expected {shown(columns)}")
                 )  # fmt: skip
                 return out, True
             kind = (m.get("denominator") or {}).get("kind", "population")
             held = f"; {population!r} holds expected counts (SMRs)" if kind == "expected" else ""
             out.append(
-                Check("synthetic", "columns", OK, f"{name}: columns {shown(columns)}{shown(held)}")
+                _check("synthetic", "columns", OK, f"{name}: columns {shown(columns)}{shown(held)}")
             )
         n = batch.num_rows
         start = rows % strata  # the positions' set and stratum, from a pattern cut to size
@@ -854,7 +1071,7 @@ def _synthetic_checks(release: _Release):
             "with a wrong row") if stopped else ""  # fmt: skip
     shape_ok = first_bad_set is None and stopped is None
     out.append(
-        Check(
+        _check(
             "synthetic", "sets", OK if first_bad_set is None else FAIL,
             f"set numbers {_g(low_set)}..{_g(high_set)} over {counted} rows"
             + ("" if first_bad_set is None else f", first out of place at row {first_bad_set}")
@@ -864,7 +1081,7 @@ def _synthetic_checks(release: _Release):
         )
     )  # fmt: skip
     out.append(
-        Check(
+        _check(
             "synthetic", "whole counts", OK if first_bad_whole is None else FAIL,
             f"{whole_count} of {counted} counts whole and >= 0"
             + ("" if first_bad_whole is None else f" (first bad row {first_bad_whole})"),
@@ -878,14 +1095,14 @@ def _synthetic_checks(release: _Release):
         complete = counted // strata
         detail = f"each of the {complete} set(s) sums to {total} (total {total})"
     out.append(
-        Check("synthetic", "set sums", FAIL if wrong_sums else OK, detail,
+        _check("synthetic", "set sums", FAIL if wrong_sums else OK, detail,
               {"total": total, "wrong": wrong})
     )  # fmt: skip
     sorted_ok = (
         comparable and first_bad_set is None and keys_in_order and _is_sorted(hyper, list(keys))
     )
     out.append(
-        Check(
+        _check(
             "synthetic", "order", OK if sorted_ok else FAIL,
             f"rows {'' if sorted_ok else 'NOT '}sorted by set then by the keys {shown(keys)}"
             + ("" if sorted_ok or not comparable else
@@ -894,7 +1111,7 @@ def _synthetic_checks(release: _Release):
     )  # fmt: skip
     if comparable:
         out.append(
-            Check(
+            _check(
                 "synthetic", "strata", FAIL if bad_sets else OK,
                 f"set(s) {bad_sets[:5]} differ from the hyperparameters' keys or populations"
                 if bad_sets
@@ -903,12 +1120,12 @@ def _synthetic_checks(release: _Release):
         )  # fmt: skip
     else:
         out.append(
-            Check("synthetic", "strata", FAIL,
+            _check("synthetic", "strata", FAIL,
                   f"not compared: {len(hyper)} hyperparameter rows, expected {strata}")
         )  # fmt: skip
     if m["mechanism"] == "truncated" and comparable and shape_ok:
         out.append(
-            Check(
+            _check(
                 "synthetic", "bounds", OK if inside_count == counted else FAIL,
                 f"{inside_count} of {counted} counts within [lower, upper] of the "
                 "hyperparameters",
@@ -939,7 +1156,7 @@ def _hyper_checks(release: _Release):
     expected = [*keys, *grouped_by, *_COLUMNS[mechanism]]
     if list(hyper.columns) != expected or len(hyper) != strata:
         out.append(
-            Check("hyperparameters", "columns", FAIL,
+            _check("hyperparameters", "columns", FAIL,
                   f"{name}: {len(hyper)} rows, columns {shown(list(hyper.columns))}; expected "
                   f"{strata} rows, columns {shown(expected)} ({mechanism})")
         )  # fmt: skip
@@ -947,7 +1164,7 @@ def _hyper_checks(release: _Release):
     a = _floats(hyper, "a")
     good_a = bool(np.all(np.isfinite(a) & (a > 0)))
     out.append(
-        Check("hyperparameters", "columns", OK if good_a else FAIL,
+        _check("hyperparameters", "columns", OK if good_a else FAIL,
               f"{name}: {strata} rows, keys and {_COLUMNS[mechanism]}; "
               + (f"a in [{_g(a.min())}, {_g(a.max())}], all > 0" if good_a
                  else "some a are not finite and > 0"))
@@ -957,7 +1174,7 @@ def _hyper_checks(release: _Release):
     b, rate = _floats(hyper, "b"), _floats(hyper, "prior_rate")
     worst = _worst_relative(b, a / rate)
     out.append(
-        Check(
+        _check(
             "hyperparameters", "b = a / prior_rate", OK if worst <= VALUE_RTOL else FAIL,
             f"largest relative difference {worst:.2g} over {strata} strata "
             f"(tolerance {VALUE_RTOL:g})",
@@ -971,7 +1188,7 @@ def _hyper_checks(release: _Release):
         feasible = lower.sum() <= m["total"] <= upper.sum()
         good = bool(whole and ordered and feasible)
         out.append(
-            Check(
+            _check(
                 "hyperparameters", "bounds", OK if good else FAIL,
                 f"whole 0 <= lower <= upper: {bool(whole and ordered)}; sum lower "
                 f"{_g(lower.sum())} <= total {m['total']} <= sum upper {_g(upper.sum())}",
@@ -982,7 +1199,7 @@ def _hyper_checks(release: _Release):
         rate_all = m["total"] / _floats(hyper, "population").sum()
         worst = _worst_relative(rate, np.full(strata, rate_all))
         out.append(
-            Check(
+            _check(
                 "hyperparameters", "prior (overall rate)",
                 OK if worst <= VALUE_RTOL else FAIL,
                 f"prior_rate = total / sum of populations = {_g(rate_all)}; largest relative "
@@ -1021,7 +1238,7 @@ def _public_prior_checks(release: _Release, hyper: pd.DataFrame, rate: np.ndarra
         found = None if absent else grouping(hyper[list(groups)], rate)
         good = found is not None and set(found) <= set(groups)
         out.append(
-            Check(
+            _check(
                 "hyperparameters", "prior (groups)", OK if good else FAIL,
                 f"prior_rate constant within the groups of {shown(groups)}, two or more strata "
                 "each"
@@ -1032,19 +1249,19 @@ def _public_prior_checks(release: _Release, hyper: pd.DataFrame, rate: np.ndarra
         )  # fmt: skip
     elif declared is None:
         out.append(
-            Check("hyperparameters", "prior (source)", FAIL,
+            _check("hyperparameters", "prior (source)", FAIL,
                   "the prior varies stratum by stratum (prior.groups null) and the manifest "
                   "declares no source (prior.declared_source)")
         )  # fmt: skip
     else:
         out.append(
-            Check("hyperparameters", "prior (source)", WARNING,
+            _check("hyperparameters", "prior (source)", WARNING,
                   "the prior varies stratum by stratum; public only by the steward's "
                   f"declaration of its source, which no check can confirm: \"{shown(declared)}\"")
         )  # fmt: skip
     if prior["count_fit_check"] == "overridden":
         out.append(
-            Check("hyperparameters", "prior (count fit)", WARNING,
+            _check("hyperparameters", "prior (count fit)", WARNING,
                   "the check that the prior rates do not fit the counts far better than "
                   "chance was overridden by the steward (--prior-is-public-i-am-sure)")
         )  # fmt: skip
@@ -1055,10 +1272,10 @@ def _sanitised_checks(release: _Release, hyper: pd.DataFrame, rate: np.ndarray) 
     m = release.manifest
     groups = m["prior"]["groups"] or []
     if m["prior"]["file"] is None or "prior" not in m["files"]:
-        return [Check("hyperparameters", "prior", FAIL, "sanitised prior without a prior file")]
+        return [_check("hyperparameters", "prior", FAIL, "sanitised prior without a prior file")]
     if release.file("prior").name != m["prior"]["file"]:
         return [
-            Check("hyperparameters", "prior", FAIL,
+            _check("hyperparameters", "prior", FAIL,
                   f"prior.file {shown(repr(m['prior']['file']), 80)} is not files.prior "
                   f"{shown(repr(release.file('prior').name), 80)}")
         ]  # fmt: skip
@@ -1066,14 +1283,14 @@ def _sanitised_checks(release: _Release, hyper: pd.DataFrame, rate: np.ndarray) 
     expected = [*groups, "population", "noisy_total", "prior_rate"]
     if not groups or list(table.columns) != expected:
         return [
-            Check("hyperparameters", "prior", FAIL,
+            _check("hyperparameters", "prior", FAIL,
                   f"{shown(release.file('prior').name, 80)}: columns "
                   f"{shown(list(table.columns))}, expected {shown(expected)}")
         ]  # fmt: skip
     out = []
     floor = m["prior"]["floor"]
     if not isinstance(floor, int | float) or isinstance(floor, bool):
-        return [Check("hyperparameters", "prior group rates", FAIL,
+        return [_check("hyperparameters", "prior group rates", FAIL,
                       f"the manifest's prior.floor is {floor!r}, expected a number")]  # fmt: skip
     noisy = _floats(table, "noisy_total")
     group_pop = _floats(table, "population")
@@ -1082,7 +1299,7 @@ def _sanitised_checks(release: _Release, hyper: pd.DataFrame, rate: np.ndarray) 
     worst = _worst_relative(group_rate, expected_rate)
     whole = bool(np.all(noisy == np.round(noisy)))
     out.append(
-        Check(
+        _check(
             "hyperparameters", "prior group rates",
             OK if worst <= VALUE_RTOL and whole else FAIL,
             f"{len(table)} group(s) by {shown(groups)}: rate = max(noisy_total, {floor:g}) / "
@@ -1100,7 +1317,7 @@ def _sanitised_checks(release: _Release, hyper: pd.DataFrame, rate: np.ndarray) 
     same_groups = missing == 0 and len(position) == len(labels) == len(set(strata_labels))
     if not same_groups:
         out.append(
-            Check("hyperparameters", "strata rates", FAIL,
+            _check("hyperparameters", "strata rates", FAIL,
                   f"the prior's {len(labels)} group(s) are not the strata's "
                   f"{len(set(strata_labels))} groups by {shown(groups)} ({missing} strata "
                   "without one)")
@@ -1111,7 +1328,7 @@ def _sanitised_checks(release: _Release, hyper: pd.DataFrame, rate: np.ndarray) 
     worst_pop = _worst_relative(group_pop, summed)
     good = worst <= VALUE_RTOL and worst_pop <= BUDGET_RTOL
     out.append(
-        Check(
+        _check(
             "hyperparameters", "strata rates", OK if good else FAIL,
             f"each of the {len(rate)} strata has its group's rate (largest relative difference "
             f"{worst:.2g}); group populations are their strata's sums (largest relative "
@@ -1191,7 +1408,7 @@ def _promise_checks(release: _Release):
     out = []
     wrong = _signs(m)
     out.append(
-        Check(
+        _check(
             "promise", "numbers", FAIL if wrong else OK,
             "; ".join(wrong) if wrong
             else "every epsilon and delta finite and > 0 (epsilon_prior >= 0, > 0 exactly "
@@ -1212,7 +1429,7 @@ def _promise_checks(release: _Release):
         and _close(m["prior"]["epsilon"], eps_prior, BUDGET_RTOL)
     )
     out.append(
-        Check(
+        _check(
             "promise", "epsilon", OK if good else FAIL,
             f"total {_g(eps_total)} vs prior {_g(eps_prior)} + {sets} x {_g(eps_set)} = "
             f"{_g(composed)}; synthesis {_g(eps_synth)} vs {_g(eps_total - eps_prior)}; "
@@ -1229,7 +1446,7 @@ def _promise_checks(release: _Release):
         and _close(delta["sampler_tv_target"], tv, BUDGET_RTOL)
     )
     out.append(
-        Check(
+        _check(
             "promise", "delta", OK if good else FAIL,
             f"total {_g(d_total)} vs {sets} x {_g(d_set)} = {_g(sets * d_set)}; delta.per_set "
             f"{_g(delta['per_set'])}; sampler_tv_target {_g(delta['sampler_tv_target'])} vs "
@@ -1240,7 +1457,7 @@ def _promise_checks(release: _Release):
     same = regenerated == m["guarantee"]
     differ = [k for k in regenerated if regenerated[k] != m["guarantee"].get(k)]
     out.append(
-        Check(
+        _check(
             "promise", "statement", OK if same else FAIL,
             "guarantee (status, statement, proof) as this library words it for these numbers"
             if same
@@ -1253,7 +1470,7 @@ def _promise_checks(release: _Release):
     claimed = m["guarantee"]["status"]
     right = claimed == ("certified" if certified else "nominal")
     out.append(
-        Check(
+        _check(
             "promise", "status", OK if right else FAIL,
             f"guarantee.status {claimed!r}; {pair[0]} / {pair[1]} is "
             f"{'certified' if certified else 'nominal'} in this version",
@@ -1266,7 +1483,7 @@ def _promise_checks(release: _Release):
     if certified:
         holds = bound <= eps_set * (1 + BOUND_RTOL)
         out.append(
-            Check(
+            _check(
                 "promise", "bound", OK if holds else FAIL,
                 f"recomputed epsilon per set {bound:.12g} {'<=' if holds else '>'} "
                 f"epsilon_per_set {_g(eps_set)} ({how}; docs/privacy.md)",
@@ -1275,7 +1492,7 @@ def _promise_checks(release: _Release):
         )  # fmt: skip
     elif not certified:
         out.append(
-            Check(
+            _check(
                 "promise", "bound", NOMINAL,
                 f"nominal: no guarantee ({pair[0]} / {pair[1]} is not certified; the "
                 f"certified bound of these shapes would be {_g(bound)} against "
@@ -1338,7 +1555,7 @@ def _metadata_checks(release: _Release):
         return ", ".join(shown) + (", ..." if len(found) > 4 else "")
 
     out = [
-        Check(
+        _check(
             "metadata", "embedded", FAIL if embedded else OK,
             ("metadata beyond the columns' description: "
              + "; ".join(f"{name}: {', '.join(found)}" for name, found in embedded.items())
@@ -1347,7 +1564,7 @@ def _metadata_checks(release: _Release):
             else "no file embeds metadata beyond its columns' description",
             {"embedded": embedded},
         ),
-        Check(
+        _check(
             "metadata", "times", WARNING if off_time else OK,
             (f"{len(off_time)} of {len(paths)} (the folder '.' and its files) have a "
              f"modification time other than {folder.PUBLIC_MTIME} (1980-01-01): "
@@ -1356,7 +1573,7 @@ def _metadata_checks(release: _Release):
             else f"the folder and its {len(paths) - 1} files have the modification time "
                  f"{folder.PUBLIC_MTIME} (1980-01-01)",
         ),
-        Check(
+        _check(
             "metadata", "modes", WARNING if off_mode else OK,
             (f"{len(off_mode)} of {len(paths)} have modes other than 0644 (files) / 0755 "
              f"(folder): {names(off_mode)}; copying may change them")
