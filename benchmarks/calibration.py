@@ -11,7 +11,7 @@ Calibrates ``truncated`` with method paper, certified and exact (exact bivariate
 (``epsilon_grid(0.01, 4.0, 20, [1.0, 4.0])``), on the 47,034 stand-in strata with the
 modelled national prior (built as ``benchmarks/study2.py`` builds them, or read from
 ``--strata``, a parquet with columns cases, population and prior_rate), tail 1/I, exactly
-as the study stage's calibration jobs do (``dpsynth.study.simulate.calibrate_arm``). One
+as the study stage's calibration jobs do (``dpsynth.studies.stage.simulate.calibrate_arm``). One
 process, one calibration at a time.
 
 Prints a markdown table: seconds (wall) per method, the median shape a per method, and

@@ -27,13 +27,13 @@ from mechanisms import best_time  # benchmarks/ is on the path when run as a scr
 
 import dpsynth.baselines.geometric as geometric
 import dpsynth.privacy.sanitised_prior as sanitised_prior
-import dpsynth.study1 as study1
+import dpsynth.studies.study1 as study1
 from dpsynth.data.scenarios import Scenario
 from dpsynth.privacy.discrete_laplace import SENSITIVITY, sample_discrete_laplace, scale_for
-from dpsynth.study1 import Design, Geography, score_datasets
+from dpsynth.studies.study1 import Geography, Study1Design, score_datasets
 
 #: Study 1's design as config/config.yaml states it (grid, datasets per job, prior share).
-DESIGN = Design.from_config(
+DESIGN = Study1Design.from_config(
     yaml.safe_load((Path(__file__).parents[1] / "config/config.yaml").read_text())["study1"]
 )
 N_COUNTIES = 3085

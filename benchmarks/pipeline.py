@@ -151,8 +151,8 @@ def nuts_floor(work: Path, configfile: str | None) -> tuple[float, int]:
 
     import yaml
 
-    from dpsynth.pseudo_posterior.fitting import fit_weighted
-    from dpsynth.pseudo_posterior.study import StudySettings
+    from dpsynth.studies.pseudo_posterior.fitting import fit_weighted
+    from dpsynth.studies.pseudo_posterior.study import StudySettings
 
     config = yaml.safe_load((work / "config" / "config.yaml").read_text())
     if configfile:

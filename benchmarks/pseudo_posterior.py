@@ -33,9 +33,9 @@ def fit_stage(dataset: str, method: str) -> dict:
     """Fit one data set's six synthesizers (in this process); seconds and number of fits."""
     import yaml
 
-    from dpsynth.pseudo_posterior.simulate import simulate_counts
-    from dpsynth.pseudo_posterior.study import SYNTHESIZERS, StudySettings, run_synthesizer
     from dpsynth.seeding import job_rng
+    from dpsynth.studies.pseudo_posterior.simulate import simulate_counts
+    from dpsynth.studies.pseudo_posterior.study import SYNTHESIZERS, StudySettings, run_synthesizer
 
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
     section = config["pseudo_posterior"]

@@ -56,9 +56,9 @@ def main() -> None:
         config["study1"].update(override.get("study1", {}))
     s1 = config["study1"]
     sys.path.insert(0, str(REPO / "src"))
-    from dpsynth.study1 import Design
+    from dpsynth.studies.study1 import Study1Design
 
-    design = Design.from_config(s1)
+    design = Study1Design.from_config(s1)
     n_cells = 3085
     n_gammas = (
         len(s1["scenarios"]) * len(design.arms) * len(design.epsilons) * design.datasets * n_cells

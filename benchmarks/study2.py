@@ -39,12 +39,12 @@ from dpsynth.data.pennsylvania import load_pennlc, load_pennsylvania_counties
 from dpsynth.data.standard_population import load_standard_population
 from dpsynth.design import grid_from_config
 from dpsynth.seeding import job_rng
-from dpsynth.study.definition import study_definition
-from dpsynth.study.measures import study_measures
-from dpsynth.study.prior import prior_rates
-from dpsynth.study.simulate import calibrate_arm, draw_and_measure
-from dpsynth.study.table import load_study_table
-from dpsynth.study2.tables import study_table
+from dpsynth.studies.stage.definition import study_definition
+from dpsynth.studies.stage.measures import study_measures
+from dpsynth.studies.stage.prior import prior_rates
+from dpsynth.studies.stage.simulate import calibrate_arm, draw_and_measure
+from dpsynth.studies.stage.table import load_study_table
+from dpsynth.studies.study2.tables import study_table
 
 REPO = Path(__file__).resolve().parents[1]
 SEED = 20190601

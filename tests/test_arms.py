@@ -1,5 +1,5 @@
 """The studies' vocabulary: arms as data (dpsynth.arms), Study 1's table of arms and its
-design built from the config (dpsynth.study1)."""
+design built from the config (dpsynth.studies.study1)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,14 @@ from dpsynth.calibration import MECHANISMS, METHODS
 from dpsynth.data.scenarios import draw_datasets, make_scenario
 from dpsynth.design import epsilon_label
 from dpsynth.privacy.calibrate import calibrate
-from dpsynth.study1 import ARM_NAMES, ARMS, Design, Geography, _calibration, score_datasets
+from dpsynth.studies.study1 import (
+    ARM_NAMES,
+    ARMS,
+    Geography,
+    Study1Design,
+    _calibration,
+    score_datasets,
+)
 
 PRIOR_SHARE = schema_defaults()["study1"]["prior_budget_fraction"]
 
@@ -108,7 +115,7 @@ STUDY1 = {
 
 
 def test_study1_design_is_built_by_the_library_from_the_config():
-    design = Design.from_config(STUDY1)
+    design = Study1Design.from_config(STUDY1)
     assert [arm.name for arm in design.arms] == ["md", "pg_state", "geometric"]
     assert design.epsilons == (0.1, 1.0, 3.33333, 10.0)  # map epsilons join the grid
     assert design.map_epsilons == (1.0, 3.33333)  # as the grid holds them: 6 digits
@@ -116,7 +123,7 @@ def test_study1_design_is_built_by_the_library_from_the_config():
     assert design.chunks == ["e0_d0", "e0_d1", "e0_d2", "e1_d0", "e1_d1", "e1_d2"]
     assert design.units[:2] == [("md", "e0_d0"), ("md", "e0_d1")]
     assert len(design.units) == 3 * 6
-    entry = Design.entry(STUDY1)
-    assert "urban_threshold" not in entry and Design.from_config(entry) == design
+    entry = Study1Design.entry(STUDY1)
+    assert "urban_threshold" not in entry and Study1Design.from_config(entry) == design
     with pytest.raises(ValueError, match="no arm 'pg_county'"):
-        Design.from_config({**STUDY1, "arms": ["pg_county"]})
+        Study1Design.from_config({**STUDY1, "arms": ["pg_county"]})

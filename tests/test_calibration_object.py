@@ -112,7 +112,7 @@ def test_table_round_trip_is_exact(mechanism, method, epsilon):
 
 def test_from_frame_refuses_a_table_of_several_calibrations():
     """A table of two epsilons' calibrations is not one calibration: the caller selects
-    one epsilon's rows by label (the study stage does, dpsynth.study.simulate)."""
+    one epsilon's rows by label (the study stage does, dpsynth.studies.stage.simulate)."""
     cals = [calibrate("pg", e, 60, POPULATION, PRIOR) for e in (1.0, 1.00001)]
     table = pd.concat([cal.to_frame() for cal in cals], ignore_index=True)
     with pytest.raises(ValueError, match="not one calibration"):

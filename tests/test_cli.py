@@ -635,7 +635,7 @@ def test_rounding_nearest_releases_the_rounded_table(tmp_path, private_folder):
 def test_the_cli_and_the_study_stage_round_and_refuse_alike(tmp_path):
     """One rule (dpsynth.data.rounding) for `dpsynth synthesize` and studies.<name>.rounding."""
     from dpsynth.release import ReleaseError, ReleaseRequest, load_strata
-    from dpsynth.study.table import StudyDataError, load_study_table
+    from dpsynth.studies.stage.table import StudyDataError, load_study_table
 
     FRACTIONAL.to_csv(tmp_path / "counts.csv", index=False)
     spec = {"table": "counts.csv", "keys": ["region", "age"], "count": "count",

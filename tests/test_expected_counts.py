@@ -18,9 +18,9 @@ from workflow_helpers import REPO, filled_definition
 from dpsynth.config_check import ConfigError
 from dpsynth.data.validation import validate_strata
 from dpsynth.release import prior_check
-from dpsynth.study.definition import StudyConfigError
-from dpsynth.study.measures import study_measures
-from dpsynth.study.table import load_study_table
+from dpsynth.studies.stage.definition import StudyConfigError
+from dpsynth.studies.stage.measures import study_measures
+from dpsynth.studies.stage.table import load_study_table
 
 #: Eight districts: several above their expected count (SMR > 1), one with none observed.
 OBSERVED = [3, 9, 0, 12, 5, 1, 7, 4]
@@ -115,7 +115,7 @@ def test_the_same_table_as_populations_is_refused_before_any_job(tmp_path):
 
 
 def test_the_overall_prior_is_the_overall_smr(tmp_path):
-    from dpsynth.study.prior import prior_rates
+    from dpsynth.studies.stage.prior import prior_rates
 
     definition = filled_definition("lips", entry(write(tmp_path)))
     strata = load_study_table(definition)

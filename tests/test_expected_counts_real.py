@@ -28,7 +28,7 @@ import pandas as pd
 import pytest
 from workflow_helpers import REPO, copy_project, dpsynth_cli, fetch_debian, run_study
 
-from dpsynth.study.guide import VERDICTS
+from dpsynth.studies.stage.guide import VERDICTS
 
 RAW = (REPO / "data" / "raw").resolve()  # the data builder's download cache, git-ignored
 PACKAGE, VERSION = "r-cran-epir", "2.0.57+dfsg-1"

@@ -22,8 +22,8 @@ from dpsynth.arms import Arm
 from dpsynth.plots import pseudo_posterior, study, study1, study2
 from dpsynth.plots.maps import county_choropleth
 from dpsynth.plots.truth import truth_map
-from dpsynth.study.guide import verdict_text
-from dpsynth.study.measures import DISPARITY, KINDS, MEASURES, Measure
+from dpsynth.studies.stage.guide import verdict_text
+from dpsynth.studies.stage.measures import DISPARITY, KINDS, MEASURES, Measure
 
 REPO = Path(__file__).resolve().parents[1]
 #: The colour map every rate is drawn in (dpsynth.plots.style.RATE_CMAP).
@@ -400,9 +400,7 @@ def test_the_release_utility_figure(zero):
     # first the rMSE ECDFs (seaborn): sets and reference, each ending at its largest value
     steps = [line for line in ecdf.lines if len(line.get_xdata()) > 2]
     ends = sorted(float(np.max(line.get_xdata())) for line in steps)
-    assert ends == pytest.approx(
-        sorted([report.rmse.synthetic.max(), report.rmse.reference.max()])
-    )
+    assert ends == pytest.approx(sorted([report.rmse.synthetic.max(), report.rmse.reference.max()]))
     assert "rMSE" in ecdf.get_xlabel() and "per 100,000" in ecdf.get_xlabel()
     assert county.get_xscale() == ("symlog" if zero else "log")
     labels = [t for _, t in tick_label_boxes(county.xaxis, renderer)]

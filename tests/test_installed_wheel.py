@@ -25,7 +25,7 @@ import pytest
 pytestmark = [pytest.mark.slow, pytest.mark.process]
 
 REPO = Path(__file__).resolve().parents[1]
-MCMC_MODULES = {"dpsynth.pseudo_posterior.models", "dpsynth.pseudo_posterior.nuts"}
+MCMC_MODULES = {"dpsynth.studies.pseudo_posterior.models", "dpsynth.studies.pseudo_posterior.nuts"}
 TABLE = """region,age,count,population,prior_rate
 north,young,3,4000,0.001
 north,old,40,2000,0.02

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth.metrics import (
+from dpsynth.studies.metrics import (
     BAND_COLUMNS,
     group_rate_per_100k,
     pooled_mean,
@@ -90,7 +90,7 @@ def test_median_interval_covers_the_median_as_often_as_it_says():
     """Distribution-free: over 4,000 samples of a skewed law the interval holds the true
     median at least 95% of the time (less than 97.5% too: not absurdly wide), and below 6
     values it is the range."""
-    from dpsynth.metrics import median_interval
+    from dpsynth.studies.metrics import median_interval
 
     rng = np.random.default_rng(8)
     for n in (20, 101):

@@ -19,7 +19,7 @@ from dpsynth import extras
 
 REPO = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
-MCMC_MODULES = ("dpsynth.pseudo_posterior.models", "dpsynth.pseudo_posterior.nuts")
+MCMC_MODULES = ("dpsynth.studies.pseudo_posterior.models", "dpsynth.studies.pseudo_posterior.nuts")
 
 
 def requirement_name(requirement: str) -> str:
@@ -55,7 +55,7 @@ def test_an_mcmc_module_without_jax_names_the_extra_to_install(without_jax, modu
 
 
 def test_nuts_without_jax_names_the_extra_and_exact_fits_need_none(without_jax):
-    from dpsynth.pseudo_posterior.fitting import MCMCSettings, fit_weighted
+    from dpsynth.studies.pseudo_posterior.fitting import MCMCSettings, fit_weighted
 
     y, weights = np.array([3, 5, 4, 6]), np.ones(4)
     settings = MCMCSettings(chains=2, warmup=10, samples=10)

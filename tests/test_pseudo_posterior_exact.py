@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from dpsynth.pseudo_posterior.conjugate import (
+from dpsynth.studies.pseudo_posterior.conjugate import (
     MU_PRIOR_RATE,
     MU_PRIOR_SHAPE,
     poisson_pseudo_posterior,
 )
-from dpsynth.pseudo_posterior.fitting import (
+from dpsynth.studies.pseudo_posterior.fitting import (
     ConvergenceError,
     ConvergenceThresholds,
     MCMCSettings,
@@ -19,8 +19,13 @@ from dpsynth.pseudo_posterior.fitting import (
     fit_method,
     fit_weighted,
 )
-from dpsynth.pseudo_posterior.study import SynthesizerFit
-from dpsynth.pseudo_posterior.tables import draws_table, fit_metadata, load_fits, records_table
+from dpsynth.studies.pseudo_posterior.study import SynthesizerFit
+from dpsynth.studies.pseudo_posterior.tables import (
+    draws_table,
+    fit_metadata,
+    load_fits,
+    records_table,
+)
 
 SETTINGS = MCMCSettings(chains=4, warmup=500, samples=1000)
 

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth.pseudo_posterior.study import StudySettings, run_synthesizer
-from dpsynth.pseudo_posterior.tables import study_checks
+from dpsynth.studies.pseudo_posterior.study import StudySettings, run_synthesizer
+from dpsynth.studies.pseudo_posterior.tables import study_checks
 
 
 def summary(change=None):

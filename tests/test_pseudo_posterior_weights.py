@@ -7,17 +7,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpsynth.pseudo_posterior.equal_privacy import predicted_delta, scale_for_delta
-from dpsynth.pseudo_posterior.fitting import (
+from dpsynth.studies.pseudo_posterior.equal_privacy import predicted_delta, scale_for_delta
+from dpsynth.studies.pseudo_posterior.fitting import (
     ConvergenceError,
     ConvergenceThresholds,
     check_convergence,
 )
-from dpsynth.pseudo_posterior.lipschitz import lipschitz_bounds
-from dpsynth.pseudo_posterior.posterior import PosteriorFit
-from dpsynth.pseudo_posterior.reweighting import reweight
-from dpsynth.pseudo_posterior.simulate import simulate_counts
-from dpsynth.pseudo_posterior.weights import (
+from dpsynth.studies.pseudo_posterior.lipschitz import lipschitz_bounds
+from dpsynth.studies.pseudo_posterior.posterior import PosteriorFit
+from dpsynth.studies.pseudo_posterior.reweighting import reweight
+from dpsynth.studies.pseudo_posterior.simulate import simulate_counts
+from dpsynth.studies.pseudo_posterior.weights import (
     cw_weights,
     identification_risk,
     lw_weights,

@@ -42,8 +42,8 @@ from workflow_helpers import (
 
 from dpsynth.release.design import Design
 from dpsynth.release.request import Budget
-from dpsynth.study.guide import VERDICTS
-from dpsynth.study.measures import overall_rate, study_measures
+from dpsynth.studies.stage.guide import VERDICTS
+from dpsynth.studies.stage.measures import overall_rate, study_measures
 
 RAW = (REPO / "data" / "raw").resolve()  # the data builder's download cache, git-ignored
 EPI = ("r-cran-epi", "2.47-1", "usr/lib/R/site-library/Epi/data")

@@ -121,7 +121,7 @@ def test_everything_the_study_says_reaches_the_release(tmp_path, in_checkout, pr
 def test_a_new_measure_reaches_the_report_without_touching_the_release(
     tmp_path, in_checkout, private_area, monkeypatch
 ):
-    from dpsynth.study import measures
+    from dpsynth.studies.stage import measures
 
     extra = measures.Measure(
         "total_events", "Total events", "events", measures.KINDS["ratio"],

@@ -11,10 +11,10 @@ import pytest
 from scipy.stats import spearmanr
 from workflow_helpers import filled_definition
 
-from dpsynth.study.definition import StudyConfigError
-from dpsynth.study.guide import smallest_epsilon
-from dpsynth.study.measures import study_measures
-from dpsynth.study.table import StudyDataError, load_study_table, parse_age_band
+from dpsynth.studies.stage.definition import StudyConfigError
+from dpsynth.studies.stage.guide import smallest_epsilon
+from dpsynth.studies.stage.measures import study_measures
+from dpsynth.studies.stage.table import StudyDataError, load_study_table, parse_age_band
 
 
 def table(tmp_path, frame=None, name="strata.csv"):
@@ -102,7 +102,7 @@ def test_a_bad_definition_names_its_key_in_one_line(tmp_path, changes, key, expe
 def test_an_entry_whose_defaults_were_not_filled_is_refused_by_key(tmp_path):
     """The library keeps no copy of the schema's defaults: an unchecked entry is refused,
     naming the first missing key."""
-    from dpsynth.study.definition import study_definition
+    from dpsynth.studies.stage.definition import study_definition
 
     with pytest.raises(StudyConfigError, match="config key studies.s.prior: missing; expected"):
         study_definition("s", entry(tmp_path / "x.csv"))

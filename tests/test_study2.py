@@ -19,9 +19,9 @@ from dpsynth.data.pennsylvania_standin import (
 )
 from dpsynth.data.standard_population import load_standard_population, standard_weights
 from dpsynth.privacy.calibrate import calibrate
-from dpsynth.study.measures import study_measures
-from dpsynth.study.table import age_bands, load_study_table
-from dpsynth.study2.tables import county_urban, study_table
+from dpsynth.studies.stage.measures import study_measures
+from dpsynth.studies.stage.table import age_bands, load_study_table
+from dpsynth.studies.study2.tables import county_urban, study_table
 
 
 @pytest.fixture(scope="module")

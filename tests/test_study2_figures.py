@@ -16,7 +16,7 @@ from workflow_helpers import filled_definition
 
 from dpsynth.plots.study2 import figure_disparities, figure_shapes, figure_toy
 from dpsynth.plots.style import arm_style, arm_title
-from dpsynth.study.definition import config_arms
+from dpsynth.studies.stage.definition import config_arms
 
 REPO = Path(__file__).resolve().parents[1]
 ARMS = [

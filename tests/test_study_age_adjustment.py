@@ -13,10 +13,10 @@ import yaml
 from workflow_helpers import REPO, copy_project, filled_definition, snakemake
 
 from dpsynth.data.standard_population import load_standard_population, standard_weights
-from dpsynth.study.age import age_adjustment, single_year_standard
-from dpsynth.study.measures import study_measures
-from dpsynth.study.rates import band_key
-from dpsynth.study.table import StudyDataError, load_study_table
+from dpsynth.studies.stage.age import age_adjustment, single_year_standard
+from dpsynth.studies.stage.measures import study_measures
+from dpsynth.studies.stage.rates import band_key
+from dpsynth.studies.stage.table import StudyDataError, load_study_table
 
 STANDARD = REPO / "data/us_standard_population_2000.csv"
 AREAS = [f"a{k:02d}" for k in range(6)]

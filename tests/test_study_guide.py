@@ -13,12 +13,12 @@ import pytest
 from workflow_helpers import filled_definition
 
 from dpsynth.seeding import job_rng
-from dpsynth.study.guide import VERDICTS, Truncation, judge, study_guide
-from dpsynth.study.measures import KINDS, MEASURES, Measure, study_measures
-from dpsynth.study.prior import prior_rates
-from dpsynth.study.simulate import calibrate_chunk, reference_metrics, simulate_chunk
-from dpsynth.study.summary import summarise_study
-from dpsynth.study.table import load_study_table
+from dpsynth.studies.stage.guide import VERDICTS, Truncation, judge, study_guide
+from dpsynth.studies.stage.measures import KINDS, MEASURES, Measure, study_measures
+from dpsynth.studies.stage.prior import prior_rates
+from dpsynth.studies.stage.simulate import calibrate_chunk, reference_metrics, simulate_chunk
+from dpsynth.studies.stage.summary import summarise_study
+from dpsynth.studies.stage.table import load_study_table
 
 RATIO = Measure("disparity:d", "d", "rate ratio", KINDS["ratio"], function=None)
 RMSE = MEASURES[0]
@@ -195,7 +195,7 @@ def test_datasets_needed_from_either_side_of_the_tolerance():
     """A median outside the tolerance whose interval reaches into it: the interval's half
     towards the edge against the median's distance to it; the rule rounds up, and asks
     for at least one dataset more."""
-    from dpsynth.study.guide import datasets_needed
+    from dpsynth.studies.stage.guide import datasets_needed
 
     assert datasets_needed(20, 2.3, 2.15, 2.4, (1.8, 2.2)) == 45  # 20 x (0.15 / 0.1)^2
     assert datasets_needed(20, 1.7, 1.6, 1.9, (1.8, 2.2)) == 80  # 20 x (0.2 / 0.1)^2
@@ -370,7 +370,7 @@ def test_the_figures_say_the_guides_verdicts_word_for_word(floored, tmp_path):
 
     matplotlib.use("Agg")
     from dpsynth.plots.study import figure_guide, figure_measures
-    from dpsynth.study.measures import study_measure_list
+    from dpsynth.studies.stage.measures import study_measure_list
 
     d, summary, guide = floored
     # one row made a wobble: the verdict's words travel from the table to the figures
@@ -400,7 +400,7 @@ def test_a_new_measure_is_one_entry_and_one_function(tmp_path, monkeypatch):
 
     matplotlib.use("Agg")
     from dpsynth.plots.study import figure_measures
-    from dpsynth.study import measures as registry
+    from dpsynth.studies.stage import measures as registry
 
     def mae(m, counts, truth, rates):
         true_rates = m.area_rates(truth)[0]

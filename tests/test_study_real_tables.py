@@ -37,8 +37,8 @@ import sources  # the data builder's fetch code, data/build/ (pytest pythonpath)
 from matplotlib import image as mpimg
 from workflow_helpers import REPO, copy_project, filled_definition, run_study
 
-from dpsynth.study.guide import VERDICTS
-from dpsynth.study.table import StudyDataError, load_study_table
+from dpsynth.studies.stage.guide import VERDICTS
+from dpsynth.studies.stage.table import StudyDataError, load_study_table
 
 RAW = (REPO / "data" / "raw").resolve()  # the data builder's download cache, git-ignored
 EXAMPLES = f"PySAL-{sources.PYSAL_VERSION}/pysal/examples"

@@ -15,7 +15,7 @@ from workflow_helpers import REPO
 from dpsynth.data.truth.build import SOURCES
 from dpsynth.plots import pseudo_posterior
 from dpsynth.plots.truth import SOURCE_LABELS, truth_map
-from dpsynth.pseudo_posterior.tables import GATHERED
+from dpsynth.studies.pseudo_posterior.tables import GATHERED
 
 
 def counties(codes=("01001", "01003", "01005")) -> gpd.GeoDataFrame:

@@ -138,7 +138,7 @@ def test_study1_summaries_and_appendix_c_labels(clean_run):
 
     import yaml
 
-    from dpsynth.study1 import ARM_NAMES, METRICS
+    from dpsynth.studies.study1 import ARM_NAMES, METRICS
 
     tiny = yaml.safe_load((REPO / TEST_CONFIG).read_text())["study1"]
     main = pd.read_parquet(clean_run / "results/study1/summary.parquet")

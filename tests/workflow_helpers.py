@@ -127,9 +127,9 @@ def study_entry(spec: dict) -> dict:
 
 
 def filled_definition(name: str, spec: dict, base: Path = Path()):
-    """:func:`dpsynth.study.definition.study_definition` of ``spec`` with the schema's
+    """:func:`dpsynth.studies.stage.definition.study_definition` of ``spec`` with the schema's
     defaults filled (:func:`study_entry`), as the workflow builds it."""
-    from dpsynth.study.definition import study_definition
+    from dpsynth.studies.stage.definition import study_definition
 
     return study_definition(name, study_entry(spec), base)
 

@@ -13,11 +13,11 @@
   the study's own (``studies.<name>.prior`` in the config).
 - An **arm** (:class:`Arm`) is one line of a study's figures, the thing a legend names: a
   mechanism or baseline, a method, a prior, and its name. A study's arms are a table of
-  :class:`Arm` values (Study 1's: :data:`dpsynth.study1.ARMS`; the study stage's: the
+  :class:`Arm` values (Study 1's: :data:`dpsynth.studies.study1.ARMS`; the study stage's: the
   config's ``arms``), and every computation dispatches on an arm's fields, never on its
   name.
 - A **dataset** is one draw of confidential counts; a **scenario** (Study 1, Quick (2021),
-  Section 3) or a **study** (the study stage, :mod:`dpsynth.study`) is the public setting
+  Section 3) or a **study** (the study stage, :mod:`dpsynth.studies.stage`) is the public setting
   (strata, populations, true rates) the datasets are drawn in.
 """
 

@@ -6,7 +6,7 @@ from snakemake.io import report as captioned
 from dpsynth import provenance as prov
 from dpsynth.data.age_groups import AGE_GROUPS
 from dpsynth.design import calibration_chunk
-from dpsynth.study1 import Design as Study1Design
+from dpsynth.studies.study1 import Study1Design
 
 #: The conda environment of every job (`--sdm conda`): Python and the pinned packages of
 #: requirements.txt, written from it by tools/write_environment.py (a test checks that they
@@ -197,8 +197,8 @@ def checked_studies():
     """
     import sys
 
-    from dpsynth.study.definition import StudyConfigError, study_definition
-    from dpsynth.study.table import StudyDataError, load_study_table
+    from dpsynth.studies.stage.definition import StudyConfigError, study_definition
+    from dpsynth.studies.stage.table import StudyDataError, load_study_table
 
     studies = {}
     for name, entry in config.get("studies", {}).items():

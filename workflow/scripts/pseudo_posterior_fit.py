@@ -21,9 +21,9 @@ os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.abspath(".snakemake/j
 import pandas as pd
 
 from dpsynth.io import write_json, write_parquet
-from dpsynth.pseudo_posterior.study import StudySettings, fit_synthesizers
-from dpsynth.pseudo_posterior.tables import draws_table, fit_metadata, records_table
 from dpsynth.seeding import job_rng
+from dpsynth.studies.pseudo_posterior.study import StudySettings, fit_synthesizers
+from dpsynth.studies.pseudo_posterior.tables import draws_table, fit_metadata, records_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 dataset = snakemake.wildcards.dataset

@@ -5,8 +5,8 @@ import logging
 import pandas as pd
 
 from dpsynth.io import write_parquet
-from dpsynth.pseudo_posterior.simulate import simulate_counts
 from dpsynth.seeding import job_rng
+from dpsynth.studies.pseudo_posterior.simulate import simulate_counts
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 dataset = snakemake.wildcards.dataset

@@ -6,7 +6,7 @@ import logging
 import pandas as pd
 
 from dpsynth.io import write_json, write_parquet
-from dpsynth.pseudo_posterior.tables import DatasetTables, gather_datasets
+from dpsynth.studies.pseudo_posterior.tables import DatasetTables, gather_datasets
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 inputs = snakemake.input

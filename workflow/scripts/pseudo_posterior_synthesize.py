@@ -6,9 +6,9 @@ import logging
 import pandas as pd
 
 from dpsynth.io import write_parquet
-from dpsynth.pseudo_posterior.synthesis import synthetic_tables
-from dpsynth.pseudo_posterior.tables import load_fits
 from dpsynth.seeding import job_rng
+from dpsynth.studies.pseudo_posterior.synthesis import synthetic_tables
+from dpsynth.studies.pseudo_posterior.tables import load_fits
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 fits = load_fits(

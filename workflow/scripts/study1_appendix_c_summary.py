@@ -5,7 +5,7 @@ import logging
 import pandas as pd
 
 from dpsynth.io import write_parquet
-from dpsynth.study1 import stack_age_groups
+from dpsynth.studies.study1 import stack_age_groups
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 groups = snakemake.params.age_groups

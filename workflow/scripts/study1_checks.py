@@ -3,6 +3,6 @@
 import pandas as pd
 
 from dpsynth.io import write_json
-from dpsynth.study1 import behaviour_checks
+from dpsynth.studies.study1 import behaviour_checks
 
 write_json(behaviour_checks(pd.read_parquet(snakemake.input[0])), snakemake.output[0])

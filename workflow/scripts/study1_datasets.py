@@ -3,12 +3,12 @@
 import logging
 
 from dpsynth.io import write_parquet
-from dpsynth.study1 import Design, datasets_frame, load_scenario, run_rng
+from dpsynth.studies.study1 import Study1Design, datasets_frame, load_scenario, run_rng
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 p = snakemake.params
 scenario, _ = load_scenario(snakemake.input[0])
 rng = run_rng(p.seed, p.rng_labels, "datasets", scenario.number)
-frame = datasets_frame(scenario, Design.from_config(p.design).datasets, rng)
+frame = datasets_frame(scenario, Study1Design.from_config(p.design).datasets, rng)
 logging.info("scenario %s: %d rows (dataset x county)", scenario.number, len(frame))
 write_parquet(frame, snakemake.output[0])

@@ -7,7 +7,7 @@ import pandas as pd
 from dpsynth.data.age_groups import group_population, load_age_groups
 from dpsynth.data.counties import load_county_table
 from dpsynth.io import write_parquet
-from dpsynth.study1 import scenario_frame
+from dpsynth.studies.study1 import scenario_frame
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 counties = load_county_table(snakemake.input.counties)  # no geometry needed

@@ -9,8 +9,8 @@ from dpsynth.data.age_groups import group_population, load_age_groups
 from dpsynth.data.counties import load_county_table
 from dpsynth.data.scenarios import draw_datasets
 from dpsynth.io import write_parquet
-from dpsynth.study1 import (
-    Design,
+from dpsynth.studies.study1 import (
+    Study1Design,
     datasets_long,
     load_scenario,
     run_rng,
@@ -29,7 +29,7 @@ write_parquet(scenario_frame(number, counties, truth, over_35, p.urban_threshold
 # scored from memory (the artifact holds the same integers).
 scenario, geo = load_scenario(out.scenario)
 rng = run_rng(p.seed, p.rng_labels, "datasets", number)
-design = Design.from_config(p.design)
+design = Study1Design.from_config(p.design)
 datasets = draw_datasets(scenario, design.datasets, rng).astype("int64", copy=False)
 write_parquet(datasets_long(datasets), out.datasets)
 calibrations = {}  # (arm, epsilon): shared by the arm's chunks (no data in them)

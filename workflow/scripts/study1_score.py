@@ -3,7 +3,7 @@
 import logging
 
 from dpsynth.io import write_parquet
-from dpsynth.study1 import Design, run_rng, score_chunk
+from dpsynth.studies.study1 import Study1Design, run_rng, score_chunk
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 p, w = snakemake.params, snakemake.wildcards
@@ -13,7 +13,7 @@ scores, county_sums = score_chunk(
     snakemake.input.datasets,
     w.arm,
     w.chunk,
-    Design.from_config(p.design),
+    Study1Design.from_config(p.design),
     run_rng(p.seed, p.rng_labels, *unit),
 )
 logging.info("%s %s: %d score rows", w.arm, w.chunk, len(scores))

@@ -5,7 +5,7 @@ import logging
 import pandas as pd
 
 from dpsynth.io import write_parquet
-from dpsynth.study1 import county_means, summarise_scores
+from dpsynth.studies.study1 import county_means, summarise_scores
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 scores = pd.concat([pd.read_parquet(path) for path in snakemake.input.scores], ignore_index=True)

@@ -7,7 +7,7 @@ import pandas as pd
 from dpsynth.data.pennsylvania import load_pennsylvania_counties
 from dpsynth.io import save_figure
 from dpsynth.plots.study2 import study_figures
-from dpsynth.study.definition import config_arms, study_definition
+from dpsynth.studies.stage.definition import config_arms, study_definition
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 p, inputs = snakemake.params, snakemake.input

@@ -6,7 +6,7 @@ from dpsynth.data.pennsylvania import load_pennlc, load_pennsylvania_counties
 from dpsynth.data.standard_population import load_standard_population
 from dpsynth.io import write_parquet
 from dpsynth.seeding import job_rng
-from dpsynth.study2.tables import study_table
+from dpsynth.studies.study2.tables import study_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 study = snakemake.wildcards.study

@@ -4,7 +4,7 @@ import logging
 
 from dpsynth.io import save_figure
 from dpsynth.plots.study2 import figure_toy
-from dpsynth.study.definition import config_arms
+from dpsynth.studies.stage.definition import config_arms
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 toy, arms = snakemake.params.toy, config_arms("study2.arms", snakemake.params.arms)

@@ -8,8 +8,8 @@ import pandas as pd
 from dpsynth.design import calibration_chunk
 from dpsynth.io import write_parquet
 from dpsynth.seeding import job_rng
-from dpsynth.study.definition import study_definition
-from dpsynth.study.simulate import calibrate_chunk, simulate_chunk
+from dpsynth.studies.stage.definition import study_definition
+from dpsynth.studies.stage.simulate import calibrate_chunk, simulate_chunk
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 p, out = snakemake.params, snakemake.output

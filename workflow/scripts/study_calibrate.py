@@ -5,8 +5,8 @@ import logging
 import pandas as pd
 
 from dpsynth.io import write_parquet
-from dpsynth.study.definition import study_definition
-from dpsynth.study.simulate import calibrate_chunk
+from dpsynth.studies.stage.definition import study_definition
+from dpsynth.studies.stage.simulate import calibrate_chunk
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 w = snakemake.wildcards

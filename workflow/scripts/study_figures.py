@@ -4,8 +4,8 @@ import pandas as pd
 
 from dpsynth.io import save_figure
 from dpsynth.plots.study import figure_guide, figure_measures
-from dpsynth.study.definition import study_definition
-from dpsynth.study.measures import study_measure_list
+from dpsynth.studies.stage.definition import study_definition
+from dpsynth.studies.stage.measures import study_measure_list
 
 d = study_definition(snakemake.wildcards.study, snakemake.params.entry)
 summary = pd.read_parquet(snakemake.input.summary)

@@ -7,7 +7,7 @@ import pandas as pd
 
 from dpsynth.io import save_figure
 from dpsynth.plots.study import figure_maps
-from dpsynth.study.definition import study_definition
+from dpsynth.studies.stage.definition import study_definition
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 d = study_definition(snakemake.wildcards.study, snakemake.params.entry)

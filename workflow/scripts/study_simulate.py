@@ -6,8 +6,8 @@ import pandas as pd
 
 from dpsynth.io import write_parquet
 from dpsynth.seeding import job_rng
-from dpsynth.study.definition import study_definition
-from dpsynth.study.simulate import simulate_chunk
+from dpsynth.studies.stage.definition import study_definition
+from dpsynth.studies.stage.simulate import simulate_chunk
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 w = snakemake.wildcards

@@ -6,9 +6,9 @@ import logging
 
 from dpsynth.io import write_json, write_parquet
 from dpsynth.seeding import job_rng
-from dpsynth.study.definition import study_definition
-from dpsynth.study.prior import prior_rates
-from dpsynth.study.table import read_study_table
+from dpsynth.studies.stage.definition import study_definition
+from dpsynth.studies.stage.prior import prior_rates
+from dpsynth.studies.stage.table import read_study_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 name = snakemake.wildcards.study

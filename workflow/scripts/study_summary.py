@@ -7,10 +7,10 @@ from pathlib import Path
 import pandas as pd
 
 from dpsynth.io import atomic_path, write_parquet
-from dpsynth.study.definition import study_definition
-from dpsynth.study.guide import study_guide
-from dpsynth.study.measures import study_measures
-from dpsynth.study.summary import area_rates, summarise_study
+from dpsynth.studies.stage.definition import study_definition
+from dpsynth.studies.stage.guide import study_guide
+from dpsynth.studies.stage.measures import study_measures
+from dpsynth.studies.stage.summary import area_rates, summarise_study
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 d = study_definition(snakemake.wildcards.study, snakemake.params.entry)

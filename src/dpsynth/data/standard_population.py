@@ -6,7 +6,7 @@ The shipped table (``data/us_standard_population_2000.csv``) has the 19 age grou
 Its total, 274,633,642, is the 274,634,000 of NCHS's table rounded to thousands.
 
 Weights for any set of bands whose edges fall on the table's edges come from
-:func:`standard_weights`; :class:`dpsynth.study.rates.GroupRates` applies them (the one
+:func:`standard_weights`; :class:`dpsynth.studies.stage.rates.GroupRates` applies them (the one
 implementation of direct age adjustment).
 """
 

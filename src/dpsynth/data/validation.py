@@ -1,6 +1,6 @@
 """Reading and checking strata (count + population per key) before any mechanism sees
 them: :func:`read_table` and :func:`validate_strata`, shared by ``dpsynth synthesize``
-(:mod:`dpsynth.release.inputs`) and the study stage (:mod:`dpsynth.study.table`).
+(:mod:`dpsynth.release.inputs`) and the study stage (:mod:`dpsynth.studies.stage.table`).
 
 Every failure raises ``ValueError`` whose message starts with the data's source (a file
 name or a description), names the offending keys (the first few when there are many)

@@ -18,7 +18,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from dpsynth.plots.style import DELTA, EPSILON, delta_equals, eps_equals, human, math, styled
-from dpsynth.pseudo_posterior.names import DATA, SYNTHESIZERS
+from dpsynth.studies.pseudo_posterior.names import DATA, SYNTHESIZERS
 
 COLORS = {
     DATA: "0.35",

@@ -20,7 +20,7 @@ from dpsynth.plots.style import (
     plain_log_ticks,
     styled,
 )
-from dpsynth.study.guide import CALIBRATION_METRICS
+from dpsynth.studies.stage.guide import CALIBRATION_METRICS
 
 __all__ = ["METHOD_LABELS", "arm_title", "arm_colours", "figure_measures", "figure_guide",
            "figure_maps", "plain_log_ticks"]  # fmt: skip
@@ -55,14 +55,14 @@ def _wrapped(text: str, width: int = 26) -> str:
 
 def _verdict_line(row) -> str:
     """The guide's verdict in its own words (guide.csv's ``verdict_text``,
-    :func:`dpsynth.study.guide.verdict_text`): the figures say what the table says."""
+    :func:`dpsynth.studies.stage.guide.verdict_text`): the figures say what the table says."""
     return row.verdict_text
 
 
 @styled
 def figure_measures(summary: pd.DataFrame, guide: pd.DataFrame, measures, arms, study: str,
                     adjusted: bool):  # fmt: skip
-    """Each measure (rows; :class:`~dpsynth.study.measures.Measure` values, in order) for
+    """Each measure (rows; :class:`~dpsynth.studies.stage.measures.Measure` values, in order) for
     each arm (columns; :class:`~dpsynth.arms.Arm` values) against epsilon: the arm's median
     and 95% band over the datasets, the no-privacy reference (grey) with the values within
     tolerance of it (shaded), the truth (dashed; not for errors, whose truth is 0), the

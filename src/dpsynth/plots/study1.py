@@ -10,9 +10,9 @@ from dpsynth.arms import arm_named
 from dpsynth.data.scenarios import SCENARIOS
 from dpsynth.design import at_epsilon
 from dpsynth.plots.style import EPSILON, arm_title, eps_equals, log_axis, styled
-from dpsynth.study1 import ARMS
+from dpsynth.studies.study1 import ARMS
 
-#: Each arm's legend text (:data:`dpsynth.study1.ARMS`), in the legends' order: the
+#: Each arm's legend text (:data:`dpsynth.studies.study1.ARMS`), in the legends' order: the
 #: label every figure gives the arm (:func:`dpsynth.plots.style.arm_title`).
 ARM_TITLES = {arm.name: arm_title(arm) for arm in ARMS}
 #: Line widths by what an arm is, over its colour and line style (every figure's,

@@ -1,6 +1,6 @@
 """Study 2's figures (Quick 2022, Figures 1-6 and the distribution of the gamma shapes a).
 
-Figures 2-6 read the outputs of the study stage (:mod:`dpsynth.study`) for the studies
+Figures 2-6 read the outputs of the study stage (:mod:`dpsynth.studies.stage`) for the studies
 ``pennlc`` and ``standin``: the strata with their prior rates, the summary and the area
 rates. Every function returns a matplotlib Figure; titles say which data are real and
 which are synthetic. The figures draw Study 2's arms (:class:`~dpsynth.arms.Arm` values,
@@ -29,7 +29,7 @@ from dpsynth.plots.style import (
     math,
     styled,
 )
-from dpsynth.study2 import toy
+from dpsynth.studies.study2 import toy
 from dpsynth.units import PER_100K
 
 
@@ -52,7 +52,7 @@ def _arm_of(arms, cal) -> Arm:
 @styled
 def figure_toy(total: int, expected, epsilon: float, true_y1: int, tail: float, arms):
     """Figure 1: (a) privacy ratio against z_1, (b) posterior predictive of z_1. Each of
-    the toy's two calibrations (:func:`dpsynth.study2.toy.calibrations`) is drawn as the
+    the toy's two calibrations (:func:`dpsynth.studies.study2.toy.calibrations`) is drawn as the
     arm among ``arms`` (Study 2's) with its mechanism and method."""
     colours = _colours(arms)
     fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(11, 4.2))
@@ -317,7 +317,7 @@ def figure_shapes(summary: pd.DataFrame, total: int, arms, title: str):
 
 
 def prior_label(prior) -> str:
-    """How a figure names a study's prior (:class:`dpsynth.study.definition.Prior`)."""
+    """How a figure names a study's prior (:class:`dpsynth.studies.stage.definition.Prior`)."""
     if prior.source == "sanitised":
         return f"prior: noisy statewide rates ({eps_equals(prior.epsilon, subscript='prior')})"
     if prior.source == "overall":
@@ -328,7 +328,7 @@ def prior_label(prior) -> str:
 def study_figures(definition, strata, summary, area_rates, counties, *, arms, primary: str,
                   figure5, figure6) -> dict:  # fmt: skip
     """Figures 2-6 and ``shapes`` of one Study 2 study (a
-    :class:`~dpsynth.study.definition.StudyDefinition`) from its stage's outputs, by stem.
+    :class:`~dpsynth.studies.stage.definition.StudyDefinition`) from its stage's outputs, by stem.
     ``arms`` are Study 2's (``study2.arms``: the order, titles and colours of the legends),
     ``primary`` names the one highlighted; ``figure5`` and ``figure6`` name the
     disparities of those figures."""

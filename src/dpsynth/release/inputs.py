@@ -466,7 +466,7 @@ def _input_table(request: ReleaseRequest):
 
 def _study_table(request: ReleaseRequest):
     """The study's strata (``--study``), checked by the study stage's code."""
-    from dpsynth.study.table import StudyDataError
+    from dpsynth.studies.stage.table import StudyDataError
 
     study = request.study
     if request.strata_source == "external-file":

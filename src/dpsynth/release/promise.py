@@ -1,14 +1,14 @@
 """Whether a release kept what its study's guide promised (``--study``), measure by measure.
 
-The study stage judged each of its arms over an epsilon grid (:mod:`dpsynth.study.guide`):
-for every measure of the one registry (:func:`dpsynth.study.measures.study_measure_list`:
+The study stage judged each of its arms over an epsilon grid (:mod:`dpsynth.studies.stage.guide`):
+for every measure of the one registry (:func:`dpsynth.studies.stage.measures.study_measure_list`:
 the strata rates' rMSE, the areas' rank correlation, each disparity, age-adjusted where the
 study adjusts), from which epsilon privacy moves it by at most the study's tolerance from
 synthesis with no privacy. A release of the study's table under one of its arms is then
 checked the same way, on its own sets: each measure for every synthetic set and for tables
 of the no-privacy reference at the same settings (:func:`dpsynth.sampling.reference.
 no_privacy_draws`), the distance between their medians in the units of the guide's
-tolerance (:class:`dpsynth.study.measures.Kind`), and beside it the guide's verdict for the
+tolerance (:class:`dpsynth.studies.stage.measures.Kind`), and beside it the guide's verdict for the
 arm and measure at this epsilon.
 
 A release's sets are each drawn at ``epsilon_per_set``, as a one-set release of total
@@ -32,7 +32,7 @@ class Kept:
 
     name: str
     title: str
-    kind: str  # error, correlation or ratio (dpsynth.study.measures.KINDS)
+    kind: str  # error, correlation or ratio (dpsynth.studies.stage.measures.KINDS)
     truth: float
     synthetic: np.ndarray  # per set
     reference: np.ndarray  # per no-privacy table
@@ -110,7 +110,7 @@ def check_promise(study, strata, synthetic: np.ndarray, arm_name: str, n_referen
     strata), in the order of ``strata``) and on ``n_reference`` no-privacy tables, with
     the guide's verdict for ``arm_name`` and the study's range of single tables at the
     grid's largest epsilon not above ``epsilon`` (the total one table is drawn at)."""
-    from dpsynth.study.measures import overall_rate, study_measures
+    from dpsynth.studies.stage.measures import overall_rate, study_measures
 
     d = study.definition
     frame = study_frame(study, strata)
@@ -119,7 +119,7 @@ def check_promise(study, strata, synthetic: np.ndarray, arm_name: str, n_referen
     ours = pd.concat([measures.values(synthetic[k : k + 1], y) for k in range(len(synthetic))])
     theirs = pd.concat([measures.values(t, y) for t in _tables(y, n_reference, rng)])
     truth = measures.values(y, y).iloc[0]
-    # the guide's scale for errors: the table's true overall rate (dpsynth.study.guide)
+    # the guide's scale for errors: the table's true overall rate (dpsynth.studies.stage.guide)
     scale = overall_rate(d, frame)
     guide = study.guide()
     ranges = _study_ranges(study, arm_name, epsilon)
@@ -183,7 +183,7 @@ def write_map(path, study, strata, synthetic: np.ndarray, arm, epsilon: float) -
 
     from dpsynth.io import save_figure
     from dpsynth.plots.study import figure_maps
-    from dpsynth.study.measures import study_measures
+    from dpsynth.studies.stage.measures import study_measures
 
     measures = study_measures(d, study_frame(study, strata))
     truth = measures.area_rates(strata.counts)[0]

@@ -1,11 +1,11 @@
 """A release of a study's table, as the study's config entry states it (``--study CONFIG:NAME``).
 
-A steward studies a table (``studies.<name>`` in a config, :mod:`dpsynth.study`), reads the
+A steward studies a table (``studies.<name>`` in a config, :mod:`dpsynth.studies.stage`), reads the
 guide, and releases the same table under one of the study's arms at an epsilon the guide
 endorses. Everything the study expresses then reaches the release from the one entry,
 checked by the same code as the study stage (:func:`dpsynth.config_check.check_config`
-with the workflow's schema, :func:`dpsynth.study.definition.study_definition`,
-:func:`dpsynth.study.table.read_study_table`): the table and its row selection, keys,
+with the workflow's schema, :func:`dpsynth.studies.stage.definition.study_definition`,
+:func:`dpsynth.studies.stage.table.read_study_table`): the table and its row selection, keys,
 count, population (or expected counts, ``denominator``) and ``population_keys``,
 rounding, the prior (overall, sanitised by keys or attributes with its epsilon, a file,
 a column), the truncation settings, and for the utility report the measures,
@@ -28,7 +28,7 @@ from pathlib import Path
 import pandas as pd
 
 from dpsynth.data.rounding import RoundingReport
-from dpsynth.study.definition import StudyDefinition
+from dpsynth.studies.stage.definition import StudyDefinition
 
 #: Where a workflow checkout keeps its schema and default config (relative to its root).
 SCHEMA = Path("workflow/schemas/config.schema.yaml")
@@ -121,9 +121,9 @@ class StudySource:
         return fields
 
     def strata(self) -> tuple[pd.DataFrame, RoundingReport]:
-        """The study's strata (:func:`dpsynth.study.table.read_study_table`: selected,
+        """The study's strata (:func:`dpsynth.studies.stage.table.read_study_table`: selected,
         checked, sorted by the keys) and what the rounding did."""
-        from dpsynth.study.table import read_study_table
+        from dpsynth.studies.stage.table import read_study_table
 
         table = read_study_table(self.definition)
         rounding = table.report["rounding"]
@@ -167,7 +167,7 @@ def load_study(spec: str) -> StudySource:
     import yaml
 
     from dpsynth.config_check import ConfigError, check_config
-    from dpsynth.study.definition import StudyConfigError, study_definition
+    from dpsynth.studies.stage.definition import StudyConfigError, study_definition
 
     path_text, colon, name = str(spec).rpartition(":")
     if not colon or not path_text or not name:

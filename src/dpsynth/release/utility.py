@@ -11,7 +11,7 @@ is told apart from the noise of synthesis, which no epsilon removes:
   value against the totals of the sets (mean, min, max over sets) and of the reference;
   summed up per key as the mean absolute difference from the truth;
 * **rMSE of the strata rates** per 100,000 (the study's ``rmse``,
-  :mod:`dpsynth.study.measures`), median and range over sets and reference tables;
+  :mod:`dpsynth.studies.stage.measures`), median and range over sets and reference tables;
 * **rank correlation of the area rates** (the study's ``rank_correlation``, Spearman's
   rho of the crude rates of the areas), when an area column exists, chosen by
   :func:`area_column`;
@@ -19,7 +19,7 @@ is told apart from the noise of synthesis, which no epsilon removes:
   of the strata; such a count enters the mechanism clamped to its bound.
 
 Each measure gets a one-line verdict, judged as the study's guide judges it
-(:class:`dpsynth.study.measures.Kind`). The reference has as many tables as the release
+(:class:`dpsynth.studies.stage.measures.Kind`). The reference has as many tables as the release
 has sets, and at least :data:`REFERENCE_MIN_TABLES`, at most what
 :data:`REFERENCE_CELLS` allows for big tables; it is drawn and scored in batches of
 :data:`BATCH_CELLS` counts, so memory stays small whatever the table.
@@ -152,7 +152,7 @@ class Utility:
     def verdicts(self) -> dict[str, str]:
         """One plain-language line per measure (keys: ``rmse``, ``rank_correlation``,
         ``total:<key>``, ``outside_bounds``)."""
-        from dpsynth.study.measures import KINDS
+        from dpsynth.studies.stage.measures import KINDS
 
         out = {}
         ratio = self.rmse.ratio()
@@ -378,8 +378,8 @@ def utility_report(
     ``denominator`` ``expected``: ``population`` holds expected counts, the rates are SMRs
     (reported as ratios, not per 100,000).
     """
-    from dpsynth.study.measures import AREA, MEASURES, Measures
-    from dpsynth.study.rates import GroupRates
+    from dpsynth.studies.stage.measures import AREA, MEASURES, Measures
+    from dpsynth.studies.stage.rates import GroupRates
     from dpsynth.units import rate_scale
 
     per = rate_scale(denominator)

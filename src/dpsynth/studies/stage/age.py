@@ -1,16 +1,16 @@
 """Direct age adjustment of a study (``studies.<name>.age``), checked before the first job.
 
 :func:`age_adjustment` turns the age column of a study's strata and its standard
-population into the bands and weights that :class:`dpsynth.study.rates.GroupRates`
+population into the bands and weights that :class:`dpsynth.studies.stage.rates.GroupRates`
 applies, and refuses, naming the config key and the fix, everything that would make a job
 fail: a label that cannot be read as ages, bands that overlap, a band whose edges are not
 edges of the standard's groups, an area or a disparity without population in a band it
-needs. :func:`dpsynth.study.table.read_study_table` calls it, so the workflow's check of
+needs. :func:`dpsynth.studies.stage.table.read_study_table` calls it, so the workflow's check of
 the config (``checked_studies``) meets every problem before any job runs.
 
 The rules, as ``config/README.md`` states them:
 
-* A label is read as ages by :func:`dpsynth.study.table.parse_age_band` (``45-54``,
+* A label is read as ages by :func:`dpsynth.studies.stage.table.parse_age_band` (``45-54``,
   ``85+``, ``Under 40``) unless ``age.bands`` gives it; with ``age.bands: single-years`` a
   label holding one whole number (``7``, ``7 years``, ``7.0``) is that single year of age.
   Labels that ``age.bands`` gives the same ages are adjusted as one band (coarser bands
@@ -41,8 +41,8 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from dpsynth.study.definition import SINGLE_YEARS, StudyDefinition
-from dpsynth.study.table import StudyDataError, natural_key, parse_age_band
+from dpsynth.studies.stage.definition import SINGLE_YEARS, StudyDefinition
+from dpsynth.studies.stage.table import StudyDataError, natural_key, parse_age_band
 
 #: Bands listed in one message before "and N more".
 SHOWN = 8
@@ -161,7 +161,7 @@ def label_bands(definition: StudyDefinition, strata: pd.DataFrame) -> dict[str, 
 
 
 class AgeAdjustment(NamedTuple):
-    """What :class:`~dpsynth.study.rates.GroupRates` needs: the adjustment band of each
+    """What :class:`~dpsynth.studies.stage.rates.GroupRates` needs: the adjustment band of each
     stratum (``band``), the standard's weight of each band (``weights``), and each band's
     ages (``edges``, in the order of their ages)."""
 
@@ -258,7 +258,7 @@ def _check_populations(
 ) -> None:
     """Every area, and every side of a disparity, has strata (so population: strata have
     population > 0) in every band its rate needs."""
-    from dpsynth.study.table import filter_mask
+    from dpsynth.studies.stage.table import filter_mask
 
     name = definition.name
     bands = list(adjustment.edges)

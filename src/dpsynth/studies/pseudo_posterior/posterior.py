@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dpsynth.pseudo_posterior.likelihood import parameter_names, record_loglik
+from dpsynth.studies.pseudo_posterior.likelihood import parameter_names, record_loglik
 
 
 @dataclass

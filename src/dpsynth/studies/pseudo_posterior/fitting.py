@@ -22,9 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpsynth import extras
-from dpsynth.pseudo_posterior.conjugate import exact_fit, is_conjugate
-from dpsynth.pseudo_posterior.likelihood import check_family, parameter_names
-from dpsynth.pseudo_posterior.posterior import PosteriorFit
+from dpsynth.studies.pseudo_posterior.conjugate import exact_fit, is_conjugate
+from dpsynth.studies.pseudo_posterior.likelihood import check_family, parameter_names
+from dpsynth.studies.pseudo_posterior.posterior import PosteriorFit
 
 METHODS = ("auto", "exact", "nuts")
 
@@ -113,9 +113,9 @@ def fit_weighted(
     try:  # NUTS needs the extra 'mcmc' (pip install 'dpsynth[mcmc]')
         from numpyro.diagnostics import effective_sample_size, split_gelman_rubin
 
-        from dpsynth.pseudo_posterior.nuts import nuts_draws  # imports JAX
+        from dpsynth.studies.pseudo_posterior.nuts import nuts_draws  # imports JAX
     except ModuleNotFoundError as error:
-        extras.raise_missing("mcmc", "NUTS (dpsynth.pseudo_posterior.fitting)", error)
+        extras.raise_missing("mcmc", "NUTS (dpsynth.studies.pseudo_posterior.fitting)", error)
 
     seed = int(rng.integers(2**31))
     init = initial_values(y, weights, family, settings.chains, rng)

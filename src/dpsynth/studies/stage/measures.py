@@ -15,7 +15,7 @@ A new measure is one entry of :data:`MEASURES`, one function and its tests.
 * ``disparity:<name>`` (ratio): each configured disparity, the rate of its numerator
   strata over that of its denominator strata (age-adjusted with an age key; a disparity
   whose filters name the age column adjusts each side over the ages it selects,
-  :mod:`dpsynth.study.age`).
+  :mod:`dpsynth.studies.stage.age`).
 
 :class:`Measures` scores many tables (rows) in one call.
 """
@@ -29,10 +29,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from dpsynth.metrics import rmse_per_100k
-from dpsynth.study.definition import StudyDefinition
-from dpsynth.study.rates import GroupRates
-from dpsynth.study.table import filter_mask
+from dpsynth.studies.metrics import rmse_per_100k
+from dpsynth.studies.stage.definition import StudyDefinition
+from dpsynth.studies.stage.rates import GroupRates
+from dpsynth.studies.stage.table import filter_mask
 from dpsynth.units import PER_100K
 
 AREA = "area:"
@@ -186,7 +186,7 @@ def overall_rate(definition: StudyDefinition, strata: pd.DataFrame) -> float:
     """The table's true overall rate (per 100,000; the overall SMR with ``denominator:
     expected``): its events over its people, each population unit's population counted
     once (strata that share it, ``population_keys``, count it once, as
-    :class:`~dpsynth.study.rates.GroupRates` does). The scale of the error kind's
+    :class:`~dpsynth.studies.stage.rates.GroupRates` does). The scale of the error kind's
     tolerance, in the guide and in a release's report alike."""
     people = strata.drop_duplicates(list(definition.population_keys))[definition.population]
     return float(strata[definition.count].sum() / people.sum() * definition.per)
@@ -215,8 +215,8 @@ def study_measures(definition: StudyDefinition, strata: pd.DataFrame) -> Measure
     if definition.population_keys != definition.keys:  # strata share their unit's population
         units = strata[list(definition.population_keys)].astype(str)
         options["unit"] = units.agg("|".join, axis=1).to_numpy()
-    if definition.age is not None:  # the bands and weights (rules: dpsynth.study.age)
-        from dpsynth.study.age import age_adjustment, names_age, side_bands
+    if definition.age is not None:  # the bands and weights (rules: dpsynth.studies.stage.age)
+        from dpsynth.studies.stage.age import age_adjustment, names_age, side_bands
 
         adjustment = age_adjustment(definition, strata)
         options["weights"] = adjustment.weights

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from dpsynth.metrics import summarise
-from dpsynth.pseudo_posterior.likelihood import parameter_names
-from dpsynth.pseudo_posterior.posterior import PosteriorFit
-from dpsynth.pseudo_posterior.study import SYNTHESIZERS, SynthesizerFit
-from dpsynth.pseudo_posterior.synthesis import DATA, STATISTICS
+from dpsynth.studies.metrics import summarise
+from dpsynth.studies.pseudo_posterior.likelihood import parameter_names
+from dpsynth.studies.pseudo_posterior.posterior import PosteriorFit
+from dpsynth.studies.pseudo_posterior.study import SYNTHESIZERS, SynthesizerFit
+from dpsynth.studies.pseudo_posterior.synthesis import DATA, STATISTICS
 
 logger = logging.getLogger(__name__)
 
@@ -111,7 +111,7 @@ def load_fits(
 class DatasetTables:
     """What the workflow saved of one data set: its fits (``records``, ``draws``,
     ``metadata``: :func:`records_table`, :func:`draws_table`, :func:`fit_metadata`) and
-    its synthetic data (``utility``, ``synthetic``: :func:`~dpsynth.pseudo_posterior.
+    its synthetic data (``utility``, ``synthetic``: :func:`~dpsynth.studies.pseudo_posterior.
     synthesis.synthetic_tables`)."""
 
     records: pd.DataFrame

@@ -13,18 +13,22 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dpsynth.pseudo_posterior.equal_privacy import (
+from dpsynth.studies.pseudo_posterior.equal_privacy import (
     EqualDeltaSettings,
     fit_at_delta,
     reweighted_rule,
     scaled_weights_rule,
 )
-from dpsynth.pseudo_posterior.fitting import fit_method
-from dpsynth.pseudo_posterior.likelihood import check_family
-from dpsynth.pseudo_posterior.lipschitz import LipschitzBounds, check_quantile, lipschitz_bounds
-from dpsynth.pseudo_posterior.names import SYNTHESIZERS
-from dpsynth.pseudo_posterior.posterior import PosteriorFit
-from dpsynth.pseudo_posterior.weights import cw_weights, lw_weights
+from dpsynth.studies.pseudo_posterior.fitting import fit_method
+from dpsynth.studies.pseudo_posterior.likelihood import check_family
+from dpsynth.studies.pseudo_posterior.lipschitz import (
+    LipschitzBounds,
+    check_quantile,
+    lipschitz_bounds,
+)
+from dpsynth.studies.pseudo_posterior.names import SYNTHESIZERS
+from dpsynth.studies.pseudo_posterior.posterior import PosteriorFit
+from dpsynth.studies.pseudo_posterior.weights import cw_weights, lw_weights
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +64,7 @@ class StudySettings:
 
     @classmethod
     def from_config(cls, section: Mapping, dataset: str) -> StudySettings:
-        from dpsynth.pseudo_posterior.fitting import ConvergenceThresholds, MCMCSettings
+        from dpsynth.studies.pseudo_posterior.fitting import ConvergenceThresholds, MCMCSettings
 
         if dataset not in section["datasets"]:
             raise KeyError(
@@ -103,7 +107,7 @@ def run_synthesizer(
     rng: np.random.Generator,
 ) -> SynthesizerFit:
     """Fit synthesizer ``name`` on ``y``; ``references`` holds the fits of REFERENCES[name]."""
-    from dpsynth.pseudo_posterior.fitting import check_convergence, fit_weighted
+    from dpsynth.studies.pseudo_posterior.fitting import check_convergence, fit_weighted
 
     if name not in SYNTHESIZERS:
         raise ValueError(f"synthesizer must be one of {SYNTHESIZERS}, got {name!r}")

@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dpsynth.study.definition import StudyDefinition
-from dpsynth.study.table import StudyDataError
+from dpsynth.studies.stage.definition import StudyDefinition
+from dpsynth.studies.stage.table import StudyDataError
 
 
 def _from_file(definition: StudyDefinition, strata: pd.DataFrame) -> np.ndarray:

@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dpsynth.metrics import BAND_COLUMNS, median_interval, pooled_mean, summarise_frame
-from dpsynth.study.definition import StudyDefinition
-from dpsynth.study.measures import Measures
+from dpsynth.studies.metrics import BAND_COLUMNS, median_interval, pooled_mean, summarise_frame
+from dpsynth.studies.stage.definition import StudyDefinition
+from dpsynth.studies.stage.measures import Measures
 
 SUMMARY_COLUMNS = ["study", "arm", "mechanism", "method", "epsilon", "metric", *BAND_COLUMNS,
                    "median_lower", "median_upper", "truth", "prior", "reference",

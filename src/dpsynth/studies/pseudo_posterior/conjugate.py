@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpsynth.pseudo_posterior.likelihood import check_family
-from dpsynth.pseudo_posterior.posterior import PosteriorFit
+from dpsynth.studies.pseudo_posterior.likelihood import check_family
+from dpsynth.studies.pseudo_posterior.posterior import PosteriorFit
 
 MU_PRIOR_SHAPE = 0.1  # a of mu ~ Gamma(a, b), Poisson synthesizer
 MU_PRIOR_RATE = 3e-5  # b (rate)

@@ -18,9 +18,9 @@ column of the artifacts and the config's ``study1.arms``):
 - ``geometric``: two-sided geometric output perturbation, post-processed to non-negative
   counts summing to y..
 
-:class:`Design` is the study's design built from the config (:meth:`Design.from_config`):
-its arms, epsilon grid, map epsilons and job chunks, so that the workflow never computes
-them.
+:class:`Study1Design` is the study's design built from the config
+(:meth:`Study1Design.from_config`): its arms, epsilon grid, map epsilons and job
+chunks, so that the workflow never computes them.
 """
 
 from __future__ import annotations
@@ -35,11 +35,11 @@ from dpsynth.arms import Arm, arm_named, mechanism_title
 from dpsynth.baselines.geometric import geometric_release_each
 from dpsynth.data.scenarios import Scenario, draw_datasets, make_scenario
 from dpsynth.design import at_epsilon, chunk_labels, chunk_members, grid_from_config
-from dpsynth.metrics import BAND_COLUMNS, group_rate_per_100k, pooled_mean, rmse_per_100k
 from dpsynth.privacy.calibrate import calibrate
 from dpsynth.privacy.sanitised_prior import StateGroups
 from dpsynth.sampling.synthesize import posterior_rates_of_counts, posterior_rates_per_dataset
 from dpsynth.seeding import job_rng
+from dpsynth.studies.metrics import BAND_COLUMNS, group_rate_per_100k, pooled_mean, rmse_per_100k
 
 #: Study 1's arms, in the order of the figures' legends (``title``: the legend's text; MD
 #: and the baseline read as in every figure, :func:`dpsynth.arms.arm_title`):
@@ -302,7 +302,7 @@ def datasets_long(y) -> pd.DataFrame:
 
 
 @dataclass(frozen=True)
-class Design:
+class Study1Design:
     """Study 1's design (config ``study1``): its arms, the epsilon grid (the log-spaced
     grid plus the map epsilons, 6 significant digits), L, how scoring is chunked (the units
     of random streams), the map epsilons and the sanitised prior's share of epsilon. Built
@@ -321,7 +321,7 @@ class Design:
             "datasets_per_job", "prior_budget_fraction")  # fmt: skip
 
     @classmethod
-    def from_config(cls, study1) -> Design:
+    def from_config(cls, study1) -> Study1Design:
         """The design of the config's ``study1`` entry (defaults filled by the schema):
         ``arms`` names the arms (:data:`ARMS`), ``epsilons`` is ``{start, stop,
         num}``."""
@@ -340,7 +340,7 @@ class Design:
     def entry(study1) -> dict:
         """The part of the config's ``study1`` entry a design is made of: what a job
         receives (a plain mapping, so that a change reruns exactly the jobs it concerns)."""
-        return {key: study1[key] for key in Design.KEYS}
+        return {key: study1[key] for key in Study1Design.KEYS}
 
     @property
     def chunks(self) -> list[str]:
@@ -361,7 +361,7 @@ class Design:
 
 
 def score_chunk(
-    scenario_path, datasets_path, arm: Arm | str, chunk: str, design: Design, rng
+    scenario_path, datasets_path, arm: Arm | str, chunk: str, design: Study1Design, rng
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Scores and county sums of one unit (an arm and chunk ``e{i}_d{j}``) of a
     scenario, from the scenario and datasets artifacts: :func:`score_unit` of the
@@ -377,7 +377,7 @@ def score_unit(
     datasets: np.ndarray,
     arm: Arm | str,
     chunk: str,
-    design: Design,
+    design: Study1Design,
     rng,
     *,
     calibrations: dict | None = None,
@@ -448,7 +448,7 @@ def summarise_scores(scores: pd.DataFrame, scenario_paths) -> pd.DataFrame:
 
     Truth rows have arm ``truth``, no epsilon, and median = lower = upper.
     """
-    from dpsynth.metrics import summarise_frame
+    from dpsynth.studies.metrics import summarise_frame
 
     summary = summarise_frame(scores, ["scenario", "arm", "epsilon", "metric"])
     truth_rows = []

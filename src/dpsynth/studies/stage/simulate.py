@@ -17,8 +17,8 @@ import pandas as pd
 from dpsynth.arms import Arm
 from dpsynth.calibration import FRAME_COLUMNS, Calibration
 from dpsynth.design import at_epsilon
-from dpsynth.study.definition import StudyDefinition
-from dpsynth.study.measures import Measures
+from dpsynth.studies.stage.definition import StudyDefinition
+from dpsynth.studies.stage.measures import Measures
 
 STATUS_COLUMNS = ["arm", "epsilon", "ok", "error"]
 log = logging.getLogger(__name__)
@@ -131,7 +131,7 @@ def simulate_chunk(
     (epsilon, dataset), and per map epsilon the sum and number of each area's rates.
     Epsilons whose calibration was skipped get no datasets."""
     from dpsynth.design import chunk_members
-    from dpsynth.study.measures import study_measures
+    from dpsynth.studies.stage.measures import study_measures
 
     d = definition
     epsilons, ids = chunk_members(chunk, d.epsilons, d.epsilons_per_job, d.datasets,
@@ -167,7 +167,7 @@ def reference_metrics(
     grows, truncation dropped), one row per table (``dataset`` and the measures), drawn
     ``definition.batch`` at a time."""
     from dpsynth.sampling.reference import no_privacy_draws
-    from dpsynth.study.measures import study_measures
+    from dpsynth.studies.stage.measures import study_measures
 
     measures = study_measures(definition, strata)
     y = strata[definition.count].to_numpy()

@@ -41,7 +41,7 @@ try:
 except ModuleNotFoundError as error:  # the extra 'mcmc' (pip install 'dpsynth[mcmc]')
     extras.raise_missing("mcmc", __name__, error)
 
-from dpsynth.pseudo_posterior.models import MODELS
+from dpsynth.studies.pseudo_posterior.models import MODELS
 
 
 def _potential(family: str):

@@ -9,11 +9,11 @@ that reference; ``arm_label`` is the arm as the figures name it
 
 A synthetic table is a posterior predictive draw: even with no privacy at all it carries
 synthesis noise (about twice a Poisson's variance per stratum). So the guide judges an
-arm against three references of the study's summary (:mod:`dpsynth.study.summary`): the
+arm against three references of the study's summary (:mod:`dpsynth.studies.stage.summary`): the
 truth, the prior alone (the measure of the expected counts n x lambda0) and the
 no-privacy reference (tables drawn with the privacy term removed,
 :mod:`dpsynth.sampling.reference`). Distances are the measure's kind's
-(:class:`dpsynth.study.measures.Kind`: an error relative to the table's overall true rate,
+(:class:`dpsynth.studies.stage.measures.Kind`: an error relative to the table's overall true rate,
 a correlation's difference, a ratio's relative difference), against the tolerance t
 (``guide.tolerance``). In this order, the first that holds:
 
@@ -21,7 +21,7 @@ a correlation's difference, a ratio's relative difference), against the toleranc
    bounds, at the grid's largest epsilon the arm still further than t from the no-privacy
    reference, and the true counts clamped to its bounds there (``truth_in_bounds``, where
    the arm arrives as epsilon grows, but for synthesis noise) further than t from the
-   truth (:meth:`~dpsynth.study.measures.Kind.clamping_distance`; for an error, what it
+   truth (:meth:`~dpsynth.studies.stage.measures.Kind.clamping_distance`; for an error, what it
    adds to synthesis's): the bounds, not the budget, hold the measure away (first:
    whatever else holds, this arm moves it). The reason names the settings that make the
    bounds, ``truncation.tail`` and ``truncation.inflation``;
@@ -34,7 +34,7 @@ a correlation's difference, a ratio's relative difference), against the toleranc
    (the reason says which tolerance would);
 4. ``met``, *met from epsilon E*: the privacy loss is within t from E on: at E and at every
    larger epsilon of the grid, the whole 95% confidence interval of the arm's median
-   (order statistics over the datasets, :func:`dpsynth.metrics.median_interval`) lies
+   (order statistics over the datasets, :func:`dpsynth.studies.metrics.median_interval`) lies
    within t of the no-privacy reference's median;
 5. ``more_datasets``, *more datasets would decide*: not so at the largest epsilon, but
    the interval there straddles an edge of the tolerance: the datasets, not epsilon, are
@@ -84,7 +84,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from dpsynth.study.measures import Measure
+from dpsynth.studies.stage.measures import Measure
 
 #: Summary rows about calibrations, not measured on draws: no guide criterion.
 CALIBRATION_METRICS = ("gamma_shape", "gamma_shape_max", "outside_bounds_share",
@@ -369,7 +369,7 @@ def epsilon_guide(summary: pd.DataFrame, measures, *, overall_rate: float, toler
                   arms=()) -> pd.DataFrame:  # fmt: skip
     """The guide table (:data:`GUIDE_COLUMNS` but ``study``) of a study summary.
 
-    ``measures``: the study's :class:`~dpsynth.study.measures.Measure` list (rows follow
+    ``measures``: the study's :class:`~dpsynth.studies.stage.measures.Measure` list (rows follow
     its order, then the arms'); ``overall_rate``: the true overall rate per 100,000;
     ``epsilon_prior``: the prior's budget, paid by every arm that uses the prior (not md);
     ``datasets``: the datasets per epsilon; ``calibrations``: the calibrations' table form
@@ -407,7 +407,7 @@ def study_guide(definition, strata: pd.DataFrame, summary: pd.DataFrame,
     """:func:`epsilon_guide` of a study: its measures and arms, its rMSE scaled by the
     table's true overall rate, ``epsilon_prior`` the budget its prior spent,
     ``calibrations`` its arms' calibrations (table form, an ``arm`` column first)."""
-    from dpsynth.study.measures import overall_rate, study_measure_list
+    from dpsynth.studies.stage.measures import overall_rate, study_measure_list
 
     overall = overall_rate(definition, strata)
     guide = epsilon_guide(summary, study_measure_list(definition), overall_rate=overall,

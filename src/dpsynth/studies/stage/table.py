@@ -28,7 +28,7 @@ from dpsynth.data.validation import (
     refuse_empty_cells,
     validate_strata,
 )
-from dpsynth.study.definition import StudyDefinition
+from dpsynth.studies.stage.definition import StudyDefinition
 
 SHOWN = 8
 
@@ -133,8 +133,8 @@ def parse_age_band(label: str) -> tuple[int, int | None]:
 
 def age_bands(definition: StudyDefinition, strata: pd.DataFrame) -> dict[str, tuple]:
     """Band label -> (first age, first age past), from the config or read from the labels,
-    in the order of their ages (:func:`dpsynth.study.age.label_bands`)."""
-    from dpsynth.study.age import label_bands
+    in the order of their ages (:func:`dpsynth.studies.stage.age.label_bands`)."""
+    from dpsynth.studies.stage.age import label_bands
 
     return label_bands(definition, strata)
 
@@ -316,8 +316,8 @@ def read_study_table(definition: StudyDefinition) -> StudyTable:
             if not mask.any():
                 raise StudyDataError(f"config key {key}.{side}: no stratum matches it together "
                                      f"with where = {dict(disparity.where)}")  # fmt: skip
-    if definition.age is not None:  # bands, standard and populations (dpsynth.study.age)
-        from dpsynth.study.age import age_adjustment
+    if definition.age is not None:  # bands, standard and populations (dpsynth.studies.stage.age)
+        from dpsynth.studies.stage.age import age_adjustment
 
         age_adjustment(definition, frame)
     if definition.geometry is not None:

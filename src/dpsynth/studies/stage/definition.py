@@ -5,7 +5,7 @@ every problem raises :class:`StudyConfigError` naming the config key (``studies.
 <key>``), the value and what was expected, in one line. The schema
 (``workflow/schemas/config.schema.yaml``) holds the defaults; this module checks what the
 schema cannot (arms that exist, a prior that is well formed, disparity names that are
-unique) and nothing that needs the data (:mod:`dpsynth.study.table` does that).
+unique) and nothing that needs the data (:mod:`dpsynth.studies.stage.table` does that).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ ROUNDING = ("refuse", "nearest")
 ON_FAILURE = ("fail", "skip")
 GEOMETRY_MISSING = ("refuse", "allow")
 #: ``age.bands: single-years``: labels that are whole numbers are single years of age, and
-#: the standard population is spread evenly over single years (:mod:`dpsynth.study.age`).
+#: the standard population is spread evenly over single years (:mod:`dpsynth.studies.stage.age`).
 SINGLE_YEARS = "single-years"
 
 
@@ -64,7 +64,7 @@ class Disparity:
 
 @dataclass(frozen=True)
 class Prior:
-    """Where the prior rates come from (module :mod:`dpsynth.study.prior`)."""
+    """Where the prior rates come from (module :mod:`dpsynth.studies.stage.prior`)."""
 
     source: str
     by: tuple[str, ...] = ()
@@ -91,7 +91,7 @@ class StudyDefinition:
     age: str | None
     standard_population: Path | None
     age_bands: Mapping[str, tuple[int, int | None]] | None
-    single_years: bool  # age.bands: single-years (dpsynth.study.age)
+    single_years: bool  # age.bands: single-years (dpsynth.studies.stage.age)
     population_keys: tuple[str, ...]
     prior: Prior
     arms: tuple[Arm, ...]

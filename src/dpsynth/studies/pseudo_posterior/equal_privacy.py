@@ -17,15 +17,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dpsynth.pseudo_posterior.lipschitz import (
+from dpsynth.studies.pseudo_posterior.lipschitz import (
     LipschitzBounds,
     check_quantile,
     lipschitz_bounds,
     record_bounds_on,
 )
-from dpsynth.pseudo_posterior.posterior import PosteriorFit
-from dpsynth.pseudo_posterior.reweighting import reweight
-from dpsynth.pseudo_posterior.weights import scale_weights
+from dpsynth.studies.pseudo_posterior.posterior import PosteriorFit
+from dpsynth.studies.pseudo_posterior.reweighting import reweight
+from dpsynth.studies.pseudo_posterior.weights import scale_weights
 
 
 @dataclass(frozen=True)

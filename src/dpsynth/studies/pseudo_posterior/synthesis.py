@@ -13,9 +13,9 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from dpsynth.pseudo_posterior.likelihood import sample_records
-from dpsynth.pseudo_posterior.names import DATA
-from dpsynth.pseudo_posterior.posterior import PosteriorFit
+from dpsynth.studies.pseudo_posterior.likelihood import sample_records
+from dpsynth.studies.pseudo_posterior.names import DATA
+from dpsynth.studies.pseudo_posterior.posterior import PosteriorFit
 
 STATISTICS = ("q15", "q90", "mean", "median")
 

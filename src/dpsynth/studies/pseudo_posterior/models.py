@@ -14,7 +14,7 @@ intercept only, as in the seed's simulations:
   log mu ~ Normal(0, 10), log phi ~ Normal(0, 10). Not conjugate: sampled by NUTS.
 
 The priors are weakly informative on the log scale; with 1,000 records the (weighted)
-likelihood dominates them. ``dpsynth.pseudo_posterior.likelihood`` evaluates the same
+likelihood dominates them. ``dpsynth.studies.pseudo_posterior.likelihood`` evaluates the same
 record-level log-likelihoods in NumPy.
 """
 
@@ -29,7 +29,7 @@ try:
 except ModuleNotFoundError as error:  # the extra 'mcmc' (pip install 'dpsynth[mcmc]')
     extras.raise_missing("mcmc", __name__, error)
 
-from dpsynth.pseudo_posterior.conjugate import MU_PRIOR_RATE, MU_PRIOR_SHAPE
+from dpsynth.studies.pseudo_posterior.conjugate import MU_PRIOR_RATE, MU_PRIOR_SHAPE
 
 PRIOR_SCALE = 10.0
 
