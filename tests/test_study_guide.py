@@ -215,9 +215,51 @@ def test_an_error_is_judged_by_what_privacy_adds_to_synthesis():
 
 
 def test_every_verdict_has_its_words():
-    assert set(VERDICTS) == {"met", "beyond_grid", "synthesis_loses", "prior_keeps",
-                             "truncation_bias", "more_datasets", "shape_floor",
+    assert set(VERDICTS) == {"met", "beyond_release", "beyond_grid", "synthesis_loses",
+                             "prior_keeps", "truncation_bias", "more_datasets", "shape_floor",
                              "truncation_stalls"}  # fmt: skip
+
+
+def test_a_measure_met_only_beyond_what_a_release_allows_names_no_epsilon():
+    """Met from epsilon 1 of the grid, where a release of the table allows at most 0.5 per
+    set: the guide says so, in words and in its reason, and names no epsilon to release
+    at; met where the release allows it, as before (issue #33: the guide never misleads)."""
+    frame = rows(2.0, 1.0, 2.0, [3.0, 2.05, 2.0])
+    found = verdict(RATIO, frame, releasable=lambda epsilon: 0.5)
+    assert found["verdict"] == "beyond_release" and math.isnan(found["epsilon"])
+    assert found["verdict_text"] == "not met within a release's largest epsilon (0.5)"
+    assert "allows at most 0.5 per set at delta 1e-12" in found["reason"]
+    assert found["epsilon_privacy"] == 1.0  # where privacy stops mattering, as for any verdict
+    found = verdict(RATIO, frame, releasable=lambda epsilon: 1.0)
+    assert found["verdict"] == "met" and found["epsilon"] == 1.0
+
+
+@pytest.mark.parametrize("strata", [40, 400])
+def test_the_guide_and_the_release_agree_on_the_largest_epsilon(tmp_path, private_ledger,
+                                                                strata):  # fmt: skip
+    """The largest epsilon the guide lets a pg release spend is where a release starts to
+    refuse: 3% below it a release is made, 3% above it the release refuses, naming it."""
+    from dpsynth.release import ReleaseError, ReleaseRequest, build_release
+    from dpsynth.studies.stage.guide import releasable_epsilon
+
+    rng = np.random.default_rng(strata)
+    frame = pd.DataFrame({"code": np.arange(strata), "count": rng.poisson(20, strata),
+                          "population": rng.integers(5_000, 20_000, strata),
+                          "prior_rate": 0.002})  # fmt: skip
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    largest = releasable_epsilon(int(frame["count"].sum()), strata)
+    assert 5 < largest < 60
+
+    def release(epsilon: float, name: str):
+        return build_release(ReleaseRequest(
+            input=tmp_path / "t.csv", out=tmp_path / name, epsilon=epsilon, mechanism="pg",
+            dataset="guide-limit", keys=("code",), test_seed=1, progress=False,
+            strata="input", prior_source="test: one public rate"))  # fmt: skip
+
+    release(largest * 0.97, "below")
+    assert (tmp_path / "below" / "manifest.json").is_file()
+    with pytest.raises(ReleaseError, match=f"at most {largest:.3g}"):
+        release(largest * 1.03, "above")
 
 
 # ---- each verdict on a small table of its own ----------------------------------------------
@@ -268,20 +310,42 @@ def two_groups(areas: int, population: int, rates=(0.01, 0.02), seed=0) -> pd.Da
     return pd.DataFrame(out, columns=["area", "group", "y", "n"])
 
 
-def test_a_table_with_large_counts_meets_its_disparity(tmp_path):
+def test_a_table_with_large_counts_keeps_its_disparity_only_where_a_release_can(tmp_path):
     """Thousands of events per group, an overall prior (disparity 1, against a true 2):
-    privacy moves the disparity less than 10% from a moderate epsilon on; the overall rate
-    is public, so the epsilon is the sets' alone."""
-    guide = run_guide(tmp_path, two_groups(20, 20_000),
-                      epsilons={"start": 0.01, "stop": 1000, "num": 11})  # fmt: skip
+    privacy moves the disparity less than 10% from epsilon 31.6 of the grid on (the overall
+    rate is public, so the epsilon is the sets' alone), but a pg release of these 40 strata
+    allows at most about 27 per set at the default delta: the guide names no epsilon,
+    says it is not met within a release's largest, and a tolerance of 25% is met within it."""
+    from dpsynth.studies.stage.guide import releasable_epsilon
+
+    frame = two_groups(20, 20_000)
+    grid = {"start": 0.01, "stop": 1000, "num": 11}
+    guide = run_guide(tmp_path, frame, epsilons=grid)
     row = guide.loc[("pg_certified", "disparity:d")]
-    assert row["verdict"] == "met" and 0.01 < row["epsilon"] < 1000
+    largest = releasable_epsilon(int(frame["y"].sum()), len(frame))
+    assert row["epsilon_privacy"] > largest and 0.01 < row["epsilon_privacy"] < 1000
+    assert row["verdict"] == "beyond_release" and math.isnan(row["epsilon"])
+    assert f"({largest:.3g})" in row["verdict_text"]
     assert row["epsilon_prior"] == 0 and row["reference"] == pytest.approx(2.0, rel=0.05)
+    looser = run_guide(tmp_path, frame, epsilons=grid, guide={"tolerance": 0.25})
+    row = looser.loc[("pg_certified", "disparity:d")]
+    assert row["verdict"] == "met" and 0.01 < row["epsilon"] <= largest
 
 
 def test_a_grid_that_stops_too_soon_needs_more(tmp_path):
     guide = run_guide(tmp_path, two_groups(20, 20_000), epsilons=[1e-4, 3e-4])
     assert guide.loc[("pg_certified", "disparity:d"), "verdict"] == "beyond_grid"
+
+
+def test_a_grid_beyond_what_a_release_allows_asks_for_no_larger_epsilon():
+    """Not within tolerance at the grid's largest epsilon, 10, where a release allows at
+    most 5 per set: a larger epsilon would not be released, so the guide does not ask for
+    one."""
+    frame = rows(2.0, 1.0, 2.0, [3.0, 2.8, 2.6])
+    assert verdict(RATIO, frame)["verdict"] == "beyond_grid"
+    found = verdict(RATIO, frame, releasable=lambda epsilon: 5.0)
+    assert found["verdict"] == "beyond_release" and "a larger epsilon" not in found["reason"]
+    assert found["verdict_text"] == "not met within a release's largest epsilon (5)"
 
 
 def test_small_counts_lose_the_ranking_to_synthesis_alone(tmp_path):
@@ -309,7 +373,7 @@ def test_counts_outside_the_truncation_bounds_bias_the_measure(tmp_path):
     above the truncated arm's bounds, which hold the disparity down at every epsilon, while
     the untruncated arm meets it."""
     frame = two_groups(20, 5_000, rates=(0.002, 0.08))
-    guide = run_guide(tmp_path, frame, epsilons={"start": 0.1, "stop": 30, "num": 5},
+    guide = run_guide(tmp_path, frame, epsilons={"start": 0.1, "stop": 20, "num": 5},
                       arms={"pg": ["certified"], "truncated": ["certified"]})  # fmt: skip
     row = guide.loc[("truncated_certified", "disparity:d")]
     assert row["verdict"] == "truncation_bias" and row["outside_bounds_share"] > 0
@@ -339,8 +403,10 @@ def test_a_truncated_arm_stuck_at_its_floor_is_told_no_epsilon_helps(floored):
     assert "a larger epsilon is needed" not in row["reason"]
     assert "truncation.tail" in row["reason"] and "truncation.inflation" in row["reason"]
     assert row["median_at_largest"] < 0.9 * row["reference"]
-    assert guide.loc[("pg_certified", "disparity:d"), "verdict"] == "met"
-    assert np.isnan(guide.loc[("pg_certified", "disparity:d"), "shape_floor_from"])
+    pg = guide.loc[("pg_certified", "disparity:d")]  # within tolerance in the grid (at 100,
+    # beyond what a release of these strata can spend, if not at 10)
+    assert pg["verdict"] in ("met", "beyond_release") and np.isfinite(pg["epsilon_privacy"])
+    assert np.isnan(pg["shape_floor_from"])
 
 
 def test_the_guide_labels_each_arm_as_the_figures_do(floored):

@@ -20,6 +20,9 @@ import pandas as pd
 
 MECHANISMS = ("md", "pg", "truncated")
 METHODS = ("paper", "certified", "exact")
+#: A release's delta unless the steward gives --delta; a study's guide judges what a
+#: release at it can use.
+DEFAULT_DELTA = 1e-12
 _ARRAY_FIELDS = ("a", "b", "population", "prior_rate", "lower", "upper")
 #: Columns of a calibration's table form (:meth:`Calibration.to_frame`): the values the
 #: calibration chose, one row per cell; the public inputs (populations, prior rates) are

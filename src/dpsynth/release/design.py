@@ -103,14 +103,16 @@ class Design:
     def tv_fix(self, floor: float) -> str:
         """What makes the target at least twice ``floor``, in numbers: the largest epsilon
         per set at this delta, and the delta this epsilon needs (none when above 1)."""
+        from dpsynth.sampling.conditioned import largest_epsilon
+
         b = self.budget
         ratio = b.delta_per_set / (2.0 * floor)
         needed = 2.0 * floor * (1.0 + math.exp(min(b.epsilon_per_set, 700.0))) * b.sets
         fewer = ", or fewer --sets" if b.sets > 1 else ""
+        largest = largest_epsilon(b.delta_per_set, floor)
         if ratio <= 2.0:
             at = f"at --delta {b.delta:.3g} no epsilon can"
         else:
-            largest = math.log(ratio - 1.0)
             at = f"at --delta {b.delta:.3g}, an epsilon per set of at most {largest:.3g}"
             if b.epsilon_prior > 0 or b.sets > 1:
                 parts = [f"the prior's {b.epsilon_prior:.3g}"] if b.epsilon_prior > 0 else []

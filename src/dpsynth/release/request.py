@@ -18,6 +18,7 @@ import math
 from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 
+from dpsynth.calibration import DEFAULT_DELTA  # the default total delta, re-exported
 from dpsynth.ledger import check_name, default_ledger_path, steward_home
 from dpsynth.release.study_source import StudySource
 
@@ -29,8 +30,6 @@ NEIGHBOURS = (
     "public; so is any external prior file. Epsilon bounds how much the release can tell "
     "about which stratum an event is in, not whether the event exists."
 )
-#: Default total delta of a release.
-DEFAULT_DELTA = 1e-12
 #: Default share of epsilon spent on a sanitised prior when none is given.
 DEFAULT_PRIOR_SHARE = 0.1
 #: Share of this machine's memory a release may be forecast to need by default.

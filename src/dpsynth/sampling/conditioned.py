@@ -899,6 +899,33 @@ def public_rounding_bound(cal: Calibration) -> float:
     return _rounding_bound_of(widths, total)
 
 
+def largest_epsilon(delta_per_set: float, floor: float) -> float:
+    """The largest epsilon per set whose sampler target, ``delta_per_set / (1 +
+    e^epsilon)``, is at least twice ``floor`` (a rounding bound: :func:`least_rounding_bound`
+    for any calibration of a table); -inf where no epsilon >= 0 is, inf where the floor is 0.
+    A release refuses an epsilon above it (:meth:`dpsynth.release.design.Design.tv_fix`
+    says so in numbers); a study's guide names no epsilon above it."""
+    if floor <= 0.0:
+        return math.inf
+    ratio = delta_per_set / (2.0 * floor)
+    return math.log(ratio - 1.0) if ratio > 2.0 else -math.inf
+
+
+def window_rounding_bound(total: int, lower=None, upper=None, n_cells: int = 0) -> float:
+    """:func:`public_rounding_bound` from a calibration's public windows alone: the bounds
+    ``lower`` and ``upper`` of a truncated one, or (None) the full windows ``[0, total]``
+    of ``n_cells`` untruncated strata. For a study, which keeps its calibrations as tables."""
+    if lower is None:
+        if n_cells <= 1 or total <= 0:
+            return 0.0
+        return _rounding_bound_of(np.full(n_cells, total + 1, dtype=np.int64), int(total))
+    lower = np.asarray(lower, dtype=np.int64)
+    if lower.size <= 1 or total <= 0:
+        return 0.0
+    upper = np.minimum(np.asarray(upper, dtype=np.int64), int(total))
+    return _rounding_bound_of(upper - lower + 1, int(total))
+
+
 def least_rounding_bound(n_cells: int, total: int) -> float:
     """A lower bound on :func:`public_rounding_bound` over every calibration of ``n_cells``
     strata and ``total``, whatever the prior: every window one value wide (the fewest

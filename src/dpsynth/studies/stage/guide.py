@@ -35,7 +35,12 @@ a correlation's difference, a ratio's relative difference), against the toleranc
 4. ``met``, *met from epsilon E*: the privacy loss is within t from E on: at E and at every
    larger epsilon of the grid, the whole 95% confidence interval of the arm's median
    (order statistics over the datasets, :func:`dpsynth.studies.metrics.median_interval`) lies
-   within t of the no-privacy reference's median;
+   within t of the no-privacy reference's median. Where E (per set) is above the largest
+   epsilon a release of the table allows at the default delta (:func:`releasable_epsilon`:
+   the sampler's target delta / (1 + e^E) must be at least twice its rounding bound), the
+   verdict is ``beyond_release`` instead, *not met within a release's largest epsilon*,
+   with no epsilon named (so too for verdict 8 where the grid's largest epsilon is already
+   beyond it): the guide never endorses an epsilon a release refuses, nor asks for one;
 5. ``more_datasets``, *more datasets would decide*: not so at the largest epsilon, but
    the interval there straddles an edge of the tolerance: the datasets, not epsilon, are
    too few to tell. ``datasets_needed`` is how many would: a median's confidence
@@ -78,12 +83,14 @@ call for more epsilon.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from dpsynth.calibration import DEFAULT_DELTA
 from dpsynth.studies.stage.measures import Measure
 
 #: Summary rows about calibrations, not measured on draws: no guide criterion.
@@ -96,6 +103,7 @@ VERDICTS = {
     "prior_keeps": "the prior alone keeps it (uninformative)",
     "synthesis_loses": "synthesis alone loses it: no epsilon helps",
     "met": "met from epsilon",
+    "beyond_release": "not met within a release's largest epsilon",
     "more_datasets": "more datasets would decide",
     "shape_floor": "shape at its floor: no epsilon helps; tail or inflation change it",
     "truncation_stalls": "no nearer with epsilon: a larger one may not help; tail or "
@@ -111,13 +119,17 @@ GUIDE_COLUMNS = ["study", "arm", "arm_label", "measure", "verdict", "verdict_tex
 
 
 def verdict_text(verdict: str, epsilon: float = float("nan"), datasets: int | None = None,
-                 datasets_needed: float = float("nan")) -> str:  # fmt: skip
+                 datasets_needed: float = float("nan"),
+                 releasable: float = float("inf")) -> str:  # fmt: skip
     """A verdict in a few words: guide.csv's ``verdict_text``, which the figures print as
     it is (one source of the words). ``met`` names its (total) epsilon; ``more_datasets``
-    how many datasets would decide (``datasets_needed``) beside those run (``datasets``)."""
+    how many datasets would decide (``datasets_needed``) beside those run (``datasets``);
+    ``beyond_release`` the largest epsilon per set a release allows (``releasable``)."""
     words = VERDICTS[verdict]
     if verdict == "met":
         return f"{words} {_g(epsilon)}"
+    if verdict == "beyond_release":
+        return f"{words} ({_g(releasable)})"
     if verdict == "more_datasets":
         if not np.isfinite(datasets_needed):
             return f"{words}, but the median sits on the tolerance's edge"
@@ -223,15 +235,18 @@ def datasets_needed(datasets: int, median: float, low: float, high: float, edges
 
 
 def judge(measure: Measure, rows: pd.DataFrame, *, scale: float, tolerance: float,
-          epsilon_prior: float, datasets: int,
-          truncation: Truncation | None = None) -> dict:  # fmt: skip
+          epsilon_prior: float, datasets: int, truncation: Truncation | None = None,
+          releasable=None) -> dict:  # fmt: skip
     """The verdict of one arm on one measure from its summary rows (one per epsilon, with
     ``median``, ``median_lower``, ``median_upper``, ``truth``, ``prior`` and ``reference``).
 
     ``scale``: the error kind's scale (the overall true rate per 100,000);
     ``epsilon_prior``: the prior's budget this arm pays on top of each epsilon;
     ``datasets``: how many datasets each median is over;
-    ``truncation``: for a truncated arm, what its calibrations say (None otherwise).
+    ``truncation``: for a truncated arm, what its calibrations say (None otherwise);
+    ``releasable``: a function of an epsilon of the grid, the largest epsilon per set a
+    release of the table allows with the arm's calibration there, at the default delta
+    (:func:`releasable_epsilon`; None: not judged).
     """
     rows = rows.sort_values("epsilon")
     kind, tol = measure.kind, tolerance
@@ -239,12 +254,13 @@ def judge(measure: Measure, rows: pd.DataFrame, *, scale: float, tolerance: floa
     truth, prior, reference = (float(rows[c].iloc[0]) for c in ("truth", "prior", "reference"))
     low, high = rows["median_lower"].to_numpy(float), rows["median_upper"].to_numpy(float)
     medians = rows["median"].to_numpy(float)
-    far = np.maximum(kind.distance(low, reference, scale), kind.distance(high, reference, scale))
     inside = (low <= reference) & (reference <= high)
     near = np.where(inside, 0.0, np.minimum(kind.distance(low, reference, scale),
                                             kind.distance(high, reference, scale)))  # fmt: skip
+    far = np.maximum(kind.distance(low, reference, scale), kind.distance(high, reference, scale))
     met = far <= tol
     first = smallest_epsilon(eps, met)
+    releasable_here = math.inf  # the largest epsilon a release allows, where it decides
     total = first + epsilon_prior
     at_largest = float(medians[-1])
     in_bounds = float(rows["truth_in_bounds"].iloc[-1]) if "truth_in_bounds" in rows else truth
@@ -315,6 +331,15 @@ def judge(measure: Measure, rows: pd.DataFrame, *, scale: float, tolerance: floa
                          f"(total{prior_part}): there the median's 95% interval is "
                          f"[{_g(low[k])}, {_g(high[k])}] against {_g(reference)} with no "
                          f"privacy and a true {_g(truth)}")  # fmt: skip
+        releasable_here = math.inf if releasable is None else releasable(first)
+        if first > releasable_here * (1 + 1e-9):  # no release can spend it: not endorsed
+            out["verdict"], out["epsilon"] = "beyond_release", np.nan
+            out["reason"] += (
+                f"; but a release of this table allows at most {_g(releasable_here)} per set "
+                f"at delta {DEFAULT_DELTA:g} (the sampler's target delta / (1 + e^epsilon) "
+                "must be at least twice its rounding bound): no release keeps it; a larger "
+                "tolerance or --delta would"
+            )
     elif near[-1] <= tol:
         out["verdict"] = "more_datasets"
         needed = datasets_needed(datasets, at_largest, low[-1], high[-1], within)
@@ -359,14 +384,23 @@ def judge(measure: Measure, rows: pd.DataFrame, *, scale: float, tolerance: floa
         out["reason"] = (f"{largest} the median is {_g(at_largest)} against {_g(reference)} "
                          f"with no privacy ({kind.rule} = {far[-1]:.2g} > {tol:g}){trend}: "
                          f"a larger epsilon is needed ({still})")  # fmt: skip
+        releasable_here = math.inf if releasable is None else releasable(eps[-1])
+        if eps[-1] >= releasable_here * (1 - 1e-9):  # a larger one cannot be released
+            out["verdict"] = "beyond_release"
+            out["reason"] = (
+                f"{largest} the median is {_g(at_largest)} against {_g(reference)} with no "
+                f"privacy ({kind.rule} = {far[-1]:.2g} > {tol:g}), and a release of this "
+                f"table allows at most {_g(releasable_here)} per set at delta "
+                f"{DEFAULT_DELTA:g}: no release keeps it; a larger tolerance or --delta would"
+            )
     out["verdict_text"] = verdict_text(out["verdict"], out["epsilon"], datasets,
-                                       out["datasets_needed"])  # fmt: skip
+                                       out["datasets_needed"], releasable_here)  # fmt: skip
     return out
 
 
 def epsilon_guide(summary: pd.DataFrame, measures, *, overall_rate: float, tolerance: float,
                   epsilon_prior: float, datasets: int, calibrations: pd.DataFrame,
-                  arms=()) -> pd.DataFrame:  # fmt: skip
+                  arms=(), table: tuple[int, int] | None = None) -> pd.DataFrame:  # fmt: skip
     """The guide table (:data:`GUIDE_COLUMNS` but ``study``) of a study summary.
 
     ``measures``: the study's :class:`~dpsynth.studies.stage.measures.Measure` list (rows follow
@@ -376,7 +410,9 @@ def epsilon_guide(summary: pd.DataFrame, measures, *, overall_rate: float, toler
     (an ``arm`` column and :data:`dpsynth.calibration.FRAME_COLUMNS`), read for the
     truncated arms; ``arms``: the study's :class:`~dpsynth.arms.Arm` values, whose labels
     (:func:`dpsynth.arms.arm_title`) fill ``arm_label`` (an arm not among them is labelled
-    from its mechanism and method).
+    from its mechanism and method); ``table``: (total, strata) of the study's table, whose
+    releases allow epsilons up to :func:`releasable_epsilon` (a met beyond it is
+    ``beyond_release``; None: not judged).
     """
     from dpsynth.arms import Arm, arm_title
 
@@ -393,13 +429,58 @@ def epsilon_guide(summary: pd.DataFrame, measures, *, overall_rate: float, toler
         for arm, group in of_measure.groupby("arm", sort=True):
             mechanism = group["mechanism"].iloc[0]
             label = labels.get(arm) or arm_title(Arm(mechanism, group["method"].iloc[0], arm))
+            releasable = (None if table is None else functools.partial(
+                _releasable, arm, mechanism, total=table[0], n_cells=table[1],
+                calibrations=calibrations))  # fmt: skip
             verdict = judge(measure, group, scale=overall_rate, tolerance=tolerance,
                             epsilon_prior=0.0 if mechanism == "md" else epsilon_prior,
                             datasets=datasets,
                             truncation=truncated_arms.get(arm, Truncation())
-                            if mechanism == "truncated" else None)  # fmt: skip
+                            if mechanism == "truncated" else None,
+                            releasable=releasable)  # fmt: skip
             rows.append({"arm": arm, "arm_label": label, "measure": measure.name, **verdict})
     return pd.DataFrame(rows, columns=GUIDE_COLUMNS[1:])
+
+
+def releasable_epsilon(
+    total: int, n_cells: int, calibration: pd.DataFrame | None = None, delta: float = DEFAULT_DELTA
+) -> float:
+    """The largest epsilon per set a one-set release allows at ``delta`` for a calibration
+    of ``n_cells`` strata and ``total`` events: untruncated (``calibration`` None), its
+    windows are the whole ``[0, total]``; truncated, ``calibration`` holds its ``lower`` and
+    ``upper`` bounds. Above it the sampler's target is below twice the calibration's
+    rounding bound and the release refuses
+    (:func:`dpsynth.sampling.conditioned.largest_epsilon`)."""
+    from dpsynth.sampling.conditioned import largest_epsilon, window_rounding_bound
+
+    if calibration is None:
+        floor = window_rounding_bound(total, n_cells=n_cells)
+    else:
+        floor = window_rounding_bound(total, calibration["lower"], calibration["upper"])
+    return largest_epsilon(delta, floor)
+
+
+def _releasable(
+    arm: str,
+    mechanism: str,
+    epsilon: float,
+    *,
+    total: int,
+    n_cells: int,
+    calibrations: pd.DataFrame | None,
+) -> float:
+    """:func:`releasable_epsilon` of ``arm`` at the grid's ``epsilon``: its calibration
+    there for a truncated arm (inf where the study kept none: not judged), else the full
+    windows."""
+    if mechanism != "truncated":
+        return releasable_epsilon(total, n_cells)
+    if calibrations is None or not len(calibrations):
+        return math.inf
+    mine = calibrations[(calibrations["arm"] == arm)
+                        & np.isclose(calibrations["epsilon"], epsilon)]  # fmt: skip
+    if not len(mine):
+        return math.inf
+    return releasable_epsilon(total, n_cells, mine)
 
 
 def study_guide(definition, strata: pd.DataFrame, summary: pd.DataFrame,
@@ -410,9 +491,10 @@ def study_guide(definition, strata: pd.DataFrame, summary: pd.DataFrame,
     from dpsynth.studies.stage.measures import overall_rate, study_measure_list
 
     overall = overall_rate(definition, strata)
+    total = int(strata[definition.count].sum())
     guide = epsilon_guide(summary, study_measure_list(definition), overall_rate=overall,
                           tolerance=definition.tolerance, epsilon_prior=epsilon_prior,
                           datasets=definition.datasets, calibrations=calibrations,
-                          arms=definition.arms)  # fmt: skip
+                          arms=definition.arms, table=(total, len(strata)))  # fmt: skip
     guide.insert(0, "study", definition.name)
     return guide
