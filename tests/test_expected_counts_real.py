@@ -99,6 +99,7 @@ def lips_run(tmp_path_factory):
     return work, raw
 
 
+@pytest.mark.process  # fetches and unpacks the Debian package
 def test_the_table_is_what_its_source_says():
     raw = raw_table()
     # Clayton and Kaldor (1987): 56 districts, 536 cases

@@ -76,10 +76,13 @@ def test_code_version_names_the_commit_or_says_there_is_none(tmp_path):
     from dpsynth import __version__
     from dpsynth.provenance import code_version
 
-    assert code_version(tmp_path) == f"dpsynth {__version__}, not a git checkout: no commit to name"
+    assert (
+        code_version(tmp_path, __version__)
+        == f"dpsynth {__version__}, not a git checkout: no commit to name"
+    )
     if shutil.which("git") is None or not (REPO / ".git").exists():
         pytest.skip("needs a git checkout of the project and git")
     head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
                           text=True, check=True).stdout.strip()  # fmt: skip
-    said = code_version(REPO)
+    said = code_version(REPO, __version__)
     assert said.startswith(f"dpsynth {__version__}, commit {head[:12]}"), said

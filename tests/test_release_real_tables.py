@@ -216,7 +216,8 @@ def dm_release(studied, tmp_path_factory):
     return release(studied, tmp_path_factory.mktemp("dm_home"), "dm", "cross-product")
 
 
-def test_dmepi_is_what_the_brief_says():
+@pytest.mark.process  # fetches and unpacks the Debian package
+def test_dmepi_is_what_its_source_says():
     """The columns: sex, age A and period P in single years, diagnoses X and deaths D.nD
     of people without diabetes over their person-years Y.nD, all whole counts."""
     dm = read_rda("DMepi")
@@ -320,7 +321,8 @@ def single_year_weights() -> pd.Series:
     return pd.Series(out)
 
 
-def test_testisdk_is_what_the_brief_says():
+@pytest.mark.process  # fetches and unpacks the Debian package
+def test_testisdk_is_what_its_source_says():
     testis = read_rda("testisDK")
     assert list(testis.columns) == ["A", "P", "D", "Y"]
     assert set(testis["A"]) == set(range(90)) and set(testis["P"]) == set(range(1943, 1997))
@@ -402,7 +404,8 @@ def auckland_release(studied, tmp_path_factory):
     return table, release(studied, tmp_path_factory.mktemp("auckland_home"), "auckland", "input")
 
 
-def test_auckland_is_what_the_brief_says():
+@pytest.mark.process  # fetches and unpacks the Debian package
+def test_auckland_is_what_its_source_says():
     shapes = auckland()
     assert len(shapes) == 167 and shapes.crs is None
     assert {"M77_85", "Und5_81", "Easting", "Northing"} <= set(shapes.columns)

@@ -164,11 +164,10 @@ def lines(*datasets: Provenance) -> list[str]:
     return InWords(found, f"the {_count(len(found), 'dataset')} named in the caption")
 
 
-def code_version(root: str | Path) -> str:
-    """The code a run ran: dpsynth's version and the git commit of the checkout at
+def code_version(root: str | Path, version: str) -> str:
+    """The code a run ran: dpsynth's ``version`` and the git commit of the checkout at
     ``root`` (the workflow's folder), marked when files differ from it, or that it is
     not a git checkout (a source archive)."""
-    from dpsynth import __version__
 
     def git(*args: str) -> str | None:
         try:
@@ -180,10 +179,10 @@ def code_version(root: str | Path) -> str:
 
     commit = git("rev-parse", "--short=12", "HEAD")
     if not commit:
-        return f"dpsynth {__version__}, not a git checkout: no commit to name"
+        return f"dpsynth {version}, not a git checkout: no commit to name"
     changed = git("status", "--porcelain", "--untracked-files=no")
     mark = " with uncommitted changes" if changed else ""
-    return f"dpsynth {__version__}, commit {commit}{mark}"
+    return f"dpsynth {version}, commit {commit}{mark}"
 
 
 # ---- job parameters as the HTML report shows them -----------------------------------------

@@ -3,6 +3,7 @@ import os
 
 from snakemake.io import report as captioned
 
+from dpsynth import __version__ as dpsynth_version
 from dpsynth import provenance as prov
 from dpsynth.data.age_groups import AGE_GROUPS
 from dpsynth.design import calibration_chunk

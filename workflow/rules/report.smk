@@ -20,6 +20,6 @@ rule run_config:
         DPSYNTH_ENV
     params:
         config=run_config(),
-        code=prov.code_version(workflow.basedir),
+        code=prov.code_version(workflow.basedir, dpsynth_version),
     script:
         "../scripts/run_config.py"
