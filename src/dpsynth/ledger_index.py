@@ -244,7 +244,7 @@ class Index:
                 record = json.loads(raw.decode("utf-8"))
                 state.apply(record)
             except (ValueError, KeyError, TypeError, AttributeError):
-                from dpsynth.ledger import LedgerError
+                from dpsynth.ledger.records import LedgerError
 
                 raise LedgerError(
                     f"{self.path}, line {number}: the steward's index cannot be read (a hand "
@@ -368,7 +368,7 @@ class Index:
             try:
                 stored = np.load(self.folder / "tables" / name, mmap_mode="r")
             except (OSError, ValueError):
-                from dpsynth.ledger import LedgerError
+                from dpsynth.ledger.records import LedgerError
 
                 raise LedgerError(
                     f"the steward's index lists the fingerprint {self.folder / 'tables' / name}"

@@ -87,11 +87,11 @@ class Kept:
 
 
 def _tables(y: np.ndarray, n: int, rng) -> list[np.ndarray]:
-    """The no-privacy tables in the batches of :mod:`.utility`: from one seed, the same
+    """The no-privacy tables in the batches of the utility report: from one seed, the same
     tables as the report's general measures score."""
-    from dpsynth.release.utility import _reference_batches
+    from dpsynth.sampling.reference import reference_batches
 
-    return list(_reference_batches(y, n, rng))
+    return list(reference_batches(y, n, rng))
 
 
 def study_frame(study, strata) -> pd.DataFrame:

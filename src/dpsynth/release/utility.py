@@ -36,13 +36,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+# Counts drawn and scored at once (tables x strata per batch), the reference's batches.
+from dpsynth.sampling.reference import BATCH_CELLS
+
 #: The reference has at least this many tables (its spread needs them), else one per set.
 REFERENCE_MIN_TABLES = 20
 #: Above REFERENCE_MIN_TABLES, the reference draws at most this many counts in all
 #: (tables x strata): 1 million strata get 20 tables, small tables one per set.
 REFERENCE_CELLS = 20_000_000
-#: Counts drawn and scored at once (tables x strata per batch): about 32 MB per array.
-BATCH_CELLS = 4_000_000
 #: Without a FIPS column or --group-by, the area is the key with the most values, if more.
 AREA_MIN_VALUES = 5
 #: Groups listed per key in utility.md before it says "and N more".
@@ -342,15 +343,9 @@ def _batches(tables: np.ndarray) -> Iterator[np.ndarray]:
 
 
 def _reference_batches(y: np.ndarray, n: int, rng) -> Iterator[np.ndarray]:
-    from dpsynth.sampling.reference import no_privacy_draws
+    from dpsynth.sampling.reference import reference_batches
 
-    rows = max(1, BATCH_CELLS // y.size)
-    for start in range(0, n, rows):
-        size = min(rows, n - start)
-        if y.sum() == 0:  # no event: every table is the true one (no_privacy_draws refuses)
-            yield np.zeros((size, y.size), dtype=np.int64)
-        else:
-            yield no_privacy_draws(y, size, rng)
+    return reference_batches(y, n, rng)
 
 
 def utility_report(

@@ -25,6 +25,10 @@ from __future__ import annotations
 
 import numpy as np
 
+#: Counts drawn at once (tables x strata per batch, about 32 MB an array): the steward's
+#: utility report draws and scores its reference tables in batches of this size.
+BATCH_CELLS = 4_000_000
+
 
 def no_privacy_draws(y, n: int, rng: np.random.Generator) -> np.ndarray:
     """``n`` tables drawn from the no-privacy reference of ``y`` (Dirichlet-multinomial with
@@ -43,3 +47,17 @@ def no_privacy_draws(y, n: int, rng: np.random.Generator) -> np.ndarray:
     weights = rng.standard_gamma(y.astype(float), size=(n, y.size))  # shape 0 gives 0
     weights /= weights.sum(axis=1, keepdims=True)
     return rng.multinomial(total, weights).astype(np.int64)
+
+
+def reference_batches(y, n: int, rng: np.random.Generator, batch_cells: int = BATCH_CELLS):
+    """:func:`no_privacy_draws` of ``n`` tables in batches of at most ``batch_cells``
+    counts (tables x strata; at least one table a batch), in order: the same tables, from
+    one seed, whoever scores them. With no event every table is ``y`` itself (zeros)."""
+    y = np.asarray(y)
+    rows = max(1, batch_cells // y.size)
+    for start in range(0, n, rows):
+        size = min(rows, n - start)
+        if y.sum() == 0:  # no event: every table is the true one (no_privacy_draws refuses)
+            yield np.zeros((size, y.size), dtype=np.int64)
+        else:
+            yield no_privacy_draws(y, size, rng)
