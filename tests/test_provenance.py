@@ -67,6 +67,7 @@ def test_every_rule_with_a_report_figure_states_its_provenance():
                 assert "provenance=" in rule, (path.name, rule[:80])
 
 
+@pytest.mark.process  # runs git
 def test_code_version_names_the_commit_or_says_there_is_none(tmp_path):
     """results/run_config.yaml and the report name the code that ran: the version and the
     commit of a git checkout (its 12-digit prefix, as git itself gives it), or no commit."""
