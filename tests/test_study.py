@@ -14,7 +14,8 @@ from workflow_helpers import filled_definition
 from dpsynth.studies.stage.definition import StudyConfigError
 from dpsynth.studies.stage.guide import smallest_epsilon
 from dpsynth.studies.stage.measures import study_measures
-from dpsynth.studies.stage.table import StudyDataError, load_study_table, parse_age_band
+from dpsynth.studies.stage.selection import parse_age_band
+from dpsynth.studies.stage.table import StudyDataError, load_study_table
 
 
 def table(tmp_path, frame=None, name="strata.csv"):

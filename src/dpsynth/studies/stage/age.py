@@ -10,7 +10,7 @@ the config (``checked_studies``) meets every problem before any job runs.
 
 The rules, as ``config/README.md`` states them:
 
-* A label is read as ages by :func:`dpsynth.studies.stage.table.parse_age_band` (``45-54``,
+* A label is read as ages by :func:`dpsynth.studies.stage.selection.parse_age_band` (``45-54``,
   ``85+``, ``Under 40``) unless ``age.bands`` gives it; with ``age.bands: single-years`` a
   label holding one whole number (``7``, ``7 years``, ``7.0``) is that single year of age.
   Labels that ``age.bands`` gives the same ages are adjusted as one band (coarser bands
@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from dpsynth.studies.stage.definition import SINGLE_YEARS, StudyDefinition
-from dpsynth.studies.stage.table import StudyDataError, natural_key, parse_age_band
+from dpsynth.studies.stage.selection import StudyDataError, natural_key, parse_age_band
 
 #: Bands listed in one message before "and N more".
 SHOWN = 8
@@ -258,7 +258,7 @@ def _check_populations(
 ) -> None:
     """Every area, and every side of a disparity, has strata (so population: strata have
     population > 0) in every band its rate needs."""
-    from dpsynth.studies.stage.table import filter_mask
+    from dpsynth.studies.stage.selection import filter_mask
 
     name = definition.name
     bands = list(adjustment.edges)

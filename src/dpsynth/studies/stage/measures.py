@@ -32,7 +32,7 @@ import pandas as pd
 from dpsynth.studies.metrics import rmse_per_100k
 from dpsynth.studies.stage.definition import StudyDefinition
 from dpsynth.studies.stage.rates import GroupRates
-from dpsynth.studies.stage.table import filter_mask
+from dpsynth.studies.stage.selection import filter_mask
 from dpsynth.units import PER_100K
 
 AREA = "area:"

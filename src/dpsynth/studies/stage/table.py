@@ -13,8 +13,6 @@ counts then pass the fractional-count rule and the one strata validator,
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
 from typing import NamedTuple
 
 import numpy as np
@@ -29,25 +27,14 @@ from dpsynth.data.validation import (
     validate_strata,
 )
 from dpsynth.studies.stage.definition import StudyDefinition
-
-SHOWN = 8
-
-
-class StudyDataError(ValueError):
-    """The data do not hold what a study's definition names."""
-
-
-def natural_key(text: str) -> tuple:
-    """Sort key of a value in messages: its numbers as numbers (``'9'`` before ``'10'``,
-    ``'age 9'`` before ``'age 10'``), the rest as text; ties (``'01'``, ``'1'``) by the text."""
-    parts = [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", text) if t]
-    return (*parts, (2, 0, text))
-
-
-def _levels(values: pd.Series) -> str:
-    levels = sorted(values.astype(str).unique(), key=natural_key)
-    text = ", ".join(repr(v) for v in levels[:SHOWN])
-    return text + (f" and {len(levels) - SHOWN} more" if len(levels) > SHOWN else "")
+from dpsynth.studies.stage.selection import (
+    SHOWN,
+    StudyDataError,
+    filter_mask,
+    levels,
+    matching,
+    natural_key,
+)
 
 
 def read_input(definition: StudyDefinition) -> pd.DataFrame:
@@ -68,67 +55,14 @@ def read_input(definition: StudyDefinition) -> pd.DataFrame:
         raise StudyDataError(f"{where}: {err}") from err
 
 
-def _matching(frame: pd.DataFrame, column: str, wanted, key: str, holder: str) -> np.ndarray:
-    """Rows whose ``column`` takes one of ``wanted``; ``key`` (the config entry) and
-    ``holder`` (what holds the column) name the problem when the column or a value is
-    absent."""
-    if column not in frame.columns:
-        raise StudyDataError(
-            f"config key {key}.{column}: no column {column!r} in {holder}; "
-            f"columns are {list(frame.columns)}"
-        )
-    values = frame[column].astype(str)
-    absent = [v for v in wanted if not (values == v).any()]
-    if absent:
-        raise StudyDataError(
-            f"config key {key}.{column}: value(s) {absent} not in {holder}; "
-            f"{column!r} holds {_levels(frame[column])}"
-        )
-    return values.isin(wanted).to_numpy()
-
-
 def _select_rows(definition: StudyDefinition, frame: pd.DataFrame) -> pd.DataFrame:
     """Rows matching ``rows`` (the selection columns are dropped)."""
     mask = np.ones(len(frame), dtype=bool)
     for column, wanted in definition.rows.items():
         key = f"studies.{definition.name}.rows"
-        mask &= _matching(frame, column, wanted, key, str(definition.table))
+        mask &= matching(frame, column, wanted, key, str(definition.table))
     selected = frame.loc[mask]
     return selected.drop(columns=[c for c in definition.rows if c not in definition.columns])
-
-
-def filter_mask(
-    strata: pd.DataFrame, filters: Mapping[str, tuple[str, ...]], key: str
-) -> np.ndarray:
-    """Strata whose columns take one of the given values; ``key`` names the config entry
-    in errors (a column that is not a key or attribute, a value not in the data, or no
-    stratum left)."""
-    mask = np.ones(len(strata), dtype=bool)
-    for column, wanted in filters.items():
-        if column not in strata.columns:
-            raise StudyDataError(
-                f"config key {key}.{column}: no column {column!r} in the study's strata; "
-                f"columns are {list(strata.columns)}; expected a key or an attribute (list a "
-                "public column of the table under the study's attributes to filter on it)"
-            )
-        mask &= _matching(strata, column, wanted, key, "the study's strata")
-    if not mask.any():
-        raise StudyDataError(f"config key {key}: no stratum matches {dict(filters)}")
-    return mask
-
-
-def parse_age_band(label: str) -> tuple[int, int | None]:
-    """Ages of a band label: ``"45-54"`` and ``"40.59"`` -> (45, 55) and (40, 60),
-    ``"85+"`` -> (85, None), ``"Under.40"`` or ``"< 1 year"`` -> (0, 40) and (0, 1)."""
-    numbers = [int(n) for n in re.findall(r"\d+", label)]
-    lowered = label.strip().lower()
-    if len(numbers) == 1 and (lowered.startswith(("under", "<")) or "under" in lowered):
-        return 0, numbers[0]
-    if len(numbers) == 1 and "+" in label:
-        return numbers[0], None
-    if len(numbers) == 2 and numbers[0] <= numbers[1]:
-        return numbers[0], numbers[1] + 1
-    raise ValueError(f"cannot read age band {label!r}")
 
 
 def age_bands(definition: StudyDefinition, strata: pd.DataFrame) -> dict[str, tuple]:
@@ -219,8 +153,8 @@ def check_geometry(definition: StudyDefinition, strata: pd.DataFrame) -> None:
     if not areas.isin(set(values)).any():
         raise StudyDataError(
             f"config key studies.{name}.geometry.key: none of the areas of "
-            f"{definition.area!r} ({_levels(areas)}) is a value of {key!r} in {path} (which "
-            f"holds {_levels(values)}); expected the same codes, compared as text"
+            f"{definition.area!r} ({levels(areas)}) is a value of {key!r} in {path} (which "
+            f"holds {levels(values)}); expected the same codes, compared as text"
         )
     missing = set(areas) - set(values)
     if missing and definition.geometry_missing != "allow":
@@ -230,7 +164,7 @@ def check_geometry(definition: StudyDefinition, strata: pd.DataFrame) -> None:
         raise StudyDataError(
             f"config key studies.{name}.geometry.key: {len(missing)} of {areas.nunique()} "
             f"areas of {definition.area!r} have no shape in {path}: {_listed(missing)}"
-            f"\n  {key!r} of {path} holds {_levels(values)}{spare_line}"
+            f"\n  {key!r} of {path} holds {levels(values)}{spare_line}"
             "\n  expected one shape for every area, its code compared as text (codes shifted "
             "or retyped would colour one area's shape with another's rate); to map the "
             f"others and list these in the map's footnote, set studies.{name}.geometry."
