@@ -182,7 +182,7 @@ def write_map(path, study, strata, synthetic: np.ndarray, arm, epsilon: float) -
     import geopandas as gpd
 
     from dpsynth.io import save_figure
-    from dpsynth.plots.study import figure_maps
+    from dpsynth.plots.study import figure_maps, study_heading
     from dpsynth.studies.stage.measures import study_measures
 
     measures = study_measures(d, study_frame(study, strata))
@@ -202,8 +202,9 @@ def write_map(path, study, strata, synthetic: np.ndarray, arm, epsilon: float) -
     figure = figure_maps(geometry, d.geometry_key, rates, [arm], [epsilon], d.name,
                          d.geometry_outline, label=label)  # fmt: skip
     sets = len(synthetic)
-    figure.suptitle(f"{d.title}: true area rates and the release's mean rates over its "
-                    f"{sets} synthetic set{'s' if sets > 1 else ''}", fontsize=11)  # fmt: skip
+    figure.suptitle(f"{study_heading(d.title)}: true area rates and the release's mean rates "
+                    f"over its {sets} synthetic set{'s' if sets > 1 else ''}",
+                    fontsize=11)  # fmt: skip
     save_figure(figure, path)
     return True
 
