@@ -126,12 +126,25 @@ class Design:
                 "a larger --delta, fewer --sets or a smaller epsilon per set"
             )
 
-    def sampler(self, counts, cal: Calibration, progress=None):
+    def sampler(self, counts, cal: Calibration, progress=None, spill_dir=None):
         """The release-mode sampler of the sets for these counts (``progress``: called with
-        the fraction of each build done)."""
-        from dpsynth.sampling.conditioned import release_sampler
+        the fraction of each build done). With ``spill_dir`` (a private folder), a tree
+        forecast to need more than :data:`SPILL_SHARE` of the machine's memory is kept in
+        an unlinked file there and read one level at a time
+        (:class:`~dpsynth.sampling.conditioned.Spill`)."""
+        from dpsynth.release.request import machine_memory
+        from dpsynth.sampling.conditioned import Spill, release_sampler
 
-        return release_sampler(counts, cal, self.tv_target, progress=progress)
+        spill = None
+        if spill_dir is not None:
+            spill = Spill(spill_dir, SPILL_SHARE * min(machine_memory(), 2.0**50))
+        return release_sampler(counts, cal, self.tv_target, progress=progress, spill=spill)
+
+
+#: A release tree forecast beyond this share of the machine's memory goes to a file
+#: (:meth:`Design.sampler`): on a 24 GiB machine, above 3 GiB (10M strata of issue #36, a
+#: tree of about 4.5 GiB), while 1M strata (0.9 GiB) stay in memory.
+SPILL_SHARE = 0.125
 
 
 def group_codes(keys: pd.DataFrame, columns) -> tuple[np.ndarray, pd.DataFrame]:
