@@ -249,7 +249,11 @@ def national(
             ]  # fmt: skip
             load = os.getloadavg()[0]  # the machine is shared: its load, beside the times
             rate_before = machine_rate()
-            wall, cpu, peak, code = run(command, env)
+            # a steward's home and ledger of its own: the tables overlap (the same counties),
+            # which one home's ledger refuses under another dataset name
+            home = tmp / f"{out.name}.home"
+            own = dict(env, XDG_DATA_HOME=str(home), DPSYNTH_LEDGER=str(home / "ledger"))
+            wall, cpu, peak, code = run(command, own)
             rate = max(rate_before, machine_rate())  # the machine's speed around the run
             if not record:
                 return out
