@@ -129,7 +129,7 @@ def main() -> None:
     parser.add_argument("--sets", type=int, default=1)
     parser.add_argument("--keys", nargs="+")
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--max-minutes", default="10")
+    parser.add_argument("--max-minutes", help="passed on (default: the release's default)")
     args = parser.parse_args()
     import os
 
@@ -149,8 +149,10 @@ def main() -> None:
             "--prior-rate-column", "prior_rate", "--mechanism", args.mechanism,
             "--epsilon", "1", "--sets", str(args.sets), "--dataset", "profile",
             "--out", str(Path(tmp) / "out"), "--private-dir", str(Path(tmp) / "private"),
-            "--quiet", "--force", "--max-minutes", args.max_minutes,
+            "--quiet", "--force",
         ]  # fmt: skip
+        if args.max_minutes is not None:
+            argv += ["--max-minutes", args.max_minutes]
         _reset()
         start = time.perf_counter()
         code = cli.main(argv)

@@ -197,19 +197,21 @@ class Cost:
         return work / rate + _START_SECONDS
 
 
-#: Peak resident memory of a release = _BASE_BYTES + _BYTES_PER_ENTRY x tree entries +
+#: Peak resident memory of a release = _BASE_BYTES + _BYTES_PER_ENTRY x tree entries (a
+#: spilled tree, :func:`spills`: x _SPILL_LEVELS of its largest level's entries) +
 #: _BYTES_PER_STRATUM x strata + _BYTES_PER_STRATUM_SET x strata x sets: fitted (issue
 #: #36) to ``dpsynth synthesize`` on the national tables of ``benchmarks/national_table.py``
-#: on the default path, truncated, 1 set, at 100,800, 1,005,440 and 10,054,400 strata
-#: (``benchmarks/release.py --national``; at 10M the peak is the build's), and at 100,800
-#: strata for 10 and 100 sets (``tests/test_release_forecast.py``). The tree's 16 bytes an
-#: entry (hi and lo) are kept until the sets are written; the long table of the sets is
+#: on the default path (``benchmarks/release.py --national``): truncated at 1,005,440
+#: strata for 1 and 10 sets (in memory, 1.63 and 1.64 GiB), truncated and pg at 10,054,400
+#: strata (spilled, 5.73 and 7.33 GiB), all within 10%; and at 100,800 strata for 1, 10 and
+#: 100 sets (``tests/test_release_forecast.py``, within 25%). An in-memory tree's 16 bytes
+#: an entry (hi and lo) are kept until the sets are written; the long table of the sets is
 #: written by parts (:func:`.folder.write_public_parts`), so a set costs its counts.
 #: A spilled tree (:func:`spills`) holds about this many of its largest level at a time.
 _SPILL_LEVELS = 2.0
 _BASE_BYTES = 0.385 * 2**30
 _BYTES_PER_ENTRY = 16.4
-_BYTES_PER_STRATUM = 521.0
+_BYTES_PER_STRATUM = 420.0
 _BYTES_PER_STRATUM_SET = 15.0
 #: Seconds a release spends besides its work (the command's imports, loading the compiled
 #: sampler, the steward's figures), and the work, in multiply-adds of
