@@ -361,7 +361,7 @@ def test_a_sampler_refusal_states_no_number_that_depends_on_the_counts(tmp_path,
     TWO_CELLS.assign(count=[143, 127]).to_csv(path, index=False)
     detail = "smallest bound reached is 3.21e-09, log P(sum = y.) = -41.7"
 
-    def refuse(self, counts, cal, progress=None):
+    def refuse(self, counts, cal, progress=None, **spill):  # spill_dir, spilled
         raise ValueError(detail)
 
     monkeypatch.setattr(Design, "sampler", refuse)

@@ -182,3 +182,46 @@ def test_the_public_forecast_follows_the_work_the_build_does(mechanism):
     assert forecast.tail == sampler.tail
     assert 0.6 < forecast.entries / sampler._lengths.sum() < 1.6
     assert 0.6 < forecast.multiply_adds / built_work(sampler) < 1.6
+
+
+@pytest.mark.parametrize("mechanism", ["truncated", "pg"])
+def test_a_level_convolved_in_chunks_stores_the_sequential_tree(mechanism, monkeypatch):
+    """Issue #36: a level's convolutions run in chunks of pairs (bounded memory); every
+    entry is still the sequential build's."""
+    from dpsynth.sampling import conditioned
+
+    monkeypatch.setattr(conditioned, "_CONVOLVE_ENTRIES", 40)
+    counts, cal = national_like(mechanism, 2_001, 4)
+    sampler = ConditionedSampler(counts, cal, tail=1e-16, release=True)
+    values_hi, values_lo, offsets, _ = sequential_tree(sampler, counts, 1e-16)
+    assert np.array_equal(sampler._values, values_hi)
+    assert np.array_equal(sampler._values_lo, values_lo)
+    assert np.array_equal(sampler._offsets, offsets)
+
+
+@pytest.mark.parametrize("mechanism", ["truncated", "pg"])
+def test_a_spilled_tree_stores_and_draws_what_the_tree_in_memory_does(mechanism, tmp_path):
+    """Issue #36: a large tree goes to an unlinked file and is drawn one level at a time:
+    the same tree, the same bounds and the same draws from the same generator; nothing is
+    left in the folder."""
+    from dpsynth.sampling.conditioned import Spill
+
+    counts, cal = national_like(mechanism, 3_001, 11)
+    memory = ConditionedSampler(counts, cal, tail=1e-16, release=True)
+    spilled = ConditionedSampler(
+        counts, cal, tail=1e-16, release=True, spill=Spill(tmp_path / "spill", 0.0)
+    )
+    assert memory._spilled is None and spilled._spilled is not None
+    assert list((tmp_path / "spill").iterdir()) == []  # created unlinked
+    assert np.array_equal(memory._values, spilled._values)
+    assert np.array_equal(memory._values_lo, spilled._values_lo)
+    assert np.array_equal(memory._offsets, spilled._offsets)
+    assert (memory.cut_bound, memory.rounding_bound) == (spilled.cut_bound, spilled.rounding_bound)
+    for seed in (1, 2):
+        first, second = np.random.default_rng(seed), np.random.default_rng(seed)
+        assert np.array_equal(memory.draw(3, first), spilled.draw(3, second))
+        assert first.random() == second.random()  # the same numbers used
+    big = ConditionedSampler(
+        counts, cal, tail=1e-16, release=True, spill=Spill(tmp_path / "spill", 1e12)
+    )
+    assert big._spilled is None  # a tree forecast below the limit stays in memory

@@ -152,12 +152,35 @@ class Design:
                 + self.tv_fix(floor)
             )
 
-    def sampler(self, counts, cal: Calibration, progress=None):
+    def sampler(self, counts, cal: Calibration, progress=None, spill_dir=None, spilled=None):
         """The release-mode sampler of the sets for these counts (``progress``: called with
-        the fraction of each build done)."""
-        from dpsynth.sampling.conditioned import release_sampler
+        the fraction of each build done). With ``spill_dir`` (a private folder), a tree
+        forecast (:func:`estimate_cost`, public) to need more than :data:`SPILL_SHARE` of
+        the machine's memory is kept in an unlinked file there and read one level at a
+        time (:class:`~dpsynth.sampling.conditioned.Spill`); ``spilled``: that forecast's
+        decision, when already made (:func:`.limits.check_cost`)."""
+        from dpsynth.sampling.conditioned import Spill, release_sampler
 
-        return release_sampler(counts, cal, self.tv_target, progress=progress)
+        spill = None
+        if spilled is None and spill_dir is not None:
+            spilled = spills(estimate_cost(cal, self.tv_target).entries)
+        if spill_dir is not None and spilled:
+            spill = Spill(spill_dir, 0.0)
+        return release_sampler(counts, cal, self.tv_target, progress=progress, spill=spill)
+
+
+#: A release tree forecast beyond this share of the machine's memory goes to a file
+#: (:meth:`Design.sampler`): on a 24 GiB machine, above 3 GiB (10M strata of issue #36, a
+#: tree of about 4.2 GiB), while 1M strata (0.9 GiB) stay in memory.
+SPILL_SHARE = 0.125
+
+
+def spills(entries: float) -> bool:
+    """Whether a tree of ``entries`` double-doubles (16 bytes each) goes to a spill file:
+    beyond :data:`SPILL_SHARE` of the machine's memory."""
+    from dpsynth.release.request import machine_memory
+
+    return 16.0 * entries > SPILL_SHARE * min(machine_memory(), 2.0**50)
 
 
 def group_codes(keys: pd.DataFrame, columns) -> tuple[np.ndarray, pd.DataFrame]:
@@ -188,6 +211,7 @@ class Cost:
     tail: float
     n_cells: int
     sets: int = 1
+    spilled: bool = False
 
     def seconds(self, rate: float) -> float:
         """Forecast wall time on a machine that convolves ``rate`` multiply-adds a second
@@ -199,17 +223,21 @@ class Cost:
         return work / rate + _START_SECONDS
 
 
-#: Peak resident memory of a release = _BASE_BYTES + _BYTES_PER_ENTRY x tree entries +
+#: Peak resident memory of a release = _BASE_BYTES + _BYTES_PER_ENTRY x tree entries (a
+#: spilled tree, :func:`spills`: x _SPILL_LEVELS of its largest level's entries) +
 #: _BYTES_PER_STRATUM x strata + _BYTES_PER_STRATUM_SET x strata x sets: fitted (issue
 #: #36) to ``dpsynth synthesize`` on the national tables of ``benchmarks/national_table.py``
-#: on the default path, truncated, 1 set, at 100,800, 1,005,440 and 10,054,400 strata
-#: (``benchmarks/release.py --national``; at 10M the peak is the build's), and at 100,800
-#: strata for 10 and 100 sets (``tests/test_release_forecast.py``). The tree's 16 bytes an
-#: entry (hi and lo) are kept until the sets are written; the long table of the sets is
+#: on the default path (``benchmarks/release.py --national``): truncated at 1,005,440
+#: strata for 1 and 10 sets (in memory, 1.63 and 1.64 GiB), truncated and pg at 10,054,400
+#: strata (spilled, 5.73 and 7.33 GiB), all within 10%; and at 100,800 strata for 1, 10 and
+#: 100 sets (``tests/test_release_forecast.py``, within 25%). An in-memory tree's 16 bytes
+#: an entry (hi and lo) are kept until the sets are written; the long table of the sets is
 #: written by parts (:func:`.folder.write_public_parts`), so a set costs its counts.
+#: A spilled tree (:func:`spills`) holds about this many of its largest level at a time.
+_SPILL_LEVELS = 2.0
 _BASE_BYTES = 0.385 * 2**30
 _BYTES_PER_ENTRY = 16.4
-_BYTES_PER_STRATUM = 521.0
+_BYTES_PER_STRATUM = 420.0
 _BYTES_PER_STRATUM_SET = 15.0
 #: Seconds a release spends besides its work (the command's imports, loading the compiled
 #: sampler, the steward's figures), and the work, in multiply-adds of
@@ -262,16 +290,18 @@ def estimate_cost(cal: Calibration, tv_target: float, sets: int = 1) -> Cost:
     # the tilt c with sum_k shape_k q_k / (1 - q_k) = y., q = p c (untruncated cells)
     top = -float(np.max(log_p))
     low, high = top - 60.0, top - 1e-12
+    # q = p c with p = e^log_p once: a product per step, not an exponential (10M strata)
+    p = np.exp(log_p + top)
     for _ in range(200):  # bisection to 1e-10 in log c: about 40 steps
         if high - low <= 1e-10:
             break
         mid = 0.5 * (low + high)
-        q = np.exp(log_p + mid)
+        q = p * math.exp(mid - top)
         if float(np.sum(shape * q / (1.0 - q))) < total:
             low = mid
         else:
             high = mid
-    q = np.exp(log_p + low)
+    q = p * math.exp(low - top)
     var = shape * q / (1.0 - q) ** 2
     width = np.minimum(spread * np.sqrt(var) + 2.0, total + 1.0)
     if cal.truncated:
@@ -280,6 +310,7 @@ def estimate_cost(cal: Calibration, tv_target: float, sets: int = 1) -> Cost:
         var = np.minimum(var, span**2 / 4.0)
     widest = int(np.argmax(width))
     entries = float(width.sum())
+    level_entries = [entries]  # per level: the entries it stores
     work = 0.0
     widths, variances = width, var
     while widths.size > 1:
@@ -293,8 +324,13 @@ def estimate_cost(cal: Calibration, tv_target: float, sets: int = 1) -> Cost:
             np.minimum(wl + wr - 1.0, spread * np.sqrt(merged_var) + 2.0), total + 1.0
         )
         entries += float(merged.sum())
+        level_entries.append(float(merged.sum()))
         widths = np.concatenate([merged, widths[2 * pairs :]])
         variances = np.concatenate([merged_var, variances[2 * pairs :]])
     per_stratum = _BYTES_PER_STRATUM + _BYTES_PER_STRATUM_SET * sets
-    size = _BASE_BYTES + _BYTES_PER_ENTRY * entries + per_stratum * n_cells
-    return Cost(entries, work, size, widest, tail, n_cells, sets)
+    spilled = spills(entries)
+    # a spilled tree holds two levels at a time while it is built (the one convolved and
+    # the one it makes), never the whole
+    held = _BYTES_PER_ENTRY * (max(level_entries) * _SPILL_LEVELS if spilled else entries)
+    size = _BASE_BYTES + held + per_stratum * n_cells
+    return Cost(entries, work, size, widest, tail, n_cells, sets, spilled)

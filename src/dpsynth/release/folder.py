@@ -240,7 +240,11 @@ def values_only(frame: pd.DataFrame) -> pd.DataFrame:
         column = frame[name]
         if isinstance(column.dtype, pd.CategoricalDtype):
             column = column.astype(column.cat.categories.dtype)
-        columns[name] = column.to_numpy()
+        # an extension column (pandas' Arrow-backed text) as its array: a NumPy copy would
+        # make a Python object of every value, pandas then converting them back (issue #36:
+        # 30 s and 3 GiB at 10M strata); arrays carry values, no metadata
+        extension = isinstance(column.dtype, pd.api.extensions.ExtensionDtype)
+        columns[name] = column.array if extension else column.to_numpy()
     clean = pd.DataFrame(columns, index=range(len(frame)))
     clean.attrs = {}
     return clean

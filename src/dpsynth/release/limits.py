@@ -33,6 +33,8 @@ def check_cost(request, design: Design, strata: Strata, cal, measure: bool = Fal
     forecast = {
         "bytes": cost.bytes,
         "multiply_adds": cost.multiply_adds,
+        "entries": cost.entries,
+        "spilled": cost.spilled,
         "seconds": seconds,
         "measured_rate": rate != _SLOWEST_RATE,
     }

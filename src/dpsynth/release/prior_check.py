@@ -51,7 +51,6 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy import special, stats
 
 #: Largest upper-tail probability of the agreement count that still passes.
 ALPHA = 1e-9
@@ -90,6 +89,8 @@ def _null(
 def deviance(counts: np.ndarray, mu: np.ndarray, n: np.ndarray | None) -> np.ndarray:
     """Each stratum's deviance of ``counts`` against the expected ``mu`` (binomial with
     ``n`` trials, or Poisson when ``n`` is None)."""
+    from scipy import special  # here: scipy's import costs seconds (verify needs none)
+
     counts = np.asarray(counts, dtype=float)
     d = special.xlogy(counts, counts) - special.xlogy(counts, mu)
     if n is None:
@@ -106,6 +107,8 @@ def _enumerated(mu: np.ndarray, n: np.ndarray | None) -> tuple[np.ndarray, ...]:
     probability that the count lies within 1 of ``mu``, enumerated over the counts
     0..``_support(mu)`` (the probabilities in log space: scipy.stats's formula for
     Poisson, the falling factorial n (n-1) ... (n-k+1) summed in logs for the binomial)."""
+    from scipy import special  # here: scipy's import costs seconds (verify needs none)
+
     top = int(_support(mu[-1]))
     if n is not None:
         top = min(top, int(n.max()))
@@ -159,6 +162,8 @@ def _distinct_nulls(mu: np.ndarray, n: np.ndarray | None, rate: np.ndarray):
     the deviance's null mean and variance and the agreement probability, and each
     stratum's index into them. Enumerated once per distinct null, in blocks of at most
     :data:`BLOCK` values: memory is bounded however many nulls are distinct."""
+    from scipy import stats  # here: scipy's import costs seconds (verify needs none)
+
     if n is None:
         inverse, mu_u = pd.factorize(mu, use_na_sentinel=False)
         n_u = rate_u = None

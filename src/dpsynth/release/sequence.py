@@ -348,7 +348,12 @@ class Release:
                     bar.n = round(100 * fraction)
                     bar.refresh()
 
-                self.sampler = self.design.sampler(self.strata.counts, cal, progress=advance)
+                # a large tree goes to an unlinked file beside the private folder (private
+                # like it; the system removes it when the process ends, however it ends)
+                self.sampler = self.design.sampler(
+                    self.strata.counts, cal, progress=advance, spill_dir=self.private.parent,
+                    spilled=(self.forecast or {}).get("spilled"),
+                )  # fmt: skip
         except (ValueError, RuntimeError) as err:
             # Whether this happens depends on the counts (docs/privacy.md, Part 5), and so
             # do the sampler's numbers in ``err``: the message states neither.

@@ -128,6 +128,8 @@ not covered: timing (the number of random numbers used depends on y). k sets com
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -385,15 +387,123 @@ def _tree_work(leaf_lengths: np.ndarray, total: int) -> float:
     return max(work, 1.0)
 
 
-def _close_level(level, parents, lefts, rights, levels) -> list:
+def _close_level(level, parents, lefts, rights, levels):
     """Record one level of the tree (an odd node out is carried up as its own parent, with
-    right child -1) and return the next level's node ids."""
+    right child -1) and return the next level's node ids (int64 arrays throughout)."""
+    parents, lefts, rights = (np.asarray(x, dtype=np.int64) for x in (parents, lefts, rights))
     if len(level) % 2:
-        parents.append(level[-1])
-        lefts.append(level[-1])
-        rights.append(-1)
-    levels.append((np.array(parents), np.array(lefts), np.array(rights)))
+        parents = np.append(parents, level[-1])
+        lefts = np.append(lefts, level[-1])
+        rights = np.append(rights, -1)
+    levels.append((parents, lefts, rights))
     return parents
+
+
+def _finite(log_masses: np.ndarray) -> np.ndarray:
+    """The finite entries (a cut of zero mass is -inf and adds nothing to the bound)."""
+    return log_masses[log_masses > -np.inf]
+
+
+#: Output entries of one chunk of a level's convolutions (:func:`_convolve_pairs`): 2^24
+#: double-doubles, 256 MiB, whatever the level's size.
+_CONVOLVE_ENTRIES = 1 << 24
+
+
+def _convolve_pairs(cur_hi, cur_lo, starts, cur_lengths, out_lengths, tail, parallel):
+    """One level's convolutions (pairs 2p, 2p + 1 of the level's nodes), trimmed, in chunks
+    of pairs of at most :data:`_CONVOLVE_ENTRIES` output entries (each pair's entries are
+    computed and cut exactly as in one pass; only the peak memory changes). Returns
+    (values_hi, values_lo, first kept entry, kept lengths, log cut, log rescale) per pair."""
+    from dpsynth.sampling import tree_build as tb
+
+    n_pairs = out_lengths.size
+    ends = np.cumsum(out_lengths)
+    bounds = [0]
+    while bounds[-1] < n_pairs:  # each chunk: at least one pair
+        limit = (ends[bounds[-1] - 1] if bounds[-1] else 0) + _CONVOLVE_ENTRIES
+        bounds.append(max(bounds[-1] + 1, int(np.searchsorted(ends, limit, side="right"))))
+    parts_hi, parts_lo, firsts, lengths, cuts, rescales = [], [], [], [], [], []
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        lefts = np.arange(2 * a, 2 * b, 2, dtype=np.int64)
+        rights = lefts + 1
+        lengths_ab = out_lengths[a:b]
+        out_starts = np.concatenate([[0], np.cumsum(lengths_ab)[:-1]]).astype(np.int64)
+        conv_hi = np.empty(int(lengths_ab.sum()))
+        conv_lo = np.empty(conv_hi.size)
+        tb.convolve_level(
+            cur_hi, cur_lo, starts, cur_lengths, lefts, rights,
+            out_starts, lengths_ab, conv_hi, conv_lo, parallel,
+        )  # fmt: skip
+        cut_first, cut_last, node_cut, node_rescale = tb.trim_level(
+            conv_hi, conv_lo, out_starts, lengths_ab, tail, True, parallel
+        )
+        kept = cut_last - cut_first + 1
+        kept_starts = np.concatenate([[0], np.cumsum(kept)[:-1]]).astype(np.int64)
+        part_hi = np.empty(int(kept.sum()))
+        part_lo = np.empty(part_hi.size)
+        tb.gather(conv_hi, conv_lo, out_starts + cut_first, kept,
+                  part_hi, part_lo, kept_starts, parallel)  # fmt: skip
+        del conv_hi, conv_lo
+        parts_hi.append(part_hi)
+        parts_lo.append(part_lo)
+        firsts.append(cut_first)
+        lengths.append(kept)
+        cuts.append(node_cut)
+        rescales.append(node_rescale)
+    new_hi = parts_hi[0] if len(parts_hi) == 1 else _join(parts_hi)
+    new_lo = parts_lo[0] if len(parts_lo) == 1 else _join(parts_lo)
+    return (new_hi, new_lo, *(np.concatenate(x) for x in (firsts, lengths, cuts, rescales)))
+
+
+@dataclass(frozen=True)
+class Spill:
+    """Where a release-mode tree goes when it would be large: a file in ``directory``
+    (made private, mode 0700, if it does not exist), created already unlinked (the system
+    removes it when the process ends, however it ends: nothing is left behind by a killed
+    release) and mapped into memory for the draws, which read it one level at a time. The
+    tree goes there when its forecast, 16 bytes an entry times :data:`_TREE_PER_LEAF` times
+    the leaves' stored entries, exceeds ``bytes``."""
+
+    directory: Path
+    bytes: float
+
+
+#: A release tree's entries per leaf entry, for :class:`Spill`'s decision: the national
+#: tables of issue #36 have 6.0 (1M strata) and about 4.8 (10M).
+_TREE_PER_LEAF = 6.0
+
+
+class _Values:
+    """The tree's values, level by level in node-id order: chunks in memory joined at the
+    end, or written to an unlinked file (:class:`Spill`) and mapped at the end."""
+
+    def __init__(self, spill: Spill | None, leaf_entries: int):
+        self.chunks_hi, self.chunks_lo, self.files, self.maps, self.size = [], [], None, None, 0
+        if spill is not None and 16.0 * _TREE_PER_LEAF * leaf_entries > spill.bytes:
+            import tempfile
+
+            Path(spill.directory).mkdir(mode=0o700, parents=True, exist_ok=True)
+            self.files = [tempfile.TemporaryFile(dir=spill.directory) for _ in range(2)]
+
+    def append(self, hi: np.ndarray, lo: np.ndarray) -> None:
+        if self.files is None:
+            self.chunks_hi.append(hi)
+            self.chunks_lo.append(lo)
+            return
+        for file, values in zip(self.files, (hi, lo), strict=True):
+            file.write(memoryview(np.ascontiguousarray(values, dtype=np.float64)).cast("B"))
+        self.size += hi.size
+
+    def finish(self) -> tuple[np.ndarray, np.ndarray]:
+        """The values (hi, lo) as flat arrays: in memory, or views of the file's maps."""
+        if self.files is None:
+            return _join(self.chunks_hi), _join(self.chunks_lo)
+        self.maps = []
+        for file in self.files:
+            file.flush()
+            self.maps.append(np.memmap(file, dtype=np.float64, mode="r+", shape=(self.size,)))
+            file.close()  # the map keeps the (unlinked) file alive
+        return np.asarray(self.maps[0]), np.asarray(self.maps[1])
 
 
 class ConditionedSampler:
@@ -417,7 +527,14 @@ class ConditionedSampler:
     """
 
     def __init__(
-        self, y, cal: Calibration, *, tail: float = TAIL, release: bool = False, progress=None
+        self,
+        y,
+        cal: Calibration,
+        *,
+        tail: float = TAIL,
+        release: bool = False,
+        progress=None,
+        spill: Spill | None = None,
     ):
         # scipy.stats and scipy.signal are imported by the methods that need them: they
         # take over a second to import, which every workflow job would otherwise pay.
@@ -432,6 +549,7 @@ class ConditionedSampler:
         self.n_cells = cal.n_cells
         self.tail = float(tail)
         self.release = bool(release)
+        self._spilled = None  # release mode: the spill file's maps, when the tree went there
         shape = (cal.clamp(counts) + cal.a).astype(float)
         log_p = np.asarray(cal.log_success(), dtype=float)
         if not np.all(np.isfinite(log_p)):
@@ -442,7 +560,7 @@ class ConditionedSampler:
             self._levels = []
             return
         if self.release:
-            self._build_release(counts, shape, log_p, lower, upper, tail, progress)
+            self._build_release(counts, shape, log_p, lower, upper, tail, progress, spill)
             return
         self._build_leaves(shape, log_p, lower, upper, tail)
         self._build_tree(tail)
@@ -599,11 +717,19 @@ class ConditionedSampler:
             )
         return _solve_tilt_untruncated(shape, log_p, self.total)
 
-    def _build_release(self, counts, shape, log_p, lower, upper, tail, progress) -> None:
+    def _build_release(self, counts, shape, log_p, lower, upper, tail, progress, spill) -> None:
         """Leaves by exact-ratio recurrences and direct convolutions, all in double-double;
         see "Release mode" in the module docstring for what is stored and what is bounded.
         The compiled work runs in :mod:`dpsynth.sampling.tree_build`, on every core numba
-        has; ``progress`` (if given) is called with the fraction of the work done."""
+        has; ``progress`` (if given) is called with the fraction of the work done.
+
+        Memory (issue #36): the tree is built level by level, and each level, once
+        finished, goes to the value store (:class:`_Values`): kept in memory, or written to
+        ``spill``'s file when the tree would be large (:class:`Spill`); only the level being
+        convolved and the one it makes are held besides, the convolution itself done in
+        chunks of at most :data:`_CONVOLVE_ENTRIES` output entries, and everything the
+        draw does not read (the leaves' walk results, the log scales, the cut masses as
+        they are summed) is dropped as soon as it has been used."""
         import numba
 
         from dpsynth.sampling import tree_build as tb
@@ -652,14 +778,18 @@ class ConditionedSampler:
         ops = int(np.sum(td.LEAF_OPS_PER_STEP * (n_walk - 1) + 1))
         # stored * exp(log_scale) = g_k, the tilted cell pmf (its mass outside the walk is
         # below 2^-439 of the walked mass: inside the bookkeeping slack)
-        log_cuts = [log_cut - log_total]  # each node's cut mass under the tilted measure
-        # per node id: offsets, log scales, lengths; values chunk by chunk in id order
-        offsets, log_scale, node_lengths = [lo_w + first], [log_rescale - log_total], [lengths]
-        chunks_hi, chunks_lo = [leaf_hi], [leaf_lo]
+        log_cuts = [_finite(log_cut - log_total)]  # each node's cut mass, tilted measure
+        # per node id: offsets, lengths; values level by level in id order (the store)
+        offsets, node_lengths = [lo_w + first], [lengths]
+        cur_scale = log_rescale - log_total
+        del first, n_walk, log_cut, log_total, log_rescale, best, remainder, unwalked
+        del s_hi, s_lo, rho_hi, rho_lo, hi_w, lo_w, clamped
+        store = _Values(spill, leaf_hi.size)
+        store.append(leaf_hi, leaf_lo)
         # the current level: its node ids and, contiguous in level order, their values
         level = np.arange(n_cells, dtype=np.int64)
         cur_hi, cur_lo = leaf_hi, leaf_lo
-        cur_lengths, cur_offsets, cur_scale = lengths, offsets[0], log_scale[0]
+        cur_lengths, cur_offsets = lengths, offsets[0]
         levels: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         n_nodes, n_splits, log_event = n_cells, 0, 0.0
         work, done = _tree_work(lengths, total), 0.0
@@ -695,34 +825,18 @@ class ConditionedSampler:
                 )
                 if np.any(out_lengths <= 0):
                     raise RuntimeError("a subtree cannot reach y. within its windows")
-                out_starts = np.concatenate([[0], np.cumsum(out_lengths)[:-1]]).astype(np.int64)
-                conv_hi = np.empty(int(out_lengths.sum()))
-                conv_lo = np.empty(conv_hi.size)
-                tb.convolve_level(
-                    cur_hi, cur_lo, starts, cur_lengths, lefts, rights,
-                    out_starts, out_lengths, conv_hi, conv_lo, parallel,
-                )  # fmt: skip
-                cut_first, cut_last, node_cut, node_rescale = tb.trim_level(
-                    conv_hi, conv_lo, out_starts, out_lengths, float(tail), True, parallel
+                new_hi, new_lo, cut_first, new_lengths, node_cut, node_rescale = _convolve_pairs(
+                    cur_hi, cur_lo, starts, cur_lengths, out_lengths, float(tail), parallel
                 )
-                new_lengths = cut_last - cut_first + 1
-                new_starts = np.concatenate([[0], np.cumsum(new_lengths)[:-1]]).astype(np.int64)
-                new_hi = np.empty(int(new_lengths.sum()))
-                new_lo = np.empty(new_hi.size)
-                tb.gather(conv_hi, conv_lo, out_starts + cut_first, new_lengths,
-                          new_hi, new_lo, new_starts, parallel)  # fmt: skip
-                del conv_hi, conv_lo
                 new_offsets = offset + cut_first
                 new_scale = scale + node_rescale
-                log_cuts.append(scale + node_cut)
+                log_cuts.append(_finite(scale + node_cut))
                 pair_lengths = np.minimum(cur_lengths[lefts], cur_lengths[rights])
                 ops += int(np.sum(pair_lengths + 2))
                 done += float(np.sum(cur_lengths[lefts].astype(float) * cur_lengths[rights]))
                 _report(progress, min(done / work, 0.99))
-            chunks_hi.append(new_hi)
-            chunks_lo.append(new_lo)
+            store.append(new_hi, new_lo)
             offsets.append(new_offsets)
-            log_scale.append(new_scale)
             node_lengths.append(new_lengths)
             parents = np.arange(n_nodes, n_nodes + n_pairs, dtype=np.int64)
             n_splits += n_pairs
@@ -737,31 +851,22 @@ class ConditionedSampler:
             else:
                 cur_hi, cur_lo = new_hi, new_lo
                 cur_lengths, cur_offsets, cur_scale = new_lengths, new_offsets, new_scale
-            level = np.asarray(
-                _close_level(
-                    level.tolist(),
-                    parents.tolist(),
-                    level[lefts].tolist(),
-                    level[rights].tolist(),
-                    levels,
-                ),
-                dtype=np.int64,
-            )
+            level = _close_level(level, parents, level[lefts], level[rights], levels)
         _report(progress, 1.0)
         self.log_event_probability = float(log_event)
         # q(not A) <= (sum of cut masses) / P(sum = y., A); the slack covers the double
         # bookkeeping of the masses (module docstring, step 5)
-        every_cut = np.concatenate(log_cuts)
-        every_cut = every_cut[every_cut > -np.inf]
-        cut = math.fsum(np.exp(every_cut - log_event).tolist())
+        cut = math.fsum(np.exp(np.concatenate(log_cuts) - log_event).tolist())
         self.cut_bound = float(cut * (1.0 + _BOOKKEEPING_SLACK))
         log_ratio = -np.log1p(-td.DD_OP_ERROR) * (ops + 2 * n_splits)
         self.rounding_bound = float(np.expm1(2.0 * log_ratio) * (1.0 + _BOOKKEEPING_SLACK))
         self.tv_bound = self.cut_bound + self.rounding_bound
-        del cur_hi, cur_lo, new_hi, new_lo, leaf_hi, leaf_lo
+        del cur_hi, cur_lo, new_hi, new_lo, leaf_hi, leaf_lo, log_cuts
+        values_hi, values_lo = store.finish()
+        self._spilled = store.maps
         self._store_flat(
-            _join(chunks_hi),
-            _join(chunks_lo),
+            values_hi,
+            values_lo,
             np.concatenate(node_lengths),
             np.concatenate(offsets),
             levels,
@@ -770,7 +875,6 @@ class ConditionedSampler:
 
     def _store_flat(self, values_hi, values_lo, lengths, offsets, levels, root) -> None:
         """The tree in the flat layout the compiled draws read, from flat arrays."""
-        self._levels = levels
         self._offsets = np.asarray(offsets, dtype=np.int64)
         self._lengths = np.asarray(lengths, dtype=np.int64)
         self._starts = np.concatenate([[0], np.cumsum(self._lengths)[:-1]]).astype(np.int64)
@@ -782,6 +886,13 @@ class ConditionedSampler:
             np.concatenate([empty] + [level[part] for level in top_down]).astype(np.int64)
             for part in range(3)
         )
+        # the levels (bottom-up) as views of the arrays above: one copy of the node ids
+        ends = np.cumsum([0] + [level[0].size for level in top_down])
+        self._levels = [
+            tuple(part[a:b] for part in (self._parents, self._lefts, self._rights))
+            for a, b in zip(ends[:-1], ends[1:], strict=True)
+        ][::-1]
+        del levels[:]
         self._pmfs = None  # marginal_pmfs reads the hi parts through _node_pmf
         self._root = root
 
@@ -810,9 +921,36 @@ class ConditionedSampler:
             self._lengths,
             self._values,
         )
+        if self.release and self._spilled is not None:
+            return self._draw_spilled(size, rng)
         if self.release:
             return draw_tree_exact(*tree, self._values_lo, self.n_cells, rng)
         return draw_tree(*tree, self.n_cells, rng)
+
+    def _draw_spilled(self, size: int, rng: np.random.Generator) -> np.ndarray:
+        """:func:`~dpsynth.sampling.tree_draw.draw_tree_exact` of a tree in its spill file,
+        one level of splits at a time (the same splits in the same order, so the same draws
+        from the same ``rng``): after each level the map's pages are released, so the
+        process holds one level of the tree at a time, not the file (:class:`Spill`)."""
+        import mmap
+
+        from dpsynth.sampling.tree_draw import draw_splits_exact
+
+        out = np.empty((size, self.n_cells), dtype=np.int64)
+        node_value = np.empty(self._offsets.size, dtype=np.int64)
+        widest = int(self._lengths.max()) + 1
+        w_hi, w_lo = np.empty(widest), np.empty(widest)
+        ends = np.cumsum([0] + [level[0].size for level in self._levels[::-1]])
+        arrays = (self._parents, self._lefts, self._rights, self._offsets, self._starts,
+                  self._lengths, self._values, self._values_lo)  # fmt: skip
+        for d in range(size):
+            node_value[self._root] = self.total
+            for a, b in zip(ends[:-1], ends[1:], strict=True):
+                draw_splits_exact(int(a), int(b), node_value, *arrays, w_hi, w_lo, rng)
+                for values in self._spilled:  # the pages stay in the file, not in us
+                    values._mmap.madvise(mmap.MADV_DONTNEED)
+            out[d] = node_value[: self.n_cells]
+        return out
 
     # --- exact summaries ---------------------------------------------------------------
     def marginal_pmfs(self) -> list[tuple[int, np.ndarray]]:
@@ -977,7 +1115,9 @@ def release_tails(n_cells: int, total: int, tv_target: float) -> tuple[float, ..
     return kept or RELEASE_TAILS[-1:]
 
 
-def release_sampler(y, cal: Calibration, tv_target: float, progress=None) -> ConditionedSampler:
+def release_sampler(
+    y, cal: Calibration, tv_target: float, progress=None, spill: Spill | None = None
+) -> ConditionedSampler:
     """A release-mode sampler whose :attr:`~ConditionedSampler.tv_bound` is at most ``tv_target``.
 
     Builds ``ConditionedSampler(y, cal, tail=t, release=True)`` for t in
@@ -993,17 +1133,21 @@ def release_sampler(y, cal: Calibration, tv_target: float, progress=None) -> Con
     target = float(tv_target)
     if not (np.isfinite(target) and target > 0.0):
         raise ValueError(f"tv_target must be a finite number > 0, got {tv_target!r}")
-    reached, sampler, failure = [], None, None
+    reached, last, failure = [], None, None
     for tail in release_tails(cal.n_cells, cal.total, target):
-        try:
-            sampler = ConditionedSampler(y, cal, tail=tail, release=True, progress=progress)
+        try:  # a tree built before (a larger tail) was freed: one tree in memory at a time
+            sampler = ConditionedSampler(
+                y, cal, tail=tail, release=True, progress=progress, spill=spill
+            )
         except RuntimeError as err:  # the cuts removed the whole conditioning event: cut less
             failure = err
             continue
         if sampler.tv_bound <= target:
             return sampler
         reached.append(sampler.tv_bound)
-    if sampler is None:
+        last = (sampler.rounding_bound, sampler.cut_bound, sampler.log_event_probability)
+        del sampler
+    if last is None:
         raise ValueError(
             f"release_sampler: no tail in {RELEASE_TAILS} gives a sampler ({failure}); "
             "please report this calibration"
@@ -1011,6 +1155,6 @@ def release_sampler(y, cal: Calibration, tv_target: float, progress=None) -> Con
     raise ValueError(
         f"release_sampler: no tail in {RELEASE_TAILS} brings the total-variation bound to "
         f"tv_target={target:.3g}; the smallest bound reached is {min(reached):.3g} "
-        f"(rounding term {sampler.rounding_bound:.3g}, cut term {sampler.cut_bound:.3g}, "
-        f"log P(sum = y.) = {sampler.log_event_probability:.3g}). Ask for a larger target."
+        f"(rounding term {last[0]:.3g}, cut term {last[1]:.3g}, "
+        f"log P(sum = y.) = {last[2]:.3g}). Ask for a larger target."
     )

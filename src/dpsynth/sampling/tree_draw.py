@@ -391,6 +391,27 @@ def split_weights(left, right, t, offsets, starts, lengths, values_hi, values_lo
 
 
 @numba.njit(cache=CACHE)
+def draw_splits_exact(j0, j1, node_value, parents, lefts, rights, offsets, starts, lengths,
+                      values_hi, values_lo, w_hi, w_lo, source):  # fmt: skip
+    """Splits ``j0 .. j1 - 1`` of :func:`draw_tree_exact`'s walk, in order, for one draw:
+    ``node_value`` holds the parents' values and receives the children's (the buffers
+    ``w_*`` hold at least ``lengths.max() + 1`` entries)."""
+    for j in range(j0, j1):
+        t = node_value[parents[j]]
+        left = lefts[j]
+        right = rights[j]
+        if right < 0:
+            node_value[left] = t
+            continue
+        k_min, width = split_weights(
+            left, right, t, offsets, starts, lengths, values_hi, values_lo, w_hi, w_lo
+        )
+        k = k_min + exact_choice(w_hi, w_lo, width, source)
+        node_value[left] = k
+        node_value[right] = t - k
+
+
+@numba.njit(cache=CACHE)
 def draw_tree_exact(
     n_draws,
     total,
@@ -414,19 +435,8 @@ def draw_tree_exact(
     w_lo = np.empty(lengths.max() + 1, dtype=np.float64)
     for d in range(n_draws):
         node_value[root] = total
-        for j in range(parents.size):
-            t = node_value[parents[j]]
-            left = lefts[j]
-            right = rights[j]
-            if right < 0:
-                node_value[left] = t
-                continue
-            k_min, width = split_weights(
-                left, right, t, offsets, starts, lengths, values_hi, values_lo, w_hi, w_lo
-            )
-            k = k_min + exact_choice(w_hi, w_lo, width, source)
-            node_value[left] = k
-            node_value[right] = t - k
+        draw_splits_exact(0, parents.size, node_value, parents, lefts, rights, offsets, starts,
+                          lengths, values_hi, values_lo, w_hi, w_lo, source)  # fmt: skip
         for c in range(n_cells):
             out[d, c] = node_value[c]
     return out
@@ -521,9 +531,13 @@ def trim_dd(values_hi, values_lo, values_exp, n, tail, trim):
     place, rescaled, the floored ones set to zero.
     """
     best = -np.inf
+    # each positive entry's log2 (its level), computed once (the same doubles as computing
+    # it in every loop below, as before issue #36)
+    levels = np.empty(n)
     for i in range(n):
         if values_hi[i] > 0.0:
             level = math.log2(values_hi[i]) + values_exp[i]
+            levels[i] = level
             if level > best:
                 best = level
     if best == -np.inf:
@@ -531,7 +545,7 @@ def trim_dd(values_hi, values_lo, values_exp, n, tail, trim):
     mass = np.zeros(n)  # relative to the largest; entries too small for a double count 2^-1000
     for i in range(n):
         if values_hi[i] > 0.0:
-            mass[i] = 2.0 ** max(math.log2(values_hi[i]) + values_exp[i] - best, -1000.0)
+            mass[i] = 2.0 ** max(levels[i] - best, -1000.0)
     total = 0.0
     for i in range(n):
         total += mass[i]
@@ -555,12 +569,12 @@ def trim_dd(values_hi, values_lo, values_exp, n, tail, trim):
     top_level = -np.inf
     for i in range(first, last + 1):
         if values_hi[i] > 0.0:
-            level = math.log2(values_hi[i]) + values_exp[i]
+            level = levels[i]
             if level > top_level:
                 top_level = level
                 top = values_exp[i] + math.frexp(values_hi[i])[1]
     for i in range(first, last + 1):
-        if values_hi[i] > 0.0 and math.log2(values_hi[i]) + values_exp[i] - best < -FLOOR_BITS:
+        if values_hi[i] > 0.0 and levels[i] - best < -FLOOR_BITS:
             cut += mass[i]
             values_hi[i] = 0.0
             values_lo[i] = 0.0
