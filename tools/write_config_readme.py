@@ -13,8 +13,6 @@ a segment ``<name>`` stands for any entry of a mapping (``pseudo_posterior.datas
 
 from __future__ import annotations
 
-import argparse
-import difflib
 import re
 import sys
 from pathlib import Path
@@ -77,21 +75,11 @@ def build(schema: dict, template: str) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail if config/README.md is stale")
-    args = parser.parse_args()
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from generated import write_or_check  # tools/, beside this file
+
     text = build(yaml.safe_load(SCHEMA.read_text()), TEMPLATE.read_text())
-    if args.check:
-        current = OUTPUT.read_text() if OUTPUT.exists() else ""
-        if current != text:
-            sys.stdout.writelines(difflib.unified_diff(
-                current.splitlines(keepends=True), text.splitlines(keepends=True),
-                "config/README.md", "generated"))  # fmt: skip
-            print("config/README.md is stale: run `make format`", file=sys.stderr)
-            return 1
-        return 0
-    OUTPUT.write_text(text)
-    return 0
+    return write_or_check(OUTPUT, text, "config/README.md", __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

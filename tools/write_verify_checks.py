@@ -10,8 +10,6 @@ renamed or reworded in the code is a check on the page.
 
 from __future__ import annotations
 
-import argparse
-import difflib
 import sys
 from pathlib import Path
 
@@ -53,21 +51,10 @@ def build() -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail if the page is stale")
-    args = parser.parse_args()
-    text = build()
-    if args.check:
-        current = OUTPUT.read_text() if OUTPUT.exists() else ""
-        if current != text:
-            sys.stdout.writelines(difflib.unified_diff(
-                current.splitlines(keepends=True), text.splitlines(keepends=True),
-                "docs/verify-checks.md", "generated"))  # fmt: skip
-            print("docs/verify-checks.md is stale: run `make format`", file=sys.stderr)
-            return 1
-        return 0
-    OUTPUT.write_text(text)
-    return 0
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from generated import write_or_check  # tools/, beside this file
+
+    return write_or_check(OUTPUT, build(), "docs/verify-checks.md", __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":
