@@ -1040,16 +1040,17 @@ def _calibrate(args) -> int:
 
 
 def _verify(args) -> int:
-    from dpsynth.release.verify import NotARelease, as_json, failed, format_checks, report
+    from dpsynth.release import verify
 
+    verify.return_freed_memory()
     try:
-        checks, manifest = report(args.release)
-    except NotARelease as err:
+        checks, manifest = verify.report(args.release)
+    except verify.NotARelease as err:
         print(f"dpsynth verify: error: {err}", file=sys.stderr)
         return 2
-    show = as_json if args.json else format_checks
+    show = verify.as_json if args.json else verify.format_checks
     print(show(checks, args.release, manifest))
-    return 1 if failed(checks) else 0
+    return 1 if verify.failed(checks) else 0
 
 
 def _ledger(args) -> int:

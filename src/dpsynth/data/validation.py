@@ -206,6 +206,30 @@ def positions_by_codes(codes: Sequence[np.ndarray], rows: int) -> np.ndarray:
     return np.lexsort(list(codes)[::-1]).astype(np.int64, copy=False)
 
 
+def key_runs(codes: Sequence[np.ndarray], rows: int) -> tuple[bool, int]:
+    """Whether the rows whose key codes (:func:`key_sort_codes`) are ``codes`` are in key
+    order, and how many of them repeat the keys of another row, by comparing each row with
+    the next (a sort only when they are out of order): a few booleans a row, not a sort's
+    indices."""
+    if rows < 2:
+        return True, 0
+
+    def steps(columns) -> tuple[np.ndarray, np.ndarray]:
+        undecided, descending = np.ones(rows - 1, dtype=bool), np.zeros(rows - 1, dtype=bool)
+        for c in columns:
+            before, after = c[:-1], c[1:]
+            descending |= undecided & (after < before)
+            undecided &= after == before
+        return descending, undecided
+
+    descending, equal = steps(codes)
+    ordered = not descending.any()
+    if not ordered:
+        order = positions_by_codes(codes, rows)
+        _, equal = steps([c[order] for c in codes])
+    return ordered, int(equal.sum())
+
+
 def validate_strata(
     frame: pd.DataFrame,
     *,

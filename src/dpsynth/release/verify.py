@@ -51,7 +51,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dpsynth.data.validation import key_positions
+from dpsynth.data.validation import key_runs, key_sort_codes
 from dpsynth.io import sha256_file
 from dpsynth.release import folder
 from dpsynth.release.manifest import RELEASE_FORMAT, SCHEMA, SYNTHETIC_COUNT, status
@@ -538,7 +538,12 @@ def _read_table(path: Path, rows: int) -> pd.DataFrame:
 
     parts = [_plain(b) for b in batches(path, rows)]
     if parts:
-        return pa.Table.from_batches(parts).to_pandas(ignore_metadata=True)
+        table = pa.Table.from_batches(parts)
+        del parts
+        frame = table.to_pandas(ignore_metadata=True, self_destruct=True, split_blocks=True)
+        del table
+        _give_back()  # the decoded batches
+        return frame
     if path.suffix == ".csv":
         return pd.read_csv(path, dtype=str, keep_default_na=False, nrows=0)
     return _parquet(path).schema_arrow.empty_table().to_pandas(ignore_metadata=True)
@@ -587,6 +592,7 @@ class _Release:
         self.path = path
         self.manifest = manifest
         self._tables: dict[str, pd.DataFrame] = {}
+        self._key_runs: tuple[bool, int] | None = None
 
     def file(self, name: str) -> Path:
         entry = self.manifest["files"][name]
@@ -628,6 +634,15 @@ class _Release:
 
     def batches(self, name: str):
         return batches(self.file(name), self.rows(name))
+
+    def key_runs(self) -> tuple[bool, int]:
+        """Whether the hyperparameters' rows are in key order, and how many repeat the keys
+        of another (:func:`dpsynth.data.validation.key_runs`), computed once."""
+        if self._key_runs is None:
+            hyper = self.table("hyperparameters")
+            keys = self.manifest["keys"]
+            self._key_runs = key_runs(key_sort_codes(hyper, keys), len(hyper))
+        return self._key_runs
 
     def entries(self) -> list[Path]:
         """Every entry of the folder, at most :data:`MAX_ENTRIES` (ValueError beyond)."""
@@ -695,6 +710,32 @@ def load_manifest(path: Path) -> tuple[dict | None, str | None]:
     return data, None
 
 
+def return_freed_memory() -> None:
+    """The ``dpsynth verify`` process's allocation policy, set before it reads a table:
+    Arrow allocates through the C library, whose freed memory :func:`_give_back` returns
+    between the checks (Arrow's own pool keeps the pages of every decoded batch for
+    reuse). The peak is then about what the checks hold at once
+    (benchmarks/verify_hostile.py measures it). A process-wide choice, so the command's
+    and not the library's."""
+    import pyarrow as pa
+
+    pa.set_memory_pool(pa.system_memory_pool())
+
+
+def _give_back() -> None:
+    """Return what the process has freed to the system: Arrow's pool's unused pages and,
+    with glibc, the free top of its heaps (``malloc_trim``); elsewhere nothing."""
+    import ctypes
+
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
+
+
 def verify_release(path: Path) -> list[Check]:
     """Every check of the release in ``path``, in topic order (see the module docstring).
 
@@ -750,6 +791,7 @@ def _run(checks: list[Check], topic: str, name: str, function, release: _Release
         checks.append(_check(topic, name, FAIL, f"could not be checked: {shown(reason, 300)}"))
         return False
     checks.extend(found)
+    _give_back()  # what the topic's checks no longer hold
     return result
 
 
@@ -881,13 +923,13 @@ def _file_checks(release: _Release):
 # --- 2. synthetic sets ---------------------------------------------------------------------
 
 
-def _is_sorted(frame: pd.DataFrame, columns: list[str]) -> bool:
+def _is_sorted(frame: pd.DataFrame, columns: list[str], in_key_order: bool) -> bool:
     """Whether the rows are in lexicographic order of ``columns``: the releases' key order
-    (:func:`dpsynth.data.validation.key_order`: a column whose every value is a number
-    numerically, ties broken by the text, any other as text), or each column compared as
-    written or, when every value is a number, as numbers (releases made before key_order;
-    a Parquet input's integer keys written to CSV read back as text)."""
-    if np.array_equal(key_positions(frame, columns), np.arange(len(frame))):
+    (``in_key_order``, :func:`dpsynth.data.validation.key_order`: a column whose every value
+    is a number numerically, ties broken by the text, any other as text), or each column
+    compared as written or, when every value is a number, as numbers (releases made before
+    key_order; a Parquet input's integer keys written to CSV read back as text)."""
+    if in_key_order:
         return True
     for numeric in (False, True):
         view = frame[columns].copy()
@@ -910,7 +952,7 @@ class _Key:
     def __init__(self, reference):
         import pyarrow.compute as pc
 
-        self.reference = reference
+        self.type = reference.type
         self.distinct = pc.unique(reference)
         self.codes = self._lookup(reference)
         self._dictionary = (None, None)
@@ -919,7 +961,7 @@ class _Key:
         import pyarrow.compute as pc
 
         found = pc.index_in(values, value_set=self.distinct)
-        return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32)
 
     def same(self, column, stratum: np.ndarray) -> np.ndarray:
         """Whether each value of ``column`` is the key of its stratum; values of another
@@ -928,9 +970,9 @@ class _Key:
         import pyarrow.compute as pc
 
         values = column.dictionary if pa.types.is_dictionary(column.type) else column
-        if values.type != self.reference.type:
+        if values.type != self.type:
             try:
-                values = pc.cast(values, self.reference.type)
+                values = pc.cast(values, self.type)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                 return np.zeros(len(column), dtype=bool)
         if pa.types.is_dictionary(column.type):
@@ -979,8 +1021,11 @@ def _synthetic_checks(release: _Release):
     hyper = release.table("hyperparameters").reset_index(drop=True)
     comparable = len(hyper) == strata and set(keys) <= set(hyper.columns)
     if comparable:
-        reference = pa.Table.from_pandas(hyper[list(keys)], preserve_index=False)
-        references = [_Key(reference.column(k).combine_chunks()) for k in keys]
+        release.key_runs()  # before the sets' batches are held: the peak is one or the other
+        references = [  # one key at a time: only its codes are kept
+            _Key(pa.Table.from_pandas(hyper[[k]], preserve_index=False).column(k).combine_chunks())
+            for k in keys
+        ]
         hyper_pop = _floats(hyper, "population")
         if m["mechanism"] == "truncated":
             lower, upper = _floats(hyper, "lower"), _floats(hyper, "upper")
@@ -992,7 +1037,7 @@ def _synthetic_checks(release: _Release):
     carry: tuple[int, float] | None = None
     inside_count, low_set, high_set = 0, math.inf, -math.inf
     keys_in_order = comparable
-    stopped = pattern = None
+    stopped = None
     for batch in release.batches("synthetic"):
         if rows == 0:
             found = batch.schema.names
@@ -1008,12 +1053,7 @@ def _synthetic_checks(release: _Release):
                 _check("synthetic", "columns", OK, f"{name}: columns {shown(columns)}{shown(held)}")
             )
         n = batch.num_rows
-        start = rows % strata  # the positions' set and stratum, from a pattern cut to size
-        if pattern is None or start + n > len(pattern[0]):
-            span = np.arange(max(n, BATCH_ROWS) + strata)
-            pattern = (span // strata, span % strata)
-        expected_set = pattern[0][start : start + n] + rows // strata
-        stratum = pattern[1][start : start + n]
+        expected_set, stratum = np.divmod(np.arange(rows, rows + n), strata)  # by position
         numbers = _batch_floats(batch.column("set"), "set")
         counts = _batch_floats(batch.column(SYNTHETIC_COUNT), SYNTHETIC_COUNT)
         bad = False
@@ -1099,7 +1139,10 @@ def _synthetic_checks(release: _Release):
               {"total": total, "wrong": wrong})
     )  # fmt: skip
     sorted_ok = (
-        comparable and first_bad_set is None and keys_in_order and _is_sorted(hyper, list(keys))
+        comparable
+        and first_bad_set is None
+        and keys_in_order
+        and _is_sorted(hyper, list(keys), release.key_runs()[0])
     )
     out.append(
         _check(
@@ -1163,11 +1206,14 @@ def _hyper_checks(release: _Release):
         return out, True
     a = _floats(hyper, "a")
     good_a = bool(np.all(np.isfinite(a) & (a > 0)))
+    repeats = release.key_runs()[1]
     out.append(
-        _check("hyperparameters", "columns", OK if good_a else FAIL,
+        _check("hyperparameters", "columns", OK if good_a and not repeats else FAIL,
               f"{name}: {strata} rows, keys and {_COLUMNS[mechanism]}; "
               + (f"a in [{_g(a.min())}, {_g(a.max())}], all > 0" if good_a
-                 else "some a are not finite and > 0"))
+                 else "some a are not finite and > 0")
+              + (f"; {repeats} row(s) repeat the keys of another: not one row per stratum"
+                 if repeats else ""))
     )  # fmt: skip
     if mechanism == "md":
         return out, True
