@@ -94,3 +94,14 @@ def test_a_prior_column_beside_a_sanitised_prior_says_what_to_do(tmp_path):
     message = str(err.value)
     assert "'prior_rate' holds prior rates" in message and "drop the column" in message
     assert "instead of --sanitised-prior-by" in message and "not named" not in message
+
+
+def test_counts_under_another_name_point_to_the_option_that_names_them(tmp_path):
+    STRATA.rename(columns={"count": "deaths"}).to_csv(tmp_path / "d.csv", index=False)
+    request = request_for(tmp_path / "d.csv", tmp_path / "out")
+    with pytest.raises(ReleaseError) as err:
+        load_strata(request)
+    message = str(err.value)
+    assert "missing column(s) ['count']" in message
+    assert "name the counts' column with --count-column (one of ['deaths'])" in message
+    assert "--population-column" not in message

@@ -346,8 +346,17 @@ def _check_columns(request, frame, count, keys, dropped, prior_in_input, listed=
     missing = [c for c in [*keys, *value_columns] if c not in frame.columns]
     if missing:
         hint = ""
+        spare = [c for c in frame.columns if c not in keys and c not in value_columns]
+        options = {
+            count: ("counts", "--count-column"),
+            request.population_column: ("populations", "--population-column"),
+        }
+        for column in missing:  # a value column under another name: which option names it
+            if column in options and spare:
+                what, option = options[column]
+                hint += f"; name the {what}' column with {option} (one of {spare})"
         if prior_in_input and request.prior_rate_column in missing:  # where else it can come from
-            hint = (
+            hint += (
                 "; without public prior rates, give --sanitised-prior-by with no column (the "
                 "overall rate, no budget) or with columns (their noisy rates), or --prior FILE"
             )
