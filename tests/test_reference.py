@@ -79,3 +79,24 @@ def test_bad_counts_are_refused():
                      ([0, 0], "positive total")):  # fmt: skip
         with pytest.raises(ValueError, match=match):
             no_privacy_draws(np.array(y), 2, rng)
+
+
+def test_mostly_empty_tables_are_drawn_as_the_whole_table_draws_them():
+    """Drawing only the strata with events (a national table is mostly empty) gives the
+    tables, and leaves the stream, exactly as drawing every stratum did."""
+
+    def every_stratum(y, n, rng):
+        weights = rng.standard_gamma(y.astype(float), size=(n, y.size))
+        weights /= weights.sum(axis=1, keepdims=True)
+        return rng.multinomial(int(y.sum()), weights).astype(np.int64)
+
+    rng = np.random.default_rng(0)
+    for seed in range(200):
+        k = int(rng.integers(1, 300))
+        y = rng.integers(0, 5, k) * (rng.random(k) < rng.random())
+        if y.sum() == 0:
+            y[rng.integers(0, k)] = 1
+        for n in (1, 3):
+            mine, theirs = np.random.default_rng(seed), np.random.default_rng(seed)
+            assert np.array_equal(no_privacy_draws(y, n, mine), every_stratum(y, n, theirs))
+            assert mine.random() == theirs.random()

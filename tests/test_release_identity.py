@@ -238,3 +238,51 @@ def test_text_keys_sort_as_before(values):
     for keys in (["a"], ["a", "b"], ["b", "a"]):
         assert np.array_equal(key_positions(frame, keys), reference_key_positions(frame, keys))
     assert _key_kind(column) == reference_key_kind(column)
+
+
+def reference_fingerprint(keys: pd.DataFrame, secret: bytes) -> np.ndarray:
+    """The overlap fingerprint of the steward's index as dpsynth 0.2 computed it, column
+    operations in numpy (equal values of other types, 1 == 1.0 == True, hash as the first)."""
+    from dpsynth.ledger_index import _mix, _value_hash, normal_value
+
+    columns = []
+    for name in keys.columns:
+        codes, uniques = pd.factorize(keys[name].reset_index(drop=True), use_na_sentinel=False)
+        hashes = np.array([_value_hash(normal_value(v), secret) for v in uniques], np.uint64)
+        columns.append(hashes[codes])
+    state = np.full(len(keys), len(columns), dtype=np.uint64)
+    if columns:
+        values = np.sort(np.stack(columns, axis=1), axis=1)
+        for j in range(values.shape[1]):
+            state = _mix(state ^ values[:, j])
+    else:
+        state = _mix(state)
+    return np.unique(state)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_overlap_fingerprint_is_that_of_the_row_by_row_code(kind):
+    """The compiled fingerprint, of the key columns or of the release's coded keys (the
+    columns as categoricals), is the fingerprint computed before (the index's stored
+    fingerprints stay comparable)."""
+    from dpsynth.ledger_index import fingerprint
+
+    for seed in range(3):
+        strata = nasty_strata(seed, 3, n=60, kinds=[kind, "text", "int"])
+        expected = reference_fingerprint(strata.keys, b"s" * 32)
+        assert np.array_equal(fingerprint(strata.keys, b"s" * 32), expected)
+        assert np.array_equal(fingerprint(strata.coded_keys(), b"s" * 32), expected)
+
+
+def test_positions_of_sorted_and_unsorted_codes_are_those_of_lexsort():
+    from dpsynth.data.validation import positions_by_codes
+
+    rng = np.random.default_rng(5)
+    for n in (0, 1, 2, 50):
+        codes = [rng.integers(-1, 4, n), rng.integers(0, 3, n), rng.integers(0, 2**40, n)]
+        expected = np.lexsort(codes[::-1])
+        assert np.array_equal(positions_by_codes(codes, n), expected)
+        ordered = [c[expected] for c in codes]
+        assert np.array_equal(positions_by_codes(ordered, n), np.arange(n))
+        huge = [rng.integers(0, 2**40, n), rng.integers(0, 2**40, n)]  # beyond 62 bits
+        assert np.array_equal(positions_by_codes(huge, n), np.lexsort(huge[::-1]))

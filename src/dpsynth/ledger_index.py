@@ -104,26 +104,32 @@ def normal_value(value: object) -> str:
 
 def fingerprint(keys, secret: bytes) -> np.ndarray:
     """The sorted distinct 64-bit hashes of the strata of ``keys`` (a data frame of key
-    columns, one row a stratum), keyed by ``secret``: see the module's docstring."""
-    import pandas as pd
+    columns, one row a stratum), keyed by ``secret``: see the module's docstring.
+
+    Each column's distinct values are hashed once; one compiled pass
+    (:func:`dpsynth.table_kernels.stratum_hashes`) sorts and mixes a row's hashes."""
+    from dpsynth.table_kernels import factorize, stratum_hashes
 
     n = len(keys)
-    columns = []
-    for name in keys.columns:
-        codes, uniques = pd.factorize(keys[name].reset_index(drop=True), use_na_sentinel=False)
-        hashes = np.fromiter(
-            (_value_hash(normal_value(v), secret) for v in uniques),
-            dtype=np.uint64,
-            count=len(uniques),
-        )
-        columns.append(hashes[codes])
-    state = np.full(n, len(columns), dtype=np.uint64)
-    if columns:
-        values = np.sort(np.stack(columns, axis=1), axis=1)
-        for j in range(values.shape[1]):
-            state = _mix(state ^ values[:, j])
+    if not len(keys.columns):
+        state = _mix(np.zeros(n, dtype=np.uint64))
     else:
-        state = _mix(state)
+        codes = np.empty((len(keys.columns), n), dtype=np.int64)
+        tables, bases, base = [], [], 0
+        for j, name in enumerate(keys.columns):
+            codes[j], uniques = factorize(keys[name])
+            tables.append(
+                np.fromiter(
+                    (_value_hash(normal_value(v), secret) for v in uniques),
+                    dtype=np.uint64,
+                    count=len(uniques),
+                )
+            )
+            bases.append(base)
+            base += len(uniques)
+        hashes = np.concatenate(tables)
+        state = stratum_hashes(codes, hashes, np.asarray(bases, dtype=np.int64))
+        del codes
     state.sort()
     return state[np.r_[True, state[1:] != state[:-1]]] if n else state
 

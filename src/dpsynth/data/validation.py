@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -203,7 +204,26 @@ def positions_by_codes(codes: Sequence[np.ndarray], rows: int) -> np.ndarray:
     """The positions of the rows sorted stably by ``codes`` (the first most significant)."""
     if not codes:
         return np.arange(rows, dtype=np.int64)
-    return np.lexsort(list(codes)[::-1]).astype(np.int64, copy=False)
+    codes = [np.asarray(c, dtype=np.int64) for c in codes]
+    # already sorted (a release's strata by their own keys): the stable sort keeps them
+    later, decided = np.zeros(max(rows - 1, 0), dtype=bool), np.zeros(max(rows - 1, 0), bool)
+    for column in codes:
+        step = np.diff(column)
+        later |= ~decided & (step < 0)
+        decided |= step != 0
+    if not later.any():
+        return np.arange(rows, dtype=np.int64)
+    del later, decided
+    # one stable sort of the codes combined, when they fit in 62 bits
+    lows = [int(c.min()) if rows else 0 for c in codes]
+    sizes = [int(c.max()) - low + 1 if rows else 1 for c, low in zip(codes, lows, strict=True)]
+    if sum(math.log2(s) for s in sizes) < 62:
+        key = np.zeros(rows, dtype=np.int64)
+        for column, low, size in zip(codes, lows, sizes, strict=True):
+            key *= size
+            key += column - low
+        return np.argsort(key, kind="stable").astype(np.int64, copy=False)
+    return np.lexsort(codes[::-1]).astype(np.int64, copy=False)
 
 
 def key_runs(codes: Sequence[np.ndarray], rows: int) -> tuple[bool, int]:

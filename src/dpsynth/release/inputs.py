@@ -119,11 +119,10 @@ class Strata:
         """
         if "dataset_id" not in self._ids:
             names = sorted(self.keys.columns)
-            columns = [_distinct(self.keys[name], _canonical_texts) for name in names]
+            columns = [_distinct(self._factorized(name), _canonical_texts) for name in names]
             columns.append(_population_texts(self.population, len(self.keys)))
             # Python's order of the tuples: each column's texts ranked as Python sorts them
-            ranks = [_ranks(texts)[codes] for codes, texts in columns]
-            order = np.lexsort(ranks[::-1])
+            order = _lex_order([(_ranks(texts), codes) for codes, texts in columns])
             # every value is text, the population's too (repr quotes it: "'444.0'")
             pieces = [(codes, [repr(t) for t in texts]) for codes, texts in columns]
             # one row: "(k1, k2, population)", or "(population,)" with no key
@@ -147,7 +146,7 @@ class Strata:
         if "legacy_ids" not in self._ids:
             names = list(self.keys.columns)
             orders = itertools.permutations(names) if len(names) <= 4 else [tuple(names)]
-            reprs = {name: _distinct(self.keys[name], _legacy_reprs) for name in names}
+            reprs = {name: _distinct(self._factorized(name), _legacy_reprs) for name in names}
             sort_codes = dict(zip(names, key_sort_codes(self.keys, names), strict=True))
             population = _population_texts(self.population, len(self.keys))
             ids = []
@@ -163,6 +162,47 @@ class Strata:
                 ids.append(digest.hexdigest())
             self._ids["legacy_ids"] = tuple(dict.fromkeys(ids))
         return self._ids["legacy_ids"]
+
+    def _factorized(self, name: str) -> tuple[pd.Series, tuple[np.ndarray, list] | None]:
+        """(key column ``name``, its codes and uniques by
+        :func:`dpsynth.table_kernels.factorize`, computed once for both ids)."""
+        from dpsynth.table_kernels import factorize
+
+        cache = self._ids.setdefault("factorized", {})
+        if name not in cache:
+            cache[name] = factorize(self.keys[name])
+        return self.keys[name], cache[name]
+
+    def coded_keys(self) -> pd.DataFrame:
+        """The key columns as categoricals of the values they hold (the ledger's overlap
+        fingerprint factorises them at no cost; the values, hence the fingerprint, are the
+        keys'); a column whose values include a missing one stays as it is."""
+        columns = {}
+        for name in self.keys.columns:
+            column, (codes, uniques) = self._factorized(name)
+            if any(pd.isna(u) for u in uniques if not isinstance(u, list | tuple | np.ndarray)):
+                columns[name] = column.reset_index(drop=True)
+                continue
+            try:
+                categories = pd.Index(uniques, dtype=object, tupleize_cols=False)
+                columns[name] = pd.Categorical.from_codes(codes, categories=categories)
+            except (ValueError, TypeError):  # equal values of other types (1, 1.0, True)
+                columns[name] = column.reset_index(drop=True)
+        return pd.DataFrame(columns)
+
+
+def _lex_order(columns: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """The rows sorted by ``columns`` (a rank per code, a code per row; the first most
+    significant): one sort of a combined rank when it fits in 63 bits, else ``lexsort``.
+    Rows with the same ranks are the same row text, so their order does not matter."""
+    sizes = [max(1, len(rank)) for rank, _ in columns]
+    if sum(np.log2(sizes)) < 62:
+        key = np.zeros(len(columns[0][1]), dtype=np.int64)
+        for (rank, codes), size in zip(columns, sizes, strict=True):
+            key *= size
+            key += rank[codes]
+        return np.argsort(key, kind="stable")
+    return np.lexsort([rank[codes] for rank, codes in columns][::-1])
 
 
 def _decorate(pieces: list, prefix: str, suffix: str) -> list:
@@ -184,37 +224,56 @@ def _hash_rows(digest, pieces, order) -> None:
     """Feed ``digest`` the rows ``order`` one after another, each row its pieces' texts
     joined by ", ": the same bytes as ``digest.update(row_text.encode())`` row by row.
 
-    ``pieces`` are (a code per row, a text per code); pyarrow joins a chunk of rows' texts
-    and its UTF-8 bytes, the rows' one after the other, are fed at once.
+    ``pieces`` are (a code per row, a text per code); a compiled loop
+    (:func:`dpsynth.table_kernels.row_bytes`) writes a chunk of rows' bytes, fed at once.
     """
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    from dpsynth.table_kernels import encode_texts, row_bytes
 
-    separator = pa.scalar(", ", type=pa.large_string())
-    tables = [(codes, pa.array(texts, type=pa.large_string())) for codes, texts in pieces]
-    for start in range(0, len(order), HASH_CHUNK):
-        rows = order[start : start + HASH_CHUNK]
-        columns = [texts.take(pa.array(codes[rows])) for codes, texts in tables]
-        joined = columns[0]
-        if len(columns) > 1:
-            joined = pc.binary_join_element_wise(*columns, separator)
-        _, offsets, data = joined.buffers()
-        offsets = np.frombuffer(offsets, dtype=np.int64)
-        begin, end = offsets[joined.offset], offsets[joined.offset + len(joined)]
-        digest.update(memoryview(data)[begin:end])
+    encoded = [encode_texts(texts) for _, texts in pieces]
+    data = np.concatenate([d for d, _ in encoded])
+    offsets, bases, base, start_byte = [], [], 0, 0
+    for d, o in encoded:
+        offsets.append(o[:-1] + start_byte)
+        bases.append(base)
+        base += len(o) - 1
+        start_byte += len(d)
+    offsets = np.concatenate([*offsets, [start_byte]]).astype(np.int64)
+    rows = len(order)
+    width = np.int32 if rows < 2**31 else np.int64
+    codes = np.empty((len(pieces), rows), dtype=width)
+    for p, (piece_codes, _) in enumerate(pieces):
+        codes[p] = piece_codes
+    separator = np.frombuffer(b", ", dtype=np.uint8)
+    longest = sum(int(np.diff(o).max(initial=0)) for _, o in encoded)
+    longest += len(separator) * (len(pieces) - 1)
+    order = np.asarray(order, dtype=np.int64)
+    out = np.empty(min(rows, HASH_CHUNK) * longest, dtype=np.uint8)
+    for start in range(0, rows, HASH_CHUNK):
+        written = row_bytes(
+            order[start : start + HASH_CHUNK],
+            codes,
+            data,
+            offsets,
+            np.asarray(bases, dtype=np.int64),
+            separator,
+            out,
+        )
+        digest.update(memoryview(out)[:written])
 
 
-def _distinct(column: pd.Series, texts_of) -> tuple[np.ndarray, list[str]]:
+def _distinct(factorized, texts_of) -> tuple[np.ndarray, list[str]]:
     """(a code per row, the distinct texts): ``texts[codes[i]]`` is row i's text by
-    ``texts_of`` (a function of the column giving (codes, texts), texts maybe repeated)."""
-    codes, texts = texts_of(column)
+    ``texts_of`` (a function of (the column, its factorisation) giving (codes, texts),
+    texts maybe repeated)."""
+    codes, texts = texts_of(*factorized)
     merged, distinct = pd.factorize(np.asarray(texts, dtype=object))
     return merged[codes].astype(np.int64), list(distinct)
 
 
-def _canonical_texts(column: pd.Series) -> tuple[np.ndarray, list[str]]:
+def _canonical_texts(column: pd.Series, factorized) -> tuple[np.ndarray, list[str]]:
     """:func:`_canonical` of each value, computed once per distinct value where the column's
-    type makes equal values equal texts (numbers, bools, text), else row by row."""
+    type makes equal values equal texts (numbers, bools, text), else row by row
+    (``factorized``: the column's codes and uniques)."""
     column = column.reset_index(drop=True)
     dtype = column.dtype
     plain = (
@@ -227,13 +286,19 @@ def _canonical_texts(column: pd.Series) -> tuple[np.ndarray, list[str]]:
     )
     if not plain:  # mixed objects (1 == 1.0 == True), categories, dates: every row
         return np.arange(len(column)), [_canonical(v) for v in column]
-    codes, uniques = pd.factorize(column, use_na_sentinel=False)
+    codes, uniques = factorized
     return codes, [_canonical(v) for v in uniques]
 
 
-def _legacy_reprs(column: pd.Series) -> tuple[np.ndarray, list[str]]:
+def _legacy_reprs(column: pd.Series, factorized) -> tuple[np.ndarray, list[str]]:
     """``repr`` of each value as ``astype(str)`` writes it, once per distinct text (row
-    by row where a value is missing: ``astype(str)`` keeps it missing)."""
+    by row where a value is missing: ``astype(str)`` keeps it missing). A text column
+    without a missing value is its own text: its factorisation ``factorized`` serves."""
+    dtype = column.dtype
+    if isinstance(dtype, pd.StringDtype) and not column.hasnans:
+        codes, uniques = factorized
+        if all(type(u) is str for u in uniques):
+            return codes, [repr(u) for u in uniques]
     text = column.reset_index(drop=True).astype(str)
     if text.isna().any():
         return np.arange(len(text)), [repr(v) for v in text]
@@ -254,7 +319,13 @@ def _population_texts(population, rows: int) -> tuple[np.ndarray, list[str]]:
 
 def _ranks(texts: list[str]) -> np.ndarray:
     """The rank of each of the distinct ``texts`` in Python's order of strings."""
-    order = sorted(range(len(texts)), key=texts.__getitem__)
+    try:  # UTF-8's byte order is the order of the code points, Python's
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        order = pc.sort_indices(pa.array(texts, type=pa.large_string())).to_numpy()
+    except (pa.ArrowException, UnicodeError, TypeError):  # a lone surrogate, say
+        order = sorted(range(len(texts)), key=texts.__getitem__)
     rank = np.empty(len(texts), dtype=np.int64)
     rank[order] = np.arange(len(texts))
     return rank

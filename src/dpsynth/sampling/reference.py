@@ -44,9 +44,27 @@ def no_privacy_draws(y, n: int, rng: np.random.Generator) -> np.ndarray:
     total = int(y.sum())
     if total <= 0:
         raise ValueError("y must have a positive total: with no event there is nothing to draw")
-    weights = rng.standard_gamma(y.astype(float), size=(n, y.size))  # shape 0 gives 0
-    weights /= weights.sum(axis=1, keepdims=True)
-    return rng.multinomial(total, weights).astype(np.int64)
+    drawn = np.flatnonzero(y)
+    if 2 * drawn.size > y.size:  # few empty strata: draw them all
+        weights = rng.standard_gamma(y.astype(float), size=(n, y.size))  # shape 0 gives 0
+        weights /= weights.sum(axis=1, keepdims=True)
+        return rng.multinomial(total, weights).astype(np.int64)
+    # Most strata empty (a national table of single-year ages): numpy draws nothing for a
+    # gamma of shape 0 nor for a binomial of probability 0, so drawing the others only
+    # gives the same tables from the same stream. The last stratum is kept (the
+    # multinomial gives it what is left), and each table's weights are divided by their
+    # sum over every stratum, summed as numpy sums the whole row.
+    if drawn[-1] != y.size - 1:
+        drawn = np.append(drawn, y.size - 1)
+    shapes = y[drawn].astype(float)
+    weights = rng.standard_gamma(shapes, size=(n, drawn.size))
+    row = np.zeros(y.size)
+    for table in range(n):
+        row[drawn] = weights[table]
+        weights[table] /= row.sum()
+    out = np.zeros((n, y.size), dtype=np.int64)
+    out[:, drawn] = rng.multinomial(total, weights)
+    return out
 
 
 def reference_batches(y, n: int, rng: np.random.Generator, batch_cells: int = BATCH_CELLS):
