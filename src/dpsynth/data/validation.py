@@ -206,14 +206,8 @@ def positions_by_codes(codes: Sequence[np.ndarray], rows: int) -> np.ndarray:
         return np.arange(rows, dtype=np.int64)
     codes = [np.asarray(c, dtype=np.int64) for c in codes]
     # already sorted (a release's strata by their own keys): the stable sort keeps them
-    later, decided = np.zeros(max(rows - 1, 0), dtype=bool), np.zeros(max(rows - 1, 0), bool)
-    for column in codes:
-        step = np.diff(column)
-        later |= ~decided & (step < 0)
-        decided |= step != 0
-    if not later.any():
+    if not _steps(codes, rows)[0].any():
         return np.arange(rows, dtype=np.int64)
-    del later, decided
     # one stable sort of the codes combined, when they fit in 62 bits
     lows = [int(c.min()) if rows else 0 for c in codes]
     sizes = [int(c.max()) - low + 1 if rows else 1 for c, low in zip(codes, lows, strict=True)]
@@ -233,21 +227,24 @@ def key_runs(codes: Sequence[np.ndarray], rows: int) -> tuple[bool, int]:
     indices."""
     if rows < 2:
         return True, 0
-
-    def steps(columns) -> tuple[np.ndarray, np.ndarray]:
-        undecided, descending = np.ones(rows - 1, dtype=bool), np.zeros(rows - 1, dtype=bool)
-        for c in columns:
-            before, after = c[:-1], c[1:]
-            descending |= undecided & (after < before)
-            undecided &= after == before
-        return descending, undecided
-
-    descending, equal = steps(codes)
+    descending, equal = _steps(codes, rows)
     ordered = not descending.any()
     if not ordered:
         order = positions_by_codes(codes, rows)
-        _, equal = steps([c[order] for c in codes])
+        _, equal = _steps([c[order] for c in codes], rows)
     return ordered, int(equal.sum())
+
+
+def _steps(codes: Sequence[np.ndarray], rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair of neighbouring rows, whether the second comes before the first in key
+    order, and whether the two have equal keys."""
+    descending = np.zeros(max(rows - 1, 0), dtype=bool)
+    equal = np.ones(max(rows - 1, 0), dtype=bool)
+    for c in codes:
+        before, after = c[:-1], c[1:]
+        descending |= equal & (after < before)
+        equal &= after == before
+    return descending, equal
 
 
 def validate_strata(
