@@ -77,3 +77,16 @@ def test_md_tree_marginal_means_equal_dirichlet_multinomial_means(inputs):
     sampler = ConditionedSampler(y, cal)
     expected = TOTAL * (y + alpha) / (y + alpha).sum()
     np.testing.assert_allclose(sampler.marginal_means(), expected, rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("sizes", [(129, 129), (130, 700), (1000, 257), (4097, 5003)])
+def test_tree_convolution_is_fftconvolve_bit_for_bit(sizes):
+    """The tree's FFT convolution (scipy's fftconvolve by its own steps, without its
+    per-call checks) gives fftconvolve's very bits: the draws of a seed do not move."""
+    from scipy.signal import fftconvolve
+
+    from dpsynth.sampling.conditioned import _fft_convolve
+
+    rng = np.random.default_rng(sum(sizes))
+    a, b = (rng.dirichlet(np.ones(size)) for size in sizes)
+    np.testing.assert_array_equal(_fft_convolve(a, b), fftconvolve(a, b))

@@ -160,7 +160,7 @@ def compare(tmp: Path, args: argparse.Namespace) -> None:
         timeout=args.timeout,
     )
 
-    bundles = {work: list((work / "logs" / "benchmarks").rglob("*_bundle_*")) for work in
+    bundles = {work: list((work / "logs" / "benchmarks").rglob("*_bundle*")) for work in
                (on_slurm, local)}  # fmt: skip
     if bundles[on_slurm] or not bundles[local]:
         sys.exit(

@@ -234,9 +234,11 @@ def study_calibration_path(wildcards):
 
 
 def study_chunk_paths(name, folder, kind):
-    """A bundled arm's outputs in one folder, one per chunk (study_chunk_labels order)."""
+    """A bundled study's outputs in one folder, one per arm and chunk: arm by arm (the
+    study's order), each arm's chunks in study_chunk_labels order."""
     return [
-        f"results/studies/{{study}}/{folder}/{{arm}}/{chunk}.parquet"
+        f"results/studies/{{study}}/{folder}/{arm.name}/{chunk}.parquet"
+        for arm in STUDIES[name].arms
         for chunk in study_chunk_labels(name, kind)
     ]
 

@@ -71,9 +71,10 @@ rule study_strata:
         "../scripts/study_strata.py"
 
 
-# job_structure (config; the profile chooses): `split` runs each calibration chunk and
-# each draw chunk as its own job, `bundled` one job per study arm doing all of them in
-# order. The chunks and their random streams are the same, so are the outputs.
+# job_structure (config; the profile chooses): `split` runs each calibration chunk, each
+# draw chunk and the no-privacy reference as its own job, `bundled` one job per study
+# doing all of them in order (its imports, strata and measures paid once, not per arm).
+# The chunks and their random streams are the same, so are the outputs.
 if config["job_structure"] == "split":
 
     rule study_calibrate:
@@ -127,12 +128,37 @@ if config["job_structure"] == "split":
         script:
             "../scripts/study_simulate.py"
 
+    # The no-privacy reference: tables drawn with the privacy term removed (every arm's limit
+    # as epsilon grows), measured as the arms' are: what synthesis alone keeps.
+    rule study_reference:
+        input:
+            unpack(study_inputs),
+            strata="results/studies/{study}/strata.parquet",
+        output:
+            reference="results/studies/{study}/reference.parquet",
+        log:
+            "logs/studies/{study}/reference.log",
+        benchmark:
+            "logs/benchmarks/studies/{study}/reference.tsv"
+        priority: 1
+        conda:
+            DPSYNTH_ENV
+        threads: 1
+        resources:
+            runtime=60,
+            mem_mb=2000,
+        params:
+            seed=config["seed"],
+            entry=study_entry,
+        script:
+            "../scripts/study_reference.py"
+
 else:
     for bundled_study in STUDIES:
 
         rule:
             name:
-                f"study_arm_bundle_{bundled_study}"
+                f"study_bundle_{bundled_study}"
             input:
                 unpack(study_inputs),
                 strata="results/studies/{study}/strata.parquet",
@@ -141,10 +167,11 @@ else:
                 status=study_chunk_paths(bundled_study, "calibration_status", "e"),
                 metrics=study_chunk_paths(bundled_study, "metrics", "e_d"),
                 area_sums=study_chunk_paths(bundled_study, "area_sums", "e_d"),
+                reference="results/studies/{study}/reference.parquet",
             log:
-                "logs/studies/{study}/arm_bundle_{arm}.log",
+                "logs/studies/{study}/bundle.log",
             benchmark:
-                "logs/benchmarks/studies/{study}/arm_bundle_{arm}.tsv"
+                "logs/benchmarks/studies/{study}/study_bundle.tsv"
             wildcard_constraints:
                 study=bundled_study,
             priority: 1
@@ -152,40 +179,14 @@ else:
                 DPSYNTH_ENV
             threads: 1
             resources:
-                runtime=120,
+                runtime=240,
                 mem_mb=2000,
             params:
                 seed=config["seed"],
                 study=bundled_study,
                 entry=config["studies"][bundled_study],
             script:
-                "../scripts/study_arm_bundle.py"
-
-
-# The no-privacy reference: tables drawn with the privacy term removed (every arm's limit
-# as epsilon grows), measured as the arms' are: what synthesis alone keeps.
-rule study_reference:
-    input:
-        unpack(study_inputs),
-        strata="results/studies/{study}/strata.parquet",
-    output:
-        reference="results/studies/{study}/reference.parquet",
-    log:
-        "logs/studies/{study}/reference.log",
-    benchmark:
-        "logs/benchmarks/studies/{study}/reference.tsv"
-    priority: 1
-    conda:
-        DPSYNTH_ENV
-    threads: 1
-    resources:
-        runtime=60,
-        mem_mb=2000,
-    params:
-        seed=config["seed"],
-        entry=study_entry,
-    script:
-        "../scripts/study_reference.py"
+                "../scripts/study_bundle.py"
 
 
 rule study_summary:

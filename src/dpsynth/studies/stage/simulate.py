@@ -24,6 +24,12 @@ STATUS_COLUMNS = ["arm", "epsilon", "ok", "error"]
 log = logging.getLogger(__name__)
 
 
+def _measures(definition: StudyDefinition, strata: pd.DataFrame) -> Measures:
+    from dpsynth.studies.stage.measures import study_measures
+
+    return study_measures(definition, strata)
+
+
 def calibrate_arm(
     definition: StudyDefinition, arm: Arm, epsilon: float, strata: pd.DataFrame
 ) -> Calibration:
@@ -126,17 +132,21 @@ def simulate_chunk(
     calibrations: pd.DataFrame,
     chunk: str,
     rng: np.random.Generator,
+    *,
+    measures: Measures | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The draws of job ``chunk`` (``e{i}_d{j}``) of one arm, measured: one row per
     (epsilon, dataset), and per map epsilon the sum and number of each area's rates.
-    Epsilons whose calibration was skipped get no datasets."""
+    Epsilons whose calibration was skipped get no datasets. ``measures``: the strata's
+    :func:`~dpsynth.studies.stage.measures.study_measures`, when a job that runs many
+    chunks has built them once (built here otherwise; the same either way)."""
     from dpsynth.design import chunk_members
-    from dpsynth.studies.stage.measures import study_measures
 
     d = definition
     epsilons, ids = chunk_members(chunk, d.epsilons, d.epsilons_per_job, d.datasets,
                                   d.datasets_per_job)  # fmt: skip
-    measures = study_measures(d, strata)
+    if measures is None:
+        measures = _measures(d, strata)
     y = strata[d.count].to_numpy()
     metrics = []
     sums = [pd.DataFrame({"arm": [], "epsilon": [], "area": [], "sum": [],
@@ -160,16 +170,20 @@ def simulate_chunk(
 
 
 def reference_metrics(
-    definition: StudyDefinition, strata: pd.DataFrame, rng: np.random.Generator
+    definition: StudyDefinition,
+    strata: pd.DataFrame,
+    rng: np.random.Generator,
+    *,
+    measures: Measures | None = None,
 ) -> pd.DataFrame:
     """The measures of ``definition.datasets`` tables drawn from the no-privacy reference
     (:func:`dpsynth.sampling.reference.no_privacy_draws`: every arm's limit as epsilon
     grows, truncation dropped), one row per table (``dataset`` and the measures), drawn
-    ``definition.batch`` at a time."""
+    ``definition.batch`` at a time. ``measures``: as :func:`simulate_chunk`'s."""
     from dpsynth.sampling.reference import no_privacy_draws
-    from dpsynth.studies.stage.measures import study_measures
 
-    measures = study_measures(definition, strata)
+    if measures is None:
+        measures = _measures(definition, strata)
     y = strata[definition.count].to_numpy()
     n, frames = definition.datasets, []
     for start in range(0, n, definition.batch):
