@@ -28,11 +28,11 @@ from dpsynth.sampling.conditioned import (
     ConditionedSampler,
     _solve_tilt_bounded,
     _solve_tilt_bounded_checked,
-    _tilted_moments,
     _window_weights,
     check_feasible,
     public_rounding_bound,
     release_sampler,
+    window_moments,
 )
 
 #: A certified truncated release at the defaults (epsilon 1, delta 1e-12) whose sampler
@@ -72,9 +72,9 @@ def test_the_release_sampler_does_not_crash_where_a_neighbour_releases():
     # product then gives sum = y. no mass inside the kept windows
     lower, upper = check_feasible(cal)
     shape = cal.clamp(np.array([143, 127])) + cal.a
-    rows, base = _window_weights(shape, cal.log_success(), lower, upper)
-    newton = _tilted_moments(rows, base, _solve_tilt_bounded(rows, base, 270))[0]
-    checked = _tilted_moments(rows, base, _solve_tilt_bounded_checked(rows, base, 270))[0]
+    moments = window_moments(*_window_weights(shape, cal.log_success(), lower, upper))
+    newton = moments(_solve_tilt_bounded(moments, 270))[0]
+    checked = moments(_solve_tilt_bounded_checked(moments, 270))[0]
     assert abs(newton - 270) > 10 and abs(checked - 270) < 1
     ConditionedSampler(np.array([143, 127]), cal, tail=1e-16, release=True)  # raised before
     for first in range(135, 152):

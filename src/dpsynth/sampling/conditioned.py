@@ -127,6 +127,7 @@ not covered: timing (the number of random numbers used depends on y). k sets com
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -270,15 +271,16 @@ def _tilt_converged(mean: float, var: float, total: int) -> bool:
     return abs(mean - total) < 0.05 * max(1.0, math.sqrt(max(var, 0.0)))
 
 
-def _solve_tilt_bounded(rows: _PaddedRows, base: list[np.ndarray], total: int) -> float:
-    """log c with sum_k E[tilted cell k on its bounded window] close to total.
+def _solve_tilt_bounded(moments, total: int) -> float:
+    """log c with sum_k E[tilted cell k on its bounded window] close to total; ``moments``
+    (log c) gives the tilted cells' summed means and variances (:func:`window_moments`).
 
     Damped Newton (the derivative of the mean in log c is the variance). Any c gives the
     same conditioned distribution, so a rough solution suffices.
     """
     log_c = 0.0
     for _ in range(60):
-        mean, var = _tilted_moments(rows, base, log_c)
+        mean, var = moments(log_c)
         if _tilt_converged(mean, var, total):
             break
         excess = mean - total
@@ -302,7 +304,13 @@ def _tilted_moments(rows: _PaddedRows, base: list[np.ndarray], log_c: float):
     return mean, var
 
 
-def _solve_tilt_bounded_checked(rows: _PaddedRows, base: list[np.ndarray], total: int) -> float:
+def window_moments(rows: _PaddedRows, base: list[np.ndarray]):
+    """The default mode's ``moments`` (log c) for the tilt solvers: :func:`_tilted_moments`
+    on the cells' padded window weights."""
+    return functools.partial(_tilted_moments, rows, base)
+
+
+def _solve_tilt_bounded_checked(moments, total: int) -> float:
     """The tilt of truncated cells in both modes: :func:`_solve_tilt_bounded`, checked, and
     bisection when it did not converge (where Newton converges, the same tilt).
 
@@ -313,21 +321,21 @@ def _solve_tilt_bounded_checked(rows: _PaddedRows, base: list[np.ndarray], total
     where Newton lands). The tilted total's mean increases with log c (its derivative is
     the variance), so bisection on a bracket always converges; any tilt leaves q unchanged.
     """
-    log_c = _solve_tilt_bounded(rows, base, total)
-    if _tilt_converged(*_tilted_moments(rows, base, log_c), total):
+    log_c = _solve_tilt_bounded(moments, total)
+    if _tilt_converged(*moments(log_c), total):
         return log_c
     low, high = -1.0, 1.0
     for _ in range(60):  # widen the bracket (the total may sit at an end of the feasible range)
-        if _tilted_moments(rows, base, low)[0] <= total:
+        if moments(low)[0] <= total:
             break
         low *= 2.0
     for _ in range(60):
-        if _tilted_moments(rows, base, high)[0] >= total:
+        if moments(high)[0] >= total:
             break
         high *= 2.0
     for _ in range(200):
         log_c = 0.5 * (low + high)
-        mean, var = _tilted_moments(rows, base, log_c)
+        mean, var = moments(log_c)
         if _tilt_converged(mean, var, total) or high - low < 1e-12:
             break
         if mean < total:
@@ -589,7 +597,7 @@ class ConditionedSampler:
         if self.calibration.truncated:
             start, stop = lower, upper
             rows, base = _window_weights(shape, log_p, start, stop)
-            log_c = _solve_tilt_bounded_checked(rows, base, total)
+            log_c = _solve_tilt_bounded_checked(window_moments(rows, base), total)
         else:
             log_c = _solve_tilt_untruncated(shape, log_p, total)
             success = 1.0 - np.exp(log_p + log_c)  # scipy's nbinom counts failures
@@ -722,11 +730,24 @@ class ConditionedSampler:
 
     # --- release mode ----------------------------------------------------------------
     def _release_log_tilt(self, shape, log_p, lower, upper) -> float:
-        """The default mode's tilt, checked (any tilt leaves q unchanged)."""
+        """The default mode's tilt, checked (any tilt leaves q unchanged), with the cells'
+        moments streamed in compiled code (:func:`~dpsynth.sampling.tree_build.
+        tilted_moments`): memory per cell, not per window entry (issue #36)."""
+        from dpsynth.sampling import tree_build as tb
+
         if self.calibration.truncated:
-            return _solve_tilt_bounded_checked(
-                *_window_weights(shape, log_p, lower, upper), self.total
+            import numba
+
+            parallel = self.n_cells >= _PARALLEL_CELLS and numba.get_num_threads() > 1
+            moments = functools.partial(
+                tb.tilted_moments,
+                np.asarray(lower, np.int64),
+                np.asarray(upper, np.int64),
+                np.ascontiguousarray(shape, dtype=float),
+                np.ascontiguousarray(log_p, dtype=float),
+                parallel,
             )
+            return _solve_tilt_bounded_checked(moments, self.total)
         return _solve_tilt_untruncated(shape, log_p, self.total)
 
     def _build_release(self, counts, shape, log_p, lower, upper, tail, progress, spill) -> None:

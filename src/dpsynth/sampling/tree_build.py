@@ -25,6 +25,8 @@ against a sequential reference.
 
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
 
@@ -188,6 +190,103 @@ def _gather_serial(source_hi, source_lo, starts, lengths, out_hi, out_lo, out_st
         a, b, n = starts[p], out_starts[p], lengths[p]
         out_hi[b : b + n] = source_hi[a : a + n]
         out_lo[b : b + n] = source_lo[a : a + n]
+
+
+#: Cells per block of :func:`tilted_moments` (fixed: the sums' order, hence their bits,
+#: does not depend on how many cores run them).
+MOMENT_BLOCK = 4096
+#: |log q| up to which a cell's weights are walked by their ratios; beyond it, by lgamma.
+_RATIO_WALK = 300.0
+
+
+@numba.njit(cache=CACHE)
+def _cell_moments(lo, hi, shape, log_q):
+    """Mean and variance of the cell law w(v) ~ Gamma(v + shape) / v! q^v on lo..hi.
+
+    Where |log q| is moderate, w(v + 1) = w(v) (v + shape) q / (v + 1) is walked from
+    w(lo) = 1, the running weight kept as a mantissa and a power of two (renormalised
+    when it leaves [2^-300, 2^300]; the sums are kept at one power of two, a term far
+    below it adds nothing): a few multiplications an entry. Beyond, each weight is
+    computed by lgamma, in logs (the laws are then close to a point mass at an end)."""
+    width = hi - lo + 1
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    if abs(log_q) <= _RATIO_WALK:
+        q = math.exp(log_q)
+        w = 1.0
+        e = 0  # the weight is w 2^e
+        top = 0  # the sums are s 2^top
+        for u in range(width):
+            if e != top:
+                if e > top:  # a larger weight: bring the sums to its scale
+                    s0 = math.ldexp(s0, top - e)
+                    s1 = math.ldexp(s1, top - e)
+                    s2 = math.ldexp(s2, top - e)
+                    top = e
+                t = math.ldexp(w, e - top)
+            else:
+                t = w
+            s0 += t
+            s1 += u * t
+            s2 += u * (u * t)
+            v = lo + u
+            w *= (v + shape) * q / (v + 1.0)
+            if w > 2.0**300 or (0.0 < w < 2.0**-300):
+                m, x = math.frexp(w)
+                w = m
+                e += x
+    else:
+        best = -np.inf
+        for u in range(width):
+            v = lo + u
+            best = max(best, math.lgamma(v + shape) - math.lgamma(v + 1.0) + v * log_q)
+        for u in range(width):
+            v = lo + u
+            t = math.exp(math.lgamma(v + shape) - math.lgamma(v + 1.0) + v * log_q - best)
+            s0 += t
+            s1 += u * t
+            s2 += u * (u * t)
+    mean = s1 / s0
+    return lo + mean, max(s2 / s0 - mean * mean, 0.0)
+
+
+@numba.njit(cache=CACHE)
+def _moment_block(block, lo, hi, shape, log_p, log_c, partial):
+    begin = block * MOMENT_BLOCK
+    end = min(begin + MOMENT_BLOCK, lo.size)
+    mean = 0.0
+    var = 0.0
+    for k in range(begin, end):
+        m, s = _cell_moments(lo[k], hi[k], shape[k], log_p[k] + log_c)
+        mean += m
+        var += s
+    partial[0, block] = mean
+    partial[1, block] = var
+
+
+@numba.njit(cache=CACHE, parallel=True)
+def _moments_parallel(lo, hi, shape, log_p, log_c, partial):
+    for block in numba.prange(partial.shape[1]):
+        _moment_block(block, lo, hi, shape, log_p, log_c, partial)
+
+
+@numba.njit(cache=CACHE)
+def _moments_serial(lo, hi, shape, log_p, log_c, partial):
+    for block in range(partial.shape[1]):
+        _moment_block(block, lo, hi, shape, log_p, log_c, partial)
+
+
+def tilted_moments(lo, hi, shape, log_p, parallel, log_c):
+    """(sum of the means, sum of the variances) of the cells tilted by ``log_c``: cell k's
+    law proportional to Gamma(v + shape_k) / v! (p_k c)^v on lo_k..hi_k (``log_p`` = log
+    p_k). Streams the windows (memory per cell, not per window entry); blocks of
+    :data:`MOMENT_BLOCK` cells on every core when ``parallel``, their sums added in block
+    order, so the result does not depend on the number of cores."""
+    partial = np.empty((2, max(1, -(-lo.size // MOMENT_BLOCK))))
+    run = _moments_parallel if parallel else _moments_serial
+    run(lo, hi, shape, log_p, float(log_c), partial)
+    return math.fsum(partial[0]), math.fsum(partial[1])
 
 
 def build_leaves(lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, parallel):
