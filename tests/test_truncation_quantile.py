@@ -71,3 +71,14 @@ def test_the_bounds_are_those_of_scipys_quantiles():
 def test_outside_its_domain_scipy_computes_it_all(q, mean):
     ours, theirs = poisson_quantile(q, mean), stats.poisson.ppf(q, mean)
     assert np.asarray(ours).tobytes() == np.asarray(theirs).tobytes()
+
+
+def test_a_national_tables_repeated_means_give_scipys_quantiles():
+    """Above DISTINCT_FROM means, each distinct mean is computed once and spread back."""
+    from dpsynth.mechanisms.truncation import DISTINCT_FROM
+
+    rng = np.random.default_rng(36)
+    distinct = np.exp(rng.uniform(np.log(1e-4), np.log(1e4), 2_000))
+    mean = distinct[rng.integers(0, distinct.size, DISTINCT_FROM + 1)]
+    for q in (5e-7, 0.5, 1 - 5e-7):
+        same_as_scipy(q, mean)

@@ -67,6 +67,9 @@ def truncation_bounds(
 ROOT_MARGIN = 1e-4
 #: Steps from the first guess after which the cells left are left to scipy.
 MAX_STEPS = 64
+#: Means beyond which :func:`poisson_quantile` computes each distinct mean once (a
+#: national table of 10M strata has 164k distinct expected counts).
+DISTINCT_FROM = 100_000
 
 
 def poisson_quantile(q: float, mean) -> np.ndarray:
@@ -93,6 +96,12 @@ def poisson_quantile(q: float, mean) -> np.ndarray:
     mean = np.asarray(mean, dtype=float)
     if mean.ndim != 1 or not (0.0 < q < 1.0) or not np.all(np.isfinite(mean) & (mean > 0)):
         return stats.poisson.ppf(q, mean)
+    if mean.size > DISTINCT_FROM:  # a national table repeats its means: each computed once
+        import pandas as pd
+
+        codes, distinct = pd.factorize(mean)
+        if distinct.size < mean.size // 2:
+            return poisson_quantile(q, np.asarray(distinct, dtype=float))[codes]
     z = float(special.ndtri(q))
     k = np.maximum(np.floor(mean + z * np.sqrt(mean) + (z * z - 1.0) / 6.0), 0.0)
     left = np.zeros(mean.shape, dtype=bool)  # cells for scipy

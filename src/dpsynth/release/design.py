@@ -290,14 +290,22 @@ def estimate_cost(cal: Calibration, tv_target: float, sets: int = 1) -> Cost:
     # the tilt c with sum_k shape_k q_k / (1 - q_k) = y., q = p c (untruncated cells)
     top = -float(np.max(log_p))
     low, high = top - 60.0, top - 1e-12
-    # q = p c with p = e^log_p once: a product per step, not an exponential (10M strata)
+    # q = p c with p = e^log_p once: a product per step, not an exponential; each distinct
+    # (shape, p) once, weighted by how many strata share it (a national table of 10M
+    # strata has about 10^5)
     p = np.exp(log_p + top)
+    pairs = np.empty(n_cells, dtype=complex)
+    pairs.real, pairs.imag = shape, p
+    codes, distinct = pd.factorize(pairs)
+    repeats = np.bincount(codes, minlength=distinct.size).astype(float)
+    shape_u, p_u = distinct.real.copy(), distinct.imag.copy()
+    del pairs, codes, distinct
     for _ in range(200):  # bisection to 1e-10 in log c: about 40 steps
         if high - low <= 1e-10:
             break
         mid = 0.5 * (low + high)
-        q = p * math.exp(mid - top)
-        if float(np.sum(shape * q / (1.0 - q))) < total:
+        q = p_u * math.exp(mid - top)
+        if float(np.sum(repeats * shape_u * q / (1.0 - q))) < total:
             low = mid
         else:
             high = mid
