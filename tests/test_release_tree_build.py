@@ -227,6 +227,43 @@ def test_a_spilled_tree_stores_and_draws_what_the_tree_in_memory_does(mechanism,
     assert big._spilled is None  # a tree forecast below the limit stays in memory
 
 
+@pytest.mark.parametrize("mechanism", ["truncated", "pg"])
+@pytest.mark.parametrize("chunk", [2, 6, 64])
+def test_leaves_walked_in_chunks_store_and_draw_the_sequential_tree(
+    mechanism, chunk, monkeypatch, tmp_path
+):
+    """Issue #36: the leaves are walked in chunks of cells, each chunk's pairs convolved
+    into the first level at once (the leaves are never all held), in memory or spilled
+    (the store moves to the file at the chunk that calls for it): the sequential build's
+    tree, its bounds, and the same draws, for an odd number of cells too."""
+    from dpsynth.sampling import conditioned
+    from dpsynth.sampling.conditioned import Spill
+
+    for n, seed in ((3, 1), (201, 2), (256, 3)):
+        counts, cal = national_like(mechanism, n, seed)
+        whole = ConditionedSampler(counts, cal, tail=1e-16, release=True)
+        with monkeypatch.context() as patch:
+            patch.setattr(conditioned, "_LEAF_CHUNK", chunk)
+            chunked = ConditionedSampler(counts, cal, tail=1e-16, release=True)
+            spilled = ConditionedSampler(
+                counts, cal, tail=1e-16, release=True, spill=Spill(tmp_path / "s", 1.0)
+            )
+        values_hi, values_lo, offsets, _ = sequential_tree(chunked, counts, 1e-16)
+        assert spilled._spilled is not None and chunked._spilled is None
+        for built in (chunked, spilled):
+            assert np.array_equal(built._values, values_hi)
+            assert np.array_equal(built._values_lo, values_lo)
+            assert np.array_equal(built._offsets, offsets)
+            assert np.array_equal(built._lengths, whole._lengths)
+            for part in ("_parents", "_lefts", "_rights"):
+                assert np.array_equal(getattr(built, part), getattr(whole, part))
+            assert (built.cut_bound, built.rounding_bound, built.log_event_probability) == (
+                whole.cut_bound, whole.rounding_bound, whole.log_event_probability
+            )  # fmt: skip
+            first, second = np.random.default_rng(n), np.random.default_rng(n)
+            assert np.array_equal(whole.draw(4, first), built.draw(4, second))
+
+
 def test_streamed_tilt_moments_match_the_window_weights():
     """The release tilt's moments, streamed per cell in compiled code (issue #36: no
     window-by-entry arrays), agree with the default mode's padded window weights, from

@@ -477,6 +477,33 @@ def _convolve_pairs(cur_hi, cur_lo, starts, cur_lengths, out_lengths, tail, para
     return (new_hi, new_lo, *(np.concatenate(x) for x in (firsts, lengths, cuts, rescales)))
 
 
+#: Cells whose leaves are walked at once by the release build (an even number: a chunk's
+#: pairs are its own), then convolved into their first level before the next chunk.
+_LEAF_CHUNK = 1 << 20
+
+
+def _pair_up(cur_hi, cur_lo, cur_lengths, cur_offsets, cur_scale, total, tail, parallel):
+    """The convolutions of a level's pairs (nodes 2p, 2p + 1; an odd node out is the
+    caller's): (values hi, lo, lengths, offsets, log scales of the new nodes, their finite
+    log cut masses, the dd operations the bound counts, the multiply-adds done)."""
+    n_pairs = cur_lengths.size // 2
+    lefts = np.arange(0, 2 * n_pairs, 2, dtype=np.int64)  # positions in the level
+    rights = lefts + 1
+    starts = np.concatenate([[0], np.cumsum(cur_lengths)[:-1]]).astype(np.int64)
+    offset = cur_offsets[lefts] + cur_offsets[rights]
+    scale = cur_scale[lefts] + cur_scale[rights]
+    out_lengths = np.minimum(cur_lengths[lefts] + cur_lengths[rights] - 1, total - offset + 1)
+    if np.any(out_lengths <= 0):
+        raise RuntimeError("a subtree cannot reach y. within its windows")
+    new_hi, new_lo, cut_first, new_lengths, node_cut, node_rescale = _convolve_pairs(
+        cur_hi, cur_lo, starts, cur_lengths, out_lengths, float(tail), parallel
+    )
+    ops = int(np.sum(np.minimum(cur_lengths[lefts], cur_lengths[rights]) + 2))
+    done = float(np.sum(cur_lengths[lefts].astype(float) * cur_lengths[rights]))
+    return (new_hi, new_lo, new_lengths, offset + cut_first, scale + node_rescale,
+            _finite(scale + node_cut), ops, done)  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Spill:
     """Where a release-mode tree goes when it would be large: a file in ``directory``
@@ -497,17 +524,26 @@ _TREE_PER_LEAF = 6.0
 
 class _Values:
     """The tree's values, level by level in node-id order: chunks in memory joined at the
-    end, or written to an unlinked file (:class:`Spill`) and mapped at the end."""
+    end, or written to an unlinked file (:class:`Spill`) and mapped at the end.
 
-    def __init__(self, spill: Spill | None, leaf_entries: int):
+    The leaves arrive in chunks (:meth:`ConditionedSampler._build_release`), so the choice
+    is made as they come: the store moves to the file (what it held first, in order) as
+    soon as the leaf entries seen so far forecast a tree above ``spill.bytes``, the test
+    of :class:`Spill` on all the leaves, met at the first chunk that meets it."""
+
+    def __init__(self, spill: Spill | None):
         self.chunks_hi, self.chunks_lo, self.files, self.maps, self.size = [], [], None, None, 0
-        if spill is not None and 16.0 * _TREE_PER_LEAF * leaf_entries > spill.bytes:
-            import tempfile
+        self.spill, self.leaf_entries = spill, 0
 
-            Path(spill.directory).mkdir(mode=0o700, parents=True, exist_ok=True)
-            self.files = [tempfile.TemporaryFile(dir=spill.directory) for _ in range(2)]
-
-    def append(self, hi: np.ndarray, lo: np.ndarray) -> None:
+    def append(self, hi: np.ndarray, lo: np.ndarray, leaves: bool = False) -> None:
+        if leaves:
+            self.leaf_entries += hi.size
+            if (
+                self.files is None
+                and self.spill is not None
+                and 16.0 * _TREE_PER_LEAF * self.leaf_entries > self.spill.bytes
+            ):
+                self._to_file()
         if self.files is None:
             self.chunks_hi.append(hi)
             self.chunks_lo.append(lo)
@@ -515,6 +551,16 @@ class _Values:
         for file, values in zip(self.files, (hi, lo), strict=True):
             file.write(memoryview(np.ascontiguousarray(values, dtype=np.float64)).cast("B"))
         self.size += hi.size
+
+    def _to_file(self) -> None:
+        import tempfile
+
+        Path(self.spill.directory).mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.files = [tempfile.TemporaryFile(dir=self.spill.directory) for _ in range(2)]
+        held = list(zip(self.chunks_hi, self.chunks_lo, strict=True))
+        self.chunks_hi, self.chunks_lo = [], []
+        for hi, lo in held:
+            self.append(hi, lo)
 
     def finish(self) -> tuple[np.ndarray, np.ndarray]:
         """The values (hi, lo) as flat arrays: in memory, or views of the file's maps."""
@@ -798,35 +844,84 @@ class ConditionedSampler:
         # every core for a large table; one thread for a small one, which would spend more
         # starting the threads (and loading their code) than they save
         parallel = n_cells >= _PARALLEL_CELLS and numba.get_num_threads() > 1
-        (leaf_hi, leaf_lo, lengths, first, n_walk, log_cut, log_total, log_rescale, best,
-         remainder) = tb.build_leaves(
-            lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, float(tail), parallel
-        )  # fmt: skip
-        # the unwalked tail counts twice its geometric bound
-        unwalked = remainder > -np.inf
-        log_cut = np.where(
-            unwalked, np.logaddexp(log_cut, (remainder + best + 1.0) * log2), log_cut
-        )
-        # dd operations that touch a value used by the draw, along any z
-        ops = int(np.sum(td.LEAF_OPS_PER_STEP * (n_walk - 1) + 1))
-        # stored * exp(log_scale) = g_k, the tilted cell pmf (its mass outside the walk is
-        # below 2^-439 of the walked mass: inside the bookkeeping slack)
-        log_cuts = [_finite(log_cut - log_total)]  # each node's cut mass, tilted measure
-        # per node id: offsets, lengths; values level by level in id order (the store)
-        offsets, node_lengths = [lo_w + first], [lengths]
-        cur_scale = log_rescale - log_total
-        del first, n_walk, log_cut, log_total, log_rescale, best, remainder, unwalked
+        # The leaves are walked in chunks of cells (:data:`_LEAF_CHUNK`), each chunk's leaves
+        # sent to the store and, in the same pass, its pairs convolved into the first
+        # level: all the leaves are never held at once (issue #36: at 10M strata they are
+        # the largest level). Every pair's values and cuts are those of one pass.
+        ops, log_cuts, done = 0, [], 0.0  # log_cuts: each node's cut mass, tilted measure
+        fuse = n_cells > 2  # with two cells the first level is the root's value alone
+        store = _Values(spill)
+        leaf_offsets, leaf_lengths, carried = [], [], []
+        up: list[list[np.ndarray]] = [[], [], [], [], []]  # the first level's pieces
+        for a in range(0, n_cells, _LEAF_CHUNK):
+            b = min(a + _LEAF_CHUNK, n_cells)
+            (leaf_hi, leaf_lo, lengths, first, n_walk, log_cut, log_total, log_rescale, best,
+             remainder) = tb.build_leaves(
+                lo_w[a:b], hi_w[a:b], s_hi[a:b], s_lo[a:b], rho_hi[a:b], rho_lo[a:b],
+                float(tail), parallel,
+            )  # fmt: skip
+            # the unwalked tail counts twice its geometric bound
+            unwalked = remainder > -np.inf
+            log_cut = np.where(
+                unwalked, np.logaddexp(log_cut, (remainder + best + 1.0) * log2), log_cut
+            )
+            # dd operations that touch a value used by the draw, along any z
+            ops += int(np.sum(td.LEAF_OPS_PER_STEP * (n_walk - 1) + 1))
+            # stored * exp(log_scale) = g_k, the tilted cell pmf (its mass outside the walk
+            # is below 2^-439 of the walked mass: inside the bookkeeping slack)
+            log_cuts.append(_finite(log_cut - log_total))
+            offset, scale = lo_w[a:b] + first, log_rescale - log_total
+            del first, n_walk, log_cut, log_total, log_rescale, best, remainder, unwalked
+            leaf_offsets.append(offset)
+            leaf_lengths.append(lengths)
+            store.append(leaf_hi, leaf_lo, leaves=True)
+            if not fuse:
+                cur_hi, cur_lo, cur_lengths, cur_offsets, cur_scale = (
+                    leaf_hi, leaf_lo, lengths, offset, scale
+                )  # fmt: skip
+                continue
+            if b - a > 1:  # a last chunk of one cell has no pair
+                *piece, cuts, piece_ops, piece_done = _pair_up(
+                    leaf_hi, leaf_lo, lengths, offset, scale, total, tail, parallel
+                )
+                for part, values in zip(up, piece, strict=True):
+                    part.append(values)
+                log_cuts.append(cuts)
+                ops += piece_ops
+                done += piece_done
+                del piece
+            if (b - a) % 2:  # the odd leaf out (the last) is carried up unchanged
+                at = int(np.sum(lengths[:-1]))
+                carried = [leaf_hi[at:].copy(), leaf_lo[at:].copy(), lengths[-1:],
+                           offset[-1:], scale[-1:]]  # fmt: skip
+            del leaf_hi, leaf_lo, lengths, offset, scale
         del s_hi, s_lo, rho_hi, rho_lo, hi_w, lo_w, clamped
-        store = _Values(spill, leaf_hi.size)
-        store.append(leaf_hi, leaf_lo)
+        # per node id: offsets, lengths; values level by level in id order (the store)
+        offsets, node_lengths = [np.concatenate(leaf_offsets)], [np.concatenate(leaf_lengths)]
+        del leaf_offsets, leaf_lengths
         # the current level: its node ids and, contiguous in level order, their values
         level = np.arange(n_cells, dtype=np.int64)
-        cur_hi, cur_lo = leaf_hi, leaf_lo
-        cur_lengths, cur_offsets = lengths, offsets[0]
         levels: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         n_nodes, n_splits, log_event = n_cells, 0, 0.0
-        work, done = _tree_work(lengths, total), 0.0
+        work = _tree_work(node_lengths[0], total)
         _report(progress, 0.0)
+        if fuse:
+            n_pairs = n_cells // 2
+            for part, values in zip(up, carried, strict=False):
+                part.append(values)
+            cur_hi, cur_lo = _join(up[0]), _join(up[1])  # each piece freed once copied
+            cur_lengths, cur_offsets, cur_scale = (np.concatenate(part) for part in up[2:])
+            del up, carried
+            made = int(np.sum(cur_lengths[:n_pairs]))  # the new nodes' values (a view)
+            store.append(cur_hi[:made], cur_lo[:made])
+            offsets.append(cur_offsets[:n_pairs])
+            node_lengths.append(cur_lengths[:n_pairs])
+            parents = np.arange(n_nodes, n_nodes + n_pairs, dtype=np.int64)
+            n_splits += n_pairs
+            n_nodes += n_pairs
+            lefts = np.arange(0, 2 * n_pairs, 2, dtype=np.int64)
+            level = _close_level(level, parents, level[lefts], level[lefts + 1], levels)
+            _report(progress, min(done / work, 0.99))
         while level.size > 1:
             n_pairs = level.size // 2
             lefts = np.arange(0, 2 * n_pairs, 2, dtype=np.int64)  # positions in the level
@@ -853,20 +948,14 @@ class ConditionedSampler:
                 new_scale = scale + shift * log2
                 log_event = float(scale[0]) + float(np.log(value_hi))
             else:
-                out_lengths = np.minimum(
-                    cur_lengths[lefts] + cur_lengths[rights] - 1, total - offset + 1
+                new_hi, new_lo, new_lengths, new_offsets, new_scale, cuts, level_ops, level_done = (
+                    _pair_up(
+                        cur_hi, cur_lo, cur_lengths, cur_offsets, cur_scale, total, tail, parallel
+                    )
                 )
-                if np.any(out_lengths <= 0):
-                    raise RuntimeError("a subtree cannot reach y. within its windows")
-                new_hi, new_lo, cut_first, new_lengths, node_cut, node_rescale = _convolve_pairs(
-                    cur_hi, cur_lo, starts, cur_lengths, out_lengths, float(tail), parallel
-                )
-                new_offsets = offset + cut_first
-                new_scale = scale + node_rescale
-                log_cuts.append(_finite(scale + node_cut))
-                pair_lengths = np.minimum(cur_lengths[lefts], cur_lengths[rights])
-                ops += int(np.sum(pair_lengths + 2))
-                done += float(np.sum(cur_lengths[lefts].astype(float) * cur_lengths[rights]))
+                log_cuts.append(cuts)
+                ops += level_ops
+                done += level_done
                 _report(progress, min(done / work, 0.99))
             store.append(new_hi, new_lo)
             offsets.append(new_offsets)
@@ -894,7 +983,7 @@ class ConditionedSampler:
         log_ratio = -np.log1p(-td.DD_OP_ERROR) * (ops + 2 * n_splits)
         self.rounding_bound = float(np.expm1(2.0 * log_ratio) * (1.0 + _BOOKKEEPING_SLACK))
         self.tv_bound = self.cut_bound + self.rounding_bound
-        del cur_hi, cur_lo, new_hi, new_lo, leaf_hi, leaf_lo, log_cuts
+        del cur_hi, cur_lo, new_hi, new_lo, log_cuts
         values_hi, values_lo = store.finish()
         self._spilled = store.maps
         self._store_flat(
