@@ -479,7 +479,7 @@ def _convolve_pairs(cur_hi, cur_lo, starts, cur_lengths, out_lengths, tail, para
 
 #: Cells whose leaves are walked at once by the release build (an even number: a chunk's
 #: pairs are its own), then convolved into their first level before the next chunk.
-_LEAF_CHUNK = 1 << 20
+_LEAF_CHUNK = 1 << 19
 
 
 def _pair_up(cur_hi, cur_lo, cur_lengths, cur_offsets, cur_scale, total, tail, parallel):

@@ -5,10 +5,11 @@ mode") is built here in two compiled phases that run on every core numba is give
 
 * :func:`build_leaves`: every cell's leaf (its exact-ratio walk, :func:`~dpsynth.sampling.
   tree_draw.leaf_walk`, then :func:`~dpsynth.sampling.tree_draw.trim_dd`), cells split into
-  blocks, one scratch buffer per block. A first pass finds each leaf's kept length, a second
-  walks again and stores it (a walk costs a few dd operations per entry; storing every
-  walked entry of an untruncated leaf, which walks up to y. + 1 values, would cost far more
-  memory than walking twice costs time).
+  blocks, one scratch buffer per block. A first pass finds each leaf's kept length and keeps
+  the entries of the short leaves (at most :data:`KEPT`, most of a national table's); a
+  second stores every leaf where it belongs, walking again only the longer ones (storing
+  every walked entry of an untruncated leaf, which walks up to y. + 1 values, would cost far
+  more memory than walking twice costs time).
 * :func:`convolve_level`: one level of internal nodes, each the direct dd convolution of
   its two children. The work is split into chunks of output entries (so one wide node near
   the root keeps every core busy) and each chunk runs over the left child's entries in the
@@ -37,13 +38,18 @@ CACHE = compile_cache.available(__file__)
 
 #: Output entries per work item of :func:`convolve_level`.
 CHUNK = 2048
+#: Entries of a leaf that :func:`build_leaves`' first pass keeps, so that its second pass
+#: copies them instead of walking again (most leaves of a national table are shorter).
+KEPT = 24
 
 
 @numba.njit(cache=CACHE)
 def _leaf_block(block, n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, results, store,
-                starts, lengths, values_hi, values_lo):  # fmt: skip
-    """Walk and trim the leaves of one block of cells: record their results (first pass)
-    or copy their kept entries to ``values`` at ``starts`` (second pass, ``store``)."""
+                starts, lengths, values_hi, values_lo, kept_hi, kept_lo):  # fmt: skip
+    """Walk and trim the leaves of one block of cells: record their results and keep the
+    entries of a leaf of at most :data:`KEPT` of them in row k of ``kept`` (first pass),
+    or copy every leaf's kept entries to ``values`` at ``starts`` (second pass,
+    ``store``), walking again only the leaves longer than that."""
     n = lo_w.size
     begin = block * n // n_blocks
     end = (block + 1) * n // n_blocks
@@ -54,6 +60,11 @@ def _leaf_block(block, n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, r
     buf_lo = np.empty(size)
     buf_exp = np.zeros(size, np.int64)
     for k in range(begin, end):
+        if store and lengths[k] <= KEPT:  # kept by the first pass: no second walk
+            for i in range(lengths[k]):
+                values_hi[starts[k] + i] = kept_hi[k, i]
+                values_lo[starts[k] + i] = kept_lo[k, i]
+            continue
         walked, rest = leaf_walk(
             lo_w[k], hi_w[k], s_hi[k], s_lo[k], rho_hi[k], rho_lo[k], buf_hi, buf_lo, buf_exp
         )
@@ -65,6 +76,10 @@ def _leaf_block(block, n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, r
                 values_hi[starts[k] + i] = buf_hi[first + i]
                 values_lo[starts[k] + i] = buf_lo[first + i]
         else:
+            if last - first + 1 <= KEPT:
+                for i in range(last - first + 1):
+                    kept_hi[k, i] = buf_hi[first + i]
+                    kept_lo[k, i] = buf_lo[first + i]
             results[0, k] = first
             results[1, k] = last
             results[2, k] = walked
@@ -119,18 +134,18 @@ def _items(out_lengths):
 
 @numba.njit(cache=CACHE, parallel=True)
 def _leaves_parallel(n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, results, store,
-                     starts, lengths, values_hi, values_lo):  # fmt: skip
+                     starts, lengths, values_hi, values_lo, kept_hi, kept_lo):  # fmt: skip
     for block in numba.prange(n_blocks):
         _leaf_block(block, n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, results,
-                    store, starts, lengths, values_hi, values_lo)  # fmt: skip
+                    store, starts, lengths, values_hi, values_lo, kept_hi, kept_lo)  # fmt: skip
 
 
 @numba.njit(cache=CACHE)
 def _leaves_serial(n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, results, store,
-                   starts, lengths, values_hi, values_lo):  # fmt: skip
+                   starts, lengths, values_hi, values_lo, kept_hi, kept_lo):  # fmt: skip
     for block in range(n_blocks):
         _leaf_block(block, n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, results,
-                    store, starts, lengths, values_hi, values_lo)  # fmt: skip
+                    store, starts, lengths, values_hi, values_lo, kept_hi, kept_lo)  # fmt: skip
 
 
 @numba.njit(cache=CACHE, parallel=True)
@@ -304,14 +319,18 @@ def build_leaves(lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, parallel):
     run = _leaves_parallel if parallel else _leaves_serial
     results = np.empty((8, n))
     empty_i, empty_f = np.empty(0, np.int64), np.empty(0)
+    # each leaf of at most KEPT entries is kept by the first pass (a fresh array takes
+    # memory only as it is written: a row a leaf kept)
+    kept_hi, kept_lo = np.empty((n, KEPT)), np.empty((n, KEPT))
     run(n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, results, False,
-        empty_i, empty_i, empty_f, empty_f)  # fmt: skip
+        empty_i, empty_i, empty_f, empty_f, kept_hi, kept_lo)  # fmt: skip
     first, last, n_walk = (results[i].astype(np.int64) for i in range(3))
     lengths = last - first + 1
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
     values_hi, values_lo = np.empty(int(lengths.sum())), np.empty(int(lengths.sum()))
     run(n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, results, True,
-        starts, lengths, values_hi, values_lo)  # fmt: skip
+        starts, lengths, values_hi, values_lo, kept_hi, kept_lo)  # fmt: skip
+    del kept_hi, kept_lo
     log_cut, log_total, log_rescale, best, remainder = results[3:]
     return (
         values_hi, values_lo, lengths, first, n_walk, log_cut, log_total, log_rescale, best,
