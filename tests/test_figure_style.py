@@ -397,7 +397,7 @@ def test_the_release_utility_figure(zero):
     renderer = fig.canvas.get_renderer()
     report = release_utility(np.random.default_rng(RNG_SEED), "truncated", zero)
     ecdf, county = fig.axes[0], fig.axes[1]
-    # first the rMSE ECDFs (seaborn): sets and reference, each ending at its largest value
+    # first the rMSE ECDFs (steps): sets and reference, each ending at its largest value
     steps = [line for line in ecdf.lines if len(line.get_xdata()) > 2]
     ends = sorted(float(np.max(line.get_xdata())) for line in steps)
     assert ends == pytest.approx(sorted([report.rmse.synthetic.max(), report.rmse.reference.max()]))
@@ -405,7 +405,7 @@ def test_the_release_utility_figure(zero):
     assert county.get_xscale() == ("symlog" if zero else "log")
     labels = [t for _, t in tick_label_boxes(county.xaxis, renderer)]
     assert labels and all(re.fullmatch(r"[0-9.]+", t) for t in labels), labels
-    assert r"$\varepsilon = 0.1$" in fig._suptitle.get_text()
+    assert "\N{GREEK SMALL LETTER EPSILON} = 0.1" in fig._suptitle.get_text()  # a symbol
     for ax in fig.axes[1:]:
         if not ax.get_visible():
             continue
@@ -414,6 +414,83 @@ def test_the_release_utility_figure(zero):
             where = text.get_window_extent(renderer)
             assert inside.x0 <= where.x0 and where.x1 <= inside.x1, text.get_text()
             assert inside.y0 <= where.y0 and where.y1 <= inside.y1, text.get_text()
+    assert_clean(fig)
+
+
+def close_totals_report(rng, low: float, high: float):
+    """A utility report whose keys' totals are big and close together: two sexes whose
+    tables' totals lie from ``low`` to ``high`` (the release's "by sex" panel: 147,245 to
+    148,963, where the tick labels 147250, 147500, ... ran into each other), beside four
+    races far apart."""
+    from dpsynth.release.utility import Compared, KeyTotals, Utility
+
+    def key(name, truth, low, high):
+        truth = np.asarray(truth, dtype=float)
+        groups = np.array([str(g) for g in range(truth.size)])
+        reference = np.repeat(np.linspace(low, high, 20)[:, None], truth.size, axis=1)
+        sets = rng.uniform(low, high, (3, truth.size))
+        return KeyTotals(name, groups, truth, np.round(sets), np.round(reference))
+
+    sexes = key("sex", low + (high - low) * np.array([0.55, 0.45]), low, high)
+    centre = (low + high) / 2
+    total = 2 * centre
+    races = key("race", total * np.array([0.76, 0.13, 0.06, 0.05]), total * 0.04, total * 0.77)
+    return Utility(mechanism="truncated", epsilon=1.0, sets=3, reference_tables=20, strata=160,
+                   total=int(total), overall_rate=800.0, totals=(races, sexes),
+                   rmse=Compared(rng.uniform(3_800, 3_900, 3), rng.uniform(3_400, 4_700, 20)),
+                   area=None, area_rule="no area", rank_correlation=None, true_area_rates=None,
+                   outside=None, prior={"rmse": 2_745.0})  # fmt: skip
+
+
+@pytest.mark.parametrize(("low", "high"), [(147_245, 148_963), (14_724, 14_896), (880, 920),
+                                          (1_472_450, 1_489_630), (2_000_000, 2_900_000),
+                                          (147_900, 148_300)])  # fmt: skip
+def test_the_release_utility_figure_reads_big_totals_close_together(low, high, tmp_path):
+    """Every panel of utility.png, saved as the release saves it (one draw, at the figure's
+    own size), has tick labels that do not run into each other (a gap between neighbours),
+    each the plain number of its tick on a linear axis (thousands separated, no offset, no
+    power of ten), and every text inside the figure."""
+    from dpsynth.release.utility import _write_figure, utility_figure
+
+    report = close_totals_report(np.random.default_rng(RNG_SEED), low, high)
+    _write_figure(report, tmp_path / "utility.png")  # the release's own save
+    assert (tmp_path / "utility.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    fig = utility_figure(report)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    shown = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in shown[1:]] == ["by race: 4 groups", "by sex: 2 groups"]
+    for ax in shown:
+        for axis in (ax.xaxis, ax.yaxis):
+            labelled = tick_label_boxes(axis, renderer)
+            assert len(labelled) >= 2, (ax.get_title(), axis.axis_name)
+            # neighbours along the axis leave a visible gap: half a label's height at least
+            ends = sorted(((box.x0, box.x1) if axis.axis_name == "x" else (box.y0, box.y1),
+                           box.height, text) for box, text in labelled)  # fmt: skip
+            for (first, height, left), (second, _, right) in zip(ends, ends[1:], strict=False):
+                gap = second[0] - first[1]
+                assert gap >= 0.5 * height, (ax.get_title(), axis.axis_name, left, right, gap)
+    for ax in shown:  # a linear axis's labels: the plain numbers of their ticks
+        for axis in (ax.xaxis, ax.yaxis):
+            if axis.get_scale() != "linear":
+                continue
+            for tick in axis.get_major_ticks():
+                text = tick.label1.get_text()
+                if not text or not tick.label1.get_visible():
+                    continue
+                assert re.fullmatch(r"\N{MINUS SIGN}?\d{1,3}(,\d{3})*(\.\d+)?", text), text
+                value = float(text.replace(",", "").replace("\N{MINUS SIGN}", "-"))
+                assert value == pytest.approx(tick.get_loc(), abs=1e-9), (text, tick.get_loc())
+    # nothing cut off: the texts drawn (tick labels within the view) lie inside the figure
+    drawn = [(fig._suptitle.get_window_extent(renderer), fig._suptitle.get_text())]
+    for ax in shown:
+        texts = [ax.title, ax.xaxis.label, ax.yaxis.label, *ax.texts, *ax.get_legend().texts]
+        drawn += [(t.get_window_extent(renderer), t.get_text()) for t in texts if t.get_text()]
+        drawn += [*tick_label_boxes(ax.xaxis, renderer), *tick_label_boxes(ax.yaxis, renderer)]
+    page = fig.bbox
+    for where, text in drawn:
+        assert page.x0 <= where.x0 and where.x1 <= page.x1, text
+        assert page.y0 <= where.y0 and where.y1 <= page.y1, text
     assert_clean(fig)
 
 

@@ -58,10 +58,13 @@ def write_yaml(obj, path: str | os.PathLike, header: str = "") -> None:
         tmp.write_text(comment + text)
 
 
-def save_figure(fig, *paths: str | os.PathLike) -> None:
+def save_figure(fig, *paths: str | os.PathLike, tight: bool = True) -> None:
     """Save a matplotlib figure to each path (format from the suffix), atomically.
 
     PDF and PNG metadata carry no creation date, so the same figure gives the same bytes.
+    ``tight`` (the default) crops the saved figure to what it draws (``bbox_inches=
+    "tight"``), which draws it twice; ``tight=False`` saves the figure's own size in one
+    draw, for a figure whose layout engine already fits its contents to it.
     """
     for path in paths:
         path = Path(path)
@@ -70,7 +73,8 @@ def save_figure(fig, *paths: str | os.PathLike) -> None:
         if fmt == "png":
             metadata = {"Software": None}
         with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=fmt, metadata=metadata, bbox_inches="tight", dpi=150)
+            bbox = {"bbox_inches": "tight"} if tight else {}
+            fig.savefig(tmp, format=fmt, metadata=metadata, dpi=150, **bbox)
 
 
 def sha256_file(path: str | os.PathLike) -> str:

@@ -54,13 +54,20 @@ def styled(function):
 
 # ---- symbols ------------------------------------------------------------------------------
 EPSILON = r"$\varepsilon$"
+#: Epsilon as a plain character (Greek small epsilon, in the body font): a figure whose
+#: texts are all plain draws without mathtext's parser.
+EPSILON_TEXT = "\N{GREEK SMALL LETTER EPSILON}"
 DELTA = r"$\Delta$"
 #: The privacy ratio's bounds, exp(+-epsilon).
 EXP_PM_EPSILON = r"$\exp(\pm\varepsilon)$"
 
 
-def eps_equals(value: float, fmt: str = "g", subscript: str = "") -> str:
-    """``$\\varepsilon = 1$`` (or ``$\\varepsilon_{prior} = 0.5$`` with ``subscript``)."""
+def eps_equals(value: float, fmt: str = "g", subscript: str = "", plain: bool = False) -> str:
+    """``$\\varepsilon = 1$`` (or ``$\\varepsilon_{prior} = 0.5$`` with ``subscript``);
+    ``plain``: the same in plain text, ``ε = 1`` (``ε prior = 0.5``), drawn without
+    mathtext's parser (:data:`EPSILON_TEXT`)."""
+    if plain:
+        return f"{EPSILON_TEXT}{' ' + subscript if subscript else ''} = {value:{fmt}}"
     sub = f"_{{\\mathrm{{{subscript}}}}}" if subscript else ""
     return f"$\\varepsilon{sub} = {value:{fmt}}$"
 
@@ -181,6 +188,20 @@ def _label_length(text: str) -> float:
     return len(text)
 
 
+def _axis_room(axis) -> tuple[float, float, bool]:
+    """(``axis``'s length in points, its tick labels' font size in points, whether the
+    labels lie along the axis: the x axis); 300 and 8 points for an axis without a figure."""
+    along = axis is None or axis.axis_name == "x"
+    axes = getattr(axis, "axes", None)
+    if axes is None or axes.figure is None:
+        return 300.0, 8.0, along
+    box = axes.get_position()
+    width, height = axes.figure.get_size_inches()
+    length = (box.width * width if along else box.height * height) * 72
+    size = axis.majorTicks[0].label1.get_fontsize()
+    return float(length), float(size), along
+
+
 class PlainLogFormatter(Formatter):
     """Log-axis tick labels as plain numbers (0.01, 2, 10), never 2 x 10^0; on an axis
     that reaches a million, every label a power of ten (:func:`tick_labels`): one style
@@ -220,15 +241,7 @@ class PlainLogLocator(Locator):
     def _room(self) -> tuple[float, float, bool]:
         """(axis length in points, label font size in points, whether labels lie along the
         axis: the x axis)."""
-        along = self.axis is None or self.axis.axis_name == "x"
-        axes = getattr(self.axis, "axes", None)
-        if axes is None or axes.figure is None:
-            return 300.0, 8.0, along
-        box = axes.get_position()
-        width, height = axes.figure.get_size_inches()
-        length = (box.width * width if along else box.height * height) * 72
-        size = self.axis.majorTicks[0].label1.get_fontsize()
-        return float(length), float(size), along
+        return _axis_room(self.axis)
 
     @staticmethod
     def _fits(ticks, vmin, vmax, room) -> bool:
@@ -285,17 +298,18 @@ class PlainLogLocator(Locator):
         return [float(f"{t:.12g}") for t in ticks if t > 0]
 
 
-def log_axis(axis) -> None:
+def log_axis(axis, minor: bool = True) -> None:
     """A log axis (``ax.xaxis`` or ``ax.yaxis``; the scale set to log if it is not) with
     :class:`PlainLogLocator` ticks labelled by :class:`PlainLogFormatter` and unlabelled
-    minor ticks: plain numbers that never collide."""
-    from matplotlib.ticker import LogLocator
+    minor ticks (none with ``minor=False``: a figure of many panels draws each tick):
+    plain numbers that never collide."""
+    from matplotlib.ticker import LogLocator, NullLocator
 
     if axis.get_scale() != "log":
         axis.axes.set_xscale("log") if axis.axis_name == "x" else axis.axes.set_yscale("log")
     axis.set_major_locator(PlainLogLocator())
     axis.set_major_formatter(PlainLogFormatter())
-    axis.set_minor_locator(LogLocator(subs="auto"))
+    axis.set_minor_locator(LogLocator(subs="auto") if minor else NullLocator())
     axis.set_minor_formatter(NullFormatter())
 
 
@@ -316,12 +330,119 @@ class PlainSymlogLocator(Locator):
         return np.array(([0.0] if vmin <= 0 <= vmax else []) + ticks)
 
 
-def symlog_axis(axis) -> None:
+def symlog_axis(axis, minor: bool = True) -> None:
     """A symlog axis (linear from 0 to 1, set by the caller) with plain-number ticks: 0, 1,
-    10, 100 (:class:`PlainSymlogLocator`), never 10^x."""
+    10, 100 (:class:`PlainSymlogLocator`), never 10^x; unlabelled minor ticks (the scale's
+    own; none with ``minor=False``)."""
+    from matplotlib.ticker import NullLocator
+
     axis.set_major_locator(PlainSymlogLocator())
     axis.set_major_formatter(PlainLogFormatter())
+    if not minor:
+        axis.set_minor_locator(NullLocator())
     axis.set_minor_formatter(NullFormatter())
+
+
+# ---- linear axes -------------------------------------------------------------------------
+#: Steps between a linear axis's ticks, times a power of ten (matplotlib's own).
+_LINEAR_STEPS = (1, 2, 2.5, 5, 10)
+#: Most intervals tried on a linear axis, densest first.
+_LINEAR_BINS = (9, 7, 5, 4, 3, 2, 1)
+
+
+def _decimals(values) -> int:
+    """The fewest decimals that write every one of ``values`` exactly (at most 12)."""
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values)]
+    scale = float(np.abs(values).max()) if values.size else 0.0
+    for decimals in range(13):
+        if np.all(np.abs(np.round(values, decimals) - values) <= 1e-9 * max(scale, 1e-12)):
+            return decimals
+    return 12
+
+
+def thousands(value: float, decimals: int = 0) -> str:
+    """A linear axis's tick value in plain words: thousands separated (147,500), ``decimals``
+    places (0.25), a minus sign, never an offset or a power of ten."""
+    if not np.isfinite(value):
+        return f"{value:g}"
+    text = f"{value:,.{decimals}f}"
+    if text.lstrip("-").strip("0.,") == "":  # -0 and -0.00
+        text = text.lstrip("-")
+    return text.replace("-", "\N{MINUS SIGN}") if mpl.rcParams["axes.unicode_minus"] else text
+
+
+class PlainLinearFormatter(Formatter):
+    """Linear-axis tick labels as plain numbers (:func:`thousands`): 147,500 and 148,000,
+    0.2 and 0.4 (as many decimals as the ticks need), no mathtext, no offset."""
+
+    def __init__(self):
+        self._decimals = 0
+
+    def set_locs(self, locs):
+        super().set_locs(locs)
+        self._decimals = _decimals(locs)
+
+    def __call__(self, value, pos=None):
+        return thousands(value, self._decimals)
+
+
+class PlainLinearLocator(Locator):
+    """Major ticks of a linear axis, round values (1, 2, 2.5 or 5 times a power of ten
+    apart), as many as fit: the densest set (of at most 9 intervals) whose neighbouring
+    labels, written by :class:`PlainLinearFormatter` at the axis's tick label size, leave a
+    gap between them; so big numbers over a narrow range never run into each other."""
+
+    def __init__(self):
+        self._last = None  # (view and room, ticks): the last choice, asked again and again
+
+    def __call__(self):
+        vmin, vmax = self.axis.get_view_interval()
+        return self.tick_values(vmin, vmax)
+
+    def tick_values(self, vmin, vmax):
+        from matplotlib.ticker import MaxNLocator
+
+        vmin, vmax = sorted((float(vmin), float(vmax)))
+        if not (np.isfinite(vmin) and np.isfinite(vmax)):
+            return np.array([0.0, 1.0])
+        room = _axis_room(self.axis)
+        key = (vmin, vmax, room)
+        if self._last is not None and self._last[0] == key:
+            return self._last[1].copy()
+        best = None
+        for nbins in _LINEAR_BINS:  # densest first: the first that fits
+            ticks = MaxNLocator(nbins, steps=list(_LINEAR_STEPS)).tick_values(vmin, vmax)
+            span = (vmax - vmin) * 1e-9
+            shown = ticks[(ticks >= vmin - span) & (ticks <= vmax + span)]
+            best = ticks
+            if self._fits(shown, vmin, vmax, room):
+                break
+        self._last = (key, best)
+        return best.copy()
+
+    @staticmethod
+    def _fits(ticks, vmin, vmax, room) -> bool:
+        """Whether neighbouring labels of ``ticks`` keep a gap at their places."""
+        length, size, along = room
+        if len(ticks) < 2 or vmax <= vmin:
+            return True
+        places = length * (np.asarray(ticks) - vmin) / (vmax - vmin)
+        if along:  # half of each neighbour's width
+            decimals = _decimals(ticks)
+            extent = np.array([0.62 * len(thousands(t, decimals)) * size for t in ticks])
+            need = (extent[1:] + extent[:-1]) / 2 + _GAP * size
+        else:  # one line of text
+            need = np.full(len(ticks) - 1, (1.2 + _GAP) * size)
+        return bool(np.all(np.diff(places) >= need))
+
+
+def linear_axis(axis) -> None:
+    """A linear axis (``ax.xaxis`` or ``ax.yaxis``) with :class:`PlainLinearLocator` ticks
+    labelled by :class:`PlainLinearFormatter`: plain numbers, thousands separated, that
+    never collide, however big and close together (totals of 147,250 to 149,000)."""
+    axis.set_major_locator(PlainLinearLocator())
+    axis.set_major_formatter(PlainLinearFormatter())
 
 
 #: The former name of :func:`log_axis`.

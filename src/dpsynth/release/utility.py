@@ -608,19 +608,31 @@ def _band(values: np.ndarray, digits: int = 3) -> str:
 
 
 def _write_figure(report: Utility, path: Path) -> None:
+    """utility.png, drawn once: its constrained layout is done here, once, and then kept
+    (a figure that keeps a layout engine is drawn once more to be saved); it fits every
+    text into the figure, so the figure is saved at its own size (``tight=False``), not
+    drawn again to be cropped."""
+    import matplotlib
     import matplotlib.pyplot as plt
 
     from dpsynth.io import save_figure
 
     fig = utility_figure(report)
-    save_figure(fig, path)
+    fig.get_layout_engine().execute(fig)
+    with matplotlib.rc_context({"figure.autolayout": False,
+                                "figure.constrained_layout.use": False}):  # fmt: skip
+        fig.set_layout_engine(None)  # no engine at all: the axes stay where it put them
+    save_figure(fig, path, tight=False)
     plt.close(fig)
 
 
 def utility_figure(report: Utility):
     """utility.png: the rMSE of the sets against the no-privacy reference's (ECDFs), then
     per key each value's synthetic totals against its true total, beside the reference's
-    (in the style of every figure, :mod:`dpsynth.plots.style`)."""
+    (in the style of every figure, :mod:`dpsynth.plots.style`). Every text is plain, epsilon
+    a character and linear axes' ticks plain numbers (:func:`~dpsynth.plots.style.linear_axis`),
+    so that drawing it never calls mathtext's parser (only a power of ten on a log axis
+    that reaches a million is mathtext); its cost does not grow with the table."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -642,43 +654,55 @@ def utility_figure(report: Utility):
         mechanism = MECHANISM_NAMES.get(report.mechanism, report.mechanism)
         fig.suptitle(
             f"The strata rates' error and the totals per key\n{report.sets} synthetic "
-            f"set{'s' if report.sets > 1 else ''} ({mechanism}, {eps_equals(report.epsilon)} "
-            f"per set) and {report.reference_tables} tables with no privacy"
+            f"set{'s' if report.sets > 1 else ''} ({mechanism}, "
+            f"{eps_equals(report.epsilon, plain=True)} per set) and {report.reference_tables} "
+            "tables with no privacy"
         )
     return fig
 
 
-def _rmse_panel(ax, report: Utility) -> None:
-    """The rMSE of the strata rates as empirical distributions (seaborn's ECDF): the
-    sets' against the no-privacy tables', with the prior alone's as a line. Where the
-    sets' curve lies on the reference's, privacy costs nothing that synthesis does not."""
-    import seaborn as sns
+def _ecdf(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """An empirical distribution function as the corners of its steps (drawn
+    ``steps-post``): from 0 at the smallest value up to 1 at the largest; NaN left out."""
+    values = np.sort(values[~np.isnan(values)])
+    if values.size == 0:
+        return values, values
+    return np.r_[values[0], values], np.arange(values.size + 1) / values.size
 
-    values = pd.DataFrame(
-        {
-            "rmse": np.concatenate([report.rmse.synthetic, report.rmse.reference]),
-            "table": [f"synthetic sets ({report.sets})"] * report.rmse.synthetic.size
-            + [f"no privacy ({report.reference_tables} tables)"] * report.rmse.reference.size,
-        }
-    )
-    sns.ecdfplot(values, x="rmse", hue="table", palette=["C0", "C1"], ax=ax, lw=1.5)
-    legend = ax.get_legend()
-    if legend is not None:
-        legend.set_title(None)
-        legend.set_frame_on(False)
+
+def _rmse_panel(ax, report: Utility) -> None:
+    """The rMSE of the strata rates as empirical distributions (ECDFs): the sets' against
+    the no-privacy tables', with the prior alone's as a line. Where the sets' curve lies on
+    the reference's, privacy costs nothing that synthesis does not."""
+    from dpsynth.plots.style import linear_axis
+
+    handles = {}
+    for values, colour, label in (  # the sets drawn last, over the reference
+        (report.rmse.reference, "C1", f"no privacy ({report.reference_tables} tables)"),
+        (report.rmse.synthetic, "C0", f"synthetic sets ({report.sets})"),
+    ):
+        x, y = _ecdf(np.asarray(values, dtype=float))
+        if x.size:
+            (handles[colour],) = ax.plot(x, y, drawstyle="steps-post", color=colour, lw=1.5,
+                                         label=label)  # fmt: skip
+    ax.set_ylim(0, 1)
     prior = (report.prior or {}).get("rmse")
     if prior is not None and np.isfinite(prior):
         ax.axvline(prior, color="grey", ls="--", lw=1)
         ax.annotate("prior alone", (prior, 0.5), xytext=(3, 0), textcoords="offset points",
                     rotation=90, va="center", fontsize="small", color="grey")  # fmt: skip
+    if handles:  # the sets first, as they are read
+        ax.legend(handles=[handles[c] for c in ("C0", "C1") if c in handles], loc="best")
+    for axis in (ax.xaxis, ax.yaxis):
+        linear_axis(axis)
     unit = "SMR" if report.unit == "SMR" else report.unit
     ax.set_xlabel(f"rMSE of the strata rates ({unit})")
     ax.set_ylabel("share of tables at or below")
-    ax.set_title("rMSE: sets against no privacy")
+    ax.set_title("rMSE: sets against no privacy", y=1.0)  # y: nothing above to clear
 
 
 def _totals_panel(ax, totals: KeyTotals, report: Utility) -> None:
-    from dpsynth.plots.style import human, log_axis, symlog_axis
+    from dpsynth.plots.style import human, linear_axis, log_axis, symlog_axis
 
     frame = totals.frame()
     truth = frame["truth"].to_numpy(dtype=float)
@@ -711,12 +735,14 @@ def _totals_panel(ax, totals: KeyTotals, report: Utility) -> None:
         line = np.concatenate([[0.0], line]) if zero else line
         ax.set_xscale(scale, **options)
         ax.set_yscale(scale, **options)
-        for axis in (ax.xaxis, ax.yaxis):
-            (symlog_axis if zero else log_axis)(axis)
+        for axis in (ax.xaxis, ax.yaxis):  # no minor ticks: each costs a draw of its own
+            (symlog_axis if zero else log_axis)(axis, minor=False)
     else:
         pad = 0.08 * (top - low) + 0.5  # points and their labels at the ends stay inside
         line = np.array([low - pad, top + pad])
         ax.set(xlim=line, ylim=line)
+        for axis in (ax.xaxis, ax.yaxis):  # big totals close together: still readable
+            linear_axis(axis)
     if len(frame) <= LABELLED_GROUPS:  # few groups: say which is which
         order = np.argsort(np.argsort(truth, kind="stable"))  # neighbours alternate sides
         last = len(order) - 1
@@ -732,5 +758,5 @@ def _totals_panel(ax, totals: KeyTotals, report: Utility) -> None:
     ax.plot(line, line, color="grey", lw=1, ls="--", label="= true total")
     ax.set_xlabel(f"true total by {human(totals.key)}" + (" (log)" if log else ""))
     ax.set_ylabel("table's total: mean" + (", bars min to max" if bars else " (no bars)"))
-    ax.set_title(f"by {human(totals.key)}: {totals.groups.size} groups")
+    ax.set_title(f"by {human(totals.key)}: {totals.groups.size} groups", y=1.0)
     ax.legend(loc="upper left", fontsize="small")
