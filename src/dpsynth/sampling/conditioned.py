@@ -804,8 +804,10 @@ class ConditionedSampler:
 
         Memory (issue #36): the tree is built level by level, and each level, once
         finished, goes to the value store (:class:`_Values`): kept in memory, or written to
-        ``spill``'s file when the tree would be large (:class:`Spill`); only the level being
-        convolved and the one it makes are held besides, the convolution itself done in
+        ``spill``'s file when the tree would be large (:class:`Spill`). The leaves are
+        walked in chunks of :data:`_LEAF_CHUNK` cells, each chunk's pairs convolved into
+        the first level at once, so the leaves are never all held; above them, only the
+        level being convolved and the one it makes are held, the convolution itself done in
         chunks of at most :data:`_CONVOLVE_ENTRIES` output entries, and everything the
         draw does not read (the leaves' walk results, the log scales, the cut masses as
         they are summed) is dropped as soon as it has been used."""
