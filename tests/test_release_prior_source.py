@@ -196,3 +196,15 @@ def test_a_declaration_is_plain_words(tmp_path, text, why):
     )  # fmt: skip
     with pytest.raises(ReleaseError, match=why):
         load_strata(request)
+
+
+def test_key_values_that_differ_only_by_spaces_are_one_group():
+    """Key values " n" and "n" are one value, as in the table's id, whatever the column's type."""
+    for dtype in (object, "string", "large_string[pyarrow]"):
+        keys = pd.DataFrame(
+            {"area": pd.Series(["a", " a", "b ", "b", "c", "c"], dtype=dtype),
+             "age": pd.Series(["1", "2", "1", "2", "1", "2"], dtype=dtype)}
+        )  # fmt: skip
+        assert grouping(keys, np.array([1.0, 1.0, 2.0, 2.0, 3.0, 3.0])) == ["area"]
+        assert grouping(keys, np.array([1.0, 2.0, 1.0, 2.0, 1.0, 2.0])) == ["age"]
+        assert grouping(keys, np.array([1.0, 1.0, 2.0, 3.0, 3.0, 3.0])) is None

@@ -72,11 +72,15 @@ def grouping(keys: pd.DataFrame, rate: np.ndarray) -> list[str] | None:
     factorised = {}
     for column in keys.columns:
         values = keys[column]
+        codes, uniques = pd.factorize(values, sort=False, use_na_sentinel=False)
         if values.dtype == object or pd.api.types.is_string_dtype(values):
-            # " n" and "n" are one key value (as in the table's id)
-            values = values.astype(str).str.strip()
-        values, uniques = pd.factorize(values, sort=False, use_na_sentinel=False)
-        factorised[column] = (values.astype(np.int64), len(uniques))
+            # " n" and "n" are one key value (as in the table's id): the distinct values
+            # stripped, then numbered again (a national table's 10M rows hold a few
+            # thousand distinct values)
+            stripped = pd.Series(uniques, dtype=values.dtype).astype(str).str.strip()
+            again, uniques = pd.factorize(stripped, sort=False, use_na_sentinel=False)
+            codes = again[codes]
+        factorised[column] = (codes.astype(np.int64), len(uniques))
     left = sorted(keys.columns, key=lambda c: -factorised[c][1])
     if not _constant_within(_codes(keys, left, factorised), rate):
         return None  # not a function of these columns (they are not all the keys)
