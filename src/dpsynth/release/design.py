@@ -228,13 +228,15 @@ class Cost:
 #: _BYTES_PER_STRATUM x strata + _BYTES_PER_STRATUM_SET x strata x sets: fitted (issue
 #: #36) to ``dpsynth synthesize`` on the national tables of ``benchmarks/national_table.py``
 #: on the default path (``benchmarks/release.py --national``): truncated at 1,005,440
-#: strata for 1 and 10 sets (in memory, 1.63 and 1.64 GiB), truncated and pg at 10,054,400
-#: strata (spilled, 5.73 and 7.33 GiB), all within 10%; and at 100,800 strata for 1, 10 and
+#: strata for 1 and 10 sets (in memory, 1.72 and 1.74 GiB), truncated and pg at 10,054,400
+#: strata (spilled, 5.48 and 5.85 GiB), all within 5%; and at 100,800 strata for 1, 10 and
 #: 100 sets (``tests/test_release_forecast.py``, within 25%). An in-memory tree's 16 bytes
 #: an entry (hi and lo) are kept until the sets are written; the long table of the sets is
 #: written by parts (:func:`.folder.write_public_parts`), so a set costs its counts.
-#: A spilled tree (:func:`spills`) holds about this many of its largest level at a time.
-_SPILL_LEVELS = 2.0
+#: A spilled tree (:func:`spills`) holds about one of its largest level at a time: the
+#: leaves are walked in chunks and go to the file as they come, while the first level
+#: they make is held.
+_SPILL_LEVELS = 1.05
 _BASE_BYTES = 0.385 * 2**30
 _BYTES_PER_ENTRY = 16.4
 _BYTES_PER_STRATUM = 420.0
@@ -244,14 +246,17 @@ _BYTES_PER_STRATUM_SET = 15.0
 #: :func:`~dpsynth.sampling.tree_build.machine_rate`, per stratum (reading, identifying the
 #: table, calibrating, the count-fit check, leaves, the summary and utility report) and per
 #: stratum and set (drawing, writing and scoring the sets); the build's convolutions run at
-#: _CONVOLUTION_SHARE of the measured rate's cost (their items split across cores better
-#: than the one pair it times). Fitted (issue #36) to ``dpsynth synthesize`` on the national
-#: tables at 10k, 100k (1 and 100 sets) and 1M strata on a shared 2-core machine (load 2-3,
-#: machine_rate 2-7e8): 10-17 s, 18.6 s, 43.8 s and 60 s.
-_START_SECONDS = 12.0
-_WORK_PER_STRATUM = 41_800.0
-_WORK_PER_STRATUM_SET = 1_725.0
-_CONVOLUTION_SHARE = 0.104
+#: _CONVOLUTION_SHARE of the measured rate's cost. Fitted (issue #36, session of
+#: 2026-11-28; relative least squares, non-negative) to the ten runs of
+#: ``benchmarks/release.py --national`` on a 2-core machine at load about 1: 10k to 10M
+#: strata, 1 to 100 sets, truncated and pg; the fit is within 10% of eight of them (the
+#: 1M truncated release of one set: 1.21 times its time) and
+#: forecasts the 1M pg release at 0.72 of its time (its long leaf walks are not in the
+#: model).
+_START_SECONDS = 5.0
+_WORK_PER_STRATUM = 20_600.0
+_WORK_PER_STRATUM_SET = 1_980.0
+_CONVOLUTION_SHARE = 1.81
 
 
 def estimate_cost(cal: Calibration, tv_target: float, sets: int = 1) -> Cost:
