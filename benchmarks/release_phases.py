@@ -107,6 +107,25 @@ def _wrap(function, label):
     return timed
 
 
+def _merge_repeats() -> None:
+    """One row for a phase called again and again in a row (the leaves, walked in chunks):
+    its seconds summed, its peak the largest, its calls counted."""
+    merged: list[dict] = []
+    for row in ROWS:
+        last = merged[-1] if merged else None
+        if last and (last["phase"], last["depth"]) == (row["phase"], row["depth"]):
+            last["seconds"] += row["seconds"]
+            last["peak_gib"] = max(last["peak_gib"], row["peak_gib"])
+            last["rss_after_gib"] = row.get("rss_after_gib")
+            last["calls"] = last.get("calls", 1) + 1
+        else:
+            merged.append(dict(row))
+    for row in merged:
+        if row.get("calls", 1) > 1:
+            row["phase"] += f" ({row['calls']} calls)"
+    ROWS[:] = merged
+
+
 def _patch() -> None:
     for where, name, label in PHASES:
         parts = where.split(".")
@@ -158,6 +177,7 @@ def main() -> None:
         code = cli.main(argv)
         ROWS.append({"phase": "whole (in process)", "depth": 0, "seconds":
                      time.perf_counter() - start, "peak_gib": _hwm() / 2**30})  # fmt: skip
+    _merge_repeats()
     print(f"{args.input.name}: {args.mechanism}, {args.sets} set(s), exit {code}\n")
     print("| phase | seconds | peak GiB | RSS after GiB |\n|---|---|---|---|")
     for row in ROWS:
