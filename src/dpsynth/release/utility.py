@@ -661,15 +661,6 @@ def utility_figure(report: Utility):
     return fig
 
 
-def _ecdf(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """An empirical distribution function as the corners of its steps (drawn
-    ``steps-post``): from 0 at the smallest value up to 1 at the largest; NaN left out."""
-    values = np.sort(values[~np.isnan(values)])
-    if values.size == 0:
-        return values, values
-    return np.r_[values[0], values], np.arange(values.size + 1) / values.size
-
-
 def _rmse_panel(ax, report: Utility) -> None:
     """The rMSE of the strata rates as empirical distributions (ECDFs): the sets' against
     the no-privacy tables', with the prior alone's as a line. Where the sets' curve lies on
@@ -681,10 +672,10 @@ def _rmse_panel(ax, report: Utility) -> None:
         (report.rmse.reference, "C1", f"no privacy ({report.reference_tables} tables)"),
         (report.rmse.synthetic, "C0", f"synthetic sets ({report.sets})"),
     ):
-        x, y = _ecdf(np.asarray(values, dtype=float))
-        if x.size:
-            (handles[colour],) = ax.plot(x, y, drawstyle="steps-post", color=colour, lw=1.5,
-                                         label=label)  # fmt: skip
+        values = np.asarray(values, dtype=float)
+        values = values[~np.isnan(values)]
+        if values.size:  # matplotlib's ECDF, as the pseudo-posterior figure draws them
+            handles[colour] = ax.ecdf(values, color=colour, lw=1.5, label=label)
     ax.set_ylim(0, 1)
     prior = (report.prior or {}).get("rmse")
     if prior is not None and np.isfinite(prior):
