@@ -927,16 +927,14 @@ class ConditionedSampler:
         while level.size > 1:
             n_pairs = level.size // 2
             lefts = np.arange(0, 2 * n_pairs, 2, dtype=np.int64)  # positions in the level
-            rights = lefts + 1
-            starts = np.concatenate([[0], np.cumsum(cur_lengths)[:-1]]).astype(np.int64)
-            offset = cur_offsets[lefts] + cur_offsets[rights]
-            scale = cur_scale[lefts] + cur_scale[rights]
             if level.size == 2:  # the root: only its value at y. is ever needed
+                scale = cur_scale[:1] + cur_scale[1:]
                 a = slice(0, cur_lengths[0])
-                b = slice(starts[1], starts[1] + cur_lengths[1])
+                b = slice(cur_lengths[0], cur_lengths[0] + cur_lengths[1])
                 value_hi, value_lo = td.dot_dd(
-                    cur_hi[a], cur_lo[a], cur_hi[b], cur_lo[b], total - int(offset[0])
-                )
+                    cur_hi[a], cur_lo[a], cur_hi[b], cur_lo[b],
+                    total - int(cur_offsets[0] + cur_offsets[1]),
+                )  # fmt: skip
                 if not value_hi > 0.0:
                     raise RuntimeError(
                         "the conditioning event sum z = y. has no mass inside the kept "
@@ -975,7 +973,7 @@ class ConditionedSampler:
             else:
                 cur_hi, cur_lo = new_hi, new_lo
                 cur_lengths, cur_offsets, cur_scale = new_lengths, new_offsets, new_scale
-            level = _close_level(level, parents, level[lefts], level[rights], levels)
+            level = _close_level(level, parents, level[lefts], level[lefts + 1], levels)
         _report(progress, 1.0)
         self.log_event_probability = float(log_event)
         # q(not A) <= (sum of cut masses) / P(sum = y., A); the slack covers the double
