@@ -68,7 +68,7 @@ ROOT_MARGIN = 1e-4
 #: Steps from the first guess after which the cells left are left to scipy.
 MAX_STEPS = 64
 #: Means beyond which :func:`poisson_quantile` computes each distinct mean once (a
-#: national table of 10M strata has 164k distinct expected counts).
+#: national table of 10M strata has about 10^5 distinct expected counts).
 DISTINCT_FROM = 100_000
 
 
