@@ -10,7 +10,7 @@ from conftest import chi_square_p_value, empirical
 from scipy.special import gammaln
 
 from dpsynth.sampling.enumeration import compositions
-from dpsynth.sampling.reference import no_privacy_draws
+from dpsynth.sampling.reference import drawn_strata, no_privacy_draws, reference_batches
 
 
 def dirichlet_multinomial_pmf(z: np.ndarray, alpha: np.ndarray) -> np.ndarray:
@@ -100,3 +100,19 @@ def test_mostly_empty_tables_are_drawn_as_the_whole_table_draws_them():
             mine, theirs = np.random.default_rng(seed), np.random.default_rng(seed)
             assert np.array_equal(no_privacy_draws(y, n, mine), every_stratum(y, n, theirs))
             assert mine.random() == theirs.random()
+
+
+def test_batches_at_the_drawn_strata_are_the_tables_there():
+    """``reference_batches(at=drawn_strata(y))`` gives the very tables at those strata from
+    the same stream, and the tables are zero everywhere else."""
+    rng = np.random.default_rng(3)
+    for seed in range(50):
+        k = int(rng.integers(2, 400))
+        y = rng.integers(0, 4, k) * (rng.random(k) < rng.random())
+        y[rng.integers(0, k)] += 1
+        at = drawn_strata(y)
+        whole = np.vstack(list(reference_batches(y, 5, np.random.default_rng(seed), 3 * k)))
+        there = np.vstack(list(reference_batches(y, 5, np.random.default_rng(seed), 3 * k, at=at)))
+        assert np.array_equal(whole[:, at], there)
+        assert not np.delete(whole, at, axis=1).any()
+        assert not np.delete(y, at).any()

@@ -197,6 +197,37 @@ def test_utility_report_counts_directly():
                        np.random.default_rng(4))  # fmt: skip
 
 
+def test_a_mostly_empty_tables_reference_is_scored_at_its_events_as_in_full():
+    """A national table is mostly empty: its no-privacy tables are zero where it is, and
+    the report scores them at its events only; every total and rank correlation is the
+    one of the whole tables to the bit, the rMSE to rounding."""
+    from dpsynth.privacy.calibrate import calibrate
+    from dpsynth.sampling.reference import reference_batches
+    from dpsynth.studies.stage.measures import MEASURES, Measures
+    from dpsynth.studies.stage.rates import GroupRates
+
+    frame = table().sort_values(list(KEYS)).reset_index(drop=True)
+    rng = np.random.default_rng(5)
+    y = frame["count"].to_numpy() * (rng.random(len(frame)) < 0.3)
+    population = frame["population"].to_numpy()
+    cal = calibrate("md", 1.0, int(y.sum()), population, None, method="certified")
+    synthetic = rng.multinomial(y.sum(), np.full(y.size, 1 / y.size), size=2)
+    report = utility_report(frame[list(KEYS)], y, population, synthetic, cal,
+                            np.random.default_rng(4), area="region")  # fmt: skip
+    tables = np.vstack(list(reference_batches(y, report.reference_tables,
+                                              np.random.default_rng(4))))  # fmt: skip
+    codes, values = pd.factorize(frame["region"], sort=True)
+    rates = GroupRates.partition(population, codes, [f"area:{v}" for v in values])
+    whole = Measures(rates, population, tuple(values), MEASURES).values(tables, y)
+    np.testing.assert_array_equal(report.rank_correlation.reference, whole["rank_correlation"])
+    np.testing.assert_allclose(report.rmse.reference, whole["rmse"], rtol=1e-13)
+    for totals in report.totals:
+        codes = pd.factorize(frame[totals.key], sort=True)[0]
+        expected = np.stack([np.bincount(codes, weights=t, minlength=totals.groups.size)
+                             for t in tables])  # fmt: skip
+        np.testing.assert_array_equal(totals.reference, expected)
+
+
 def test_the_area_rule_and_the_reference_size():
     keys = pd.DataFrame({"sex": ["f", "m"] * 6, "age": list(range(6)) * 2,
                          "county": [f"{k:05d}" for k in range(12)]})  # fmt: skip

@@ -280,9 +280,12 @@ def _group_order(values) -> np.ndarray:
 
 def _factorize(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """``pd.factorize(column, sort=True)``, text values in :func:`_group_order`."""
-    codes, values = pd.factorize(column, sort=True)
     if isinstance(column.dtype, pd.CategoricalDtype) or pd.api.types.is_numeric_dtype(column):
-        return codes, values
+        return pd.factorize(column, sort=True)
+    from dpsynth.table_kernels import factorize
+
+    codes, values = factorize(column)
+    values = np.asarray(values, dtype=object)
     order = _group_order(values)
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order))
@@ -330,9 +333,9 @@ def _indicator(codes: np.ndarray, groups: int):
     """strata x groups sparse 0/1 matrix of a key's codes."""
     import scipy.sparse
 
-    n = codes.size
+    n = codes.size  # one entry a row: the row pointers are 0..n
     return scipy.sparse.csr_matrix(
-        (np.ones(n, dtype=np.int64), (np.arange(n), codes)), shape=(n, groups)
+        (np.ones(n, dtype=np.int64), codes, np.arange(n + 1)), shape=(n, groups)
     )
 
 
@@ -340,12 +343,6 @@ def _batches(tables: np.ndarray) -> Iterator[np.ndarray]:
     rows = max(1, BATCH_CELLS // max(tables.shape[1], 1))
     for start in range(0, tables.shape[0], rows):
         yield tables[start : start + rows]
-
-
-def _reference_batches(y: np.ndarray, n: int, rng) -> Iterator[np.ndarray]:
-    from dpsynth.sampling.reference import reference_batches
-
-    return reference_batches(y, n, rng)
 
 
 def utility_report(
@@ -373,8 +370,10 @@ def utility_report(
     ``denominator`` ``expected``: ``population`` holds expected counts, the rates are SMRs
     (reported as ratios, not per 100,000).
     """
+    from dpsynth.sampling.reference import drawn_strata, reference_batches
     from dpsynth.studies.stage.measures import AREA, MEASURES, Measures
     from dpsynth.studies.stage.rates import GroupRates
+    from dpsynth.table_kernels import factorize
     from dpsynth.units import rate_scale
 
     per = rate_scale(denominator)
@@ -393,7 +392,7 @@ def utility_report(
 
     # the study's measures (rMSE, and rank correlation with an area), on crude rates
     if area is not None:  # the areas split the strata: no mask per area
-        codes, values = pd.factorize(keys[area], sort=True)
+        codes, values = factorize(keys[area], sort=True)
         names = [AREA + str(v) for v in values]
         rates = GroupRates.partition(population, codes, names, per=per)
         areas = tuple(map(str, values))
@@ -407,16 +406,23 @@ def utility_report(
         codes, values = _factorize(keys[column])
         key_codes.append((column, np.asarray(values), _indicator(codes, len(values))))
 
-    def score(tables_batches):
-        scores, totals = [], [[] for _ in key_codes]
+    def score(tables_batches, measures, truth, indicators):
+        scores, totals = [], [[] for _ in indicators]
         for batch in tables_batches:
-            scores.append(measures.values(batch, y))
-            for k, (_, _, indicator) in enumerate(key_codes):
+            scores.append(measures.values(batch, truth))
+            for k, indicator in enumerate(indicators):
                 totals[k].append(np.asarray((indicator.T @ batch.T).T))
         return pd.concat(scores, ignore_index=True), [np.vstack(t) for t in totals]
 
-    ours, our_totals = score(_batches(synthetic))
-    theirs, their_totals = score(_reference_batches(y, n_reference, rng))
+    indicators = [indicator for _, _, indicator in key_codes]
+    ours, our_totals = score(_batches(synthetic), measures, y, indicators)
+    # the reference is zero where the truth is (a national table is mostly empty): scored
+    # at its drawn strata only, the same values (sums skip zeros)
+    drawn = drawn_strata(y)
+    theirs, their_totals = score(
+        reference_batches(y, n_reference, rng, at=drawn), *measures.on(drawn, y),
+        [indicator[drawn] for indicator in indicators],
+    )  # fmt: skip
     totals = tuple(
         KeyTotals(column, values, np.asarray(indicator.T @ y), mine, reference)
         for (column, values, indicator), mine, reference in zip(

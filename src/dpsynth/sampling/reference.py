@@ -36,46 +36,84 @@ def no_privacy_draws(y, n: int, rng: np.random.Generator) -> np.ndarray:
 
     ``y`` must be whole, non-negative counts with a positive total.
     """
+    y = _checked(y)
+    columns = drawn_strata(y)
+    out = np.zeros((n, y.size), dtype=np.int64)
+    out[:, columns] = _draws_at(y, columns, n, rng)
+    return out
+
+
+def drawn_strata(y) -> np.ndarray:
+    """The strata a no-privacy table of ``y`` can be non-zero at, as :func:`no_privacy_draws`
+    draws them: every stratum when most have events, else those with events and the last.
+
+    Most strata empty (a national table of single-year ages): numpy draws nothing for a
+    gamma of shape 0 nor for a binomial of probability 0, so drawing the others only gives
+    the same tables from the same stream. The last stratum is kept (the multinomial gives
+    it what is left)."""
+    y = np.asarray(y)
+    drawn = np.flatnonzero(y)
+    if 2 * drawn.size > y.size:  # few empty strata: draw them all
+        return np.arange(y.size)
+    if not drawn.size or drawn[-1] != y.size - 1:
+        drawn = np.append(drawn, y.size - 1)
+    return drawn
+
+
+def _checked(y) -> np.ndarray:
     y = np.asarray(y)
     if y.ndim != 1 or y.size == 0:
         raise ValueError(f"y must be a non-empty vector of counts, got shape {y.shape}")
     if np.any(y < 0) or np.any(y != np.round(y)):
         raise ValueError("y must hold whole, non-negative counts")
-    total = int(y.sum())
-    if total <= 0:
+    if y.sum() <= 0:
         raise ValueError("y must have a positive total: with no event there is nothing to draw")
-    drawn = np.flatnonzero(y)
-    if 2 * drawn.size > y.size:  # few empty strata: draw them all
+    return y
+
+
+def _draws_at(y: np.ndarray, columns: np.ndarray, n: int, rng) -> np.ndarray:
+    """``n`` no-privacy tables of ``y`` at its strata ``columns`` (:func:`drawn_strata`),
+    shape ``(n, columns.size)``: zero elsewhere."""
+    total = int(y.sum())
+    if columns.size == y.size:
         weights = rng.standard_gamma(y.astype(float), size=(n, y.size))  # shape 0 gives 0
         weights /= weights.sum(axis=1, keepdims=True)
         return rng.multinomial(total, weights).astype(np.int64)
-    # Most strata empty (a national table of single-year ages): numpy draws nothing for a
-    # gamma of shape 0 nor for a binomial of probability 0, so drawing the others only
-    # gives the same tables from the same stream. The last stratum is kept (the
-    # multinomial gives it what is left), and each table's weights are divided by their
-    # sum over every stratum, summed as numpy sums the whole row.
-    if drawn[-1] != y.size - 1:
-        drawn = np.append(drawn, y.size - 1)
-    shapes = y[drawn].astype(float)
-    weights = rng.standard_gamma(shapes, size=(n, drawn.size))
+    # each table's weights divided by their sum over every stratum, summed as numpy sums
+    # the whole row (zeros elsewhere)
+    weights = rng.standard_gamma(y[columns].astype(float), size=(n, columns.size))
     row = np.zeros(y.size)
     for table in range(n):
-        row[drawn] = weights[table]
+        row[columns] = weights[table]
         weights[table] /= row.sum()
-    out = np.zeros((n, y.size), dtype=np.int64)
-    out[:, drawn] = rng.multinomial(total, weights)
-    return out
+    return rng.multinomial(total, weights).astype(np.int64)
 
 
-def reference_batches(y, n: int, rng: np.random.Generator, batch_cells: int = BATCH_CELLS):
+def reference_batches(
+    y, n: int, rng: np.random.Generator, batch_cells: int = BATCH_CELLS, *, at=None
+):
     """:func:`no_privacy_draws` of ``n`` tables in batches of at most ``batch_cells``
     counts (tables x strata; at least one table a batch), in order: the same tables, from
-    one seed, whoever scores them. With no event every table is ``y`` itself (zeros)."""
+    one seed, whoever scores them. With no event every table is ``y`` itself (zeros).
+
+    ``at`` (:func:`drawn_strata` of ``y``) gives each batch at those strata only, shape
+    (tables, ``at.size``): the same tables, every other count zero, without writing them
+    (a national table's reference is scored where it has events)."""
     y = np.asarray(y)
     rows = max(1, batch_cells // y.size)
+    empty = y.sum() == 0
+    if not empty:
+        y = _checked(y)
+        columns = drawn_strata(y)
+        if at is not None and not np.array_equal(at, columns):
+            raise ValueError("at must be drawn_strata(y)")
     for start in range(0, n, rows):
         size = min(rows, n - start)
-        if y.sum() == 0:  # no event: every table is the true one (no_privacy_draws refuses)
-            yield np.zeros((size, y.size), dtype=np.int64)
+        if empty:  # no event: every table is the true one (no_privacy_draws refuses)
+            yield np.zeros((size, y.size if at is None else len(at)), dtype=np.int64)
+        elif at is not None:
+            yield _draws_at(y, columns, size, rng)
         else:
-            yield no_privacy_draws(y, size, rng)
+            out = np.zeros((size, y.size), dtype=np.int64)
+            out[:, columns] = _draws_at(y, columns, size, rng)
+            yield out

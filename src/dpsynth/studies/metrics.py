@@ -18,11 +18,14 @@ import pandas as pd
 from dpsynth.units import PER_100K
 
 
-def rmse_per_100k(rates, true_rate, per: float = PER_100K) -> np.ndarray:
-    """sqrt(mean_i (lambda_i - lambda_true_i)^2) x 100,000 (x ``per``), over the last axis."""
+def rmse_per_100k(rates, true_rate, per: float = PER_100K, cells: int | None = None) -> np.ndarray:
+    """sqrt(mean_i (lambda_i - lambda_true_i)^2) x 100,000 (x ``per``), over the last axis;
+    ``cells``: the mean is over that many cells, the ones not given equal to the truth."""
     diff = np.asarray(rates, dtype=float) - np.asarray(true_rate, dtype=float)
     np.square(diff, out=diff)  # diff**2 without a second temporary
-    return np.sqrt(np.mean(diff, axis=-1)) * per
+    if cells is None:
+        return np.sqrt(np.mean(diff, axis=-1)) * per
+    return np.sqrt(np.sum(diff, axis=-1) / cells) * per
 
 
 def group_rate_per_100k(rates, population, members) -> np.ndarray:

@@ -105,7 +105,7 @@ class Measure:
 
 
 def _rmse(m: Measures, counts, truth, rates) -> np.ndarray:
-    return rmse_per_100k(counts / m.population, truth / m.population, m.per)
+    return rmse_per_100k(counts / m.population, truth / m.population, m.per, cells=m.strata)
 
 
 def _rank_correlation(m: Measures, counts, truth, rates) -> np.ndarray:
@@ -168,6 +168,22 @@ class Measures:
     areas: tuple[str, ...]
     measures: tuple[Measure, ...]
     per: float = PER_100K  # reported rate per rate per person (1 for SMRs)
+    #: the strata in all when the counts are given at some only (:meth:`on`), else None
+    strata: int | None = None
+
+    def on(self, strata: np.ndarray, truth) -> tuple[Measures, np.ndarray]:
+        """(these measures of tables given at ``strata`` only, every other count 0 in the
+        tables and in the truth ``truth``; ``truth`` at ``strata``): the same values,
+        from those strata alone (a national table's no-privacy reference is zero where
+        it has no event)."""
+        strata = np.asarray(strata)
+        truth = np.asarray(truth)
+        if np.any(np.delete(truth, strata)):
+            raise ValueError("the truth has counts outside the strata given")
+        on = dataclasses.replace(self, rates=self.rates.on(strata),
+                                 population=self.population[strata],
+                                 strata=self.population.size)  # fmt: skip
+        return on, truth[strata]
 
     def area_rates(self, counts) -> np.ndarray:
         """Rates per 100,000 of every area, shape (rows, areas)."""

@@ -12,6 +12,7 @@ the weights normalised to sum to one over them.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Collection, Mapping
 
@@ -123,11 +124,21 @@ class GroupRates:
         self = cls.__new__(cls)
         self.per = per
         self.names, self.bands, self.weights = names, [CRUDE], np.array([1.0])
+        # one entry a row of a group, in row order: its row pointers count them
+        pointers = np.concatenate([[0], np.cumsum(codes >= 0)])
         self._indicator = scipy.sparse.csr_matrix(
-            (np.ones(rows.size), (rows, cols)), shape=(n, len(names))
+            (np.ones(rows.size), cols, pointers), shape=(n, len(names))
         )
         self.population = pop
         return self
+
+    def on(self, strata: np.ndarray) -> GroupRates:
+        """These rates of count vectors given at ``strata`` only, every other count 0: the
+        same rates, to the bit (a group's sum skips the zeros; its population is the whole
+        group's)."""
+        out = copy.copy(self)
+        out._indicator = self._indicator[np.asarray(strata)]
+        return out
 
     def rates(self, counts) -> np.ndarray:
         """Rates per 100,000 (times ``per`` / 100,000: SMRs with ``per`` 1): shape (rows,
