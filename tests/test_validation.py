@@ -117,3 +117,36 @@ def test_values_out_of_range_are_refused(count, population, message):
     )
     with pytest.raises(ValueError, match=message):
         validate_strata(frame, source="x.csv")
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["a", "b", "01", "1"]), st.integers(0, 3), st.booleans()),
+        min_size=1,
+        max_size=40,
+    ),
+    st.sampled_from(["object", "string", "pyarrow"]),
+)
+def test_duplicate_keys_are_found_as_pandas_finds_them(rows, kind):
+    """The coded duplicate check finds what ``frame.duplicated(keys)`` finds, whatever
+    the columns' types (text held by Python or pyarrow, integers, booleans)."""
+    from dpsynth.data.validation import _has_duplicates
+
+    frame = pd.DataFrame(rows, columns=["k", "n", "b"])
+    frame["k"] = frame["k"].astype({"object": object, "string": "string",
+                                    "pyarrow": "string[pyarrow]"}[kind])  # fmt: skip
+    for keys in (["k"], ["k", "n"], ["n", "b"], ["k", "n", "b"]):
+        assert _has_duplicates(frame, keys) == frame.duplicated(subset=keys).any()
+
+
+def test_duplicates_beyond_a_combined_code_are_found():
+    """Keys whose combinations do not fit one 62-bit code, and sparse ones, are checked
+    too (pandas' check, and a sort of the combined codes)."""
+    from dpsynth.data.validation import _has_duplicates
+
+    wide = pd.DataFrame({f"k{j}": np.arange(5000) % (4999 - j) for j in range(6)})
+    assert not _has_duplicates(wide, list(wide.columns))
+    assert _has_duplicates(pd.concat([wide, wide.iloc[[7]]]), list(wide.columns))
+    sparse = pd.DataFrame({"a": np.arange(300), "b": np.arange(300) * 7})
+    assert not _has_duplicates(sparse, ["a", "b"])
+    assert _has_duplicates(pd.concat([sparse, sparse.iloc[[3]]]), ["a", "b"])

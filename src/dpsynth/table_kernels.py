@@ -28,21 +28,27 @@ def factorize(column: pd.Series, sort: bool = False) -> tuple[np.ndarray, list]:
     array = getattr(column.array, "_pa_array", None)
     if array is not None and array.null_count == 0 and len(array):
         import pyarrow as pa
-        import pyarrow.compute as pc
 
         if pa.types.is_string(array.type) or pa.types.is_large_string(array.type):
             encoded = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
             encoded = encoded.dictionary_encode()
             codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-            uniques = encoded.dictionary
-            if sort:
-                order = pc.sort_indices(uniques).to_numpy()
-                rank = np.empty(len(order), dtype=np.int64)
-                rank[order] = np.arange(len(order))
-                codes, uniques = rank[codes], uniques.take(order)
-            return codes, uniques.to_pylist()
+            uniques = encoded.dictionary.to_pylist()
+            return sorted_codes(codes, uniques) if sort else (codes, uniques)
     codes, uniques = pd.factorize(column.reset_index(drop=True), sort=sort, use_na_sentinel=False)
     return np.asarray(codes, dtype=np.int64), list(uniques)
+
+
+def sorted_codes(codes: np.ndarray, uniques: list[str]) -> tuple[np.ndarray, list[str]]:
+    """A factorisation of text (``codes`` into distinct ``uniques``) renumbered in Python's
+    order of the texts (their UTF-8 bytes', as pyarrow sorts them)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    order = pc.sort_indices(pa.array(uniques, type=pa.large_string())).to_numpy()
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return rank[codes], [uniques[i] for i in order]
 
 
 def encode_texts(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:

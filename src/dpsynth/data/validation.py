@@ -141,19 +141,28 @@ def _key_kind(column: pd.Series) -> str:
     return _key_codes(column)[0]
 
 
-def _key_codes(column: pd.Series) -> tuple[str, np.ndarray]:
+def _key_codes(column: pd.Series, factorized=None) -> tuple[str, np.ndarray]:
     """(the column's kind, as :func:`_key_kind` names it, and an integer code per row
     whose order is :func:`key_positions`' order of the values: equal values, equal codes).
 
     The text of a column is parsed as numbers once per distinct value, not per row.
+    ``factorized``: the column's (codes, uniques) if already known (a text column's are
+    its texts').
     """
     if isinstance(column.dtype, pd.CategoricalDtype):
         return "category", np.asarray(column.cat.codes, dtype=np.int64)
     if pd.api.types.is_numeric_dtype(column):
         codes, uniques = pd.factorize(column, sort=True)  # missing values: code -1, last
         return "number", np.where(codes < 0, len(uniques), codes).astype(np.int64)
+    from dpsynth.table_kernels import factorize, sorted_codes
+
     text = column.astype(str)
-    codes, uniques = pd.factorize(text, sort=True)  # in the order of the texts
+    if text.hasnans:
+        codes, uniques = pd.factorize(text, sort=True)  # in the order of the texts
+    elif factorized is not None and isinstance(column.dtype, pd.StringDtype):
+        codes, uniques = sorted_codes(*factorized)
+    else:  # pyarrow's dictionary encoding where it holds the texts, several times faster
+        codes, uniques = factorize(text, sort=True)
     codes = np.asarray(codes, dtype=np.int64)
     missing = codes < 0
     if missing.any() or not len(column):  # a missing text reads as no number
@@ -193,11 +202,14 @@ def key_positions(frame: pd.DataFrame, keys: Sequence[str]) -> np.ndarray:
     return positions_by_codes(key_sort_codes(frame, keys), len(frame))
 
 
-def key_sort_codes(frame: pd.DataFrame, keys: Sequence[str]) -> list[np.ndarray]:
+def key_sort_codes(
+    frame: pd.DataFrame, keys: Sequence[str], factorized: dict | None = None
+) -> list[np.ndarray]:
     """Per key, an integer code per row whose order is the key's order in
     :func:`key_positions` (computed once, they sort the rows by any order of the keys:
-    :func:`positions_by_codes`)."""
-    return [_key_codes(frame[key].reset_index(drop=True))[1] for key in keys]
+    :func:`positions_by_codes`); ``factorized``: key -> its (codes, uniques), where known."""
+    factorized = factorized or {}
+    return [_key_codes(frame[key].reset_index(drop=True), factorized.get(key))[1] for key in keys]
 
 
 def positions_by_codes(codes: Sequence[np.ndarray], rows: int) -> np.ndarray:
@@ -245,6 +257,26 @@ def _steps(codes: Sequence[np.ndarray], rows: int) -> tuple[np.ndarray, np.ndarr
         descending |= equal & (after < before)
         equal &= after == before
     return descending, equal
+
+
+def _has_duplicates(frame: pd.DataFrame, keys: Sequence[str]) -> bool:
+    """Whether two rows of ``frame`` have the same ``keys`` (``frame.duplicated(keys)
+    .any()``; the keys have no missing value): each key's values coded, the codes combined
+    into one number a row when they fit, counted (10 million rows: a fraction of pandas'
+    time)."""
+    from dpsynth.table_kernels import factorize
+
+    factorized = [factorize(frame[key]) for key in keys]
+    sizes = [max(len(uniques), 1) for _, uniques in factorized]
+    if sum(math.log2(s) for s in sizes) >= 62:
+        return bool(frame.duplicated(subset=list(keys)).any())
+    combined = np.zeros(len(frame), dtype=np.int64)
+    for (codes, _), size in zip(factorized, sizes, strict=True):
+        combined *= size
+        combined += codes
+    if math.prod(sizes) <= 4 * len(frame) + 1024:  # dense: count every combination
+        return bool(np.bincount(combined).max(initial=0) > 1)
+    return bool(np.unique(combined).size < len(frame))
 
 
 def validate_strata(
@@ -327,7 +359,7 @@ def validate_strata(
             "holds expected counts (observed vs expected), say so: denominator: expected "
             "in a study, --expected-column in dpsynth synthesize",
         )
-    if frame.duplicated(subset=keys).any():
+    if _has_duplicates(frame, keys):
         raise ValueError(
             f"{source}: duplicate key(s) {describe_duplicates(frame, keys)}; "
             f"expected each {keys} to appear once"

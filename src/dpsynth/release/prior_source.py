@@ -67,12 +67,14 @@ def grouping(keys: pd.DataFrame, rate: np.ndarray) -> list[str] | None:
     if n == 0 or np.all(rate == rate[0]):
         return []
     # groups of at least two strata are at most n / 2 groups, so at most n / 2 rates
-    if np.unique(rate).size > n // 2:
+    if pd.unique(rate).size > n // 2:
         return None
+    from dpsynth.table_kernels import factorize
+
     factorised = {}
     for column in keys.columns:
         values = keys[column]
-        codes, uniques = pd.factorize(values, sort=False, use_na_sentinel=False)
+        codes, uniques = factorize(values)
         if values.dtype == object or pd.api.types.is_string_dtype(values):
             # " n" and "n" are one key value (as in the table's id): the distinct values
             # stripped, then numbered again (a national table's 10M rows hold a few
@@ -89,8 +91,10 @@ def grouping(keys: pd.DataFrame, rate: np.ndarray) -> list[str] | None:
         if _constant_within(_codes(keys, fewer, factorised), rate):
             left = fewer
     code = _codes(keys, left, factorised)
-    sizes = np.bincount(np.unique(code, return_inverse=True)[1])
-    if sizes.min() < 2:
+    if code.max(initial=0) >= 4 * n:  # sparse codes: numbered again
+        code = np.unique(code, return_inverse=True)[1]
+    sizes = np.bincount(code)
+    if sizes[sizes > 0].min() < 2:
         return None
     return [c for c in keys.columns if c in left]  # in the keys' order
 
