@@ -272,6 +272,9 @@ def national(
                 "peak_gib": peak,
                 "forecast_s": forecast.seconds(rate),
                 "forecast_gib": forecast.bytes / 2**30,
+                # the forecast's public quantities (benchmarks/fit_forecast.py fits to them)
+                "multiply_adds": forecast.multiply_adds,
+                "entries": forecast.entries,
                 "machine_rate": rate,
                 "max_memory_gib": DEFAULT_MAX_MEMORY / 2**30,
                 "nb_floor_s": floor,

@@ -219,7 +219,11 @@ class Cost:
         convolutions and, in the same unit, of everything else a release does per stratum
         and per stratum and set, so the forecast scales with the machine's speed."""
         per_stratum = _WORK_PER_STRATUM + _WORK_PER_STRATUM_SET * self.sets
-        work = _CONVOLUTION_SHARE * self.multiply_adds + per_stratum * self.n_cells
+        work = (
+            _CONVOLUTION_SHARE * self.multiply_adds
+            + _WORK_PER_ENTRY * self.entries
+            + per_stratum * self.n_cells
+        )
         return work / rate + _START_SECONDS
 
 
@@ -257,6 +261,7 @@ _START_SECONDS = 5.0
 _WORK_PER_STRATUM = 20_600.0
 _WORK_PER_STRATUM_SET = 1_980.0
 _CONVOLUTION_SHARE = 1.81
+_WORK_PER_ENTRY = 0.0
 
 
 def estimate_cost(cal: Calibration, tv_target: float, sets: int = 1) -> Cost:

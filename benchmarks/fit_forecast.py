@@ -1,0 +1,89 @@
+"""Fit the release's time forecast to the national benchmark's rows.
+
+Run from the repository root, after ``benchmarks/release.py --national``::
+
+    .venv/bin/python benchmarks/fit_forecast.py [results/benchmarks/release_national.json]
+
+:meth:`dpsynth.release.design.Cost.seconds` forecasts a release's wall time as
+
+    start + (share x multiply-adds + per entry x tree entries
+             + (per stratum + per stratum and set x sets) x strata) / machine rate
+
+from public quantities only (the convolutions' multiply-adds and the tree's entries of
+:func:`~dpsynth.release.design.estimate_cost`, the strata, the sets) and the machine's
+convolution rate measured around each run. This script fits those five constants to the
+rows the benchmark wrote (each row's measured wall time, its forecast's quantities and its
+rate) by non-negative least squares on relative errors, and prints them beside the
+constants in ``release/design.py``, with each row's forecast over measured under both. The
+fit is in sample: rerun the benchmark to see the new constants on other runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+from scipy.optimize import nnls
+
+from dpsynth.release import design
+
+REPO = Path(__file__).resolve().parents[1]
+NATIONAL_RESULTS = REPO / "results" / "benchmarks" / "release_national.json"
+#: The constants, in the order of the fit's columns.
+NAMES = (
+    "_CONVOLUTION_SHARE",
+    "_WORK_PER_ENTRY",
+    "_WORK_PER_STRATUM",
+    "_WORK_PER_STRATUM_SET",
+    "_START_SECONDS",
+)
+
+
+def columns(row: dict) -> np.ndarray:
+    """A run's terms of the forecast, each to be multiplied by its constant."""
+    rate = row["machine_rate"]
+    return np.array(
+        [
+            row["multiply_adds"] / rate,
+            row["entries"] / rate,
+            row["strata"] / rate,
+            row["strata"] * row["sets"] / rate,
+            1.0,
+        ]
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results", nargs="?", type=Path, default=NATIONAL_RESULTS)
+    args = parser.parse_args()
+    rows = [r for r in json.loads(args.results.read_text()) if "strata" in r]
+    rows = [r for r in rows if not r["refused"] and "entries" in r]
+    if len(rows) < len(NAMES):
+        raise SystemExit(
+            f"{args.results}: {len(rows)} runs with the forecast's quantities; expected at "
+            f"least {len(NAMES)} (run benchmarks/release.py --national first)"
+        )
+    terms = np.stack([columns(r) for r in rows])
+    wall = np.array([r["wall_s"] for r in rows])
+    fitted, _ = nnls(terms / wall[:, None], np.ones(len(rows)))  # relative errors
+    now = np.array([getattr(design, name) for name in NAMES])
+    print("| constant | in design.py | fitted |\n|---|---:|---:|")
+    for name, old, new in zip(NAMES, now, fitted, strict=True):
+        print(f"| `{name}` | {old:,.4g} | {new:,.4g} |")
+    print(
+        "\n| strata | mechanism | sets | wall | forecast now (/ wall) | fitted (/ wall) |\n"
+        "|---:|---|---:|---:|---:|---:|"
+    )
+    for row, term, seconds in zip(rows, terms, wall, strict=True):
+        old, new = float(term @ now), float(term @ fitted)
+        print(
+            f"| {row['strata']:,} | {row['mechanism']} | {row['sets']} | {seconds:.1f} s | "
+            f"{old:.1f} s ({old / seconds:.2f}x) | {new:.1f} s ({new / seconds:.2f}x) |"
+        )
+
+
+if __name__ == "__main__":
+    main()
