@@ -9,6 +9,8 @@ the row-by-row definitions); only the time changes: about a second per 10 millio
 
 from __future__ import annotations
 
+import weakref
+
 import numba
 import numpy as np
 import pandas as pd
@@ -19,22 +21,34 @@ from dpsynth import compile_cache
 CACHE = compile_cache.available(__file__)
 
 
+#: id of a pyarrow text array -> its :func:`factorize` (read-only codes, uniques). Arrays
+#: are immutable, and a column's array is shared by the frames copied or selected from it,
+#: so a release's steps (the prior's grouping, the table's ids, the utility report) encode
+#: each key column once; an entry goes when its array does.
+_ENCODED: dict[int, tuple[np.ndarray, list]] = {}
+
+
 def factorize(column: pd.Series, sort: bool = False) -> tuple[np.ndarray, list]:
     """``pd.factorize(column, sort=sort, use_na_sentinel=False)`` as (int64 codes, list of
     uniques), through pyarrow's dictionary encoding for a text column that pyarrow holds
-    without a missing value (several times faster on 10 million rows); unsorted, the codes
-    may number the uniques in another order, never group other rows; sorted, text is in
-    Python's order (its UTF-8 bytes'), as pandas sorts it."""
+    without a missing value (several times faster on 10 million rows, and computed once
+    per array: the codes are then read-only); unsorted, the codes may number the uniques
+    in another order, never group other rows; sorted, text is in Python's order (its UTF-8
+    bytes'), as pandas sorts it."""
     array = getattr(column.array, "_pa_array", None)
     if array is not None and array.null_count == 0 and len(array):
         import pyarrow as pa
 
         if pa.types.is_string(array.type) or pa.types.is_large_string(array.type):
-            encoded = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
-            encoded = encoded.dictionary_encode()
-            codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-            uniques = encoded.dictionary.to_pylist()
-            return sorted_codes(codes, uniques) if sort else (codes, uniques)
+            if id(array) not in _ENCODED:
+                encoded = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+                encoded = encoded.dictionary_encode()
+                codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+                codes.flags.writeable = False
+                _ENCODED[id(array)] = (codes, encoded.dictionary.to_pylist())
+                weakref.finalize(array, _ENCODED.pop, id(array), None)
+            codes, uniques = _ENCODED[id(array)]
+            return sorted_codes(codes, uniques) if sort else (codes, list(uniques))
     codes, uniques = pd.factorize(column.reset_index(drop=True), sort=sort, use_na_sentinel=False)
     return np.asarray(codes, dtype=np.int64), list(uniques)
 
