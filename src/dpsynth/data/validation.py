@@ -156,7 +156,8 @@ def _key_codes(column: pd.Series, factorized=None) -> tuple[str, np.ndarray]:
         return "number", np.where(codes < 0, len(uniques), codes).astype(np.int64)
     from dpsynth.table_kernels import factorize, sorted_codes
 
-    text = column.astype(str)
+    # a text column is its own text (the same array, whose codes are shared)
+    text = column if isinstance(column.dtype, pd.StringDtype) else column.astype(str)
     if text.hasnans:
         codes, uniques = pd.factorize(text, sort=True)  # in the order of the texts
     elif factorized is not None and isinstance(column.dtype, pd.StringDtype):
