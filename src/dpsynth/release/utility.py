@@ -311,20 +311,25 @@ def area_column(keys: pd.DataFrame, fips: str | None, group_by: str | None):
     finer), if it has more than :data:`AREA_MIN_VALUES`. A column with fewer than 3 values
     ranks nothing.
     """
+    from dpsynth.table_kernels import factorize
+
+    def values(column: str) -> int:  # the keys have no missing value
+        return len(factorize(keys[column])[1])
+
     if fips is not None:
         name, why = fips, f"`{fips}`, the county FIPS column"
     elif group_by is not None:
         name, why = group_by, f"`{group_by}`, the column of --group-by"
     else:
-        many = [c for c in keys.columns if keys[c].nunique() > AREA_MIN_VALUES]
+        many = [c for c in keys.columns if values(c) > AREA_MIN_VALUES]
         if not many:
             return None, (
                 f"no area: no FIPS column, no --group-by and no key with more than "
                 f"{AREA_MIN_VALUES} values"
             )
-        name = max(many, key=lambda c: keys[c].nunique())  # the first of equals
-        why = f"`{name}`, the key with the most values ({keys[name].nunique()})"
-    if keys[name].nunique() < 3:
+        name = max(many, key=values)  # the first of equals
+        why = f"`{name}`, the key with the most values ({values(name)})"
+    if values(name) < 3:
         return None, f"no area: {why} has fewer than 3 values to rank"
     return name, why
 
@@ -334,8 +339,14 @@ def _indicator(codes: np.ndarray, groups: int):
     import scipy.sparse
 
     n = codes.size  # one entry a row: the row pointers are 0..n
+    index = np.int32 if n < 2**31 else np.int64  # scipy's own choice: no copy to convert
     return scipy.sparse.csr_matrix(
-        (np.ones(n, dtype=np.int64), codes, np.arange(n + 1)), shape=(n, groups)
+        (
+            np.ones(n, dtype=np.int64),
+            codes.astype(index, copy=False),
+            np.arange(n + 1, dtype=index),
+        ),
+        shape=(n, groups),
     )
 
 
