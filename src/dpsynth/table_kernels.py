@@ -32,9 +32,9 @@ def factorize(column: pd.Series, sort: bool = False) -> tuple[np.ndarray, list]:
     """``pd.factorize(column, sort=sort, use_na_sentinel=False)`` as (integer codes, list
     of uniques), through pyarrow's dictionary encoding for a text column that pyarrow holds
     without a missing value (several times faster on 10 million rows, and computed once
-    per array: the codes are then read-only int32, else int64); unsorted, the codes may number the uniques
-    in another order, never group other rows; sorted, text is in Python's order (its UTF-8
-    bytes'), as pandas sorts it."""
+    per array: the codes are then read-only int32, else int64). Unsorted, the codes may
+    number the uniques in another order, never group other rows; sorted, text is in
+    Python's order (its UTF-8 bytes'), as pandas sorts it."""
     array = getattr(column.array, "_pa_array", None)
     if array is not None and array.null_count == 0 and len(array):
         import pyarrow as pa
