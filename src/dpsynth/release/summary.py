@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dpsynth.data.validation import key_order
+from dpsynth.data.validation import key_positions
 from dpsynth.release.request import ReleaseError
 
 #: Key columns tried, in order, as the county FIPS column when none is named.
@@ -45,9 +45,18 @@ def fips_column(request, keys: pd.DataFrame) -> str | None:
 
 def group_totals(keys: pd.DataFrame, column: str, original, synthetic) -> pd.DataFrame:
     """Per value of ``column``: the original total and the synthetic totals' mean, min, max."""
-    labels = keys[column].astype(str)
-    uniques = key_order(pd.DataFrame({column: labels.unique()}), [column])[column].to_numpy()
-    codes = pd.Index(uniques).get_indexer(labels)
+    from dpsynth.table_kernels import factorize
+
+    labels = keys[column]  # as text; a text column is its own (its encoding is shared)
+    if not isinstance(labels.dtype, pd.StringDtype) or labels.hasnans:
+        labels = labels.astype(str)
+    codes, texts = factorize(labels)
+    texts = pd.Series(texts, dtype=labels.dtype)
+    order = key_positions(pd.DataFrame({column: texts}), [column])  # the texts in key order
+    uniques = texts.to_numpy()[order]
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    codes = rank[codes]
     original_totals = np.bincount(codes, weights=original, minlength=len(uniques))
     per_set = np.stack(
         [np.bincount(codes, weights=row, minlength=len(uniques)) for row in synthetic]
