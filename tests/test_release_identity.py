@@ -165,6 +165,15 @@ def test_dataset_id_and_legacy_ids_are_those_of_the_row_by_row_code(seed, n_keys
     assert reordered(strata, seed).dataset_id() == strata.dataset_id()
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_the_ids_computed_side_by_side_are_those_of_the_row_by_row_code(seed):
+    """:meth:`Strata.identities` hashes both ids in two threads: the same ids."""
+    strata = nasty_strata(seed, 1 + seed % 5, n=400)
+    table, aliases = strata.identities()
+    assert table == reference_dataset_id(strata.keys, strata.population)
+    assert aliases == reference_legacy_ids(strata.keys, strata.population)
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_each_kind_of_column_alone_and_with_text_hashes_as_before(kind):
     for seed in range(5):

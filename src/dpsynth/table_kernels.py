@@ -75,7 +75,7 @@ def encode_texts(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     return data, offsets
 
 
-@numba.njit(cache=CACHE)
+@numba.njit(cache=CACHE, nogil=True)  # the table's two ids are hashed side by side
 def row_bytes(rows, codes, data, offsets, bases, separator, out):  # pragma: no cover
     """Write into ``out`` the rows ``rows`` one after another, each its pieces' texts
     joined by ``separator``: piece p of row r is text ``codes[p, r]`` of piece p, whose

@@ -250,12 +250,13 @@ class Release:
                 )
         ledger = Ledger(path)
         try:
+            table, aliases = strata.identities()
             entry = ledger.spend(
                 request.dataset,
                 budget.epsilon,
                 budget.delta,
-                table=strata.dataset_id(),
-                aliases=strata.legacy_ids(),
+                table=table,
+                aliases=aliases,
                 keys=strata.coded_keys(),
                 new_dataset=request.new_dataset,
                 budget=request.budget,
@@ -284,12 +285,13 @@ class Release:
             return None
         path = request.ledger_path
         try:
+            table, aliases = self.strata.identities()
             account = Ledger(path).preview(
                 request.dataset,
                 self.budget.epsilon,
                 self.budget.delta,
-                table=self.strata.dataset_id(),
-                aliases=self.strata.legacy_ids(),
+                table=table,
+                aliases=aliases,
                 keys=self.strata.coded_keys(),
                 new_dataset=request.new_dataset,
                 budget=request.budget,
