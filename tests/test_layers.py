@@ -37,6 +37,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "io",
             "provenance",
             "seeding",
+            "encoding",
             "table_kernels",
             "units",
         ),

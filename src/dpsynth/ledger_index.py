@@ -108,7 +108,8 @@ def fingerprint(keys, secret: bytes) -> np.ndarray:
 
     Each column's distinct values are hashed once; one compiled pass
     (:func:`dpsynth.table_kernels.stratum_hashes`) sorts and mixes a row's hashes."""
-    from dpsynth.table_kernels import factorize, stratum_hashes
+    from dpsynth.encoding import factorize
+    from dpsynth.table_kernels import stratum_hashes
 
     n = len(keys)
     if not len(keys.columns):

@@ -154,7 +154,7 @@ def _key_codes(column: pd.Series, factorized=None) -> tuple[str, np.ndarray]:
     if pd.api.types.is_numeric_dtype(column):
         codes, uniques = pd.factorize(column, sort=True)  # missing values: code -1, last
         return "number", np.where(codes < 0, len(uniques), codes).astype(np.int64)
-    from dpsynth.table_kernels import factorize, sorted_codes
+    from dpsynth.encoding import factorize, sorted_codes
 
     # a text column is its own text (the same array, whose codes are shared)
     text = column if isinstance(column.dtype, pd.StringDtype) else column.astype(str)
@@ -265,7 +265,7 @@ def _has_duplicates(frame: pd.DataFrame, keys: Sequence[str]) -> bool:
     .any()``; the keys have no missing value): each key's values coded, the codes combined
     into one number a row when they fit, counted (10 million rows: a fraction of pandas'
     time)."""
-    from dpsynth.table_kernels import factorize
+    from dpsynth.encoding import factorize
 
     factorized = [factorize(frame[key]) for key in keys]
     sizes = [max(len(uniques), 1) for _, uniques in factorized]

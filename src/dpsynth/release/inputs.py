@@ -181,8 +181,8 @@ class Strata:
 
     def _factorized(self, name: str) -> tuple[pd.Series, tuple[np.ndarray, list] | None]:
         """(key column ``name``, its codes and uniques by
-        :func:`dpsynth.table_kernels.factorize`, computed once for both ids)."""
-        from dpsynth.table_kernels import factorize
+        :func:`dpsynth.encoding.factorize`, computed once for both ids)."""
+        from dpsynth.encoding import factorize
 
         cache = self._ids.setdefault("factorized", {})
         if name not in cache:

@@ -69,7 +69,7 @@ def grouping(keys: pd.DataFrame, rate: np.ndarray) -> list[str] | None:
     # groups of at least two strata are at most n / 2 groups, so at most n / 2 rates
     if pd.unique(rate).size > n // 2:
         return None
-    from dpsynth.table_kernels import factorize
+    from dpsynth.encoding import factorize
 
     factorised = {}
     for column in keys.columns:

@@ -45,7 +45,7 @@ def fips_column(request, keys: pd.DataFrame) -> str | None:
 
 def group_totals(keys: pd.DataFrame, column: str, original, synthetic) -> pd.DataFrame:
     """Per value of ``column``: the original total and the synthetic totals' mean, min, max."""
-    from dpsynth.table_kernels import factorize
+    from dpsynth.encoding import factorize
 
     labels = keys[column]  # as text; a text column is its own (its encoding is shared)
     if not isinstance(labels.dtype, pd.StringDtype) or labels.hasnans:

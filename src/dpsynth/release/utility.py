@@ -282,7 +282,7 @@ def _factorize(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """``pd.factorize(column, sort=True)``, text values in :func:`_group_order`."""
     if isinstance(column.dtype, pd.CategoricalDtype) or pd.api.types.is_numeric_dtype(column):
         return pd.factorize(column, sort=True)
-    from dpsynth.table_kernels import factorize
+    from dpsynth.encoding import factorize
 
     codes, values = factorize(column)
     values = np.asarray(values, dtype=object)
@@ -311,7 +311,7 @@ def area_column(keys: pd.DataFrame, fips: str | None, group_by: str | None):
     finer), if it has more than :data:`AREA_MIN_VALUES`. A column with fewer than 3 values
     ranks nothing.
     """
-    from dpsynth.table_kernels import factorize
+    from dpsynth.encoding import factorize
 
     def values(column: str) -> int:  # the keys have no missing value
         return len(factorize(keys[column])[1])
@@ -381,10 +381,10 @@ def utility_report(
     ``denominator`` ``expected``: ``population`` holds expected counts, the rates are SMRs
     (reported as ratios, not per 100,000).
     """
+    from dpsynth.encoding import factorize
     from dpsynth.sampling.reference import drawn_strata, reference_batches
     from dpsynth.studies.stage.measures import AREA, MEASURES, Measures
     from dpsynth.studies.stage.rates import GroupRates
-    from dpsynth.table_kernels import factorize
     from dpsynth.units import rate_scale
 
     per = rate_scale(denominator)

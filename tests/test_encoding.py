@@ -1,4 +1,4 @@
-"""dpsynth.table_kernels.factorize: pandas' factorisation, through pyarrow where it holds the
+"""dpsynth.encoding.factorize: pandas' factorisation, through pyarrow where it holds the
 text, computed once per array and shared by the steps of a release that ask for it."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpsynth import table_kernels
-from dpsynth.table_kernels import factorize
+from dpsynth import encoding
+from dpsynth.encoding import factorize
 
 TEXT = st.text(alphabet=st.sampled_from(["a", "B", "0", "1", " ", "é", "\u00e9", "z"]), max_size=3)
 
@@ -40,7 +40,7 @@ def test_an_array_is_encoded_once_and_forgotten_with_it():
     assert again is codes and not codes.flags.writeable
     with pytest.raises(ValueError):
         codes[0] = 5
-    known = len(table_kernels._ENCODED)
+    known = len(encoding._ENCODED)
     del frame, codes, again
     gc.collect()
-    assert len(table_kernels._ENCODED) == known - 1
+    assert len(encoding._ENCODED) == known - 1
