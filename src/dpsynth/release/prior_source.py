@@ -89,7 +89,7 @@ def grouping(keys: pd.DataFrame, rate: np.ndarray) -> list[str] | None:
         if _constant_within(_codes(keys, fewer, factorised), rate):
             left = fewer
     code = _codes(keys, left, factorised)
-    sizes = np.bincount(np.unique(code, return_inverse=True)[1])
+    sizes = np.bincount(pd.factorize(code)[0])  # the groups' sizes, by hashing
     if sizes.min() < 2:
         return None
     return [c for c in keys.columns if c in left]  # in the keys' order
