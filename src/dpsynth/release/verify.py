@@ -689,9 +689,10 @@ class _Release:
                     if column.null_count:
                         values = pa.concat_arrays([values, pa.nulls(1, values.type)])
                     values = values.to_pandas().astype(hyper[key].dtype)  # as the table's
-                    entry = column.indices.fill_null(len(values) - 1)
-                    entry = entry.to_numpy(zero_copy_only=False).astype(np.int64)
-                    codes.append(key_codes_by_entry(values, entry))
+                    entry = column.indices
+                    if entry.null_count:
+                        entry = entry.fill_null(len(values) - 1)
+                    codes.append(key_codes_by_entry(values, entry.to_numpy(zero_copy_only=False)))
             self._key_runs = key_runs(codes, len(hyper))
         return self._key_runs
 
