@@ -367,3 +367,47 @@ def test_a_rewritten_statement_fails(tmp_path):
     checks = verify_release(out)
     assert failures(checks) == ["promise/statement"]
     assert "guarantee.statement" in by_name(checks)["promise/statement"].detail
+
+
+def test_keys_are_coded_by_the_values_the_rows_hold_not_the_dictionary(tmp_path):
+    """The hyperparameters' text keys are coded once per value of their Parquet dictionary:
+    a value of the dictionary that no row holds (here a text, not a number) changes
+    neither how the keys compare (numbers, 9 before 10) nor the comparison of the sets;
+    a stratum repeated is still counted."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = release(tmp_path)
+    manifest = manifest_of(out)
+    codes = [str(c) for c in range(8, 14)]  # 10 to 13 sort before 8 and 9 as text
+    synthetic = read(out, "synthetic")
+    synthetic["code"] = codes * manifest["sets"]
+    rewrite(out, "synthetic", synthetic)
+    path = out / manifest["files"]["hyperparameters"]["path"]
+
+    def write(hyper_codes: list[str]) -> list:
+        table = pq.read_table(path)
+        dictionary = pa.array(["x", *sorted(set(hyper_codes))])  # "x": no row's value
+        indices = pa.array([dictionary.to_pylist().index(c) for c in hyper_codes], pa.int32())
+        column = pa.DictionaryArray.from_arrays(indices, dictionary)
+        table = table.set_column(table.schema.get_field_index("code"), "code", column)
+        pq.write_table(table, path)
+        written = pq.ParquetFile(path, read_dictionary=["code"]).read().column("code")
+        assert "x" in written.chunk(0).dictionary.to_pylist()  # kept in the file
+        listed = manifest_of(out)
+        listed["files"]["hyperparameters"]["sha256"] = sha256_file(path)
+        (out / "manifest.json").write_text(json.dumps(listed, indent=2))
+        return verify_release(out)
+
+    names = by_name(write(codes))
+    for name in ("synthetic/order", "synthetic/strata", "hyperparameters/columns"):
+        assert names[name].status == OK, names[name].detail
+    names = by_name(write([codes[0], *codes[:-1]]))  # the first stratum twice
+    assert "1 row(s) repeat the keys of another" in names["hyperparameters/columns"].detail
+    assert names["synthetic/strata"].status == FAIL
+    synthetic["code"] = [codes[1], codes[0], *codes[2:]] * manifest["sets"]
+    rewrite(out, "synthetic", synthetic)
+    names = by_name(write([codes[1], codes[0], *codes[2:]]))  # 9 before 8: in no order
+    assert names["synthetic/strata"].status == OK
+    assert names["synthetic/order"].status == FAIL
+    assert names["hyperparameters/columns"].status == OK

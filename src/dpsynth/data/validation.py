@@ -213,6 +213,18 @@ def key_sort_codes(
     return [_key_codes(frame[key].reset_index(drop=True), factorized.get(key))[1] for key in keys]
 
 
+def key_codes_by_entry(values: pd.Series, entry: np.ndarray) -> np.ndarray:
+    """:func:`key_sort_codes` of one key column given as its distinct ``values`` and each
+    row's position ``entry`` among them (a dictionary encoding): the codes of the values
+    some row holds, taken per row. The same order as coding every row, since a column's
+    codes depend on the set of its values only; but a few thousand values are parsed and
+    sorted instead of ten million rows."""
+    used = np.bincount(entry, minlength=len(values)) > 0
+    codes = np.zeros(len(values), dtype=np.int64)
+    codes[used] = _key_codes(values[used].reset_index(drop=True))[1]
+    return codes[entry]
+
+
 def positions_by_codes(codes: Sequence[np.ndarray], rows: int) -> np.ndarray:
     """The positions of the rows sorted stably by ``codes`` (the first most significant)."""
     if not codes:

@@ -91,8 +91,8 @@ def grouping(keys: pd.DataFrame, rate: np.ndarray) -> list[str] | None:
         if _constant_within(_codes(keys, fewer, factorised), rate):
             left = fewer
     code = _codes(keys, left, factorised)
-    if code.max(initial=0) >= 4 * n:  # sparse codes: numbered again
-        code = np.unique(code, return_inverse=True)[1]
+    if code.max(initial=0) >= 4 * n:  # sparse codes: numbered again, by hashing
+        code = pd.factorize(code)[0]
     sizes = np.bincount(code)
     if sizes[sizes > 0].min() < 2:
         return None

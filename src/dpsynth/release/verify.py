@@ -51,7 +51,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dpsynth.data.validation import key_runs, key_sort_codes
+from dpsynth.data.validation import key_codes_by_entry, key_runs, key_sort_codes
 from dpsynth.io import sha256_file
 from dpsynth.release import folder
 from dpsynth.release.manifest import RELEASE_FORMAT, SCHEMA, SYNTHETIC_COUNT, status
@@ -515,19 +515,32 @@ def batches(path: Path, rows: int):
         yield batch
 
 
-def _plain(batch):
-    """``batch`` with its dictionary-encoded columns decoded (their text checked short)."""
+def _large(values):
+    """Arrow text as large text, what pandas holds text as (other values as they are)."""
     import pyarrow as pa
 
-    columns = [
-        c.dictionary_decode() if pa.types.is_dictionary(c.type) else c for c in batch.columns
-    ]
+    return values.cast(pa.large_string()) if pa.types.is_string(values.type) else values
+
+
+def _plain(batch):
+    """``batch`` with its dictionary-encoded columns decoded (their text checked short),
+    text as large text (:func:`_large`: the distinct values cast, not every row after)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    columns = []
+    for c in batch.columns:
+        if pa.types.is_dictionary(c.type):
+            c = pc.take(_large(c.dictionary), c.indices)
+        columns.append(c)
     return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
 
 
-def _read_table(path: Path, rows: int) -> pd.DataFrame:
+def _read_table(path: Path, rows: int) -> tuple[pd.DataFrame, dict]:
     """A published table: Parquet as written, CSV as text (as the release's inputs are),
-    read by :func:`batches`, so within its bounds.
+    read by :func:`batches`, so within its bounds; and its columns read
+    dictionary-encoded (a Parquet file's text), by name, each one Arrow dictionary array
+    of the same rows (the distinct values once, an integer per row).
 
     ``rows`` is what the manifest says it holds: a file with other row counts is refused
     before its values are read, so the manifest cannot make the verifier allocate more than
@@ -536,17 +549,23 @@ def _read_table(path: Path, rows: int) -> pd.DataFrame:
     """
     import pyarrow as pa
 
-    parts = [_plain(b) for b in batches(path, rows)]
-    if parts:
-        table = pa.Table.from_batches(parts)
-        del parts
+    read = list(batches(path, rows))
+    if read:
+        encoded = pa.Table.from_batches(read).unify_dictionaries()
+        encoded = {
+            f.name: encoded.column(f.name).combine_chunks()
+            for f in encoded.schema
+            if pa.types.is_dictionary(f.type)
+        }
+        table = pa.Table.from_batches([_plain(b) for b in read])
+        del read
         frame = table.to_pandas(ignore_metadata=True, self_destruct=True, split_blocks=True)
         del table
         _give_back()  # the decoded batches
-        return frame
+        return frame, encoded
     if path.suffix == ".csv":
-        return pd.read_csv(path, dtype=str, keep_default_na=False, nrows=0)
-    return _parquet(path).schema_arrow.empty_table().to_pandas(ignore_metadata=True)
+        return pd.read_csv(path, dtype=str, keep_default_na=False, nrows=0), {}
+    return _parquet(path).schema_arrow.empty_table().to_pandas(ignore_metadata=True), {}
 
 
 def _floats(frame: pd.DataFrame, column: str) -> np.ndarray:
@@ -592,6 +611,7 @@ class _Release:
         self.path = path
         self.manifest = manifest
         self._tables: dict[str, pd.DataFrame] = {}
+        self._encoded: dict[str, dict] = {}  # per table, its dictionary-encoded columns
         self._key_runs: tuple[bool, int] | None = None
 
     def file(self, name: str) -> Path:
@@ -629,8 +649,25 @@ class _Release:
 
     def table(self, name: str) -> pd.DataFrame:
         if name not in self._tables:
-            self._tables[name] = _read_table(self.file(name), self.rows(name))
+            self._tables[name], self._encoded[name] = _read_table(self.file(name), self.rows(name))
         return self._tables[name]
+
+    def encoded(self, name: str, column: str):
+        """The table's ``column`` as read when it was dictionary-encoded (Arrow), else None."""
+        self.table(name)
+        return self._encoded[name].get(column)
+
+    def key_column(self, name: str, column: str):
+        """The table's ``column`` as one Arrow array: dictionary-encoded as read, when it
+        was, else converted from the table."""
+        import pyarrow as pa
+
+        found = self.encoded(name, column)
+        if found is None:
+            frame = self.table(name)[[column]]
+            found = pa.Table.from_pandas(frame, preserve_index=False).column(column)
+            found = found.combine_chunks()
+        return found
 
     def batches(self, name: str):
         return batches(self.file(name), self.rows(name))
@@ -639,9 +676,24 @@ class _Release:
         """Whether the hyperparameters' rows are in key order, and how many repeat the keys
         of another (:func:`dpsynth.data.validation.key_runs`), computed once."""
         if self._key_runs is None:
+            import pyarrow as pa
+
             hyper = self.table("hyperparameters")
-            keys = self.manifest["keys"]
-            self._key_runs = key_runs(key_sort_codes(hyper, keys), len(hyper))
+            codes = []
+            for key in self.manifest["keys"]:
+                column = self.encoded("hyperparameters", key)
+                if column is None:
+                    codes += key_sort_codes(hyper, [key])
+                else:  # the distinct values coded once (a null as one more)
+                    values = _large(column.dictionary)
+                    if column.null_count:
+                        values = pa.concat_arrays([values, pa.nulls(1, values.type)])
+                    values = values.to_pandas().astype(hyper[key].dtype)  # as the table's
+                    entry = column.indices
+                    if entry.null_count:
+                        entry = entry.fill_null(len(values) - 1)
+                    codes.append(key_codes_by_entry(values, entry.to_numpy(zero_copy_only=False)))
+            self._key_runs = key_runs(codes, len(hyper))
         return self._key_runs
 
     def entries(self) -> list[Path]:
@@ -947,14 +999,23 @@ def _is_sorted(frame: pd.DataFrame, columns: list[str], in_key_order: bool) -> b
 class _Key:
     """One key column of the hyperparameters, to compare the synthetic sets' with: its
     distinct values and each stratum's position among them, so that a dictionary-encoded
-    column compares by its dictionary (looked up once) and integer codes."""
+    column compares by its dictionary (looked up once) and integer codes. ``reference``
+    is an Arrow array, dictionary-encoded or not (then encoded here); its distinct values
+    are looked up once, a null as one more value."""
 
     def __init__(self, reference):
+        import pyarrow as pa
         import pyarrow.compute as pc
 
-        self.type = reference.type
-        self.distinct = pc.unique(reference)
-        self.codes = self._lookup(reference)
+        if not pa.types.is_dictionary(reference.type):
+            reference = pc.dictionary_encode(reference)
+        values, indices = reference.dictionary, reference.indices
+        if indices.null_count:
+            values = pa.concat_arrays([values, pa.nulls(1, values.type)])
+            indices = indices.fill_null(len(values) - 1)
+        self.type = values.type
+        self.distinct = pc.unique(values)
+        self.codes = self._lookup(values)[indices.to_numpy(zero_copy_only=False)]
         self._dictionary = (None, None)
 
     def _lookup(self, values) -> np.ndarray:
@@ -1010,8 +1071,6 @@ def _synthetic_checks(release: _Release):
     """The synthetic sets, streamed batch by batch against the hyperparameters (held once):
     memory is that of the hyperparameters and a batch, whatever the number of sets; the
     first batch with a wrong row ends the reading (the checks then say where)."""
-    import pyarrow as pa
-
     m = release.manifest
     keys, sets, strata, total = m["keys"], m["sets"], m["strata"], m["total"]
     population = m["population_column"]
@@ -1022,10 +1081,7 @@ def _synthetic_checks(release: _Release):
     comparable = len(hyper) == strata and set(keys) <= set(hyper.columns)
     if comparable:
         release.key_runs()  # before the sets' batches are held: the peak is one or the other
-        references = [  # one key at a time: only its codes are kept
-            _Key(pa.Table.from_pandas(hyper[[k]], preserve_index=False).column(k).combine_chunks())
-            for k in keys
-        ]
+        references = [_Key(release.key_column("hyperparameters", k)) for k in keys]
         hyper_pop = _floats(hyper, "population")
         if m["mechanism"] == "truncated":
             lower, upper = _floats(hyper, "lower"), _floats(hyper, "upper")
