@@ -90,3 +90,38 @@ def test_tree_convolution_is_fftconvolve_bit_for_bit(sizes):
     rng = np.random.default_rng(sum(sizes))
     a, b = (rng.dirichlet(np.ones(size)) for size in sizes)
     np.testing.assert_array_equal(_fft_convolve(a, b), fftconvolve(a, b))
+
+
+def test_batched_tree_convolutions_are_the_pairwise_ones_bit_for_bit():
+    """A level's long pairs convolved together (one transform per FFT length, rows of a
+    2-D array) give each pair's own convolution's very bits, lengths shared or not."""
+    from dpsynth.sampling.conditioned import _fft_convolve, _fft_convolve_many
+
+    rng = np.random.default_rng(36)
+    sizes = [(129, 129), (130, 700), (700, 130), (1000, 257), (4097, 5003), (129, 130)]
+    sizes += [tuple(rng.integers(129, 3000, 2).tolist()) for _ in range(40)]
+    lefts = [rng.dirichlet(np.ones(left)) for left, _ in sizes]
+    rights = [rng.dirichlet(np.ones(right)) for _, right in sizes]
+    batched = _fft_convolve_many(lefts, rights)
+    assert len(batched) == len(sizes)
+    for a, b, conv in zip(lefts, rights, batched, strict=True):
+        np.testing.assert_array_equal(conv, _fft_convolve(a, b))
+
+
+def test_tree_rows_to_list_is_np_split():
+    """The trimmed rows as slices are np.split's pieces, value for value."""
+    from dpsynth.sampling.conditioned import _rows_to_list
+
+    rng = np.random.default_rng(7)
+    prob = rng.random((50, 300))
+    first = rng.integers(0, 150, 50)
+    last = first + rng.integers(0, 150, 50)
+    columns = np.arange(300)[None, :]
+    keep = (columns >= first[:, None]) & (columns <= last[:, None])
+    kept = np.where(keep, prob, 0.0)
+    kept /= kept.sum(axis=1, keepdims=True)
+    expected = np.split(kept[keep], np.cumsum(last - first + 1)[:-1])
+    rows = _rows_to_list(prob, first, last)
+    assert len(rows) == len(expected)
+    for row, want in zip(rows, expected, strict=True):
+        np.testing.assert_array_equal(row, want)

@@ -485,3 +485,46 @@ def test_a_new_measure_is_one_entry_and_one_function(tmp_path, monkeypatch):
     (ax,) = [a for a in figure.axes if a.get_ylabel().startswith("Mean absolute error")]
     assert ax.get_yscale() == "log" and "(per 100,000)" in ax.get_ylabel()
     assert not [line for line in ax.get_lines() if line.get_label() == "truth"]
+
+
+def test_a_study_in_one_process_writes_each_unit_as_its_own_job_would(tmp_path):
+    """simulate_study (the bundled job) writes, file for file, what each calibration
+    chunk, draw chunk and the reference give when run alone with their own streams."""
+    from dpsynth.design import calibration_chunk
+    from dpsynth.studies.stage.simulate import simulate_study
+
+    two_groups(6, 2_000).to_csv(tmp_path / "t.csv", index=False)
+    spec = {"table": "t.csv", "keys": ["area", "group"], "count": "y", "population": "n",
+            "area": "area", "arms": {"pg": ["certified"], "md": ["paper"]}, "datasets": 6,
+            "datasets_per_job": 3, "epsilons_per_job": 2, "stream": ["bundle-test"],
+            "epsilons": [0.5, 1.0, 4.0], "map_epsilons": [1.0]}  # fmt: skip
+    d = filled_definition("s", spec, base=tmp_path)
+    strata = load_study_table(d)
+    strata["prior_rate"] = prior_rates(d, strata, job_rng(1, "prior"))[0]
+    paths = {kind: [str(tmp_path / f"{kind}_{arm.name}_{chunk}.parquet")
+                    for arm in d.arms for chunk in chunks]
+             for kind, chunks in (("calibrations", d.calibration_chunks),
+                                  ("status", d.calibration_chunks),
+                                  ("metrics", d.chunks), ("area_sums", d.chunks))}  # fmt: skip
+    simulate_study(d, strata, 5, **paths, reference=str(tmp_path / "reference.parquet"))
+    assert len(d.chunks) > 1 and len(d.calibration_chunks) > 1
+    for arm in d.arms:
+        for echunk in d.calibration_chunks:
+            cal, status = calibrate_chunk(d, arm, strata, echunk)
+            got = pd.read_parquet(tmp_path / f"calibrations_{arm.name}_{echunk}.parquet")
+            pd.testing.assert_frame_equal(got, cal)
+            got = pd.read_parquet(tmp_path / f"status_{arm.name}_{echunk}.parquet")
+            pd.testing.assert_frame_equal(got, status)
+        for chunk in d.chunks:
+            cals = pd.read_parquet(
+                tmp_path / f"calibrations_{arm.name}_{calibration_chunk(chunk)}.parquet"
+            )
+            rng = job_rng(5, *d.stream, arm.name, chunk)
+            metrics, sums = simulate_chunk(d, arm, strata, cals, chunk, rng)
+            got = pd.read_parquet(tmp_path / f"metrics_{arm.name}_{chunk}.parquet")
+            pd.testing.assert_frame_equal(got, metrics, check_exact=True)
+            got = pd.read_parquet(tmp_path / f"area_sums_{arm.name}_{chunk}.parquet")
+            pd.testing.assert_frame_equal(got, sums, check_exact=True, check_dtype=False)
+    reference = reference_metrics(d, strata, job_rng(5, *d.stream, "reference"))
+    got = pd.read_parquet(tmp_path / "reference.parquet")
+    pd.testing.assert_frame_equal(got, reference, check_exact=True)

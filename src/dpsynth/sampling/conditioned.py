@@ -164,6 +164,27 @@ def _fft_convolve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return fft.irfftn(spectrum, [n], axes=[0])[:size]
 
 
+def _fft_convolve_many(lefts: list[np.ndarray], rights: list[np.ndarray]) -> list[np.ndarray]:
+    """``[_fft_convolve(a, b) for a, b in zip(lefts, rights)]``, the same bits, with one
+    batched transform per FFT length instead of three per pair: pocketfft transforms each
+    row of a 2-D array as it does a 1-D array (tests/test_sampling_large.py checks), and a
+    tree level's long pairs share few lengths, so the per-call overhead of ``scipy.fft``
+    (most of a pair's time at the sizes the tree convolves) is paid once per length."""
+    from scipy import fft
+
+    sizes = np.array([a.size + b.size - 1 for a, b in zip(lefts, rights, strict=True)])
+    lengths = np.array([fft.next_fast_len(int(size), True) for size in sizes], dtype=np.int64)
+    out: list[np.ndarray] = [np.empty(0)] * len(sizes)
+    for n in np.unique(lengths).tolist():
+        pick = np.flatnonzero(lengths == n).tolist()
+        spectrum = fft.rfft(_pad_rows([lefts[i] for i in pick], n), n, axis=-1)
+        spectrum *= fft.rfft(_pad_rows([rights[i] for i in pick], n), n, axis=-1)
+        rows = fft.irfft(spectrum, n, axis=-1)
+        for row, i in zip(rows, pick, strict=True):
+            out[i] = row[: sizes[i]]
+    return out
+
+
 def check_counts(y, cal: Calibration) -> np.ndarray:
     """``y`` as int64 after checking it is a vector of non-negative integers summing to y."""
     if not isinstance(cal, Calibration):
@@ -373,7 +394,10 @@ def _rows_to_list(prob: np.ndarray, first: np.ndarray, last: np.ndarray) -> list
     keep = (columns >= first[:, None]) & (columns <= last[:, None])
     kept = np.where(keep, prob, 0.0)
     kept /= kept.sum(axis=1, keepdims=True)
-    return np.split(kept[keep], np.cumsum(last - first + 1)[:-1])
+    flat = kept[keep]
+    ends = np.cumsum(last - first + 1).tolist()
+    # slices of one array, as np.split gives, without its per-piece cost (thousands a tree)
+    return [flat[start:end] for start, end in zip([0, *ends[:-1]], ends, strict=True)]
 
 
 def _join(chunks: list[np.ndarray]) -> np.ndarray:
@@ -704,8 +728,11 @@ class ConditionedSampler:
             pick = np.nonzero(longest > _DIRECT_CONVOLVE)[0]
             if pick.size:
                 convs = [
-                    np.clip(_fft_convolve(pmfs[lefts[pos]], pmfs[rights[pos]]), 0.0, None)
-                    for pos in pick.tolist()
+                    np.clip(conv, 0.0, None)
+                    for conv in _fft_convolve_many(
+                        [pmfs[i] for i in lefts[pick].tolist()],
+                        [pmfs[i] for i in rights[pick].tolist()],
+                    )
                 ]
                 conv = _pad_rows(convs, max(c.size for c in convs))
                 pairs.append((pick, conv))

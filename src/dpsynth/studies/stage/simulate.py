@@ -192,3 +192,57 @@ def reference_metrics(
     out = pd.concat(frames, ignore_index=True)
     out.insert(0, "dataset", np.arange(n))
     return out
+
+
+def simulate_study(
+    definition: StudyDefinition,
+    strata: pd.DataFrame,
+    seed: int,
+    *,
+    calibrations: list[str],
+    status: list[str],
+    metrics: list[str],
+    area_sums: list[str],
+    reference: str,
+) -> None:
+    """A whole study's draws in one process (``job_structure: bundled``), written to the
+    given files: for every arm, each epsilon chunk's calibrations and their status, then
+    each draw chunk's metrics and area sums, then the no-privacy reference. Each unit draws
+    from the stream its own job has (:func:`dpsynth.seeding.job_rng` of the seed, the
+    study's stream, the arm and the chunk), and each chunk's draws read its calibrations
+    back from their file, as their own job would: the files are the same bytes as the
+    split jobs'. The strata's measures are built once for all arms. The path lists are
+    arm-major (each arm's chunks in turn, in ``definition.calibration_chunks`` and
+    ``definition.chunks`` order), as the workflow lists its outputs."""
+    from dpsynth.design import calibration_chunk
+    from dpsynth.io import write_parquet
+    from dpsynth.seeding import job_rng
+    from dpsynth.studies.stage.measures import study_measures
+
+    measures = study_measures(definition, strata)
+    calibration_paths, status_paths = iter(calibrations), iter(status)
+    metrics_paths, sums_paths = iter(metrics), iter(area_sums)
+    for arm in definition.arms:
+        written = {}  # each epsilon chunk's file: the draws read it back
+        for echunk in definition.calibration_chunks:
+            frame, arm_status = calibrate_chunk(definition, arm, strata, echunk)
+            written[echunk] = next(calibration_paths)
+            write_parquet(frame, written[echunk])
+            write_parquet(arm_status, next(status_paths))
+        for chunk in definition.chunks:
+            values, sums = simulate_chunk(
+                definition,
+                arm,
+                strata,
+                pd.read_parquet(written[calibration_chunk(chunk)]),
+                chunk,
+                job_rng(seed, *definition.stream, arm.name, chunk),
+                measures=measures,
+            )
+            log.info("%s %s: %d rows of measures", arm.name, chunk, len(values))
+            write_parquet(values, next(metrics_paths))
+            write_parquet(sums, next(sums_paths))
+    rng = job_rng(seed, *definition.stream, "reference")
+    table = reference_metrics(definition, strata, rng, measures=measures)
+    log.info("%s: %d tables of the no-privacy reference", definition.name, len(table))
+    write_parquet(table, reference)
