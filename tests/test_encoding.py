@@ -33,7 +33,6 @@ def test_codes_group_and_order_as_pandas(values, dtype):
 def test_an_array_is_encoded_once_and_forgotten_with_it():
     """A pyarrow column's encoding is kept while its array lives (a copy of the frame
     shares it), read-only, and goes with the array."""
-    pytest.importorskip("pyarrow")
     frame = pd.DataFrame({"k": pd.Series(["b", "a", "b"], dtype="string[pyarrow]")})
     codes, _ = factorize(frame["k"])
     again, _ = factorize(frame.copy()["k"])
