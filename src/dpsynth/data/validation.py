@@ -141,27 +141,25 @@ def _key_kind(column: pd.Series) -> str:
     return _key_codes(column)[0]
 
 
-def _key_codes(column: pd.Series, factorized=None) -> tuple[str, np.ndarray]:
+def _key_codes(column: pd.Series) -> tuple[str, np.ndarray]:
     """(the column's kind, as :func:`_key_kind` names it, and an integer code per row
     whose order is :func:`key_positions`' order of the values: equal values, equal codes).
 
-    The text of a column is parsed as numbers once per distinct value, not per row.
-    ``factorized``: the column's (codes, uniques) if already known (a text column's are
-    its texts').
+    The text of a column is parsed as numbers once per distinct value, not per row; a
+    column pyarrow holds is encoded once however often it is coded
+    (:func:`dpsynth.encoding.factorize`).
     """
     if isinstance(column.dtype, pd.CategoricalDtype):
         return "category", np.asarray(column.cat.codes, dtype=np.int64)
     if pd.api.types.is_numeric_dtype(column):
         codes, uniques = pd.factorize(column, sort=True)  # missing values: code -1, last
         return "number", np.where(codes < 0, len(uniques), codes).astype(np.int64)
-    from dpsynth.encoding import factorize, sorted_codes
+    from dpsynth.encoding import factorize
 
     # a text column is its own text (the same array, whose codes are shared)
     text = column if isinstance(column.dtype, pd.StringDtype) else column.astype(str)
     if text.hasnans:
         codes, uniques = pd.factorize(text, sort=True)  # in the order of the texts
-    elif factorized is not None and isinstance(column.dtype, pd.StringDtype):
-        codes, uniques = sorted_codes(*factorized)
     else:  # pyarrow's dictionary encoding where it holds the texts, several times faster
         codes, uniques = factorize(text, sort=True)
     codes = np.asarray(codes, dtype=np.int64)
@@ -203,14 +201,11 @@ def key_positions(frame: pd.DataFrame, keys: Sequence[str]) -> np.ndarray:
     return positions_by_codes(key_sort_codes(frame, keys), len(frame))
 
 
-def key_sort_codes(
-    frame: pd.DataFrame, keys: Sequence[str], factorized: dict | None = None
-) -> list[np.ndarray]:
+def key_sort_codes(frame: pd.DataFrame, keys: Sequence[str]) -> list[np.ndarray]:
     """Per key, an integer code per row whose order is the key's order in
     :func:`key_positions` (computed once, they sort the rows by any order of the keys:
-    :func:`positions_by_codes`); ``factorized``: key -> its (codes, uniques), where known."""
-    factorized = factorized or {}
-    return [_key_codes(frame[key].reset_index(drop=True), factorized.get(key))[1] for key in keys]
+    :func:`positions_by_codes`)."""
+    return [_key_codes(frame[key].reset_index(drop=True))[1] for key in keys]
 
 
 def key_codes_by_entry(values: pd.Series, entry: np.ndarray) -> np.ndarray:

@@ -147,8 +147,7 @@ class Strata:
             names = list(self.keys.columns)
             orders = itertools.permutations(names) if len(names) <= 4 else [tuple(names)]
             reprs = {name: _distinct(self._factorized(name), _legacy_reprs) for name in names}
-            known = {name: self._factorized(name)[1] for name in names}
-            sort_codes = dict(zip(names, key_sort_codes(self.keys, names, known), strict=True))
+            sort_codes = dict(zip(names, key_sort_codes(self.keys, names), strict=True))
             population = _population_texts(self.population, len(self.keys))
             ids = []
             for order in map(list, orders):
