@@ -154,3 +154,27 @@ def test_the_decisions_are_the_references_on_random_tables(kind, monkeypatch):
             assert decision(counts, population, prior) == expected
             seen.add(expected)
     assert seen == {None, "agreement", "deviance"}  # the tables reach every outcome
+
+
+@pytest.mark.parametrize("kind", ["poisson", "binomial"])
+def test_the_null_cdf_is_scipy_stats_to_the_bit(kind):
+    """null_cdf (the agreement of strata with large expected counts) equals scipy.stats'
+    cdf exactly: random parameters, counts below, inside and past the support."""
+    rng = np.random.default_rng(36)
+    size = 20_000
+    mu = np.exp(rng.uniform(np.log(30.0), np.log(1e6), size))
+    k = np.concatenate([np.floor(mu + rng.normal(0, 3, size) * np.sqrt(mu)), [-1.0, -2.5]])
+    mu = np.concatenate([mu, [50.0, 50.0]])
+    if kind == "poisson":
+        want = stats.poisson.cdf(k, mu)
+        got = prior_check.null_cdf(k, mu, None, None)
+    else:
+        n = np.round(mu / rng.uniform(1e-4, 0.9, mu.size)).astype(np.int64)
+        n[:50] = np.floor(k[:50]).clip(0).astype(np.int64)  # k at the support's end
+        n[50:60] = np.floor(k[50:60]).clip(1).astype(np.int64) - 1  # k past it
+        p = np.minimum(mu / np.maximum(n, 1), 1.0)
+        want = stats.binom.cdf(k, n, p)
+        got = prior_check.null_cdf(k, mu, n, p)
+        assert (want == 1.0).any()  # past the support's end
+    assert np.array_equal(got, want)
+    assert (want == 0.0).any() and ((want > 0) & (want < 1)).any()

@@ -237,3 +237,21 @@ def test_a_wonder_export_is_a_study_table():
     assert list(strata.columns) == ["county_code", "age_group_code", "deaths", "population"]
     assert strata["county_code"].str.fullmatch(r"\d{5}").all()
     assert (strata["deaths"] <= strata["population"]).all() and len(strata) > 0
+
+
+def test_average_ranks_are_scipys_rankdata():
+    """The rank correlation's ranks (no scipy.stats import) equal scipy.stats.rankdata's:
+    ties averaged, a row with a NaN all NaN, one row or many."""
+    from scipy.stats import rankdata
+
+    from dpsynth.studies.stage.measures import average_ranks
+
+    rng = np.random.default_rng(7)
+    rows = rng.integers(0, 6, size=(50, 40)).astype(float)  # many ties
+    rows[3, 5] = np.nan
+    rows[7] = 2.0  # one run
+    rows[8] = rng.normal(size=40)  # none
+    assert np.array_equal(average_ranks(rows), rankdata(rows, axis=1), equal_nan=True)
+    assert np.array_equal(average_ranks(rows[9]), rankdata(rows[9]))
+    assert np.isnan(average_ranks(rows)[3]).all() and not np.isnan(average_ranks(rows)[4]).any()
+    assert np.array_equal(average_ranks(rows[:, :1]), rankdata(rows[:, :1], axis=1))

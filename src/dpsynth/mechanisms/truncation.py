@@ -82,7 +82,8 @@ def poisson_quantile(q: float, mean) -> np.ndarray:
     smallest k with ``pdtr(k, mean) >= q`` whenever pdtrik lands in (k - 1, k + 1]: here
     that k is found with ``pdtr`` alone (a Cornish-Fisher guess, then steps), and the
     cells whose root lies within :data:`ROOT_MARGIN` * max(1, k) above k - 1, where
-    pdtrik's error might take it to k - 1 or below, are computed by scipy itself. A root
+    pdtrik's error might take it to k - 1 or below, are computed as scipy computes them
+    (:func:`_root_quantile`). A root
     further from k - 1 is not moved past it by the root finder's error (the tests pass
     with a margin of 1e-14), and a root near k is corrected by scipy's own step back,
     which calls the same ``pdtr``; ``tests/test_truncation_quantile.py`` checks both
@@ -90,11 +91,13 @@ def poisson_quantile(q: float, mean) -> np.ndarray:
     Outside ``0 < q < 1`` and a 1-D array of finite positive means, scipy computes it all.
     """
     # Imported here: scipy takes about a second to import, and most jobs never build
-    # truncation bounds.
-    from scipy import special, stats
+    # truncation bounds; scipy.stats (another second) only where scipy computes it all
+    from scipy import special
 
     mean = np.asarray(mean, dtype=float)
     if mean.ndim != 1 or not (0.0 < q < 1.0) or not np.all(np.isfinite(mean) & (mean > 0)):
+        from scipy import stats
+
         return stats.poisson.ppf(q, mean)
     if mean.size > DISTINCT_FROM:  # a national table repeats its means: each computed once
         import pandas as pd
@@ -125,8 +128,19 @@ def poisson_quantile(q: float, mean) -> np.ndarray:
     eps = ROOT_MARGIN * np.maximum(k[near], 1.0)
     left[near[special.gammaincc(k[near] + eps, mean[near]) >= q]] = True
     if left.any():
-        k[left] = stats.poisson.ppf(q, mean[left])
+        k[left] = _root_quantile(q, mean[left])
     return k
+
+
+def _root_quantile(q: float, mean: np.ndarray) -> np.ndarray:
+    """``scipy.stats.poisson.ppf(q, mean)`` for ``0 < q < 1`` and finite positive means,
+    as scipy computes it there (``poisson._ppf``: the root finder, then one step back),
+    without importing scipy.stats (a second, most of a small release's checks)."""
+    from scipy import special
+
+    vals = np.ceil(special.pdtrik(q, mean))
+    vals1 = np.maximum(vals - 1, 0)
+    return np.where(special.pdtr(vals1, mean) >= q, vals1, vals) + 0.0
 
 
 def check_no_dominant_cell(expected) -> None:

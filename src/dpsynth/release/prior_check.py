@@ -157,13 +157,30 @@ def _enumerated(mu: np.ndarray, n: np.ndarray | None) -> tuple[np.ndarray, ...]:
     return mean, var, agree
 
 
+def null_cdf(k: np.ndarray, mu: np.ndarray, n: np.ndarray | None, p: np.ndarray | None):
+    """``scipy.stats.poisson.cdf(k, mu)`` (``n`` None), else ``scipy.stats.binom.cdf(k, n,
+    p)``, to the bit, for valid parameters: the same kernels (``pdtr``, and the binomial's
+    ``_binom_cdf`` that scipy.stats calls), 0 below the support, 1 at or past its end,
+    clipped to [0, 1], without importing scipy.stats (about a second: most of a small
+    release's checks). ``tests/test_release_prior_check_moments.py`` checks it against
+    scipy.stats on random and edge arguments."""
+    from scipy import special  # here: scipy's import costs seconds (verify needs none)
+
+    k = np.floor(np.asarray(k, dtype=float))
+    if n is None:
+        cdf, end = special.pdtr(k, mu), np.inf
+    else:
+        from scipy.special import _ufuncs  # scipy.stats.binom's own kernel
+
+        cdf, end = _ufuncs._binom_cdf(k, n, p), n
+    return np.where(k >= end, 1.0, np.where(k < 0, 0.0, np.clip(cdf, 0.0, 1.0)))
+
+
 def _distinct_nulls(mu: np.ndarray, n: np.ndarray | None, rate: np.ndarray):
     """Per distinct null (a (population, rate) pair, or an expected count for Poisson):
     the deviance's null mean and variance and the agreement probability, and each
     stratum's index into them. Enumerated once per distinct null, in blocks of at most
     :data:`BLOCK` values: memory is bounded however many nulls are distinct."""
-    from scipy import stats  # here: scipy's import costs seconds (verify needs none)
-
     if n is None:
         inverse, mu_u = pd.factorize(mu, use_na_sentinel=False)
         n_u = rate_u = None
@@ -181,11 +198,11 @@ def _distinct_nulls(mu: np.ndarray, n: np.ndarray | None, rate: np.ndarray):
     large = np.flatnonzero(mu_u > ENUMERATED_MEAN)
     if large.size:
         m = mu_u[large]
-        if n is None:
-            dist = stats.poisson(m)
-        else:
-            dist = stats.binom(np.round(n_u[large]).astype(np.int64), rate_u[large])
-        agree[large] = dist.cdf(np.floor(m + 1.0)) - dist.cdf(np.ceil(m - 1.0) - 1.0)
+        trials = None if n is None else np.round(n_u[large]).astype(np.int64)
+        p = None if n is None else rate_u[large]
+        agree[large] = null_cdf(np.floor(m + 1.0), m, trials, p) - null_cdf(
+            np.ceil(m - 1.0) - 1.0, m, trials, p
+        )
 
     small = np.flatnonzero(mu_u <= ENUMERATED_MEAN)
     small = small[np.argsort(mu_u[small])]  # rows of like support in one block
