@@ -6,6 +6,7 @@ the check as it was), and its decisions are the reference's on random tables."""
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -178,3 +179,50 @@ def test_the_null_cdf_is_scipy_stats_to_the_bit(kind):
         assert (want == 1.0).any()  # past the support's end
     assert np.array_equal(got, want)
     assert (want == 0.0).any() and ((want > 0) & (want < 1)).any()
+
+
+@pytest.mark.process
+def test_a_release_imports_no_scipy_stats(tmp_path):
+    """A release on the default path (a national table's prior-rate column: truncation
+    bounds with quantiles near a root, the count-fit check with large expected counts, the
+    utility report's rank correlation) never imports scipy.stats (about a second), and
+    does take those three paths."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(repo / "benchmarks"))
+    from national_table import KEYS, national_table
+
+    national_table(32).to_parquet(tmp_path / "t.parquet")
+    code = f"""
+import sys
+from dpsynth.mechanisms import truncation
+from dpsynth.release import prior_check
+from dpsynth.studies.stage import measures
+calls = dict.fromkeys(["_root_quantile", "null_cdf", "average_ranks"], 0)
+def counted(module, name):
+    original = getattr(module, name)
+    def wrapper(*args, **kwargs):
+        calls[name] += 1
+        return original(*args, **kwargs)
+    setattr(module, name, wrapper)
+counted(truncation, "_root_quantile")
+counted(prior_check, "null_cdf")
+counted(measures, "average_ranks")
+from dpsynth.cli import main
+code = main(["synthesize", "--input", {str(tmp_path / "t.parquet")!r}, "--keys", *{KEYS!r},
+             "--strata", "input", "--prior-rate-column", "prior_rate", "--epsilon", "1",
+             "--mechanism", "truncated",
+             "--dataset", "t", "--out", {str(tmp_path / "out")!r}, "--private-dir",
+             {str(tmp_path / "private")!r}, "--quiet"])
+print(code, min(calls.values()), "scipy.stats" in sys.modules)
+"""
+    env = {**os.environ, "DPSYNTH_LEDGER": str(tmp_path / "ledger")}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    code, least_calls, imported = done.stdout.split()[-3:]
+    assert (code, imported) == ("0", "False") and int(least_calls) > 0, done.stdout
