@@ -6,12 +6,13 @@ Run from the repository root, after ``benchmarks/release.py --national``::
 
 :meth:`dpsynth.release.design.Cost.seconds` forecasts a release's wall time as
 
-    start + (share x multiply-adds + per entry x tree entries
+    start + (share x multiply-adds + per entry x tree entries + per step x leaf steps
              + (per stratum + per stratum and set x sets) x strata) / machine rate
 
-from public quantities only (the convolutions' multiply-adds and the tree's entries of
-:func:`~dpsynth.release.design.estimate_cost`, the strata, the sets) and the machine's
-convolution rate measured around each run. This script fits those five constants to the
+from public quantities only (the convolutions' multiply-adds, the tree's entries and the
+leaves' walked steps of :func:`~dpsynth.release.design.estimate_cost`, the strata, the
+sets) and the machine's convolution rate measured around each run. This script fits those
+six constants to the
 rows the benchmark wrote (each row's measured wall time, its forecast's quantities and its
 rate) by non-negative least squares on relative errors, the convolutions' share at least
 1 (they cannot run faster than the rate measured with their own kernel), and prints them beside the
@@ -36,6 +37,7 @@ NATIONAL_RESULTS = REPO / "results" / "benchmarks" / "release_national.json"
 NAMES = (
     "_CONVOLUTION_SHARE",
     "_WORK_PER_ENTRY",
+    "_WORK_PER_STEP",
     "_WORK_PER_STRATUM",
     "_WORK_PER_STRATUM_SET",
     "_START_SECONDS",
@@ -49,6 +51,7 @@ def columns(row: dict) -> np.ndarray:
         [
             row["multiply_adds"] / rate,
             row["entries"] / rate,
+            row.get("walked", 0.0) / rate,
             row["strata"] / rate,
             row["strata"] * row["sets"] / rate,
             1.0,

@@ -275,6 +275,7 @@ def national(
                 # the forecast's public quantities (benchmarks/fit_forecast.py fits to them)
                 "multiply_adds": forecast.multiply_adds,
                 "entries": forecast.entries,
+                "walked": forecast.walked,
                 "machine_rate": rate,
                 "max_memory_gib": DEFAULT_MAX_MEMORY / 2**30,
                 "nb_floor_s": floor,

@@ -170,11 +170,23 @@ def built_work(sampler: ConditionedSampler) -> float:
 
 
 @pytest.mark.parametrize("mechanism", ["truncated", "pg", "md"])
-def test_the_public_forecast_follows_the_work_the_build_does(mechanism):
+def test_the_public_forecast_follows_the_work_the_build_does(mechanism, monkeypatch):
     """Issue #27: the forecast (from public numbers only) was 20-40 times the work; it
-    must now follow what the build really stores and convolves."""
+    must now follow what the build really stores, convolves and walks (issue #36: the
+    leaves' steps, a long leaf's walked twice)."""
     from dpsynth.release.design import estimate_cost
+    from dpsynth.sampling import tree_build
 
+    steps = []
+    build_leaves = tree_build.build_leaves
+
+    def counted(*args):
+        leaves = build_leaves(*args)
+        lengths, walked = leaves[2], leaves[4]
+        steps.append(walked.sum() + walked[lengths > tree_build.KEPT].sum())
+        return leaves
+
+    monkeypatch.setattr(tree_build, "build_leaves", counted)
     counts, cal = national_like(mechanism, 20_000, 9)
     target = 1e-13
     forecast = estimate_cost(cal, target)
@@ -182,6 +194,7 @@ def test_the_public_forecast_follows_the_work_the_build_does(mechanism):
     assert forecast.tail == sampler.tail
     assert 0.6 < forecast.entries / sampler._lengths.sum() < 1.6
     assert 0.6 < forecast.multiply_adds / built_work(sampler) < 1.6
+    assert 0.8 < forecast.walked / sum(steps) < 1.25
 
 
 @pytest.mark.parametrize("mechanism", ["truncated", "pg"])

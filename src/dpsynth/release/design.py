@@ -212,6 +212,8 @@ class Cost:
     n_cells: int
     sets: int = 1
     spilled: bool = False
+    #: steps of the leaves' walks (a long leaf's twice)
+    walked: float = 0.0
 
     def seconds(self, rate: float) -> float:
         """Forecast wall time on a machine that convolves ``rate`` multiply-adds a second
@@ -222,6 +224,7 @@ class Cost:
         work = (
             _CONVOLUTION_SHARE * self.multiply_adds
             + _WORK_PER_ENTRY * self.entries
+            + _WORK_PER_STEP * self.walked
             + per_stratum * self.n_cells
         )
         return work / rate + _START_SECONDS
@@ -263,6 +266,7 @@ _WORK_PER_STRATUM = 5_840.0
 _WORK_PER_STRATUM_SET = 1_420.0
 _CONVOLUTION_SHARE = 1.0
 _WORK_PER_ENTRY = 214.0
+_WORK_PER_STEP = 0.0
 
 
 def estimate_cost(cal: Calibration, tv_target: float, sets: int = 1) -> Cost:
@@ -281,6 +285,7 @@ def estimate_cost(cal: Calibration, tv_target: float, sets: int = 1) -> Cost:
     from scipy.special import ndtri
 
     from dpsynth.sampling.conditioned import check_feasible, release_tails
+    from dpsynth.sampling.tree_build import KEPT
     from dpsynth.sampling.tree_draw import FLOOR_BITS
 
     total, n_cells = int(cal.total), cal.n_cells
@@ -310,7 +315,7 @@ def estimate_cost(cal: Calibration, tv_target: float, sets: int = 1) -> Cost:
     codes, distinct = pd.factorize(pairs)
     repeats = np.bincount(codes, minlength=distinct.size).astype(float)
     shape_u, p_u = distinct.real.copy(), distinct.imag.copy()
-    del pairs, codes, distinct
+    del pairs, distinct
     for _ in range(200):  # bisection to 1e-10 in log c: about 40 steps
         if high - low <= 1e-10:
             break
@@ -323,10 +328,19 @@ def estimate_cost(cal: Calibration, tv_target: float, sets: int = 1) -> Cost:
     q = p * math.exp(low - top)
     var = shape * q / (1.0 - q) ** 2
     width = np.minimum(spread * np.sqrt(var) + 2.0, total + 1.0)
+    # each leaf's walk: from its window's start past its mode to where the pmf is 2^-440
+    # of its peak (the walk's stop), or its window's end; walked again when it keeps more
+    # entries than the first pass holds (dpsynth.sampling.tree_build)
+    ends = _walk_ends(shape_u, p_u * math.exp(low - top))[codes]
+    del codes
+    start = lower if cal.truncated else np.zeros(n_cells)
+    walked = np.maximum(np.minimum(upper, ends) - start + 1.0, 1.0)
     if cal.truncated:
         span = (upper - lower + 1).astype(float)
         width = np.minimum(width, span)
         var = np.minimum(var, span**2 / 4.0)
+    walked = float(np.sum(walked * np.where(width > KEPT, 2.0, 1.0)))
+    del ends, start
     widest = int(np.argmax(width))
     entries = float(width.sum())
     level_entries = [entries]  # per level: the entries it stores
@@ -352,4 +366,34 @@ def estimate_cost(cal: Calibration, tv_target: float, sets: int = 1) -> Cost:
     # the one it makes), never the whole
     held = _BYTES_PER_ENTRY * (max(level_entries) * _SPILL_LEVELS if spilled else entries)
     size = _BASE_BYTES + held + per_stratum * n_cells
-    return Cost(entries, work, size, widest, tail, n_cells, sets, spilled)
+    return Cost(entries, work, size, widest, tail, n_cells, sets, spilled, walked)
+
+
+def _walk_ends(shape: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Where the walk of a leaf of negative binomial ``shape`` and success ``q`` stops:
+    the first count past its mode whose pmf is below 2^-STOP_BITS of the mode's (the
+    walk's stop, :func:`~dpsynth.sampling.tree_draw.leaf_walk`, less its remainder
+    bound's step or two), by bisection on the log pmf."""
+    from scipy.special import gammaln
+
+    from dpsynth.sampling.tree_draw import STOP_BITS
+
+    log_q = np.log(q)
+
+    def log_pmf(z):  # up to a constant per leaf
+        return gammaln(z + shape) - gammaln(z + 1.0) + z * log_q
+
+    drop = STOP_BITS * math.log(2.0)
+    mode = np.maximum(0.0, np.floor((shape - 1.0) * q / (1.0 - q)))
+    peak = log_pmf(mode)
+    below, above = mode, mode + 1.0
+    for _ in range(64):  # double the step until past the stop
+        short = peak - log_pmf(above) < drop
+        if not short.any():
+            break
+        above = np.where(short, mode + 2.0 * (above - mode), above)
+    for _ in range(60):
+        mid = 0.5 * (below + above)
+        inside = peak - log_pmf(mid) < drop
+        below, above = np.where(inside, mid, below), np.where(inside, above, mid)
+    return np.ceil(above)

@@ -34,6 +34,7 @@ def check_cost(request, design: Design, strata: Strata, cal, measure: bool = Fal
         "bytes": cost.bytes,
         "multiply_adds": cost.multiply_adds,
         "entries": cost.entries,
+        "walked": cost.walked,
         "spilled": cost.spilled,
         "seconds": seconds,
         "measured_rate": rate != _SLOWEST_RATE,
