@@ -27,9 +27,11 @@ from dpsynth.sampling.conditioned import (
 )
 
 
-def sequential_tree(sampler: ConditionedSampler, counts, tail: float):
+def sequential_tree(sampler: ConditionedSampler, counts, tail: float, stop=None):
     """(values_hi, values_lo, offsets, rounding operations) of the release tree, built one
-    node at a time as before the compiled build."""
+    node at a time as before the compiled build; the leaves walked to 2^-``stop`` of their
+    largest entry (default the build's, :func:`~dpsynth.sampling.tree_draw.walk_stop_bits`)."""
+    stop = td.walk_stop_bits(tail) if stop is None else stop
     cal = sampler.calibration
     total, n_cells = cal.total, cal.n_cells
     lower, upper = cal.bounds()
@@ -53,7 +55,7 @@ def sequential_tree(sampler: ConditionedSampler, counts, tail: float):
     for k in range(n_cells):
         n_walk, _ = td.leaf_walk(
             int(lo_w[k]), int(hi_w[k]), s_hi[k], s_lo[k], rho_hi[k], rho_lo[k],
-            buf_hi, buf_lo, buf_exp,
+            buf_hi, buf_lo, buf_exp, stop,
         )  # fmt: skip
         first, last, *_ = td.trim_dd(buf_hi, buf_lo, buf_exp, n_walk, tail, True)
         his.append(buf_hi[first : last + 1].copy())
@@ -113,6 +115,13 @@ def test_compiled_build_stores_the_sequential_tree_bit_for_bit(mechanism, n_cell
     splits = n_cells - 1
     expected = math.expm1(2.0 * -math.log1p(-td.DD_OP_ERROR) * (ops + 2 * splits)) * (1 + 1e-6)
     assert sampler.rounding_bound == pytest.approx(expected, rel=1e-12)
+    # issue #36: the leaves' walks stop 64 bits below the tail they cut, not at 2^-440 as
+    # before; what they stop short of is cut anyway, so the tree is the longer walks'
+    values_hi, values_lo, offsets, full_ops = sequential_tree(sampler, counts, tail, td.STOP_BITS)
+    assert np.array_equal(sampler._values, values_hi)
+    assert np.array_equal(sampler._values_lo, values_lo)
+    assert np.array_equal(sampler._offsets, offsets)
+    assert full_ops >= ops
 
 
 def test_serial_and_parallel_builds_store_the_same_tree(monkeypatch):

@@ -331,7 +331,7 @@ def estimate_cost(cal: Calibration, tv_target: float, sets: int = 1) -> Cost:
     # each leaf's walk: from its window's start past its mode to where the pmf is 2^-440
     # of its peak (the walk's stop), or its window's end; walked again when it keeps more
     # entries than the first pass holds (dpsynth.sampling.tree_build)
-    ends = _walk_ends(shape_u, p_u * math.exp(low - top))[codes]
+    ends = _walk_ends(shape_u, p_u * math.exp(low - top), tail)[codes]
     del codes
     start = lower if cal.truncated else np.zeros(n_cells)
     walked = np.maximum(np.minimum(upper, ends) - start + 1.0, 1.0)
@@ -369,21 +369,22 @@ def estimate_cost(cal: Calibration, tv_target: float, sets: int = 1) -> Cost:
     return Cost(entries, work, size, widest, tail, n_cells, sets, spilled, walked)
 
 
-def _walk_ends(shape: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Where the walk of a leaf of negative binomial ``shape`` and success ``q`` stops:
-    the first count past its mode whose pmf is below 2^-STOP_BITS of the mode's (the
-    walk's stop, :func:`~dpsynth.sampling.tree_draw.leaf_walk`, less its remainder
-    bound's step or two), by bisection on the log pmf."""
+def _walk_ends(shape: np.ndarray, q: np.ndarray, tail: float) -> np.ndarray:
+    """Where the walk of a leaf of negative binomial ``shape`` and success ``q`` stops
+    when its tails of mass ``tail`` are cut: the first count past its mode whose pmf is
+    below 2^-``walk_stop_bits(tail)`` of the mode's (the walk's stop,
+    :func:`~dpsynth.sampling.tree_draw.leaf_walk`, less its remainder bound's step or
+    two), by bisection on the log pmf."""
     from scipy.special import gammaln
 
-    from dpsynth.sampling.tree_draw import STOP_BITS
+    from dpsynth.sampling.tree_draw import walk_stop_bits
 
     log_q = np.log(q)
 
     def log_pmf(z):  # up to a constant per leaf
         return gammaln(z + shape) - gammaln(z + 1.0) + z * log_q
 
-    drop = STOP_BITS * math.log(2.0)
+    drop = walk_stop_bits.py_func(tail) * math.log(2.0)
     mode = np.maximum(0.0, np.floor((shape - 1.0) * q / (1.0 - q)))
     peak = log_pmf(mode)
     below, above = mode, mode + 1.0

@@ -52,8 +52,11 @@ real hi + lo, with |lo| <= ulp(hi)/2. Leaf k: f(z + 1) = f(z) (z + s_k) rho_k / 
 from f(lo_k) = 1, with s_k = ~y_k + a_k (an exact dd) and rho_k = p_k c (one dd division;
 p_k = n_k / (b_k + 2 n_k), 1 for md; c the tilt, a double), over lo_k..hi_k =
 L_k..min(U_k, y.) (untruncated 0..y.), stopping early once the entries and a geometric
-bound on everything beyond are below 2^-440 of the largest (the ratio is monotone in z
-with limit rho_k, so R = max(ratio at z, rho_k) bounds every later ratio). Internal nodes:
+bound on everything beyond are below 2^-S of the largest (the ratio is monotone in z
+with limit rho_k, so R = max(ratio at z, rho_k) bounds every later ratio), S =
+``walk_stop_bits(tail)``: 440 with no tail cut, else 64 bits below ``tail`` (issue #36;
+what the walk stops short of lies beyond the tail cut below, so the kept entries are
+those of a walk to 2^-440, ``tests/test_release_tree_build.py``). Internal nodes:
 direct dd convolutions of the stored children, capped at y. (no FFT; each entry adds its
 products in increasing order of the left child's index, in compiled code on every core,
 :mod:`dpsynth.sampling.tree_build`); the root only at y..
@@ -98,8 +101,9 @@ the binary expansion of the dyadic W_k / 2^E with fresh 53-bit integers).
 5. Bookkeeping. The masses of step 4 are evaluated in double from hi parts (relative
    error 2^-53 against the dd value), their logs summed along the tree; with sums of at
    most 10^4 positive terms and log-scales of moderate size the error is below 1e-9
-   relative, plus Lambda and the 2^-439 unwalked tails; both terms are multiplied by
-   1 + 1e-6 (``_BOOKKEEPING_SLACK``).
+   relative, plus Lambda and the unwalked tails (each leaf's below 2^-(S - 1) of its
+   walked mass, S >= 118 for the release's tails, at most 1e-16: below 1e-28 relative for
+   10^7 leaves); both terms are multiplied by 1 + 1e-6 (``_BOOKKEEPING_SLACK``).
 6. TV(P_impl, q) <= ``cut_bound`` + ``rounding_bound`` = ``tv_bound``.
 
 In practice ``rounding_bound`` is about 1e-28 for a few cells and 5e-26 (truncated) to
@@ -897,7 +901,7 @@ class ConditionedSampler:
             # dd operations that touch a value used by the draw, along any z
             ops += int(np.sum(td.LEAF_OPS_PER_STEP * (n_walk - 1) + 1))
             # stored * exp(log_scale) = g_k, the tilted cell pmf (its mass outside the walk
-            # is below 2^-439 of the walked mass: inside the bookkeeping slack)
+            # is below 2^-(S - 1) of the walked mass: inside the bookkeeping slack)
             log_cuts.append(_finite(log_cut - log_total))
             offset, scale = lo_w[a:b] + first, log_rescale - log_total
             del first, n_walk, log_cut, log_total, log_rescale, best, remainder, unwalked

@@ -32,7 +32,7 @@ import numba
 import numpy as np
 
 from dpsynth import compile_cache
-from dpsynth.sampling.tree_draw import dd_add, dd_mul, leaf_walk, trim_dd
+from dpsynth.sampling.tree_draw import dd_add, dd_mul, leaf_walk, trim_dd, walk_stop_bits
 
 CACHE = compile_cache.available(__file__)
 
@@ -59,6 +59,7 @@ def _leaf_block(block, n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, r
     buf_hi = np.empty(size)
     buf_lo = np.empty(size)
     buf_exp = np.zeros(size, np.int64)
+    stop = walk_stop_bits(tail)
     for k in range(begin, end):
         if store and lengths[k] <= KEPT:  # kept by the first pass: no second walk
             for i in range(lengths[k]):
@@ -66,7 +67,8 @@ def _leaf_block(block, n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, r
                 values_lo[starts[k] + i] = kept_lo[k, i]
             continue
         walked, rest = leaf_walk(
-            lo_w[k], hi_w[k], s_hi[k], s_lo[k], rho_hi[k], rho_lo[k], buf_hi, buf_lo, buf_exp
+            lo_w[k], hi_w[k], s_hi[k], s_lo[k], rho_hi[k], rho_lo[k], buf_hi, buf_lo, buf_exp,
+            stop,
         )
         first, last, log_cut, log_total, log_rescale, best = trim_dd(
             buf_hi, buf_lo, buf_exp, walked, tail, True

@@ -138,8 +138,11 @@ LEAF_OPS_PER_STEP = 6
 #: their mass counted as cut), so every product formed later stays in the normal range.
 FLOOR_BITS = 400
 #: A leaf's walk stops early once its entries and the geometric bound on everything beyond
-#: are below 2^-STOP_BITS times its largest entry.
+#: are below 2^-STOP_BITS times its largest entry (:func:`walk_stop_bits`).
 STOP_BITS = 440
+#: ... or, when the leaf's tails of relative mass ``tail`` > 0 are cut, below 2^-TAIL_MARGIN_BITS
+#: times that tail: everything beyond is cut anyway (issue #36).
+TAIL_MARGIN_BITS = 64
 
 _TWO53 = 9007199254740992.0
 _TWO53_INT = 1 << 53
@@ -446,14 +449,30 @@ def draw_tree_exact(
 
 
 @numba.njit(cache=CACHE)
-def leaf_walk(lo, hi, s_hi, s_lo, rho_hi, rho_lo, out_hi, out_lo, out_exp):
+def walk_stop_bits(tail):
+    """Bits below its largest entry at which a leaf's walk may stop (:func:`leaf_walk`):
+    :data:`STOP_BITS`, beyond the floor every entry below which is zeroed, when no tail
+    is cut (``tail`` 0); else :data:`TAIL_MARGIN_BITS` below the ``tail`` whose cut
+    (:func:`trim_dd`) drops the entries there anyway. What the walk stops short of is then
+    below 2^-64 of the mass the cut removes: it cannot move the cut but where the cut's
+    running sum lies within that of its threshold (its own rounding is 2^-53), so the
+    kept entries are those of a walk to 2^-440; the unwalked rest is counted as cut, twice
+    its bound (module docstring of :mod:`dpsynth.sampling.conditioned`, step 4)."""
+    if tail <= 0.0:
+        return float(STOP_BITS)
+    return float(min(STOP_BITS, math.ceil(-math.log2(tail)) + TAIL_MARGIN_BITS))
+
+
+@numba.njit(cache=CACHE)
+def leaf_walk(lo, hi, s_hi, s_lo, rho_hi, rho_lo, out_hi, out_lo, out_exp, stop):
     """Unnormalised pmf f(z) = prod_{j=lo}^{z-1} r(j), r(j) = (j + s) rho / (j + 1), from f(lo) = 1.
 
     Entries are dds times 2^out_exp (renormalised as they go, so nothing under- or
     overflows). The walk covers lo..hi, or stops early at z once f(z) and the bound
-    f(z) R / (1 - R) on everything beyond are below 2^-STOP_BITS max f, with
-    R = max(r(z), rho) >= sup_{z' >= z} r(z') (r is monotone in z with limit rho).
-    Returns (entries walked, log2 of that remainder bound relative to max f, or -inf).
+    f(z) R / (1 - R) on everything beyond are below 2^-``stop`` max f
+    (:func:`walk_stop_bits`), with R = max(r(z), rho) >= sup_{z' >= z} r(z') (r is
+    monotone in z with limit rho). Returns (entries walked, log2 of that remainder bound
+    relative to max f, or -inf).
     """
     value_hi = 1.0
     value_lo = 0.0
@@ -475,9 +494,9 @@ def leaf_walk(lo, hi, s_hi, s_lo, rho_hi, rho_lo, out_hi, out_lo, out_exp):
         r_hi, r_lo = dd_mul(zs_hi, zs_lo, rho_hi, rho_lo)
         r_hi, r_lo = dd_div(r_hi, r_lo, float(z + 1), 0.0)
         bound = max(r_hi * (1.0 + 2.0**-50), rho_up)
-        if bound < 1.0 and level - best < -STOP_BITS:
+        if bound < 1.0 and level - best < -stop:
             remainder = level - best + math.log2(bound / (1.0 - bound))
-            if remainder < -STOP_BITS:
+            if remainder < -stop:
                 return i + 1, remainder
         value_hi, value_lo = dd_mul(value_hi, value_lo, r_hi, r_lo)
         if value_hi > 2.0**200 or value_hi < 2.0**-200:
