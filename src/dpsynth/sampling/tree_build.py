@@ -67,7 +67,15 @@ def _leaf_block(block, n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, r
                 values_lo[starts[k] + i] = kept_lo[k, i]
             continue
         walked, rest = leaf_walk(
-            lo_w[k], hi_w[k], s_hi[k], s_lo[k], rho_hi[k], rho_lo[k], buf_hi, buf_lo, buf_exp,
+            lo_w[k],
+            hi_w[k],
+            s_hi[k],
+            s_lo[k],
+            rho_hi[k],
+            rho_lo[k],
+            buf_hi,
+            buf_lo,
+            buf_exp,
             stop,
         )
         first, last, log_cut, log_total, log_rescale, best = trim_dd(
