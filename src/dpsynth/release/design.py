@@ -393,7 +393,9 @@ def _walk_ends(shape: np.ndarray, q: np.ndarray, tail: float) -> np.ndarray:
         if not short.any():
             break
         above = np.where(short, mode + 2.0 * (above - mode), above)
-    for _ in range(60):
+    for _ in range(60):  # to a quarter of a count: the stop is a count
+        if np.all(above - below <= 0.25):
+            break
         mid = 0.5 * (below + above)
         inside = peak - log_pmf(mid) < drop
         below, above = np.where(inside, mid, below), np.where(inside, above, mid)
