@@ -108,6 +108,25 @@ def test_batched_tree_convolutions_are_the_pairwise_ones_bit_for_bit():
         np.testing.assert_array_equal(conv, _fft_convolve(a, b))
 
 
+def test_tree_convolution_rows_are_the_clipped_padded_pairs_bit_for_bit():
+    """A level's long pairs as the rows of one padded array (pocketfft's entry points
+    called directly, each length's lefts and rights in one forward transform) hold each
+    pair's own scipy.fft convolution, negative round-off clipped, zeros beyond its end."""
+    from dpsynth.sampling.conditioned import _fft_convolve, _fft_convolve_rows
+
+    rng = np.random.default_rng(4)
+    sizes = [(129, 129), (129, 130), (130, 129), (700, 130), (4097, 5003), (1, 300)]
+    sizes += [tuple(rng.integers(100, 2500, 2).tolist()) for _ in range(30)]
+    lefts = [rng.dirichlet(np.ones(left)) for left, _ in sizes]
+    rights = [rng.dirichlet(np.ones(right)) for _, right in sizes]
+    rows = _fft_convolve_rows(lefts, rights)
+    assert rows.shape == (len(sizes), max(a + b - 1 for a, b in sizes))
+    for a, b, row in zip(lefts, rights, rows, strict=True):
+        conv = np.clip(_fft_convolve(a, b), 0.0, None)
+        np.testing.assert_array_equal(row[: conv.size], conv)
+        assert not np.any(row[conv.size :])
+
+
 def test_tree_rows_to_list_is_np_split():
     """The trimmed rows as slices are np.split's pieces, value for value."""
     from dpsynth.sampling.conditioned import _rows_to_list

@@ -170,18 +170,61 @@ def _fft_convolve_many(lefts: list[np.ndarray], rights: list[np.ndarray]) -> lis
     row of a 2-D array as it does a 1-D array (tests/test_sampling_large.py checks), and a
     tree level's long pairs share few lengths, so the per-call overhead of ``scipy.fft``
     (most of a pair's time at the sizes the tree convolves) is paid once per length."""
+    rows = _fft_convolve_rows(lefts, rights, clip=False)
+    sizes = [a.size + b.size - 1 for a, b in zip(lefts, rights, strict=True)]
+    return [row[:size] for row, size in zip(rows, sizes, strict=True)]
+
+
+@functools.cache
+def _real_transforms():
+    """(forward, inverse): the real transforms over the last axis of a C-contiguous 2-D
+    float64 (complex128) array that ``scipy.fft.rfft(x, n, axis=-1)`` and
+    ``scipy.fft.irfft(x, n, axis=-1)`` end in, pocketfft's own entry points called with
+    the arguments scipy passes (no normalisation forward, 1/n back, one worker), without
+    scipy's dispatch and argument checks: most of a transform's time at the widths the
+    tree convolves, paid thousands of times a study. Where scipy keeps them elsewhere,
+    scipy.fft's public functions (the same bits, tests/test_sampling_large.py checks)."""
+    try:
+        from scipy.fft._pocketfft import pypocketfft
+    except ImportError:  # pragma: no cover - another scipy layout: its public functions
+        from scipy import fft
+
+        return (
+            lambda x: fft.rfft(x, x.shape[-1], axis=-1),
+            lambda x, n: fft.irfft(x, n, axis=-1),
+        )
+    return (
+        lambda x: pypocketfft.r2c(x, (-1,), True, 0, None, 1),
+        lambda x, n: pypocketfft.c2r(x, (-1,), n, False, 2, None, 1),
+    )
+
+
+def _fft_convolve_rows(
+    lefts: list[np.ndarray], rights: list[np.ndarray], *, clip: bool = True
+) -> np.ndarray:
+    """The convolutions of :func:`_fft_convolve_many` as the rows of one zero-padded 2-D
+    array (as wide as the longest), negative round-off set to zero when ``clip``: what
+    ``_pad_rows([np.clip(c, 0.0, None) for c in _fft_convolve_many(lefts, rights)], w)``
+    holds, the same bits, each length's rows copied into place from its inverse transform
+    (one forward transform for the lefts and rights of a length together)."""
     from scipy import fft
 
+    forward, inverse = _real_transforms()
     sizes = np.array([a.size + b.size - 1 for a, b in zip(lefts, rights, strict=True)])
     lengths = np.array([fft.next_fast_len(int(size), True) for size in sizes], dtype=np.int64)
-    out: list[np.ndarray] = [np.empty(0)] * len(sizes)
+    out = np.zeros((sizes.size, int(sizes.max(initial=0))))
     for n in np.unique(lengths).tolist():
-        pick = np.flatnonzero(lengths == n).tolist()
-        spectrum = fft.rfft(_pad_rows([lefts[i] for i in pick], n), n, axis=-1)
-        spectrum *= fft.rfft(_pad_rows([rights[i] for i in pick], n), n, axis=-1)
-        rows = fft.irfft(spectrum, n, axis=-1)
-        for row, i in zip(rows, pick, strict=True):
-            out[i] = row[: sizes[i]]
+        pick = np.flatnonzero(lengths == n)
+        both = pick.tolist()
+        spectra = forward(_pad_rows([lefts[i] for i in both] + [rights[i] for i in both], n))
+        spectrum = spectra[: pick.size]
+        spectrum *= spectra[pick.size :]
+        width = min(n, out.shape[1])
+        rows = inverse(spectrum, n)[:, :width]
+        keep = np.arange(width)[None, :] < sizes[pick, None]
+        out[pick, :width] = np.where(keep, rows, 0.0)
+    if clip:
+        np.clip(out, 0.0, None, out=out)
     return out
 
 
@@ -724,17 +767,13 @@ class ConditionedSampler:
                 for j in range(width):
                     conv[:, j : j + width] += left_rows * right_rows[:, j : j + 1]
                 pairs.append((pick, conv))
-            # long pairs (few, near the root): one FFT convolution each, finished together
+            # long pairs (near the root): FFT convolutions, batched by transform length
             pick = np.nonzero(longest > _DIRECT_CONVOLVE)[0]
             if pick.size:
-                convs = [
-                    np.clip(conv, 0.0, None)
-                    for conv in _fft_convolve_many(
-                        [pmfs[i] for i in lefts[pick].tolist()],
-                        [pmfs[i] for i in rights[pick].tolist()],
-                    )
-                ]
-                conv = _pad_rows(convs, max(c.size for c in convs))
+                conv = _fft_convolve_rows(
+                    [pmfs[i] for i in lefts[pick].tolist()],
+                    [pmfs[i] for i in rights[pick].tolist()],
+                )
                 pairs.append((pick, conv))
             new_pmfs: list[np.ndarray | None] = [None] * n_pairs
             new_offsets = np.zeros(n_pairs, np.int64)
