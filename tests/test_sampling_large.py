@@ -127,6 +127,52 @@ def test_tree_convolution_rows_are_the_clipped_padded_pairs_bit_for_bit():
         assert not np.any(row[conv.size :])
 
 
+def _numpy_trim_rows(prob, tail):
+    """The tail trim as numpy steps (the build's before it was compiled)."""
+    width = prob.shape[1]
+    rows = np.arange(prob.shape[0])
+    left = np.cumsum(prob, axis=1)
+    right = np.cumsum(prob[:, ::-1], axis=1)[:, ::-1]
+    first = np.argmax(left > tail, axis=1)
+    last = width - 1 - np.argmax((right > tail)[:, ::-1], axis=1)
+    cut = np.where(first > 0, left[rows, np.maximum(first - 1, 0)], 0.0)
+    cut += np.where(last + 1 < width, right[rows, np.minimum(last + 1, width - 1)], 0.0)
+    return first, last, cut
+
+
+@pytest.mark.parametrize("tail", [1e-16, 1e-3, 0.0])
+def test_compiled_trim_is_the_numpy_trim_bit_for_bit(tail):
+    """The compiled tail trim (running sums stopped at the tail) gives the numpy cumsums'
+    columns and cut masses, bit for bit: rows cut on both sides, on none, zero-padded."""
+    from dpsynth.sampling.tree_steps import trim_rows
+
+    rng = np.random.default_rng(16)
+    for width in (1, 2, 7, 64, 300):
+        prob = rng.dirichlet(np.full(width, 0.05), size=40) if width > 1 else np.ones((3, 1))
+        prob[::3, width // 2 + 1 :] = 0.0  # padding
+        prob[1::5] = np.exp(-0.5 * ((np.arange(width) - width / 2) / 3.0) ** 2)  # far tails
+        prob /= prob.sum(axis=1, keepdims=True)
+        for got, want in zip(trim_rows(prob, tail), _numpy_trim_rows(prob, tail), strict=True):
+            np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("width", [1, 2, 4, 16, 128])
+def test_compiled_direct_convolution_is_the_numpy_loop_bit_for_bit(width):
+    """The compiled short-pair convolution adds each product in the numpy loop's order:
+    the same bits (no fused multiply-add), zero padding included."""
+    from dpsynth.sampling.tree_steps import direct_convolve
+
+    rng = np.random.default_rng(width)
+    left, right = (rng.dirichlet(np.ones(width), size=25) for _ in range(2))
+    left[::4, width // 2 + 1 :] = 0.0
+    want = np.zeros((25, 2 * width - 1))
+    for j in range(width):
+        want[:, j : j + width] += left * right[:, j : j + 1]
+    got = np.zeros_like(want)
+    direct_convolve(left, right, got)
+    np.testing.assert_array_equal(got, want)
+
+
 def test_tree_rows_to_list_is_np_split():
     """The trimmed rows as slices are np.split's pieces, value for value."""
     from dpsynth.sampling.conditioned import _rows_to_list

@@ -419,16 +419,12 @@ def _pad_rows(arrays: list[np.ndarray], width: int) -> np.ndarray:
 
 def _trim_rows(prob: np.ndarray, tail: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per row of normalised, zero-padded pmfs: the first and last kept column after cutting
-    each tail whose mass is at most ``tail``, and the mass cut."""
-    width = prob.shape[1]
-    rows = np.arange(prob.shape[0])
-    left = np.cumsum(prob, axis=1)
-    right = np.cumsum(prob[:, ::-1], axis=1)[:, ::-1]
-    first = np.argmax(left > tail, axis=1)
-    last = width - 1 - np.argmax((right > tail)[:, ::-1], axis=1)
-    cut = np.where(first > 0, left[rows, np.maximum(first - 1, 0)], 0.0)
-    cut += np.where(last + 1 < width, right[rows, np.minimum(last + 1, width - 1)], 0.0)
-    return first, last, cut
+    each tail whose mass is at most ``tail``, and the mass cut (compiled:
+    :func:`dpsynth.sampling.tree_steps.trim_rows`, the bits of the running sums
+    ``np.cumsum`` forms from each end)."""
+    from dpsynth.sampling.tree_steps import trim_rows
+
+    return trim_rows(np.ascontiguousarray(prob, dtype=float), float(tail))
 
 
 def _rows_to_list(prob: np.ndarray, first: np.ndarray, last: np.ndarray) -> list[np.ndarray]:
@@ -739,6 +735,8 @@ class ConditionedSampler:
         self._cut_mass = window_cut
 
     def _build_tree(self, tail: float) -> None:
+        from dpsynth.sampling.tree_steps import direct_convolve
+
         total = self.total
         offsets = list(self._leaf_offsets.tolist())
         pmfs = list(self._leaf_pmfs)
@@ -764,8 +762,7 @@ class ConditionedSampler:
                 left_rows = _pad_rows([pmfs[i] for i in lefts[pick].tolist()], width)
                 right_rows = _pad_rows([pmfs[i] for i in rights[pick].tolist()], width)
                 conv = np.zeros((pick.size, 2 * width - 1))
-                for j in range(width):
-                    conv[:, j : j + width] += left_rows * right_rows[:, j : j + 1]
+                direct_convolve(left_rows, right_rows, conv)  # the numpy loop's bits
                 pairs.append((pick, conv))
             # long pairs (near the root): FFT convolutions, batched by transform length
             pick = np.nonzero(longest > _DIRECT_CONVOLVE)[0]
