@@ -173,6 +173,31 @@ def test_compiled_direct_convolution_is_the_numpy_loop_bit_for_bit(width):
     np.testing.assert_array_equal(got, want)
 
 
+def test_remembered_window_moments_are_fresh_ones_bit_for_bit():
+    """The tilt solver's moments remember their last tilt, and the leaves take its pmfs:
+    whatever was asked before, each answer and each pmf is what a fresh evaluation gives,
+    a zero's sign included (a negative zero tilt is not taken for a positive one)."""
+    from dpsynth.sampling.conditioned import (
+        _tilted_probabilities,
+        _window_weights,
+        window_moments,
+    )
+
+    rng = np.random.default_rng(11)
+    shape = rng.uniform(0.5, 40.0, 60)
+    log_p = np.log(rng.uniform(0.1, 0.9, 60))
+    start = rng.integers(0, 5, 60)
+    weights = _window_weights(shape, log_p, start, start + rng.integers(0, 300, 60))
+    moments = window_moments(*weights)
+    for log_c in (0.0, 0.3, 0.3, -0.0, 0.0, -1.25, -1.25):
+        assert moments(log_c) == window_moments(*weights)(log_c)
+        for got, want in zip(
+            moments.probabilities(log_c), _tilted_probabilities(*weights, log_c), strict=True
+        ):
+            np.testing.assert_array_equal(got, want)
+            assert np.array_equal(np.signbit(got), np.signbit(want))
+
+
 def test_tree_rows_to_list_is_np_split():
     """The trimmed rows as slices are np.split's pieces, value for value."""
     from dpsynth.sampling.conditioned import _rows_to_list

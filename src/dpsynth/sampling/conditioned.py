@@ -354,24 +354,59 @@ def _solve_tilt_bounded(moments, total: int) -> float:
     return log_c
 
 
-def _tilted_moments(rows: _PaddedRows, base: list[np.ndarray], log_c: float):
-    """Sum over cells of the mean and of the variance of the tilted cells on their windows."""
+def _tilted_probabilities(rows: _PaddedRows, base: list[np.ndarray], log_c: float):
+    """The tilted cells' pmfs on their windows, one 2-D array per group of ``rows``."""
     from scipy.special import logsumexp
 
-    mean = var = 0.0
+    probs = []
     for (_, values, _), logw in zip(rows.groups, base, strict=True):
         tilted = logw + log_c * values
-        prob = np.exp(tilted - logsumexp(tilted, axis=1, keepdims=True))
-        cell_mean = np.sum(prob * values, axis=1)
-        mean += float(cell_mean.sum())
-        var += float(np.sum(prob * values**2) - np.sum(cell_mean**2))
-    return mean, var
+        probs.append(np.exp(tilted - logsumexp(tilted, axis=1, keepdims=True)))
+    return probs
 
 
-def window_moments(rows: _PaddedRows, base: list[np.ndarray]):
+def _tilted_moments(rows: _PaddedRows, base: list[np.ndarray], log_c: float):
+    """Sum over cells of the mean and of the variance of the tilted cells on their windows."""
+    return window_moments(rows, base)(log_c)
+
+
+class _WindowMoments:
     """The default mode's ``moments`` (log c) for the tilt solvers: :func:`_tilted_moments`
-    on the cells' padded window weights."""
-    return functools.partial(_tilted_moments, rows, base)
+    on the cells' padded window weights, remembering the last log c it was asked for (bit
+    for bit, the sign of a zero included) with the tilted pmfs it formed. The solver's
+    check asks again for the tilt its steps stopped at, and the leaves are those very pmfs
+    (:meth:`probabilities`): each formed once per build, not two or three times."""
+
+    def __init__(self, rows: _PaddedRows, base: list[np.ndarray]):
+        self.rows, self.base = rows, base
+        self._key, self._probs, self._moments = None, None, None
+
+    def _at(self, log_c: float) -> None:
+        key = float(log_c).hex()
+        if key == self._key:
+            return
+        probs = _tilted_probabilities(self.rows, self.base, log_c)
+        mean = var = 0.0
+        for (_, values, _), prob in zip(self.rows.groups, probs, strict=True):
+            cell_mean = np.sum(prob * values, axis=1)
+            mean += float(cell_mean.sum())
+            var += float(np.sum(prob * values**2) - np.sum(cell_mean**2))
+        self._key, self._probs, self._moments = key, probs, (mean, var)
+
+    def __call__(self, log_c: float) -> tuple[float, float]:
+        self._at(log_c)
+        return self._moments
+
+    def probabilities(self, log_c: float) -> list[np.ndarray]:
+        """:func:`_tilted_probabilities` at ``log_c`` (the arrays held, when it was the last
+        tilt asked for: the caller may read them, not write them)."""
+        self._at(log_c)
+        return self._probs
+
+
+def window_moments(rows: _PaddedRows, base: list[np.ndarray]) -> _WindowMoments:
+    """The default mode's ``moments`` (log c) for the tilt solvers (:class:`_WindowMoments`)."""
+    return _WindowMoments(rows, base)
 
 
 def _solve_tilt_bounded_checked(moments, total: int) -> float:
@@ -698,7 +733,6 @@ class ConditionedSampler:
 
     # --- construction --------------------------------------------------------------
     def _build_leaves(self, shape, log_p, lower, upper, tail) -> None:
-        from scipy.special import logsumexp
         from scipy.stats import nbinom
 
         total = self.total
@@ -706,7 +740,9 @@ class ConditionedSampler:
         if self.calibration.truncated:
             start, stop = lower, upper
             rows, base = _window_weights(shape, log_p, start, stop)
-            log_c = _solve_tilt_bounded_checked(window_moments(rows, base), total)
+            moments = window_moments(rows, base)
+            log_c = _solve_tilt_bounded_checked(moments, total)
+            probs = moments.probabilities(log_c)  # formed by the tilt's last step
         else:
             log_c = _solve_tilt_untruncated(shape, log_p, total)
             success = 1.0 - np.exp(log_p + log_c)  # scipy's nbinom counts failures
@@ -719,12 +755,11 @@ class ConditionedSampler:
             below_total = nbinom.cdf(total, shape, success)
             window_cut = 2 * (tail / 10) * float(np.sum(1.0 / below_total))
             rows, base = _window_weights(shape, log_p, start, stop)
+            probs = _tilted_probabilities(rows, base, log_c)
         self.log_tilt = float(log_c)
         offsets = np.zeros(self.n_cells, np.int64)
         pmfs: list[np.ndarray | None] = [None] * self.n_cells
-        for (cells, values, _), logw in zip(rows.groups, base, strict=True):
-            tilted = logw + log_c * values
-            prob = np.exp(tilted - logsumexp(tilted, axis=1, keepdims=True))
+        for (cells, values, _), prob in zip(rows.groups, probs, strict=True):
             first, last, cut = _trim_rows(prob, tail)
             window_cut += float(cut.sum())
             offsets[cells] = values[np.arange(cells.size), first]
