@@ -198,6 +198,21 @@ def test_remembered_window_moments_are_fresh_ones_bit_for_bit():
             assert np.array_equal(np.signbit(got), np.signbit(want))
 
 
+def test_log_factorial_table_is_gammaln_bit_for_bit(monkeypatch):
+    """The leaves' log v! read from the process's table are scipy's gammaln(v + 1.0), the
+    same bits, on a table's edges and past the largest table kept (computed directly)."""
+    from scipy.special import gammaln
+
+    from dpsynth.sampling import conditioned
+
+    v = np.array([[0, 1, 2, 1023, 1024], [5000, 70_000, 3, 0, 1 << 17]], dtype=np.int64)
+    np.testing.assert_array_equal(conditioned._log_factorial(v), gammaln(v + 1.0))
+    monkeypatch.setattr(conditioned, "_LOG_FACTORIALS", 4096)
+    np.testing.assert_array_equal(conditioned._log_factorial(v), gammaln(v + 1.0))
+    with pytest.raises(ValueError):
+        conditioned._log_factorials(1024)[0] = 1.0  # shared: read-only
+
+
 def test_tree_rows_to_list_is_np_split():
     """The trimmed rows as slices are np.split's pieces, value for value."""
     from dpsynth.sampling.conditioned import _rows_to_list

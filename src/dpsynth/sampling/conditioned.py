@@ -316,6 +316,33 @@ def _solve_tilt_untruncated(shape: np.ndarray, log_p: np.ndarray, total: int) ->
     return brentq(excess, low, high, xtol=1e-10, rtol=1e-10)
 
 
+#: The largest table of log-factorials :func:`_log_factorials` keeps (32 MiB).
+_LOG_FACTORIALS = 1 << 22
+
+
+@functools.lru_cache(maxsize=4)
+def _log_factorials(size: int) -> np.ndarray:
+    """log v! for v = 0 .. size - 1, each as ``gammaln(v + 1.0)`` gives it (the same input,
+    so the same bits): formed once per process, not once per build (a study builds a
+    sampler per arm and epsilon, on windows of the same values). Read-only."""
+    from scipy.special import gammaln
+
+    table = gammaln(np.arange(size) + 1.0)
+    table.flags.writeable = False
+    return table
+
+
+def _log_factorial(v: np.ndarray) -> np.ndarray:
+    """``gammaln(v + 1.0)`` of non-negative integers ``v``, from :func:`_log_factorials`
+    (sized by powers of two, so many builds share one table) when it is small enough."""
+    from scipy.special import gammaln
+
+    largest = int(v.max(initial=0))
+    if largest >= _LOG_FACTORIALS:
+        return gammaln(v + 1.0)
+    return _log_factorials(max(1024, 1 << largest.bit_length()))[v]
+
+
 def _window_weights(shape, log_p, start, stop) -> tuple[_PaddedRows, list[np.ndarray]]:
     """Each cell's values on its window [start, stop] and their untilted log NB weights,
     log Gamma(v + shape) - log v! + v log p (grouped rows, ``-inf`` in the padding)."""
@@ -323,7 +350,7 @@ def _window_weights(shape, log_p, start, stop) -> tuple[_PaddedRows, list[np.nda
 
     rows = _PaddedRows(start, stop - start + 1)
     base = [
-        np.where(valid, gammaln(v + shape[r, None]) - gammaln(v + 1.0), -np.inf)
+        np.where(valid, gammaln(v + shape[r, None]) - _log_factorial(v), -np.inf)
         + v * log_p[r, None]
         for r, v, valid in rows.groups
     ]
