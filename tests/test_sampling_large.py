@@ -108,6 +108,111 @@ def test_batched_tree_convolutions_are_the_pairwise_ones_bit_for_bit():
         np.testing.assert_array_equal(conv, _fft_convolve(a, b))
 
 
+def test_tree_convolution_rows_are_the_clipped_padded_pairs_bit_for_bit():
+    """A level's long pairs as the rows of one padded array (pocketfft's entry points
+    called directly, each length's lefts and rights in one forward transform) hold each
+    pair's own scipy.fft convolution, negative round-off clipped, zeros beyond its end."""
+    from dpsynth.sampling.conditioned import _fft_convolve, _fft_convolve_rows
+
+    rng = np.random.default_rng(4)
+    sizes = [(129, 129), (129, 130), (130, 129), (700, 130), (4097, 5003), (1, 300)]
+    sizes += [tuple(rng.integers(100, 2500, 2).tolist()) for _ in range(30)]
+    lefts = [rng.dirichlet(np.ones(left)) for left, _ in sizes]
+    rights = [rng.dirichlet(np.ones(right)) for _, right in sizes]
+    rows = _fft_convolve_rows(lefts, rights)
+    assert rows.shape == (len(sizes), max(a + b - 1 for a, b in sizes))
+    for a, b, row in zip(lefts, rights, rows, strict=True):
+        conv = np.clip(_fft_convolve(a, b), 0.0, None)
+        np.testing.assert_array_equal(row[: conv.size], conv)
+        assert not np.any(row[conv.size :])
+
+
+def _numpy_trim_rows(prob, tail):
+    """The tail trim as numpy steps (the build's before it was compiled)."""
+    width = prob.shape[1]
+    rows = np.arange(prob.shape[0])
+    left = np.cumsum(prob, axis=1)
+    right = np.cumsum(prob[:, ::-1], axis=1)[:, ::-1]
+    first = np.argmax(left > tail, axis=1)
+    last = width - 1 - np.argmax((right > tail)[:, ::-1], axis=1)
+    cut = np.where(first > 0, left[rows, np.maximum(first - 1, 0)], 0.0)
+    cut += np.where(last + 1 < width, right[rows, np.minimum(last + 1, width - 1)], 0.0)
+    return first, last, cut
+
+
+@pytest.mark.parametrize("tail", [1e-16, 1e-3, 0.0])
+def test_compiled_trim_is_the_numpy_trim_bit_for_bit(tail):
+    """The compiled tail trim (running sums stopped at the tail) gives the numpy cumsums'
+    columns and cut masses, bit for bit: rows cut on both sides, on none, zero-padded."""
+    from dpsynth.sampling.tree_steps import trim_rows
+
+    rng = np.random.default_rng(16)
+    for width in (1, 2, 7, 64, 300):
+        prob = rng.dirichlet(np.full(width, 0.05), size=40) if width > 1 else np.ones((3, 1))
+        prob[::3, width // 2 + 1 :] = 0.0  # padding
+        prob[1::5] = np.exp(-0.5 * ((np.arange(width) - width / 2) / 3.0) ** 2)  # far tails
+        prob /= prob.sum(axis=1, keepdims=True)
+        for got, want in zip(trim_rows(prob, tail), _numpy_trim_rows(prob, tail), strict=True):
+            np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("width", [1, 2, 4, 16, 128])
+def test_compiled_direct_convolution_is_the_numpy_loop_bit_for_bit(width):
+    """The compiled short-pair convolution adds each product in the numpy loop's order:
+    the same bits (no fused multiply-add), zero padding included."""
+    from dpsynth.sampling.tree_steps import direct_convolve
+
+    rng = np.random.default_rng(width)
+    left, right = (rng.dirichlet(np.ones(width), size=25) for _ in range(2))
+    left[::4, width // 2 + 1 :] = 0.0
+    want = np.zeros((25, 2 * width - 1))
+    for j in range(width):
+        want[:, j : j + width] += left * right[:, j : j + 1]
+    got = np.zeros_like(want)
+    direct_convolve(left, right, got)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_remembered_window_moments_are_fresh_ones_bit_for_bit():
+    """The tilt solver's moments remember their last tilt, and the leaves take its pmfs:
+    whatever was asked before, each answer and each pmf is what a fresh evaluation gives,
+    a zero's sign included (a negative zero tilt is not taken for a positive one)."""
+    from dpsynth.sampling.conditioned import (
+        _tilted_probabilities,
+        _window_weights,
+        window_moments,
+    )
+
+    rng = np.random.default_rng(11)
+    shape = rng.uniform(0.5, 40.0, 60)
+    log_p = np.log(rng.uniform(0.1, 0.9, 60))
+    start = rng.integers(0, 5, 60)
+    weights = _window_weights(shape, log_p, start, start + rng.integers(0, 300, 60))
+    moments = window_moments(*weights)
+    for log_c in (0.0, 0.3, 0.3, -0.0, 0.0, -1.25, -1.25):
+        assert moments(log_c) == window_moments(*weights)(log_c)
+        for got, want in zip(
+            moments.probabilities(log_c), _tilted_probabilities(*weights, log_c), strict=True
+        ):
+            np.testing.assert_array_equal(got, want)
+            assert np.array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_log_factorial_table_is_gammaln_bit_for_bit(monkeypatch):
+    """The leaves' log v! read from the process's table are scipy's gammaln(v + 1.0), the
+    same bits, on a table's edges and past the largest table kept (computed directly)."""
+    from scipy.special import gammaln
+
+    from dpsynth.sampling import conditioned
+
+    v = np.array([[0, 1, 2, 1023, 1024], [5000, 70_000, 3, 0, 1 << 17]], dtype=np.int64)
+    np.testing.assert_array_equal(conditioned._log_factorial(v), gammaln(v + 1.0))
+    monkeypatch.setattr(conditioned, "_LOG_FACTORIALS", 4096)
+    np.testing.assert_array_equal(conditioned._log_factorial(v), gammaln(v + 1.0))
+    with pytest.raises(ValueError):
+        conditioned._log_factorials(1024)[0] = 1.0  # shared: read-only
+
+
 def test_tree_rows_to_list_is_np_split():
     """The trimmed rows as slices are np.split's pieces, value for value."""
     from dpsynth.sampling.conditioned import _rows_to_list

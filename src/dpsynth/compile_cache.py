@@ -1,7 +1,7 @@
 """Where numba keeps the machine code of dpsynth's compiled loops, and what happens when
 it can keep it nowhere.
 
-The compiled modules (``dpsynth.sampling.tree_draw``, ``dpsynth.privacy.bivariate_loss``)
+The compiled modules (``dpsynth.sampling.tree_draw``, ``dpsynth.privacy.bivariate_loss``, ...)
 ask numba to cache on disk, so only the first process of an install compiles (about 10 s
 for a release's sampler; later processes load the code in well under a second). numba
 looks for a writable place in this order: ``$NUMBA_CACHE_DIR`` when set; the package's own

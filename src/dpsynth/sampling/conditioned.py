@@ -174,18 +174,61 @@ def _fft_convolve_many(lefts: list[np.ndarray], rights: list[np.ndarray]) -> lis
     row of a 2-D array as it does a 1-D array (tests/test_sampling_large.py checks), and a
     tree level's long pairs share few lengths, so the per-call overhead of ``scipy.fft``
     (most of a pair's time at the sizes the tree convolves) is paid once per length."""
+    rows = _fft_convolve_rows(lefts, rights, clip=False)
+    sizes = [a.size + b.size - 1 for a, b in zip(lefts, rights, strict=True)]
+    return [row[:size] for row, size in zip(rows, sizes, strict=True)]
+
+
+@functools.cache
+def _real_transforms():
+    """(forward, inverse): the real transforms over the last axis of a C-contiguous 2-D
+    float64 (complex128) array that ``scipy.fft.rfft(x, n, axis=-1)`` and
+    ``scipy.fft.irfft(x, n, axis=-1)`` end in, pocketfft's own entry points called with
+    the arguments scipy passes (no normalisation forward, 1/n back, one worker), without
+    scipy's dispatch and argument checks: most of a transform's time at the widths the
+    tree convolves, paid thousands of times a study. Where scipy keeps them elsewhere,
+    scipy.fft's public functions (the same bits, tests/test_sampling_large.py checks)."""
+    try:
+        from scipy.fft._pocketfft import pypocketfft
+    except ImportError:  # pragma: no cover - another scipy layout: its public functions
+        from scipy import fft
+
+        return (
+            lambda x: fft.rfft(x, x.shape[-1], axis=-1),
+            lambda x, n: fft.irfft(x, n, axis=-1),
+        )
+    return (
+        lambda x: pypocketfft.r2c(x, (-1,), True, 0, None, 1),
+        lambda x, n: pypocketfft.c2r(x, (-1,), n, False, 2, None, 1),
+    )
+
+
+def _fft_convolve_rows(
+    lefts: list[np.ndarray], rights: list[np.ndarray], *, clip: bool = True
+) -> np.ndarray:
+    """The convolutions of :func:`_fft_convolve_many` as the rows of one zero-padded 2-D
+    array (as wide as the longest), negative round-off set to zero when ``clip``: what
+    ``_pad_rows([np.clip(c, 0.0, None) for c in _fft_convolve_many(lefts, rights)], w)``
+    holds, the same bits, each length's rows copied into place from its inverse transform
+    (one forward transform for the lefts and rights of a length together)."""
     from scipy import fft
 
+    forward, inverse = _real_transforms()
     sizes = np.array([a.size + b.size - 1 for a, b in zip(lefts, rights, strict=True)])
     lengths = np.array([fft.next_fast_len(int(size), True) for size in sizes], dtype=np.int64)
-    out: list[np.ndarray] = [np.empty(0)] * len(sizes)
+    out = np.zeros((sizes.size, int(sizes.max(initial=0))))
     for n in np.unique(lengths).tolist():
-        pick = np.flatnonzero(lengths == n).tolist()
-        spectrum = fft.rfft(_pad_rows([lefts[i] for i in pick], n), n, axis=-1)
-        spectrum *= fft.rfft(_pad_rows([rights[i] for i in pick], n), n, axis=-1)
-        rows = fft.irfft(spectrum, n, axis=-1)
-        for row, i in zip(rows, pick, strict=True):
-            out[i] = row[: sizes[i]]
+        pick = np.flatnonzero(lengths == n)
+        both = pick.tolist()
+        spectra = forward(_pad_rows([lefts[i] for i in both] + [rights[i] for i in both], n))
+        spectrum = spectra[: pick.size]
+        spectrum *= spectra[pick.size :]
+        width = min(n, out.shape[1])
+        rows = inverse(spectrum, n)[:, :width]
+        keep = np.arange(width)[None, :] < sizes[pick, None]
+        out[pick, :width] = np.where(keep, rows, 0.0)
+    if clip:
+        np.clip(out, 0.0, None, out=out)
     return out
 
 
@@ -277,6 +320,33 @@ def _solve_tilt_untruncated(shape: np.ndarray, log_p: np.ndarray, total: int) ->
     return brentq(excess, low, high, xtol=1e-10, rtol=1e-10)
 
 
+#: The largest table of log-factorials :func:`_log_factorials` keeps (32 MiB).
+_LOG_FACTORIALS = 1 << 22
+
+
+@functools.lru_cache(maxsize=4)
+def _log_factorials(size: int) -> np.ndarray:
+    """log v! for v = 0 .. size - 1, each as ``gammaln(v + 1.0)`` gives it (the same input,
+    so the same bits): formed once per process, not once per build (a study builds a
+    sampler per arm and epsilon, on windows of the same values). Read-only."""
+    from scipy.special import gammaln
+
+    table = gammaln(np.arange(size) + 1.0)
+    table.flags.writeable = False
+    return table
+
+
+def _log_factorial(v: np.ndarray) -> np.ndarray:
+    """``gammaln(v + 1.0)`` of non-negative integers ``v``, from :func:`_log_factorials`
+    (sized by powers of two, so many builds share one table) when it is small enough."""
+    from scipy.special import gammaln
+
+    largest = int(v.max(initial=0))
+    if largest >= _LOG_FACTORIALS:
+        return gammaln(v + 1.0)
+    return _log_factorials(max(1024, 1 << largest.bit_length()))[v]
+
+
 def _window_weights(shape, log_p, start, stop) -> tuple[_PaddedRows, list[np.ndarray]]:
     """Each cell's values on its window [start, stop] and their untilted log NB weights,
     log Gamma(v + shape) - log v! + v log p (grouped rows, ``-inf`` in the padding)."""
@@ -284,7 +354,7 @@ def _window_weights(shape, log_p, start, stop) -> tuple[_PaddedRows, list[np.nda
 
     rows = _PaddedRows(start, stop - start + 1)
     base = [
-        np.where(valid, gammaln(v + shape[r, None]) - gammaln(v + 1.0), -np.inf)
+        np.where(valid, gammaln(v + shape[r, None]) - _log_factorial(v), -np.inf)
         + v * log_p[r, None]
         for r, v, valid in rows.groups
     ]
@@ -315,24 +385,59 @@ def _solve_tilt_bounded(moments, total: int) -> float:
     return log_c
 
 
-def _tilted_moments(rows: _PaddedRows, base: list[np.ndarray], log_c: float):
-    """Sum over cells of the mean and of the variance of the tilted cells on their windows."""
+def _tilted_probabilities(rows: _PaddedRows, base: list[np.ndarray], log_c: float):
+    """The tilted cells' pmfs on their windows, one 2-D array per group of ``rows``."""
     from scipy.special import logsumexp
 
-    mean = var = 0.0
+    probs = []
     for (_, values, _), logw in zip(rows.groups, base, strict=True):
         tilted = logw + log_c * values
-        prob = np.exp(tilted - logsumexp(tilted, axis=1, keepdims=True))
-        cell_mean = np.sum(prob * values, axis=1)
-        mean += float(cell_mean.sum())
-        var += float(np.sum(prob * values**2) - np.sum(cell_mean**2))
-    return mean, var
+        probs.append(np.exp(tilted - logsumexp(tilted, axis=1, keepdims=True)))
+    return probs
 
 
-def window_moments(rows: _PaddedRows, base: list[np.ndarray]):
+def _tilted_moments(rows: _PaddedRows, base: list[np.ndarray], log_c: float):
+    """Sum over cells of the mean and of the variance of the tilted cells on their windows."""
+    return window_moments(rows, base)(log_c)
+
+
+class _WindowMoments:
     """The default mode's ``moments`` (log c) for the tilt solvers: :func:`_tilted_moments`
-    on the cells' padded window weights."""
-    return functools.partial(_tilted_moments, rows, base)
+    on the cells' padded window weights, remembering the last log c it was asked for (bit
+    for bit, the sign of a zero included) with the tilted pmfs it formed. The solver's
+    check asks again for the tilt its steps stopped at, and the leaves are those very pmfs
+    (:meth:`probabilities`): each formed once per build, not two or three times."""
+
+    def __init__(self, rows: _PaddedRows, base: list[np.ndarray]):
+        self.rows, self.base = rows, base
+        self._key, self._probs, self._moments = None, None, None
+
+    def _at(self, log_c: float) -> None:
+        key = float(log_c).hex()
+        if key == self._key:
+            return
+        probs = _tilted_probabilities(self.rows, self.base, log_c)
+        mean = var = 0.0
+        for (_, values, _), prob in zip(self.rows.groups, probs, strict=True):
+            cell_mean = np.sum(prob * values, axis=1)
+            mean += float(cell_mean.sum())
+            var += float(np.sum(prob * values**2) - np.sum(cell_mean**2))
+        self._key, self._probs, self._moments = key, probs, (mean, var)
+
+    def __call__(self, log_c: float) -> tuple[float, float]:
+        self._at(log_c)
+        return self._moments
+
+    def probabilities(self, log_c: float) -> list[np.ndarray]:
+        """:func:`_tilted_probabilities` at ``log_c`` (the arrays held, when it was the last
+        tilt asked for: the caller may read them, not write them)."""
+        self._at(log_c)
+        return self._probs
+
+
+def window_moments(rows: _PaddedRows, base: list[np.ndarray]) -> _WindowMoments:
+    """The default mode's ``moments`` (log c) for the tilt solvers (:class:`_WindowMoments`)."""
+    return _WindowMoments(rows, base)
 
 
 def _solve_tilt_bounded_checked(moments, total: int) -> float:
@@ -380,16 +485,12 @@ def _pad_rows(arrays: list[np.ndarray], width: int) -> np.ndarray:
 
 def _trim_rows(prob: np.ndarray, tail: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per row of normalised, zero-padded pmfs: the first and last kept column after cutting
-    each tail whose mass is at most ``tail``, and the mass cut."""
-    width = prob.shape[1]
-    rows = np.arange(prob.shape[0])
-    left = np.cumsum(prob, axis=1)
-    right = np.cumsum(prob[:, ::-1], axis=1)[:, ::-1]
-    first = np.argmax(left > tail, axis=1)
-    last = width - 1 - np.argmax((right > tail)[:, ::-1], axis=1)
-    cut = np.where(first > 0, left[rows, np.maximum(first - 1, 0)], 0.0)
-    cut += np.where(last + 1 < width, right[rows, np.minimum(last + 1, width - 1)], 0.0)
-    return first, last, cut
+    each tail whose mass is at most ``tail``, and the mass cut (compiled:
+    :func:`dpsynth.sampling.tree_steps.trim_rows`, the bits of the running sums
+    ``np.cumsum`` forms from each end)."""
+    from dpsynth.sampling.tree_steps import trim_rows
+
+    return trim_rows(np.ascontiguousarray(prob, dtype=float), float(tail))
 
 
 def _rows_to_list(prob: np.ndarray, first: np.ndarray, last: np.ndarray) -> list[np.ndarray]:
@@ -663,7 +764,6 @@ class ConditionedSampler:
 
     # --- construction --------------------------------------------------------------
     def _build_leaves(self, shape, log_p, lower, upper, tail) -> None:
-        from scipy.special import logsumexp
         from scipy.stats import nbinom
 
         total = self.total
@@ -671,7 +771,9 @@ class ConditionedSampler:
         if self.calibration.truncated:
             start, stop = lower, upper
             rows, base = _window_weights(shape, log_p, start, stop)
-            log_c = _solve_tilt_bounded_checked(window_moments(rows, base), total)
+            moments = window_moments(rows, base)
+            log_c = _solve_tilt_bounded_checked(moments, total)
+            probs = moments.probabilities(log_c)  # formed by the tilt's last step
         else:
             log_c = _solve_tilt_untruncated(shape, log_p, total)
             success = 1.0 - np.exp(log_p + log_c)  # scipy's nbinom counts failures
@@ -684,12 +786,11 @@ class ConditionedSampler:
             below_total = nbinom.cdf(total, shape, success)
             window_cut = 2 * (tail / 10) * float(np.sum(1.0 / below_total))
             rows, base = _window_weights(shape, log_p, start, stop)
+            probs = _tilted_probabilities(rows, base, log_c)
         self.log_tilt = float(log_c)
         offsets = np.zeros(self.n_cells, np.int64)
         pmfs: list[np.ndarray | None] = [None] * self.n_cells
-        for (cells, values, _), logw in zip(rows.groups, base, strict=True):
-            tilted = logw + log_c * values
-            prob = np.exp(tilted - logsumexp(tilted, axis=1, keepdims=True))
+        for (cells, values, _), prob in zip(rows.groups, probs, strict=True):
             first, last, cut = _trim_rows(prob, tail)
             window_cut += float(cut.sum())
             offsets[cells] = values[np.arange(cells.size), first]
@@ -700,6 +801,8 @@ class ConditionedSampler:
         self._cut_mass = window_cut
 
     def _build_tree(self, tail: float) -> None:
+        from dpsynth.sampling.tree_steps import direct_convolve
+
         total = self.total
         offsets = list(self._leaf_offsets.tolist())
         pmfs = list(self._leaf_pmfs)
@@ -725,20 +828,15 @@ class ConditionedSampler:
                 left_rows = _pad_rows([pmfs[i] for i in lefts[pick].tolist()], width)
                 right_rows = _pad_rows([pmfs[i] for i in rights[pick].tolist()], width)
                 conv = np.zeros((pick.size, 2 * width - 1))
-                for j in range(width):
-                    conv[:, j : j + width] += left_rows * right_rows[:, j : j + 1]
+                direct_convolve(left_rows, right_rows, conv)  # the numpy loop's bits
                 pairs.append((pick, conv))
-            # long pairs (few, near the root): one FFT convolution each, finished together
+            # long pairs (near the root): FFT convolutions, batched by transform length
             pick = np.nonzero(longest > _DIRECT_CONVOLVE)[0]
             if pick.size:
-                convs = [
-                    np.clip(conv, 0.0, None)
-                    for conv in _fft_convolve_many(
-                        [pmfs[i] for i in lefts[pick].tolist()],
-                        [pmfs[i] for i in rights[pick].tolist()],
-                    )
-                ]
-                conv = _pad_rows(convs, max(c.size for c in convs))
+                conv = _fft_convolve_rows(
+                    [pmfs[i] for i in lefts[pick].tolist()],
+                    [pmfs[i] for i in rights[pick].tolist()],
+                )
                 pairs.append((pick, conv))
             new_pmfs: list[np.ndarray | None] = [None] * n_pairs
             new_offsets = np.zeros(n_pairs, np.int64)
