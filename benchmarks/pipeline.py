@@ -76,7 +76,7 @@ def run_logged(work: Path, *args: str) -> float:
 #: Job names (their benchmark file's stem) of the sampling stages' jobs that draw nothing:
 #: their seconds are shown apart, so that a sampling stage's ratio compares only the jobs
 #: that draw with the floor of what they draw.
-DRAW_NOTHING = ("figure", "maps", "summary", "summarize", "checks", "strata")
+DRAW_NOTHING = ("figure", "maps", "summary", "summarize", "strata")
 #: The row of those jobs.
 NOT_DRAWING = "figures, maps, summaries (draw nothing)"
 

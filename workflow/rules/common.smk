@@ -20,8 +20,8 @@ DPSYNTH_ENV = "../../environment.yml"
 # the longest single jobs (a study's strata, the pseudo-posterior's simulate-fit-synthesize,
 # Study 1's summaries and Appendix C's figures), 1 for the sampling jobs (truth, Study 1's
 # scenarios, a study's arms and reference) and the figures and maps that take seconds (a
-# study's, Study 1's), 0 for the short ones (the pseudo-posterior's figures, checks, data
-# maps), which fill the cores at the end instead of leaving one long job to run alone.
+# study's, Study 1's, the pseudo-posterior's), 0 for the short ones (the data maps, the
+# truth map), which fill the cores at the end instead of leaving one long job to run alone.
 
 
 def figure_paths(stem):

@@ -2,7 +2,7 @@
 # CW, SW) and re-weighting.
 # Jobs per data set: simulate -> fit all six synthesizers (one process: Poisson fits are
 # exact conjugate draws, and NUTS for the negative binomial is compiled once) -> synthetic
-# data; then one summary and the figures.
+# data; then one summary and, per data set, one job drawing its figures.
 # See config/README.md (pseudo_posterior).
 
 PP = config["pseudo_posterior"]
@@ -16,6 +16,17 @@ PP_FIGURES = [
     "reweighting",
     "synthetic",
 ]
+# The figures of one data set (wildcard), each PNG captioned for the HTML report by its own
+# caption (the report renders a caption per job, not per file).
+PP_FIGURE_OUTPUTS = {
+    stem: report_figures(
+        f"pseudo_posterior/{{dataset}}_{stem}",
+        f"pseudo_posterior_{stem}.rst",
+        "Pseudo-posterior",
+        "{dataset}",
+    )
+    for stem in PP_FIGURES
+}
 
 # Lambdas, not defs: `snakemake --lint` wants named functions in common.smk only.
 pseudo_posterior_figures = lambda: (
@@ -40,7 +51,7 @@ pp_per_dataset = lambda name: expand(
 # Summaries and figures are light: on a cluster they run where Snakemake runs.
 localrules:
     pseudo_posterior_summarize,
-    pseudo_posterior_figure,
+    pseudo_posterior_figures,
 
 
 rule pseudo_posterior_simulate:
@@ -134,7 +145,7 @@ rule pseudo_posterior_summarize:
         "../scripts/pseudo_posterior_summarize.py"
 
 
-rule pseudo_posterior_figure:
+rule pseudo_posterior_figures:
     input:
         records="results/pseudo_posterior/records.parquet",
         summary="results/pseudo_posterior/summary.parquet",
@@ -142,21 +153,17 @@ rule pseudo_posterior_figure:
         utility="results/pseudo_posterior/utility.parquet",
         synthetic="results/pseudo_posterior/synthetic.parquet",
     output:
-        report_figures(
-            "pseudo_posterior/{dataset}_{figure}",
-            "pseudo_posterior.rst",
-            "Pseudo-posterior",
-            "{dataset}",
-        ),
+        **PP_FIGURE_OUTPUTS,
     log:
-        "logs/pseudo_posterior/figure_{dataset}_{figure}.log",
+        "logs/pseudo_posterior/figures_{dataset}.log",
     benchmark:
-        "logs/benchmarks/pseudo_posterior/figure_{dataset}_{figure}.tsv"
+        "logs/benchmarks/pseudo_posterior/figures_{dataset}.tsv"
     wildcard_constraints:
-        figure="|".join(PP_FIGURES),
+        dataset="|".join(PP_DATASETS),
+    priority: 1
     conda:
         DPSYNTH_ENV
     params:
         provenance=pseudo_posterior_provenance,
     script:
-        "../scripts/pseudo_posterior_figure.py"
+        "../scripts/pseudo_posterior_figures.py"

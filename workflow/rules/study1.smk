@@ -40,7 +40,6 @@ study1_figures = lambda: (
 # Summaries and figures are light: on a cluster they run where Snakemake runs.
 localrules:
     study1_summary,
-    study1_checks,
     study1_figures,
     study1_maps,
     study1_appendix_c_summary,
@@ -171,6 +170,7 @@ rule study1_summary:
     output:
         summary="results/{run}/summary.parquet",
         county_means="results/{run}/county_means.parquet",
+        checks="results/{run}/checks.json",
     log:
         "logs/{run}/summary.log",
     benchmark:
@@ -182,23 +182,6 @@ rule study1_summary:
         DPSYNTH_ENV
     script:
         "../scripts/study1_summary.py"
-
-
-rule study1_checks:
-    input:
-        "results/{run}/summary.parquet",
-    output:
-        "results/{run}/checks.json",
-    log:
-        "logs/{run}/checks.log",
-    benchmark:
-        "logs/benchmarks/{run}/checks.tsv"
-    wildcard_constraints:
-        run=STUDY1_RUNS,
-    conda:
-        DPSYNTH_ENV
-    script:
-        "../scripts/study1_checks.py"
 
 
 rule study1_figures:

@@ -232,7 +232,7 @@ def synthetic_violins(synthetic: pd.DataFrame, summary: pd.DataFrame, dataset: s
     return fig
 
 
-#: The figures of one data set (the workflow's ``figure`` wildcard): each draws from the
+#: The figures of one data set (the workflow's output names): each draws from the
 #: gathered tables (``records``, ``summary``, ``posterior``, ``utility``, ``synthetic``).
 FIGURES = {
     "lipschitz": lambda t, d: lipschitz_violins(t["records"], t["summary"], d),
@@ -254,3 +254,9 @@ def dataset_figure(kind: str, tables: Mapping[str, pd.DataFrame], dataset: str) 
     if kind not in FIGURES:
         raise ValueError(f"figure must be one of {list(FIGURES)}, got {kind!r}")
     return FIGURES[kind](tables, dataset)
+
+
+def dataset_figures(tables: Mapping[str, pd.DataFrame], dataset: str) -> dict[str, Figure]:
+    """Every figure of ``dataset`` by kind (:data:`FIGURES`' order), from the gathered tables:
+    one process draws them all, each as :func:`dataset_figure` draws it alone."""
+    return {kind: dataset_figure(kind, tables, dataset) for kind in FIGURES}
