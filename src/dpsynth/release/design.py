@@ -252,21 +252,21 @@ _BYTES_PER_STRATUM_SET = 15.0
 #: sampler, the steward's figures), and the work, in multiply-adds of
 #: :func:`~dpsynth.sampling.tree_build.machine_rate`: the build's convolutions at
 #: _CONVOLUTION_SHARE of the measured rate's cost (at least 1: no faster than the kernel
-#: measured), per tree entry (walking and trimming the leaves, trimming and gathering the
-#: levels, spilling them), per stratum (reading, identifying the table, calibrating, the
-#: count-fit check, the summary and utility report) and per stratum and set (drawing,
-#: writing and scoring the sets). Fitted by ``benchmarks/fit_forecast.py`` (issue #36,
-#: session of 2026-11-28; relative least squares, non-negative) to the ten runs of
-#: ``benchmarks/release.py --national`` on a 2-core machine at load about 1: 10k to 10M
-#: strata, 1 to 100 sets, truncated and pg. In sample it is within 15% of nine of them;
-#: the 10M pg release took 1.4 times its forecast (its leaves walk further than they
-#: keep, which the model does not count).
-_START_SECONDS = 5.15
-_WORK_PER_STRATUM = 5_840.0
-_WORK_PER_STRATUM_SET = 1_420.0
-_CONVOLUTION_SHARE = 1.0
-_WORK_PER_ENTRY = 214.0
-_WORK_PER_STEP = 0.0
+#: measured), per tree entry (trimming the leaves, trimming and gathering the levels,
+#: spilling them), per step of the leaves' walks (:attr:`Cost.walked`), per stratum
+#: (reading, identifying the table, calibrating, the count-fit check, the summary and
+#: utility report) and per stratum and set (drawing, writing and scoring the sets). Fitted
+#: by ``benchmarks/fit_forecast.py`` (issue #36, session of 2026-11-28, second fit;
+#: relative least squares, non-negative) to the ten runs of ``benchmarks/release.py
+#: --national`` on a 2-core machine at load about 1.2: 10k to 10M strata, 1 to 100 sets,
+#: truncated and pg. In sample it is within 8% of nine of them and 17% of the tenth (1M
+#: strata, pg, 10 sets: 0.83 of its time).
+_START_SECONDS = 4.29
+_WORK_PER_STRATUM = 5_085.0
+_WORK_PER_STRATUM_SET = 1_611.0
+_CONVOLUTION_SHARE = 1.117
+_WORK_PER_ENTRY = 165.4
+_WORK_PER_STEP = 99.6
 
 
 def estimate_cost(cal: Calibration, tv_target: float, sets: int = 1) -> Cost:
