@@ -172,7 +172,12 @@ def null_cdf(k: np.ndarray, mu: np.ndarray, n: np.ndarray | None, p: np.ndarray 
     else:
         from scipy.special import _ufuncs  # scipy.stats.binom's own kernel
 
-        cdf, end = _ufuncs._binom_cdf(k, n, p), n
+        kernel = getattr(_ufuncs, "_binom_cdf", None)
+        if kernel is None:  # pragma: no cover - another scipy: its public function
+            from scipy import stats
+
+            return stats.binom.cdf(k, n, p)
+        cdf, end = kernel(k, n, p), n
     return np.where(k >= end, 1.0, np.where(k < 0, 0.0, np.clip(cdf, 0.0, 1.0)))
 
 
