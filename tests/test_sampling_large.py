@@ -92,6 +92,13 @@ def test_tree_convolution_is_fftconvolve_bit_for_bit(sizes):
     np.testing.assert_array_equal(_fft_convolve(a, b), fftconvolve(a, b))
 
 
+def random_pairs(rng, sizes):
+    """(lefts, rights): a random pmf of each size of ``sizes``' pairs."""
+    lefts = [rng.dirichlet(np.ones(left)) for left, _ in sizes]
+    rights = [rng.dirichlet(np.ones(right)) for _, right in sizes]
+    return lefts, rights
+
+
 def test_batched_tree_convolutions_are_the_pairwise_ones_bit_for_bit():
     """A level's long pairs convolved together (one transform per FFT length, rows of a
     2-D array) give each pair's own convolution's very bits, lengths shared or not."""
@@ -100,8 +107,7 @@ def test_batched_tree_convolutions_are_the_pairwise_ones_bit_for_bit():
     rng = np.random.default_rng(36)
     sizes = [(129, 129), (130, 700), (700, 130), (1000, 257), (4097, 5003), (129, 130)]
     sizes += [tuple(rng.integers(129, 3000, 2).tolist()) for _ in range(40)]
-    lefts = [rng.dirichlet(np.ones(left)) for left, _ in sizes]
-    rights = [rng.dirichlet(np.ones(right)) for _, right in sizes]
+    lefts, rights = random_pairs(rng, sizes)
     batched = _fft_convolve_many(lefts, rights)
     assert len(batched) == len(sizes)
     for a, b, conv in zip(lefts, rights, batched, strict=True):
@@ -117,8 +123,7 @@ def test_tree_convolution_rows_are_the_clipped_padded_pairs_bit_for_bit():
     rng = np.random.default_rng(4)
     sizes = [(129, 129), (129, 130), (130, 129), (700, 130), (4097, 5003), (1, 300)]
     sizes += [tuple(rng.integers(100, 2500, 2).tolist()) for _ in range(30)]
-    lefts = [rng.dirichlet(np.ones(left)) for left, _ in sizes]
-    rights = [rng.dirichlet(np.ones(right)) for _, right in sizes]
+    lefts, rights = random_pairs(rng, sizes)
     rows = _fft_convolve_rows(lefts, rights)
     assert rows.shape == (len(sizes), max(a + b - 1 for a, b in sizes))
     for a, b, row in zip(lefts, rights, rows, strict=True):
