@@ -48,6 +48,37 @@ def test_figures_are_byte_reproducible(tmp_path):
         assert (tmp_path / f"a.{ext}").read_bytes() == (tmp_path / f"b.{ext}").read_bytes()
 
 
+@pytest.mark.parametrize("layout", ["constrained", "tight_layout", None])
+def test_figures_laid_out_once_are_the_pixels_savefig_gives(tmp_path, layout):
+    """save_figure lays a figure out and measures its crop once for all its formats: the
+    PNG is byte for byte what matplotlib's own ``bbox_inches="tight"`` save gives (which
+    lays out and draws the figure again for every format)."""
+
+    def draw():
+        fig, axes = plt.subplots(
+            2, 3, figsize=(9, 5), layout=layout if layout != "tight_layout" else None
+        )
+        for k, ax in enumerate(axes.flat):
+            ax.plot([0.01, 1, 100], [k + 1, 10 * (k + 1), 5], label=f"line {k}")
+            ax.set(xscale="log", yscale="log", xlabel="a long x label", title=f"panel {k}")
+        where = "outside lower center" if layout == "constrained" else "lower center"
+        fig.legend(*axes[0, 0].get_legend_handles_labels(), loc=where)
+        fig.suptitle("a title wider than most of the panels' titles, over two lines\nline two")
+        if layout == "tight_layout":
+            fig.tight_layout()
+        return fig
+
+    fig = draw()
+    fig.savefig(tmp_path / "own.png", format="png", metadata={"Software": None}, dpi=150,
+                bbox_inches="tight")  # fmt: skip
+    plt.close(fig)
+    fig = draw()
+    save_figure(fig, tmp_path / "once.png", tmp_path / "once.pdf")
+    plt.close(fig)
+    assert (tmp_path / "once.png").read_bytes() == (tmp_path / "own.png").read_bytes()
+    assert (tmp_path / "once.pdf").read_bytes().startswith(b"%PDF")
+
+
 def test_artifacts_get_the_usual_permissions(tmp_path):
     import os
 

@@ -58,14 +58,40 @@ def write_yaml(obj, path: str | os.PathLike, header: str = "") -> None:
         tmp.write_text(comment + text)
 
 
+#: Resolution of every saved figure (dots per inch; a PDF's text and lines are vectors).
+FIGURE_DPI = 150
+
+
 def save_figure(fig, *paths: str | os.PathLike, tight: bool = True) -> None:
     """Save a matplotlib figure to each path (format from the suffix), atomically.
 
     PDF and PNG metadata carry no creation date, so the same figure gives the same bytes.
-    ``tight`` (the default) crops the saved figure to what it draws (``bbox_inches=
-    "tight"``), which draws it twice; ``tight=False`` saves the figure's own size in one
-    draw, for a figure whose layout engine already fits its contents to it.
+    ``tight`` (the default) crops the saved figure to what it draws plus
+    ``savefig.pad_inches``; ``tight=False`` saves the figure's own size, for a figure whose
+    layout engine already fits its contents to it.
+
+    The figure is laid out and measured once, at the saving resolution, and then drawn
+    once per format: its layout engine (constrained layout) runs here and is removed,
+    the axes staying where it put them, and the crop is measured here. ``savefig`` alone
+    would, for every format, lay the figure out and draw it once to measure the crop, then
+    draw it again (a figure of many panels spends most of its time there).
     """
+    import matplotlib as mpl
+
+    if paths:
+        with mpl.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
+            original, fig.dpi = fig.dpi, FIGURE_DPI  # text is measured at the saved size
+            try:
+                engine = fig.get_layout_engine()
+                if engine is not None:
+                    engine.execute(fig)
+                    fig.set_layout_engine(None)  # none at all: no layout at every draw
+                crop = None
+                if tight:
+                    pad = mpl.rcParams["savefig.pad_inches"]
+                    crop = fig.get_tightbbox().padded(pad)
+            finally:
+                fig.dpi = original
     for path in paths:
         path = Path(path)
         fmt = path.suffix.lstrip(".")
@@ -73,8 +99,7 @@ def save_figure(fig, *paths: str | os.PathLike, tight: bool = True) -> None:
         if fmt == "png":
             metadata = {"Software": None}
         with atomic_path(path) as tmp:
-            bbox = {"bbox_inches": "tight"} if tight else {}
-            fig.savefig(tmp, format=fmt, metadata=metadata, dpi=150, **bbox)
+            fig.savefig(tmp, format=fmt, metadata=metadata, dpi=FIGURE_DPI, bbox_inches=crop)
 
 
 def sha256_file(path: str | os.PathLike) -> str:

@@ -55,10 +55,11 @@ def _band(ax, rows: pd.DataFrame, label: str, **style) -> None:
                     color=style["color"], zorder=1)  # fmt: skip
 
 
-def _pair_panel(ax, rows: pd.DataFrame, arm: str, first, second) -> None:
+def _pair_panel(ax, rows: pd.DataFrame, arm: str, first, second, minor: bool = True) -> None:
     """Two group rates of one arm against epsilon (bands), true values dashed.
 
-    ``first`` and ``second`` are (metric, legend label) pairs."""
+    ``first`` and ``second`` are (metric, legend label) pairs; ``minor``: the epsilon
+    axis's unlabelled minor ticks (:func:`~dpsynth.plots.style.log_axis`)."""
     for (metric, label), color in zip((first, second), ("tab:purple", "tab:orange"), strict=True):
         sel = rows[(rows["arm"] == arm) & (rows["metric"] == metric)]
         if len(sel):
@@ -66,7 +67,7 @@ def _pair_panel(ax, rows: pd.DataFrame, arm: str, first, second) -> None:
         truth = rows[(rows["arm"] == "truth") & (rows["metric"] == metric)]
         if len(truth):
             ax.axhline(truth["median"].iloc[0], color=color, linestyle="--", lw=1)
-    log_axis(ax.xaxis)
+    log_axis(ax.xaxis, minor=minor)
     ax.set_xlabel(EPSILON)
     ax.set_ylabel("rate per 100,000")
 
@@ -213,8 +214,8 @@ def figure_appendix_rmse(summary: pd.DataFrame, arms=None, correlation=None):
                 sel = here[here["arm"] == arm]
                 if len(sel):
                     _band(ax, sel, ARM_TITLES[arm], **arm_style(arm))
-            log_axis(ax.xaxis)
-            log_axis(ax.yaxis)
+            log_axis(ax.xaxis, minor=False)  # 20 panels: each tick is drawn (and laid out)
+            log_axis(ax.yaxis, minor=False)
             title = scenario_title(scenario)
             ax.set_title(f"Ages {group}. {title}", fontsize=9)
             ax.set_xlabel(EPSILON)
@@ -264,7 +265,7 @@ def figure_appendix_disparities(
     for r, group in enumerate(groups):
         here = rows[rows["age_group"] == group]
         for c, ((title, first, second), arm) in enumerate(columns):
-            _pair_panel(axes[r, c], here, arm, first, second)
+            _pair_panel(axes[r, c], here, arm, first, second, minor=False)  # 20 panels
             axes[r, c].set_title(f"Ages {group}. {title}: {ARM_TITLES[arm]}", fontsize=8)
             axes[r, c].legend(fontsize=7, frameon=False)
     fig.suptitle(
