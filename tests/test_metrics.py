@@ -101,3 +101,28 @@ def test_median_interval_covers_the_median_as_often_as_it_says():
         assert 0.945 <= hits / 4000 <= 0.975
     assert median_interval([3.0, 1.0, 2.0, np.nan]) == (1.0, 3.0)
     assert all(np.isnan(median_interval([np.nan])))
+
+
+def test_median_interval_order_statistic_is_scipys_binomial_quantile():
+    """The interval's order statistic is ``scipy.stats.binom.ppf(q, n, 1/2)`` for the
+    levels in use, computed exactly (at a tie, where the cdf equals q, the exact answer:
+    scipy's floating point can step past it), and without importing scipy.stats."""
+    import subprocess
+    import sys
+
+    from scipy.stats import binom
+
+    from dpsynth.studies.metrics import _binomial_half_quantile
+
+    for q in (0.05, 0.025, 0.005, 0.3):
+        for n in range(1, 401):
+            assert _binomial_half_quantile(q, n) == int(binom.ppf(q, n, 0.5)), (q, n)
+    assert _binomial_half_quantile(0.125, 3) == 0  # P(B <= 0) = 1/8 exactly
+    assert _binomial_half_quantile(0.5, 35) == 17  # P(B <= 17) = 1/2 exactly
+    with pytest.raises(ValueError, match="strictly between 0 and 1"):
+        _binomial_half_quantile(1.0, 10)
+    code = (
+        "import sys; from dpsynth.studies.metrics import median_interval; "
+        "median_interval(range(100)); assert 'scipy.stats' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

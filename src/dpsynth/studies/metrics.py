@@ -10,7 +10,9 @@ as an array whose last axis is the cells, so one call scores many datasets at on
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -78,16 +80,33 @@ def median_interval(values, level: float = 0.95) -> tuple[float, float]:
     median with probability at least ``level`` whatever the law. Below 6 values no such j
     exists and the interval is (min, max) (coverage 1 - 2^(1 - n)). NaN values are left
     out; none left gives (NaN, NaN)."""
-    from scipy.stats import binom
-
     values = np.sort(np.asarray(values, dtype=float))
     values = values[~np.isnan(values)]
     n = values.size
     if n == 0:
         return float("nan"), float("nan")
-    j = int(binom.ppf((1 - level) / 2, n, 0.5))  # P(B <= j - 1) < (1 - level) / 2
-    j = max(j, 1)
+    j = max(_binomial_half_quantile((1 - level) / 2, n), 1)  # P(B <= j - 1) < (1 - level) / 2
     return float(values[j - 1]), float(values[n - j])
+
+
+@functools.lru_cache(maxsize=256)
+def _binomial_half_quantile(q: float, n: int) -> int:
+    """The q-quantile of Binomial(n, 1/2), 0 < q < 1: the smallest k with
+    P(B <= k) >= q, in exact integers (the cdf is sum_{i <= k} C(n, i) / 2^n, ``q`` taken
+    at its exact binary value), what ``scipy.stats.binom.ppf(q, n, 0.5)`` computes in
+    floating point (tests/test_metrics.py compares them), without importing scipy.stats
+    (about a second of a summary job), once per sample size (a study's groups share it)."""
+    if not 0.0 < q < 1.0:
+        raise ValueError(f"q must lie strictly between 0 and 1, got {q!r}")
+    numerator, denominator = Fraction(q).as_integer_ratio()
+    target = numerator << n  # P(B <= k) >= q  <=>  sum C(n, i) * denominator >= target
+    below, term = 0, 1  # sum_{i < k} C(n, i), and C(n, k)
+    for k in range(n + 1):
+        below += term
+        if below * denominator >= target:
+            return k
+        term = term * (n - k) // (k + 1)
+    return n
 
 
 def _with_infinities(values: np.ndarray, quantiles) -> list[float]:
