@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.integrate
+import scipy.linalg
 import scipy.sparse
 import scipy.stats
 from hypothesis import given, settings
@@ -19,8 +20,10 @@ from workflow_helpers import REPO, TEST_CONFIG, copy_project, schema_defaults, s
 
 from dpsynth.data import read_wonder
 from dpsynth.data.counties import queen_adjacency
+from dpsynth.data.truth import model as truth_model
 from dpsynth.data.truth.model import (
     TruthModel,
+    car_factor,
     model_truth,
     model_truth_related,
     modelled_total,
@@ -182,6 +185,55 @@ def test_car_marginal_variances_follow_the_precision():
     assert np.allclose(draws.var(axis=0), expected, rtol=0.1)
     # neighbours are positively correlated
     assert np.corrcoef(draws[:, 0], draws[:, 1])[0, 1] > 0.2
+
+
+def fresh_car_field(adjacency, dependence, rng, size=None):
+    """proper_car_field as it was before its factor was memoised: every call factors."""
+    weights = scipy.sparse.csr_matrix(adjacency, dtype=float)
+    degree = np.asarray(weights.sum(axis=1)).ravel()
+    count = len(degree)
+    diagonal = np.where(degree > 0, degree, 1.0)
+    precision = (scipy.sparse.diags(diagonal) - dependence * weights).toarray()
+    lower = scipy.linalg.cholesky(precision, lower=True)
+    normals = rng.standard_normal((count, 1 if size is None else size))
+    draws = scipy.linalg.solve_triangular(lower.T, normals, lower=False).T
+    inverse = scipy.linalg.solve_triangular(lower, np.eye(count), lower=True)
+    marginal_variance = np.einsum("ij,ij->j", inverse, inverse)
+    draws /= np.sqrt(np.exp(np.mean(np.log(marginal_variance))))
+    return draws[0] if size is None else draws
+
+
+def test_car_factor_is_computed_once_per_graph_and_draws_what_a_fresh_one_draws(monkeypatch):
+    """Fields drawn on one graph, built anew each time (as each age group's truth builds
+    it), factor its precision once; the draws, and the generator's state after them, are
+    those of a fresh factor, bit for bit. Another graph or dependence factors again."""
+    counties, edges = grid(7, islands=2)
+    fips = counties["fips"]
+    factorisations = []
+    cholesky = scipy.linalg.cholesky
+
+    def counted_cholesky(*args, **kwargs):
+        factorisations.append(args[0].shape)
+        return cholesky(*args, **kwargs)
+
+    monkeypatch.setattr(scipy.linalg, "cholesky", counted_cholesky)
+    truth_model._memoised_car_factor.cache_clear()
+    for seed, size in [(1, None), (2, 5), (3, None)]:
+        memo_rng, fresh_rng = np.random.default_rng(seed), np.random.default_rng(seed)
+        memo = proper_car_field(queen_adjacency(edges, fips), 0.95, memo_rng, size)
+        fresh = fresh_car_field(queen_adjacency(edges, fips), 0.95, fresh_rng, size)
+        assert memo.shape == fresh.shape and memo.tobytes() == fresh.tobytes()
+        assert memo_rng.bit_generator.state == fresh_rng.bit_generator.state
+    # three memoised fields, one factorisation (the other three are the fresh reference's)
+    assert len(factorisations) == 1 + 3
+    assert truth_model._memoised_car_factor.cache_info().hits == 2
+    factor = car_factor(queen_adjacency(edges, fips), 0.95)
+    assert not factor.lower.flags.writeable
+    assert len(factorisations) == 4
+    car_factor(queen_adjacency(edges, fips), 0.5)
+    small_counties, small_edges = grid(4)
+    car_factor(queen_adjacency(small_edges, small_counties["fips"]), 0.95)
+    assert len(factorisations) == 6
 
 
 @pytest.mark.parametrize(

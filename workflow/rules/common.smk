@@ -175,18 +175,20 @@ def appendix_c_runs():
     return [study1_run(g) for g in config["study1"]["appendix_c"]["age_groups"]]
 
 
-def appendix_c_age_group(wildcards):
-    """The age-group label of a truth_{age} wildcard (45_54 -> 45-54)."""
-    for age_group in APPENDIX_C_AGE_GROUPS:
-        if age_group_slug(age_group) == wildcards.age:
-            return age_group
-    raise ValueError(f"not an Appendix C age group: {wildcards.age!r}")
+def appendix_c_truth_paths(suffix):
+    """The configured older groups' truth files (suffix ".parquet" or "_summary.json"),
+    in the order of study1.appendix_c.age_groups: truth_rates_older writes them all."""
+    return [
+        f"results/data/truth_{age_group_slug(g)}{suffix}"
+        for g in config["study1"]["appendix_c"]["age_groups"]
+    ]
 
 
-def appendix_c_rate(wildcards):
-    """The assumed national rate per 100,000 of a truth_{age} wildcard's group."""
-    rates = config["study1"]["appendix_c"]["national_rate_per_100k"]
-    return rates[appendix_c_age_group(wildcards)]
+def appendix_c_rates():
+    """The assumed national rate per 100,000 of each configured older group."""
+    appendix = config["study1"]["appendix_c"]
+    rates = appendix["national_rate_per_100k"]
+    return {g: rates[g] for g in appendix["age_groups"]}
 
 
 # ---- studies on the analyst's own strata (config `studies`) -------------------------------

@@ -60,6 +60,8 @@ rule truth_map_35_44:
 
 # Study 1's Appendix C (ages 45-54 ... 85+): totals AND populations modelled; the rates
 # mix the 35-44 truth's pattern with an independent draw (see src/dpsynth/data/truth/model.py).
+# One job for every configured group: the groups share the CAR field's factor, computed once
+# (each group keeps its own generator, so the files are those of one job per group).
 rule truth_rates_older:
     input:
         counties=config["data"]["counties"],
@@ -67,14 +69,12 @@ rule truth_rates_older:
         age_groups=config["data"]["age_groups"],
         reference="results/data/truth_35_44.parquet",
     output:
-        truth="results/data/truth_{age}.parquet",
-        summary="results/data/truth_{age}_summary.json",
+        truth=appendix_c_truth_paths(".parquet"),
+        summary=appendix_c_truth_paths("_summary.json"),
     log:
-        "logs/truth/rates_{age}.log",
+        "logs/truth/rates_older.log",
     benchmark:
-        "logs/benchmarks/truth/rates_{age}.tsv"
-    wildcard_constraints:
-        age=APPENDIX_C_SLUGS,
+        "logs/benchmarks/truth/rates_older.tsv"
     priority: 1
     conda:
         DPSYNTH_ENV
@@ -82,8 +82,8 @@ rule truth_rates_older:
     params:
         truth=config["truth"],
         seed=config["seed"],
-        age_group=appendix_c_age_group,
-        rate_per_100k=appendix_c_rate,
+        age_groups=config["study1"]["appendix_c"]["age_groups"],
+        rates_per_100k=appendix_c_rates(),
         correlation=config["study1"]["appendix_c"]["correlation"],
     script:
         "../scripts/truth_rates_older.py"

@@ -1,5 +1,9 @@
-"""True county rates of an older age group (Study 1's Appendix C): totals and populations
-modelled, the map related to the 35-44 truth (see dpsynth.data.truth.build)."""
+"""True county rates of the older age groups (Study 1's Appendix C): totals and
+populations modelled, each map related to the 35-44 truth (see dpsynth.data.truth.build).
+
+One process for every configured group: the CAR field's factor is computed once
+(dpsynth.data.truth.model.car_factor), and each group draws from its own generator
+(job_rng(seed, "truth", age group)), so each group's files are those it has alone."""
 
 import logging
 
@@ -13,16 +17,22 @@ from dpsynth.seeding import job_rng
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 p = snakemake.params
-truth, summary = build_older_truth(
-    load_county_table(snakemake.input.counties),
-    load_queen_edges(snakemake.input.edges),
-    load_age_groups(snakemake.input.age_groups),
-    pd.read_parquet(snakemake.input.reference),
-    p.truth,
-    p.age_group,
-    p.rate_per_100k,
-    p.correlation,
-    job_rng(p.seed, "truth", p.age_group),
-)
-write_parquet(truth, snakemake.output.truth)
-write_json(summary, snakemake.output.summary)
+out = snakemake.output
+counties = load_county_table(snakemake.input.counties)
+edges = load_queen_edges(snakemake.input.edges)
+ages = load_age_groups(snakemake.input.age_groups)
+reference = pd.read_parquet(snakemake.input.reference)
+for age_group, truth_path, summary_path in zip(p.age_groups, out.truth, out.summary, strict=True):
+    truth, summary = build_older_truth(
+        counties,
+        edges,
+        ages,
+        reference,
+        p.truth,
+        age_group,
+        p.rates_per_100k[age_group],
+        p.correlation,
+        job_rng(p.seed, "truth", age_group),
+    )
+    write_parquet(truth, truth_path)
+    write_json(summary, summary_path)
