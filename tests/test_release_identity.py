@@ -213,6 +213,19 @@ def test_ids_are_computed_once_per_table(monkeypatch):
     assert (strata.dataset_id(), strata.legacy_ids()) == first
 
 
+def test_the_populations_texts_are_computed_once_for_both_ids(monkeypatch):
+    import dpsynth.release.inputs as inputs
+
+    calls = []
+    texts = inputs._population_texts
+    monkeypatch.setattr(inputs, "_population_texts", lambda *a: calls.append(1) or texts(*a))
+    strata = nasty_strata(2, 3)
+    table, aliases = strata.identities()
+    assert calls == [1]
+    assert table == reference_dataset_id(strata.keys, strata.population)
+    assert aliases == reference_legacy_ids(strata.keys, strata.population)
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_key_positions_and_kinds_are_those_of_the_old_pandas_code(seed):
     rng = np.random.default_rng(seed)

@@ -82,3 +82,21 @@ def test_a_national_tables_repeated_means_give_scipys_quantiles():
     mean = distinct[rng.integers(0, distinct.size, DISTINCT_FROM + 1)]
     for q in (5e-7, 0.5, 1 - 5e-7):
         same_as_scipy(q, mean)
+
+
+@pytest.mark.parametrize("inflation", [1.0, 1.3])
+def test_a_national_tables_repeated_expected_counts_give_scipys_bounds(monkeypatch, inflation):
+    """Above DISTINCT_FROM cells, the bounds factorise the expected counts once for both
+    quantiles: the bounds of scipy's quantiles, cell by cell."""
+    import dpsynth.mechanisms.truncation as truncation
+
+    monkeypatch.setattr(truncation, "DISTINCT_FROM", 1_000)
+    rng = np.random.default_rng(36)
+    distinct = np.exp(rng.uniform(np.log(1e-2), np.log(1e3), 300))
+    expected = distinct[rng.integers(0, distinct.size, 5_000)]
+    total, q = int(expected.sum()), default_tail(expected.size) / 2.0
+    lower, upper = truncation_bounds(expected, total, inflation=inflation)
+    assert lower.dtype == upper.dtype == np.int64
+    assert np.array_equal(lower, stats.poisson.ppf(q, expected / inflation).astype(np.int64))
+    scipy_upper = np.minimum(stats.poisson.ppf(1.0 - q, expected * inflation), total)
+    assert np.array_equal(upper, scipy_upper.astype(np.int64))

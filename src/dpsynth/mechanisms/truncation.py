@@ -39,8 +39,19 @@ def truncation_bounds(
         raise ValueError(f"tail must lie in (0, 1), got {tail!r}")
     if not (np.isfinite(inflation) and inflation >= 1.0):
         raise ValueError(f"inflation must be a finite number >= 1, got {inflation!r}")
+    codes = None
+    if expected.size > DISTINCT_FROM:  # a national table repeats its expected counts:
+        import pandas as pd  # each distinct one once, for both bounds (one factorisation)
+
+        codes, distinct = pd.factorize(expected)
+        if distinct.size < expected.size // 2:
+            expected = np.asarray(distinct, dtype=float)
+        else:
+            codes = None
     lower = poisson_quantile(tail / 2.0, expected / inflation)
     upper = poisson_quantile(1.0 - tail / 2.0, expected * inflation)
+    if codes is not None:
+        lower, upper = lower[codes], upper[codes]
     if not (np.all(np.isfinite(lower)) and np.all(np.isfinite(upper))):
         raise ValueError(
             f"the Poisson quantiles of an expected count of {expected.max():.3g} cannot be "

@@ -120,7 +120,7 @@ class Strata:
         if "dataset_id" not in self._ids:
             names = sorted(self.keys.columns)
             columns = [_distinct(self._factorized(name), _canonical_texts) for name in names]
-            columns.append(_population_texts(self.population, len(self.keys)))
+            columns.append(self._population_codes())
             # Python's order of the tuples: each column's texts ranked as Python sorts them
             order = _lex_order([(_ranks(texts), codes) for codes, texts in columns])
             # every value is text, the population's too (repr quotes it: "'444.0'")
@@ -148,7 +148,7 @@ class Strata:
             orders = itertools.permutations(names) if len(names) <= 4 else [tuple(names)]
             reprs = {name: _distinct(self._factorized(name), _legacy_reprs) for name in names}
             sort_codes = dict(zip(names, key_sort_codes(self.keys, names), strict=True))
-            population = _population_texts(self.population, len(self.keys))
+            population = self._population_codes()
             ids = []
             for order in map(list, orders):
                 positions = positions_by_codes([sort_codes[n] for n in order], len(self.keys))
@@ -172,6 +172,7 @@ class Strata:
 
             for name in self.keys.columns:  # both use them: encoded once, before
                 self._factorized(name)
+            self._population_codes()
             with ThreadPoolExecutor(2) as pool:
                 jobs = [pool.submit(self.dataset_id), pool.submit(self.legacy_ids)]
                 for job in jobs:
@@ -187,6 +188,12 @@ class Strata:
         if name not in cache:
             cache[name] = factorize(self.keys[name])
         return self.keys[name], cache[name]
+
+    def _population_codes(self) -> tuple[np.ndarray, list[str]]:
+        """:func:`_population_texts` of the populations, computed once for both ids."""
+        if "population" not in self._ids:
+            self._ids["population"] = _population_texts(self.population, len(self.keys))
+        return self._ids["population"]
 
     def coded_keys(self) -> pd.DataFrame:
         """The key columns as categoricals of the values they hold (the ledger's overlap

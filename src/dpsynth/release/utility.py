@@ -58,6 +58,9 @@ CSV_COLUMNS = (
     "synthetic_mean", "synthetic_median", "synthetic_min", "synthetic_max",
     "reference_mean", "reference_median", "reference_min", "reference_max",
 )  # fmt: skip
+#: utility.png's resolution (dots per inch): :func:`dpsynth.io.save_figure`'s, and the
+#: figure's own, so that the texts measured for its layout are those it draws.
+DPI = 150
 #: The files :func:`write_utility` writes into the private folder.
 FILES = ("utility.md", "utility.csv", "utility.png")
 
@@ -625,22 +628,12 @@ def _band(values: np.ndarray, digits: int = 3) -> str:
 
 
 def _write_figure(report: Utility, path: Path) -> None:
-    """utility.png, drawn once: its constrained layout is done here, once, and then kept
-    (a figure that keeps a layout engine is drawn once more to be saved); it fits every
-    text into the figure, so the figure is saved at its own size (``tight=False``), not
-    drawn again to be cropped."""
-    import matplotlib
-    import matplotlib.pyplot as plt
-
+    """utility.png: :func:`utility_figure`, laid out there, saved at its own size
+    (``tight=False``: one draw, not a second to crop it) and at its own resolution, so that
+    the draw measures no text again."""
     from dpsynth.io import save_figure
 
-    fig = utility_figure(report)
-    fig.get_layout_engine().execute(fig)
-    with matplotlib.rc_context({"figure.autolayout": False,
-                                "figure.constrained_layout.use": False}):  # fmt: skip
-        fig.set_layout_engine(None)  # no engine at all: the axes stay where it put them
-    save_figure(fig, path, tight=False)
-    plt.close(fig)
+    save_figure(utility_figure(report), path, tight=False)
 
 
 def utility_figure(report: Utility):
@@ -649,11 +642,16 @@ def utility_figure(report: Utility):
     (in the style of every figure, :mod:`dpsynth.plots.style`). Every text is plain, epsilon
     a character and linear axes' ticks plain numbers (:func:`~dpsynth.plots.style.linear_axis`),
     so that drawing it never calls mathtext's parser (only a power of ten on a log axis
-    that reaches a million is mathtext); its cost does not grow with the table."""
-    import matplotlib
+    that reaches a million is mathtext); its cost does not grow with the table.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    A figure of its own, not pyplot's (no figure manager, no redraw hook called at each
+    change of an artist), at :data:`DPI`, the resolution it is saved at (every text is
+    measured once, for the layout, and drawn at that size); laid out by one pass of
+    matplotlib's tight layout over the panels' extents (constrained layout takes two)."""
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.layout_engine import TightLayoutEngine
 
     from dpsynth.plots.style import MECHANISM_NAMES, RC, eps_equals
 
@@ -661,8 +659,9 @@ def utility_figure(report: Utility):
     columns = min(3, panels)
     rows = -(-panels // columns)
     with matplotlib.rc_context(RC):
-        fig, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.9 * rows),
-                                 layout="constrained", squeeze=False)  # fmt: skip
+        fig = Figure(figsize=(4.2 * columns, 3.9 * rows), dpi=DPI)
+        FigureCanvasAgg(fig)  # drawn and measured by Agg, as it is saved
+        axes = fig.subplots(rows, columns, squeeze=False)
         _rmse_panel(axes.flat[0], report)
         for ax, totals in zip(axes.flat[1:], report.totals, strict=False):
             _totals_panel(ax, totals, report)
@@ -675,6 +674,8 @@ def utility_figure(report: Utility):
             f"{eps_equals(report.epsilon, plain=True)} per set) and {report.reference_tables} "
             "tables with no privacy"
         )
+        # one pass over the panels' extents; no engine kept, so the save draws once
+        TightLayoutEngine().execute(fig)
     return fig
 
 
