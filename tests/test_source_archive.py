@@ -66,13 +66,22 @@ def test_the_whole_suite_collects_from_an_archive(archive):
     assert re.fullmatch(r"\d+ tests collected in [\d.]+s", last), result.stdout[-4000:]
 
 
+def _pinned_commits() -> list[str]:
+    """The commits the tests of NEEDS_HISTORY compare with (``BASELINE = "..."`` and
+    ``BEFORE = "..."`` in their files), read from the files: each moves on purpose."""
+    pattern = re.compile(r'^(?:BASELINE|BEFORE) = "([0-9a-f]+)"', re.M)
+    commits = [c for name in NEEDS_HISTORY for c in pattern.findall((REPO / name).read_text())]
+    assert len(commits) == 2, commits
+    return commits
+
+
 def test_the_tests_that_need_the_history_skip_there_saying_why(archive):
     result = pytest_in(archive, "-q", "-rs", *NEEDS_HISTORY, "-k", SELECT)
     out = result.stdout
     assert result.returncode == 0, out[-4000:] + result.stderr[-2000:]
     assert "3 skipped" in out and "failed" not in out and "error" not in out, out[-4000:]
     assert out.count("has no .git: a source archive") == 3, out[-4000:]
-    for commit in ("277743f", "dd9e247"):  # BASELINE and BEFORE
+    for commit in _pinned_commits():  # BASELINE and BEFORE, as the two tests pin them
         assert f"commit {commit}" in out, out[-4000:]
 
 
