@@ -58,9 +58,6 @@ CSV_COLUMNS = (
     "synthetic_mean", "synthetic_median", "synthetic_min", "synthetic_max",
     "reference_mean", "reference_median", "reference_min", "reference_max",
 )  # fmt: skip
-#: utility.png's resolution (dots per inch): :func:`dpsynth.io.save_figure`'s, and the
-#: figure's own, so that the texts measured for its layout are those it draws.
-DPI = 150
 #: The files :func:`write_utility` writes into the private folder.
 FILES = ("utility.md", "utility.csv", "utility.png")
 
@@ -645,21 +642,23 @@ def utility_figure(report: Utility):
     that reaches a million is mathtext); its cost does not grow with the table.
 
     A figure of its own, not pyplot's (no figure manager, no redraw hook called at each
-    change of an artist), at :data:`DPI`, the resolution it is saved at (every text is
-    measured once, for the layout, and drawn at that size); laid out by one pass of
-    matplotlib's tight layout over the panels' extents (constrained layout takes two)."""
+    change of an artist), at :data:`dpsynth.io.FIGURE_DPI`, the resolution it is saved at
+    (every text is measured once, for the layout, and drawn at that size); laid out by one
+    pass of matplotlib's tight layout over the panels' extents (constrained layout takes
+    two)."""
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.layout_engine import TightLayoutEngine
 
+    from dpsynth.io import FIGURE_DPI
     from dpsynth.plots.style import MECHANISM_NAMES, RC, eps_equals
 
     panels = len(report.totals) + 1
     columns = min(3, panels)
     rows = -(-panels // columns)
     with matplotlib.rc_context(RC):
-        fig = Figure(figsize=(4.2 * columns, 3.9 * rows), dpi=DPI)
+        fig = Figure(figsize=(4.2 * columns, 3.9 * rows), dpi=FIGURE_DPI)
         FigureCanvasAgg(fig)  # drawn and measured by Agg, as it is saved
         axes = fig.subplots(rows, columns, squeeze=False)
         _rmse_panel(axes.flat[0], report)
