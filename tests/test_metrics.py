@@ -79,6 +79,37 @@ def test_summarise_frame_keeps_key_types_and_nan_keys():
     assert list(out["median"]) == [5.0, 2.0] and np.isnan(out["e"].iloc[1])
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_summarise_frame_is_summarise_of_each_group_bit_for_bit(seed):
+    """All groups at once give, to the bit, what :func:`summarise` gives each group: NaN
+    values left out, infinities as limits, ties, one-value and all-NaN groups, int, text
+    and float keys (a NaN key its own group)."""
+    rng = np.random.default_rng(seed)
+    m = 3000
+    frame = pd.DataFrame({
+        "s": rng.integers(1, 4, m),
+        "arm": rng.choice(["md", "pg", "geometric"], m),
+        "eps": rng.choice([0.01, 0.1, 1.0, np.nan], m),
+        "value": rng.standard_normal(m) * 10.0 ** rng.integers(-6, 6, m),
+    })  # fmt: skip
+    frame.loc[rng.random(m) < 0.1, "value"] = np.nan
+    frame.loc[rng.random(m) < 0.01, "value"] = rng.choice([np.inf, -np.inf])
+    frame.loc[rng.random(m) < 0.3, "value"] = rng.integers(0, 3)  # ties
+    frame.loc[(frame["s"] == 3) & (frame["arm"] == "md"), "value"] = np.nan  # all NaN
+    frame = pd.concat([frame, pd.DataFrame({"s": [9], "arm": ["x"], "eps": [2.0], "value": [4.0]})])
+    for by in (["s"], ["arm", "eps"], ["s", "arm", "eps"]):
+        out = summarise_frame(frame, by)
+        groups = list(frame.groupby(by, sort=True, dropna=False))
+        assert len(out) == len(groups)
+        for row, (keys, group) in zip(out.itertuples(index=False), groups, strict=True):
+            keys = keys if isinstance(keys, tuple) else (keys,)
+            assert [getattr(row, k) for k in by] == pytest.approx(list(keys), nan_ok=True)
+            expected = summarise(group["value"])
+            got = np.array([getattr(row, c) for c in BAND_COLUMNS])
+            want = np.array([expected[c] for c in BAND_COLUMNS])
+            assert np.array_equal(got.view(np.int64), want.view(np.int64)), (keys, got, want)
+
+
 def test_pooled_mean_divides_summed_chunks():
     sums = pd.DataFrame({"k": ["b", "a", "a"], "sum": [6.0, 1.0, 2.0], "n": [3, 1, 2]})
     out = pooled_mean(sums, ["k"], "sum", "n")

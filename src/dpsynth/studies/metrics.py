@@ -132,13 +132,54 @@ def _with_infinities(values: np.ndarray, quantiles) -> list[float]:
 
 def summarise_frame(frame: pd.DataFrame, by: Sequence[str], value: str = "value") -> pd.DataFrame:
     """:func:`summarise` of ``value`` within each group of ``by``: one row per group, sorted
-    by ``by`` (a NaN key is a group of its own), columns ``[*by, *BAND_COLUMNS]``."""
+    by ``by`` (a NaN key is a group of its own), columns ``[*by, *BAND_COLUMNS]``.
+
+    Every group at once: the values are sorted within their groups (one sort) and each
+    quantile is numpy's linear interpolation, by numpy's own operations on the same two
+    order statistics, so each number is the one :func:`summarise` gives (a group whose
+    sample holds infinities is summarised by :func:`summarise` itself)."""
     by = list(by)
-    rows = []
-    for keys, group in frame.groupby(by, sort=True, dropna=False):
-        keys = keys if isinstance(keys, tuple) else (keys,)
-        rows.append({**dict(zip(by, keys, strict=True)), **summarise(group[value])})
-    return pd.DataFrame(rows, columns=[*by, *BAND_COLUMNS])
+    grouped = frame.groupby(by, sort=True, dropna=False)
+    group = grouped.ngroup().to_numpy()  # the group's rank in the sorted keys
+    keys = grouped.size().index
+    n_groups = len(keys)
+    values = frame[value].to_numpy(dtype=float)
+    kept = ~np.isnan(values)
+    group, values = group[kept], values[kept]
+    order = np.lexsort((values, group))
+    group, values = group[order], values[order]
+    count = np.bincount(group, minlength=n_groups)
+    start = np.cumsum(count) - count
+    bands = np.full((n_groups, len(BAND_COLUMNS)), np.nan)
+    filled = count > 0
+    n, first = count[filled], start[filled]
+    for column, q in zip(BAND_COLUMNS, (0.5, *BAND), strict=True):
+        # numpy's linear method: virtual index (n - 1) q, its floor and the next order
+        # statistic (both the last one from n - 1 on, where gamma = index + 1), then _lerp
+        virtual = (n - 1) * np.float64(q)
+        above = virtual >= n - 1
+        previous = np.floor(virtual).astype(np.intp)
+        previous[above] = -1
+        nxt = previous + 1
+        nxt[above] = -1
+        gamma = virtual - previous
+        last = first + n - 1
+        a = values[np.where(above, last, first + previous)]
+        b = values[np.where(above, last, first + nxt)]
+        with np.errstate(invalid="ignore"):  # infinities: NaN here, summarised below
+            difference = b - a
+            result = a + difference * gamma
+            upper = gamma >= 0.5
+            result[upper] = (b - difference * (1 - gamma))[upper]
+        bands[filled, BAND_COLUMNS.index(column)] = result
+    with_infinities = np.isnan(bands).any(axis=1) & filled
+    for row in with_infinities.nonzero()[0]:  # rare: infinite ratios act as limits
+        sample = values[start[row] : start[row] + count[row]]
+        bands[row] = [summarise(sample)[column] for column in BAND_COLUMNS]
+    out = pd.DataFrame(list(keys) if len(by) > 1 else [(key,) for key in keys], columns=by)
+    for k, column in enumerate(BAND_COLUMNS):
+        out[column] = bands[:, k]
+    return out
 
 
 def pooled_mean(
