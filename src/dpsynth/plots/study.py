@@ -111,9 +111,9 @@ def figure_measures(summary: pd.DataFrame, guide: pd.DataFrame, measures, arms, 
             if r == 0:
                 notes.insert(0, arm_title(arm))
             ax.set_title("\n".join(notes), fontsize=7.5)
-            log_axis(ax.xaxis)
+            log_axis(ax.xaxis, minor=False)  # many panels: each tick is laid out and drawn
             if measure.kind.log_scale:
-                log_axis(ax.yaxis)
+                log_axis(ax.yaxis, minor=False)
             if c == 0:
                 ax.set_ylabel(f"{_wrapped(measure.title)}\n({measure.unit})", fontsize=8)
             if r == nrows - 1:
