@@ -260,3 +260,28 @@ def test_a_custom_projection_is_footnoted_by_its_parameters():
     assert "unknown" not in note
     assert crs_description("EPSG:5070") == "EPSG:5070 (NAD83 / Conus Albers)"
     plt.close(fig)
+
+
+def test_outlines_are_the_lines_geopandas_draws():
+    """The maps' outlines (one collection made once per figure) are, segment for segment
+    and style for style, what ``GeoSeries.plot`` draws of the same boundaries (which also
+    redraws the whole figure on every call)."""
+    from shapely.geometry import GeometryCollection, LineString, MultiLineString
+
+    from dpsynth.plots.maps import boundaries, draw_lines, line_segments
+
+    lines = boundaries(geometry(), "state")
+    extra = gpd.GeoSeries([MultiLineString([[(0, 0), (1, 1)], [(2, 2), (3, 1), (4, 4)]]),
+                           LineString(), None, GeometryCollection()], crs=lines.crs)  # fmt: skip
+    for series in (lines, pd.concat([lines, extra])):
+        fig, (ours, theirs) = plt.subplots(1, 2)
+        draw_lines(ours, line_segments(series), color="white", lw=0.4)
+        series.plot(ax=theirs, color="white", lw=0.4)
+        (a,), (b,) = ours.collections, theirs.collections
+        assert len(a.get_segments()) == len(b.get_segments()) > 0
+        for x, y in zip(a.get_segments(), b.get_segments(), strict=True):
+            assert np.array_equal(x, y)
+        assert np.array_equal(a.get_colors(), b.get_colors())
+        assert np.array_equal(a.get_linewidths(), b.get_linewidths())
+        assert ours.dataLim.bounds == theirs.dataLim.bounds
+        plt.close(fig)

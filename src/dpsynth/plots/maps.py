@@ -302,13 +302,14 @@ def map_grid(frame, truth, rows, *, norm, label: str, outlines=None, cmap: str =
         layout="constrained",
     )
 
-    shapes = area_paths(frame)  # once: every panel draws the same areas
+    shapes = area_paths(frame)  # once: every panel draws the same areas and lines
+    lines = line_segments(outlines) if outlines is not None else None
 
     def draw(ax, column, title):
         fill_areas(ax, shapes, frame[column].to_numpy(dtype=float), cmap=cmap, norm=norm,
                    missing_color=missing_color)  # fmt: skip
-        if outlines is not None:
-            outlines.plot(ax=ax, color="white", lw=0.4)
+        if lines is not None:
+            draw_lines(ax, lines, color="white", lw=0.4)
         ax.set_aspect("equal")  # a panel's shape is the areas' shape in the projection
         hide_frame(ax)
         ax.set_title(title, fontsize=10)
@@ -360,6 +361,27 @@ def fill_areas(ax, paths, values, *, cmap, norm, missing_color: str) -> None:
     if missing.any():
         ax.add_collection(PathCollection([paths[i] for i in np.flatnonzero(missing)],
                                          facecolors=missing_color, linewidths=0))  # fmt: skip
+    ax.autoscale_view()
+
+
+def line_segments(lines) -> list[np.ndarray]:
+    """The (x, y) vertices of each part of a GeoSeries of (multi)lines (e.g.
+    :func:`boundaries`), the segments geopandas' ``GeoSeries.plot`` draws; made once per
+    figure."""
+    import shapely
+
+    # normalised first, as geopandas draws them (the same vertices from the same start)
+    parts = shapely.get_parts(shapely.normalize(np.asarray(lines.values)))
+    parts = parts[~shapely.is_empty(parts)]
+    return [np.array(part.coords)[:, :2] for part in parts]
+
+
+def draw_lines(ax, segments, **style) -> None:
+    """The lines of :func:`line_segments` as one collection, what ``GeoSeries.plot(ax=ax,
+    **style)`` draws of lines, without its redraw of the whole figure per call."""
+    from matplotlib.collections import LineCollection
+
+    ax.add_collection(LineCollection(segments, **style), autolim=True)
     ax.autoscale_view()
 
 
