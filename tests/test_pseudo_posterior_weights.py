@@ -104,6 +104,33 @@ def test_scale_for_delta_hits_the_target_on_the_same_draws():
     )
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_scale_for_delta_is_the_bisection_over_every_record_to_the_bit(seed):
+    """Records with the same count share a column of log-likelihoods; taking each column
+    once with its records' largest weight gives the scale the bisection over every record
+    gives, to the bit (ties of weights, weights of 0, a column of zeros included)."""
+    from dpsynth.studies.pseudo_posterior.likelihood import record_loglik
+
+    rng = np.random.default_rng(seed)
+    y = rng.poisson(3.0, size=400)
+    draws = {"mu": rng.gamma(30.0, 0.1, size=300), "phi": rng.gamma(5.0, 1.0, size=300)}
+    loglik = record_loglik(y, draws, "negbin")
+    loglik[:, y == y.max()] = 0.0  # a column of zeros
+    base = rng.choice([0.0, 0.2, 0.35, 0.9, 1.0], size=y.size) * rng.uniform(0.5, 1, y.size)
+    magnitude = np.abs(loglik)
+
+    def delta_at(scale):  # every record, as the bisection read before
+        weights = scale_weights(base, scale)
+        return float(np.quantile((magnitude * weights[None, :]).max(axis=1), 0.9))
+
+    target = 0.4 * delta_at(1.0 / base[base > 0].min())
+    low, high = 0.0, 1.0 / base[base > 0].min()
+    for _ in range(60):
+        mid = 0.5 * (low + high)
+        low, high = (mid, high) if delta_at(mid) < target else (low, mid)
+    assert scale_for_delta(loglik, base, target, 0.9) == float(0.5 * (low + high))
+
+
 def test_reweighting_by_hand():
     weights = np.array([1.0, 0.25, 0.1])
     unweighted = np.array([2.0, 4.0, 10.0])  # record bounds L = (2, 1, 1); Delta = 2

@@ -79,12 +79,20 @@ def scale_for_delta(
     if magnitude.ndim != 2 or 0 in magnitude.shape or not np.all(np.isfinite(magnitude)):
         raise ValueError("loglik must be a finite (draws, records) matrix")
     check_quantile(quantile)
+    high = 1.0 / positive.min()
+    # Records with equal columns (the same count: a log-likelihood per distinct count) are
+    # taken once, with their largest base weight: per draw, max_i |l_si| w_i over equal
+    # columns is |l_s| times the largest w_i (x -> |l| x and b -> clip(s b) are monotone in
+    # floating point), so every Delta below is the same number to the bit.
+    columns, group = np.unique(magnitude.T, axis=0, return_inverse=True)
+    largest = np.zeros(len(columns))
+    np.maximum.at(largest, group.reshape(-1), base_weights)
+    magnitude = np.ascontiguousarray(columns.T)
 
     def delta_at(scale: float) -> float:
-        weights = scale_weights(base_weights, scale)
+        weights = scale_weights(largest, scale)
         return float(np.quantile((magnitude * weights[None, :]).max(axis=1), quantile))
 
-    high = 1.0 / positive.min()
     if delta_at(high) <= target:
         return float(high)
     low = 0.0
