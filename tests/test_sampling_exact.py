@@ -153,3 +153,25 @@ def test_enumerated_support_is_complete():
     rows = compositions(7, lower, upper)
     brute = [(i, j, 7 - i - j) for i in range(4) for j in range(1, 6) if 2 <= 7 - i - j <= 4]
     assert sorted(map(tuple, rows.tolist())) == sorted(brute)
+
+
+def test_nbinom_window_is_scipy_stats_to_the_bit():
+    """The untruncated leaves' windows (ppf, isf and the cdf at the total) without
+    scipy.stats: scipy.stats.nbinom's numbers to the bit, on random parameters over the
+    range a study's tilted cells take and on edge ones (success exactly 1, invalid
+    parameters giving NaN)."""
+    from dpsynth.sampling.conditioned import nbinom_window
+
+    rng = np.random.default_rng(8)
+    shape = np.concatenate([10.0 ** rng.uniform(-2, 4, 400), [0.5, 3.0, 0.0, -1.0, 2.0]])
+    success = np.concatenate([10.0 ** rng.uniform(-3, 0, 400), [1.0, 0.3, 0.3, 0.3, 1.5]])
+    for q in (1e-13, 1e-3):
+        for total in (0, 7, 1234):
+            ours = nbinom_window(q, shape, success, total)
+            theirs = (stats.nbinom.ppf(q, shape, success), stats.nbinom.isf(q, shape, success),
+                      stats.nbinom.cdf(total, shape, success))  # fmt: skip
+            for a, b in zip(ours, theirs, strict=True):
+                assert np.array_equal(np.isnan(a), np.isnan(b))
+                assert np.array_equal(
+                    a[~np.isnan(a)].view(np.int64), b[~np.isnan(b)].view(np.int64)
+                )

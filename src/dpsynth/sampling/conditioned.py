@@ -320,6 +320,31 @@ def _solve_tilt_untruncated(shape: np.ndarray, log_p: np.ndarray, total: int) ->
     return brentq(excess, low, high, xtol=1e-10, rtol=1e-10)
 
 
+def nbinom_window(q: float, shape: np.ndarray, success: np.ndarray, total: int):
+    """``scipy.stats.nbinom``'s ``ppf(q)``, ``isf(q)`` and ``cdf(total)`` at (``shape``,
+    ``success``), to the bit, for 0 < q < 1: the same kernels (Boost's, which scipy.stats
+    calls), NaN where the parameters are invalid (shape <= 0, success outside (0, 1]), the
+    cdf clipped to [0, 1] and 1 from the support's end, without importing scipy.stats
+    (about a second of a study's job). ``tests/test_sampling_exact.py`` checks it
+    against scipy.stats on random and edge arguments."""
+    from scipy.special import _ufuncs  # scipy.stats.nbinom's own kernels
+
+    kernels = [getattr(_ufuncs, f"_nbinom_{name}", None) for name in ("ppf", "isf", "cdf")]
+    if None in kernels:  # pragma: no cover - another scipy: its public functions
+        from scipy.stats import nbinom
+
+        return (nbinom.ppf(q, shape, success), nbinom.isf(q, shape, success),
+                nbinom.cdf(total, shape, success))  # fmt: skip
+    ppf, isf, cdf = kernels
+    shape, success = np.broadcast_arrays(np.asarray(shape, float), np.asarray(success, float))
+    valid = (shape > 0) & (success > 0) & (success <= 1)
+    with np.errstate(all="ignore"):  # invalid parameters: NaN below, as scipy.stats's
+        lower = np.where(valid, ppf(q, shape, success) + 0.0, np.nan)
+        upper = np.where(valid, isf(q, shape, success) + 0.0, np.nan)
+        below = np.where(valid, np.clip(cdf(math.floor(total), shape, success), 0, 1), np.nan)
+    return lower, upper, below
+
+
 #: The largest table of log-factorials :func:`_log_factorials` keeps (32 MiB).
 _LOG_FACTORIALS = 1 << 22
 
@@ -764,8 +789,6 @@ class ConditionedSampler:
 
     # --- construction --------------------------------------------------------------
     def _build_leaves(self, shape, log_p, lower, upper, tail) -> None:
-        from scipy.stats import nbinom
-
         total = self.total
         window_cut = 0.0
         if self.calibration.truncated:
@@ -777,13 +800,14 @@ class ConditionedSampler:
         else:
             log_c = _solve_tilt_untruncated(shape, log_p, total)
             success = 1.0 - np.exp(log_p + log_c)  # scipy's nbinom counts failures
-            start = np.nan_to_num(nbinom.ppf(tail / 10, shape, success), nan=0.0)
-            stop = np.nan_to_num(nbinom.isf(tail / 10, shape, success), nan=total)
+            start, stop, below_total = nbinom_window(tail / 10, shape, success, total)
+            start = np.nan_to_num(start, nan=0.0)
+            stop = np.nan_to_num(stop, nan=total)
             start = np.minimum(start, total).astype(np.int64)
             stop = np.clip(stop, start, total).astype(np.int64)
             # the cut is measured against each cell's tilted pmf on [0, y.] (larger values
             # cannot occur given the sum), which holds a share F_k(y.) of the NB's mass
-            below_total = nbinom.cdf(total, shape, success)
+            # (below_total: F_k(y.))
             window_cut = 2 * (tail / 10) * float(np.sum(1.0 / below_total))
             rows, base = _window_weights(shape, log_p, start, stop)
             probs = _tilted_probabilities(rows, base, log_c)
