@@ -27,7 +27,9 @@ wall time, CPU time and peak memory (the process's own rusage) beside the releas
 forecast (:func:`dpsynth.release.design.estimate_cost` at the machine's speed measured
 around the run), and the floor: NumPy drawing as many negative binomials (one per stratum
 and set) in one process, and the ratio of the wall time to that floor divided by the
-cores; then ``dpsynth verify`` of the 1M and 10M truncated releases. The rows go to
+cores; then ``dpsynth verify`` of the 1M and 10M truncated releases. numba's kernels are
+compiled before anything is timed (an untimed 10k release, and a 100k one of each
+mechanism, whose parallel kernels the small table does not reach). The rows go to
 ``results/benchmarks/release_national.json`` (git-ignored; ``--out`` elsewhere).
 """
 
