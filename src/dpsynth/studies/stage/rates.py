@@ -148,11 +148,22 @@ class GroupRates:
         by_band = np.asarray(self._indicator.T @ flat.T).T  # (rows, groups * bands)
         by_band = by_band.reshape(flat.shape[0], len(self.names), len(self.bands))
         if not getattr(self, "_own_weights", None):
-            out = (by_band / self.population[None]) @ self.weights * self.per
+            out = _weighted_bands(by_band / self.population[None], self.weights) * self.per
             return out[0] if counts.ndim == 1 else out
         # groups with bands of their own have no population outside them: 0 there, not 0/0
         population = np.where(self.population > 0, self.population, 1.0)
-        out = (by_band / population[None]) @ self.weights * self.per
+        out = _weighted_bands(by_band / population[None], self.weights) * self.per
         for g, w in self._own_weights.items():
-            out[:, g] = (by_band[:, g, :] / population[g]) @ w * self.per
+            out[:, g] = _weighted_bands(by_band[:, g, :] / population[g], w) * self.per
         return out[0] if counts.ndim == 1 else out
+
+
+def _weighted_bands(rates: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """sum_b rates[..., b] weights[b], band after band: each group's number is the same
+    bits whatever the other groups (a BLAS product's summation order depends on the
+    shape and the machine's kernel, so a group's rate could change with its neighbours)."""
+    weights = np.asarray(weights, dtype=float)
+    out = rates[..., 0] * weights[0]
+    for b in range(1, weights.size):
+        out = out + rates[..., b] * weights[b]
+    return out
