@@ -6,12 +6,15 @@ Run from the repository root, after ``benchmarks/release.py --national``::
 
 :meth:`dpsynth.release.design.Cost.seconds` forecasts a release's wall time as
 
-    start + (share x multiply-adds + per entry x tree entries + per step x leaf steps
-             + (per stratum + per stratum and set x sets) x strata) / machine rate
+    start + (share x multiply-adds + per entry x tree entries + per step x leaf steps)
+            / rate on every core
+          + (per stratum + per stratum and set x sets) x strata / rate on one core
 
 from public quantities only (the convolutions' multiply-adds, the tree's entries and the
 leaves' walked steps of :func:`~dpsynth.release.design.estimate_cost`, the strata, the
-sets) and the machine's convolution rate measured around each run. This script fits those
+sets) and the machine's convolution rates measured around each run: the compiled build's
+work (convolutions, entries, steps) at the rate on every core, the work per stratum and
+per stratum and set at the rate on one. This script fits those
 six constants to the
 rows the benchmark wrote (each row's measured wall time, its forecast's quantities and its
 rate) by non-negative least squares on relative errors, the convolutions' share at least
@@ -46,14 +49,14 @@ NAMES = (
 
 def columns(row: dict) -> np.ndarray:
     """A run's terms of the forecast, each to be multiplied by its constant."""
-    rate = row["machine_rate"]
+    parallel, serial = row["machine_rate"], row["machine_rate_serial"]
     return np.array(
         [
-            row["multiply_adds"] / rate,
-            row["entries"] / rate,
-            row.get("walked", 0.0) / rate,
-            row["strata"] / rate,
-            row["strata"] * row["sets"] / rate,
+            row["multiply_adds"] / parallel,
+            row["entries"] / parallel,
+            row.get("walked", 0.0) / parallel,
+            row["strata"] / serial,
+            row["strata"] * row["sets"] / serial,
             1.0,
         ]
     )
@@ -64,7 +67,7 @@ def main() -> None:
     parser.add_argument("results", nargs="?", type=Path, default=NATIONAL_RESULTS)
     args = parser.parse_args()
     rows = [r for r in json.loads(args.results.read_text()) if "strata" in r]
-    rows = [r for r in rows if not r["refused"] and "entries" in r]
+    rows = [r for r in rows if not r["refused"] and "machine_rate_serial" in r]
     if len(rows) < len(NAMES):
         raise SystemExit(
             f"{args.results}: {len(rows)} runs with the forecast's quantities; expected at "

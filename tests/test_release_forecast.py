@@ -73,11 +73,13 @@ def measured(national, mechanism: str, sets: int):
         machine_rate()  # compiled before the floor is timed
         before = machine_rate()
         wall, peak = release_process(folder, keys, mechanism, sets)
-        rate = math.sqrt(before * machine_rate())  # the floor, around the run
+        after = machine_rate()
+        rate = [math.sqrt(b * a) for b, a in zip(before, after, strict=True)]  # around the run
         print(
             f"{mechanism} {sets} sets: peak {peak / 2**30:.2f} GiB, forecast "
             f"{forecast.bytes / 2**30:.2f}; wall {wall:.1f} s, forecast "
-            f"{forecast.seconds(rate):.1f} s at {rate:.3g} multiply-adds/s"
+            f"{forecast.seconds(*rate):.1f} s at {rate[0]:.3g} (all cores) and {rate[1]:.3g} "
+            "(one core) multiply-adds/s"
         )
         _RUNS[key] = (forecast, wall, peak, rate)
     return _RUNS[key]

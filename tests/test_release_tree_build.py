@@ -206,6 +206,25 @@ def test_the_public_forecast_follows_the_work_the_build_does(mechanism, monkeypa
     assert 0.8 < forecast.walked / sum(steps) < 1.25
 
 
+def test_the_forecast_takes_the_build_at_the_parallel_rate_and_the_rest_at_the_serial():
+    """The compiled build runs on every core, the work per stratum and set on one: a
+    machine whose one core is busy (its parallel rate halved, its serial rate kept) must
+    slow the build's share of the forecast only; its serial rate halved, the rest only."""
+    from dpsynth.release.design import _START_SECONDS, estimate_cost
+
+    _, cal = national_like("pg", 2_000, 3)
+    cost = estimate_cost(cal, 1e-13, sets=4)
+    work = cost.seconds(1.0, 1.0) - _START_SECONDS  # both shares, in multiply-adds
+    built = cost.seconds(1.0, math.inf) - _START_SECONDS
+    rest = cost.seconds(math.inf, 1.0) - _START_SECONDS
+    assert built > cost.multiply_adds and rest > cost.n_cells * cost.sets
+    assert built + rest == pytest.approx(work, rel=1e-12)
+    rate = 3e9
+    base = cost.seconds(rate, rate / 2)
+    assert cost.seconds(rate / 2, rate / 2) - base == pytest.approx(built / rate, rel=1e-9)
+    assert cost.seconds(rate, rate / 4) - base == pytest.approx(2 * rest / rate, rel=1e-9)
+
+
 @pytest.mark.parametrize("mechanism", ["truncated", "pg"])
 def test_a_level_convolved_in_chunks_stores_the_sequential_tree(mechanism, monkeypatch):
     """Issue #36: a level's convolutions run in chunks of pairs (bounded memory); every

@@ -215,19 +215,21 @@ class Cost:
     #: steps of the leaves' walks (a long leaf's twice)
     walked: float = 0.0
 
-    def seconds(self, rate: float) -> float:
-        """Forecast wall time on a machine that convolves ``rate`` multiply-adds a second
-        on all its cores (:func:`dpsynth.sampling.tree_build.machine_rate`): the work of the
-        convolutions and, in the same unit, of everything else a release does per stratum
-        and per stratum and set, so the forecast scales with the machine's speed."""
-        per_stratum = _WORK_PER_STRATUM + _WORK_PER_STRATUM_SET * self.sets
-        work = (
+    def seconds(self, parallel: float, serial: float) -> float:
+        """Forecast wall time on a machine that convolves ``parallel`` multiply-adds a
+        second on all its cores and ``serial`` on one (the two rates of
+        :func:`~dpsynth.sampling.tree_build.machine_rate`): the work of the compiled build
+        (its convolutions, its entries, its leaves' walks), which runs on every core, at
+        the first, and the one-threaded work per stratum and per stratum and set at the
+        second, so the forecast follows the machine's speed, and its load, share by
+        share."""
+        built = (
             _CONVOLUTION_SHARE * self.multiply_adds
             + _WORK_PER_ENTRY * self.entries
             + _WORK_PER_STEP * self.walked
-            + per_stratum * self.n_cells
         )
-        return work / rate + _START_SECONDS
+        per_stratum = (_WORK_PER_STRATUM + _WORK_PER_STRATUM_SET * self.sets) * self.n_cells
+        return built / parallel + per_stratum / serial + _START_SECONDS
 
 
 #: Peak resident memory of a release = _BASE_BYTES + _BYTES_PER_ENTRY x tree entries (a
@@ -250,24 +252,26 @@ _BYTES_PER_STRATUM = 420.0
 _BYTES_PER_STRATUM_SET = 15.0
 #: Seconds a release spends besides its work (the command's imports, loading the compiled
 #: sampler, the steward's figures), and the work, in multiply-adds of
-#: :func:`~dpsynth.sampling.tree_build.machine_rate`: the build's convolutions at
-#: _CONVOLUTION_SHARE of the measured rate's cost (at least 1: no faster than the kernel
-#: measured), per tree entry (trimming the leaves, trimming and gathering the levels,
-#: spilling them), per step of the leaves' walks (:attr:`Cost.walked`), per stratum
-#: (reading, identifying the table, calibrating, the count-fit check, the summary and
-#: utility report) and per stratum and set (drawing, writing and scoring the sets). Fitted
-#: by ``benchmarks/fit_forecast.py`` (issue #36, session of 2026-11-28 evening; relative
-#: least squares, non-negative) to nine runs of ``benchmarks/release.py --national`` on a
-#: 2-core machine at load 0.6 to 1.2: 10k to 10M strata, 1 to 100 sets, truncated and pg
-#: (the tenth, 100k strata and 1 set, was left out: it had compiled the sampler's parallel
-#: kernels inside its timing, which the benchmark now warms first). In sample it is within
-#: 4% of all nine. The fit finds no cost per tree entry beyond the steps walked.
-_START_SECONDS = 2.591
-_WORK_PER_STRATUM = 13_790.0
-_WORK_PER_STRATUM_SET = 1_963.0
-_CONVOLUTION_SHARE = 1.242
-_WORK_PER_ENTRY = 0.0
-_WORK_PER_STEP = 249.0
+#: :func:`~dpsynth.sampling.tree_build.machine_rate`. On every core (its parallel rate):
+#: the build's convolutions at _CONVOLUTION_SHARE of the measured rate's cost (at least 1:
+#: no faster than the kernel measured), per tree entry (trimming the leaves, trimming and
+#: gathering the levels, spilling them) and per step of the leaves' walks
+#: (:attr:`Cost.walked`). On one core (its serial rate): per stratum (reading, identifying
+#: the table, calibrating, the count-fit check, the summary and utility report) and per
+#: stratum and set (drawing, writing and scoring the sets). Fitted by
+#: ``benchmarks/fit_forecast.py`` (issue #36, session of 2026-11-28 night; relative least
+#: squares, non-negative) to the ten runs of one ``benchmarks/release.py --national`` on
+#: a 2-core machine at load 0.7 to 1.3: 10k to 10M strata, 1 to 100 sets, truncated and
+#: pg; in sample within 4% of all ten. Two rates rather than one, because a release is
+#: mostly one-threaded: with another program on one core the parallel rate halves while
+#: the release slows by far less, and one rate scaled everything (a forecast 1.7 times
+#: the time, 2026-11-28).
+_START_SECONDS = 2.706
+_WORK_PER_STRATUM = 6_629.0
+_WORK_PER_STRATUM_SET = 1_029.0
+_CONVOLUTION_SHARE = 1.0
+_WORK_PER_ENTRY = 76.41
+_WORK_PER_STEP = 156.9
 
 
 def estimate_cost(cal: Calibration, tv_target: float, sets: int = 1) -> Cost:

@@ -27,6 +27,7 @@ against a sequential reference.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -381,11 +382,22 @@ def gather(source_hi, source_lo, starts, lengths, out_hi, out_lo, out_starts, pa
     run(source_hi, source_lo, starts, lengths, out_hi, out_lo, out_starts)
 
 
-def machine_rate(width: int = 8192, repeats: int = 3) -> float:
-    """Multiply-adds a second that :func:`convolve_level` does on this machine, on every
-    core numba has: the best of ``repeats`` convolutions of two ``width``-entry nodes
-    (about 40 ms each on a laptop). For forecasts (:class:`dpsynth.release.design.Cost`);
-    it reads no data."""
+class MachineRate(NamedTuple):
+    """Multiply-adds a second that :func:`convolve_level` does on this machine: on every
+    core numba has (``parallel``, the rate of a release's compiled build) and on one
+    (``serial``, the rate of its one-threaded work: reading, checking, drawing and
+    writing). On a quiet 2-core machine ``parallel`` is about twice ``serial``; while
+    another program keeps one core busy ``parallel`` halves and ``serial`` does not, and so
+    does a release's one-threaded work."""
+
+    parallel: float
+    serial: float
+
+
+def machine_rate(width: int = 8192, repeats: int = 3) -> MachineRate:
+    """:class:`MachineRate` of this machine: the best of ``repeats`` convolutions of two
+    ``width``-entry nodes on every core and on one, alternately (about 40 and 80 ms each on
+    a laptop). For forecasts (:class:`dpsynth.release.design.Cost`); it reads no data."""
     import time
 
     values = np.linspace(1.0, 2.0, 2 * width)
@@ -395,11 +407,14 @@ def machine_rate(width: int = 8192, repeats: int = 3) -> float:
     left, right = np.zeros(1, np.int64), np.ones(1, np.int64)
     out_starts, out_lengths = np.zeros(1, np.int64), np.array([2 * width - 1], np.int64)
     out_hi, out_lo = np.empty(2 * width - 1), np.empty(2 * width - 1)
-    best = float("inf")
-    for _ in range(repeats + 1):  # the first call may load or compile the code
-        start = time.perf_counter()
-        convolve_level(
-            values, low, starts, lengths, left, right, out_starts, out_lengths, out_hi, out_lo
-        )  # on every core
-        best = min(best, time.perf_counter() - start)
-    return float(width) * width / max(best, 1e-9)
+    best = {True: float("inf"), False: float("inf")}
+    for _ in range(repeats + 1):  # the first calls may load or compile the code
+        for parallel in best:
+            start = time.perf_counter()
+            convolve_level(
+                values, low, starts, lengths, left, right, out_starts, out_lengths, out_hi,
+                out_lo, parallel=parallel,
+            )  # fmt: skip
+            best[parallel] = min(best[parallel], time.perf_counter() - start)
+    work = float(width) * width
+    return MachineRate(work / max(best[True], 1e-9), work / max(best[False], 1e-9))
