@@ -130,3 +130,71 @@ def test_sanitised_prior_splits_the_budget():
     assert rates[0] == rates[1] and np.all(rates > 0)
     with pytest.raises(ValueError, match="epsilon_prior"):
         sanitised_prior_calibration(y, state, pop, 1.0, 1.0, rng)
+
+
+def test_noisy_state_rates_of_many_datasets_add_discrete_laplace_noise_to_each_row():
+    """Rows of datasets at once: each row's state totals (its own bincount) plus noise
+    drawn as the discrete Laplace of scale 2 / eps_prior, independent across rows and
+    states (a chi-square test of the recovered noise against the exact pmf)."""
+    from scipy import stats
+
+    from dpsynth.privacy.discrete_laplace import discrete_laplace_pmf, scale_for
+    from dpsynth.privacy.sanitised_prior import StateGroups
+
+    rng = np.random.default_rng(21)
+    state = np.array(["NJ", "PA", "NJ", "NY", "PA", "PA"])
+    pop = np.array([100.0, 200, 50, 400, 80, 90])
+    groups = StateGroups.of(state, pop)
+    ys = rng.integers(5_000, 9_000, size=(20_000, 6))
+    rates = groups.noisy_rates(ys, 0.8, rng)
+    assert rates.shape == ys.shape
+    one = groups.noisy_rates(ys[3], 0.8, np.random.default_rng(1))
+    assert one.shape == (6,) and np.all(one[[1, 4, 5]] == one[1])
+    totals = np.stack([np.bincount(groups.codes, weights=y, minlength=3) for y in ys])
+    first_cell = [list(groups.codes).index(s) for s in range(3)]
+    noise = rates[:, first_cell] * groups.population - totals  # no floor: totals >= 5,000
+    recovered = np.round(noise).astype(np.int64)
+    np.testing.assert_allclose(noise, recovered, atol=1e-6)
+    k = np.arange(-12, 13)
+    expected = discrete_laplace_pmf(k, scale_for(0.8, 2)) * recovered.size
+    observed = np.array([np.count_nonzero(recovered == j) for j in k])
+    tails = recovered.size - observed.sum()
+    expected_tails = recovered.size - expected.sum()
+    chi2 = np.sum((observed - expected) ** 2 / expected) + (tails - expected_tails) ** 2 / max(
+        expected_tails, 1e-9
+    )
+    assert stats.chi2.sf(chi2, df=k.size) > 1e-4
+    # independent across rows and states: neighbouring draws uncorrelated
+    flat = recovered.ravel().astype(float)
+    assert abs(np.corrcoef(flat[:-1], flat[1:])[0, 1]) < 5 / np.sqrt(flat.size)
+
+
+def test_the_sanitised_arm_draws_each_rows_own_calibration():
+    """Study 1's sanitised arm (all rows at once) gives each dataset the rates drawn from
+    calibrate('pg', eps - eps_prior, its total, populations, its noisy prior) and one
+    gamma draw: the same numbers as those steps taken one calibration at a time."""
+    from dpsynth import calibrate
+    from dpsynth.privacy.sanitised_prior import StateGroups
+    from dpsynth.studies.study1 import _sanitised_rates, study1_arm
+
+    rng = np.random.default_rng(4)
+    state = np.repeat(np.arange(5), 8)
+    pop = rng.uniform(1e3, 1e5, state.size)
+    ys = rng.poisson(pop * 2e-3, size=(12, state.size)).astype(np.int64)
+    groups = StateGroups.of(state, pop)
+    arm = study1_arm("pg_state_sanitised")
+    for epsilon in (0.05, 2.0):
+        got = _sanitised_rates(
+            ys, groups, pop, arm, epsilon, 0.1 * epsilon, np.random.default_rng(9)
+        )
+        again = np.random.default_rng(9)
+        prior = groups.noisy_rates(ys, 0.1 * epsilon, again)
+        cals = [
+            calibrate("pg", epsilon - 0.1 * epsilon, int(y.sum()), pop, p, method="paper")
+            for y, p in zip(ys, prior, strict=True)
+        ]
+        shapes = np.stack([y + cal.a for y, cal in zip(ys, cals, strict=True)])
+        rates = np.stack([pop + cal.b for cal in cals])
+        np.testing.assert_array_equal(got, again.gamma(shapes, 1.0 / rates))
+    with pytest.raises(ValueError, match="epsilon_prior"):
+        _sanitised_rates(ys, groups, pop, arm, 1.0, 1.0, rng)

@@ -189,7 +189,7 @@ def test_posterior_rates_per_dataset_matches_the_single_dataset_law(mechanism):
 
 
 def test_posterior_rates_of_counts_draws_what_posterior_rates_draws():
-    """The unchecked entry point (the sanitised arm's per-dataset loop) draws the same
+    """The unchecked entry point draws the same
     numbers from the same stream as posterior_rates, for pg and md."""
     from dpsynth import calibrate
     from dpsynth.sampling.synthesize import posterior_rates_of_counts

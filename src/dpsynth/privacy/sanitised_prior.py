@@ -50,14 +50,26 @@ class StateGroups:
         return cls(codes, labels.size, pops)
 
     def noisy_rates(self, y, epsilon_prior: float, rng) -> np.ndarray:
-        """Per-cell prior rate lambda0*_{s_i} from geometric-noised state totals (eq 19)."""
+        """Per-cell prior rate lambda0*_{s_i} from geometric-noised state totals (eq 19).
+
+        ``y`` is one dataset (1-D) or several (rows of a 2-D array, each with its own
+        noise: rates of the same shape, the noise of every row drawn in one call, row
+        after row).
+        """
         y = np.asarray(y)
-        if y.shape != self.codes.shape:
-            raise ValueError("y, state and population must be 1-D arrays of the same length")
-        totals = np.bincount(self.codes, weights=y, minlength=self.n_states)
-        noisy = totals + geometric_noise(epsilon_prior, self.n_states, rng)
+        if y.shape[-1:] != self.codes.shape or y.ndim not in (1, 2):
+            raise ValueError(
+                "y must hold one count per cell of the grouping (a 1-D array, or rows of them)"
+            )
+        rows = y.reshape(-1, self.codes.size)
+        # Each row's state totals, summed in the order of its cells (as a bincount of it).
+        bins = self.codes + self.n_states * np.arange(len(rows))[:, None]
+        totals = np.bincount(
+            bins.ravel(), weights=rows.ravel(), minlength=len(rows) * self.n_states
+        ).reshape(len(rows), self.n_states)
+        noisy = totals + geometric_noise(epsilon_prior, totals.shape, rng)
         rates = np.maximum(noisy, MIN_STATE_COUNT) / self.population
-        return rates[self.codes]
+        return rates[:, self.codes].reshape(y.shape)
 
     def calibration(
         self,

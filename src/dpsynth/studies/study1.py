@@ -35,9 +35,11 @@ from dpsynth.arms import Arm, arm_named, mechanism_title
 from dpsynth.baselines.geometric import geometric_release_each
 from dpsynth.data.scenarios import Scenario, draw_datasets, make_scenario
 from dpsynth.design import at_epsilon, chunk_labels, chunk_members, grid_from_config
+from dpsynth.mechanisms.poisson_gamma import gamma_rates
 from dpsynth.privacy.calibrate import calibrate
+from dpsynth.privacy.paper import pg_paper_shapes_rows
 from dpsynth.privacy.sanitised_prior import StateGroups
-from dpsynth.sampling.synthesize import posterior_rates_of_counts, posterior_rates_per_dataset
+from dpsynth.sampling.synthesize import posterior_rates_per_dataset
 from dpsynth.seeding import job_rng
 from dpsynth.studies.metrics import BAND_COLUMNS, group_rate_per_100k, pooled_mean, rmse_per_100k
 
@@ -154,6 +156,37 @@ def _checked_rows(datasets: np.ndarray, population: np.ndarray) -> np.ndarray:
     return counts
 
 
+def _sanitised_rates(counts, states, population, arm, epsilon, epsilon_prior, rng):
+    """One draw of the posterior rates of each dataset (row of ``counts``, checked once)
+    with its own sanitised state prior: the noisy prior depends on the data, so each row
+    has its own calibration at epsilon - epsilon_prior. The prior noise of every row is
+    drawn first (one call), then the rates of every row (one gamma call)."""
+    if not (0 < epsilon_prior < epsilon):
+        raise ValueError(
+            f"epsilon_prior must lie strictly between 0 and epsilon={epsilon}, "
+            f"got {epsilon_prior!r}"
+        )
+    prior = states.noisy_rates(counts, epsilon_prior, rng)
+    totals = counts.sum(axis=1)
+    if arm.mechanism == "pg" and arm.method == "paper":
+        # calibrate("pg", ..., method="paper") of every row, bit for bit, in one pass
+        shapes = pg_paper_shapes_rows(epsilon - epsilon_prior, totals, population, prior)
+        if not np.all(np.isfinite(shapes) & (shapes > 0)):
+            raise ValueError(
+                f"epsilon {epsilon:g} is too large for pg/paper: the shapes a underflow to 0"
+            )
+        shapes, rates = counts + shapes, population + gamma_rates(shapes, prior)
+    else:
+        cals = [
+            calibrate(arm.mechanism, epsilon - epsilon_prior, int(total), population, rates,
+                      method=arm.method)
+            for total, rates in zip(totals, prior, strict=True)
+        ]  # fmt: skip
+        shapes = np.stack([cal.clamp(y) + cal.a for cal, y in zip(cals, counts, strict=True)])
+        rates = np.stack([population + cal.b for cal in cals])
+    return rng.gamma(shapes, 1.0 / rates)
+
+
 def score_datasets(
     scenario: Scenario,
     geo: Geography,
@@ -196,21 +229,9 @@ def score_datasets(
         if arm.baseline:
             rates = geometric_release_each(datasets, epsilon, rng) / n
         elif arm.prior == "sanitised":
-            # The noisy prior depends on the data: one calibration per dataset, each
-            # drawing its prior noise and then its rates (the order of the draws). The
-            # counts were checked once (check_count_rows, against each row's own total).
-            rates = np.empty(datasets.shape, dtype=float)
-            for row, y in enumerate(counts):
-                _, cal_y = states.calibration(
-                    y,
-                    n,
-                    epsilon,
-                    prior_budget_fraction * epsilon,
-                    rng,
-                    mechanism=arm.mechanism,
-                    method=arm.method,
-                )
-                rates[row] = posterior_rates_of_counts(y, cal_y, 1, rng)[0]
+            rates = _sanitised_rates(
+                counts, states, n, arm, epsilon, prior_budget_fraction * epsilon, rng
+            )
         else:
             # Calibrations are data-independent: one per epsilon, shared by every dataset.
             # A calibration is immutable: the chunks of a scenario can share it.
