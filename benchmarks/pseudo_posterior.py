@@ -4,8 +4,8 @@ For each data set of ``config/config.yaml`` (simulated as the workflow simulates
 the six synthesizers in order as the fit job does (``run_synthesizer``, same seeds), once
 with the default method (exact conjugate draws for Poisson, NUTS for the negative
 binomial) and, for a conjugate model, once more with NUTS on the same model. Every variant
-runs in a fresh process with the job's one-thread XLA flags, so it pays what a job pays:
-imports, and for NUTS one compilation of the sampler (no persistent compilation cache
+runs in a fresh process with the job's one-thread XLA flags and JAX pool, so it pays what
+a job pays: imports, and for NUTS one compilation of the sampler (no persistent compilation cache
 unless ``--jax-cache DIR`` is given; run twice with the same DIR to see a warm cache).
 
     .venv/bin/python benchmarks/pseudo_posterior.py [--datasets poisson ...] [--jax-cache DIR]
@@ -34,6 +34,7 @@ def fit_stage(dataset: str, method: str) -> dict:
     import yaml
 
     from dpsynth.seeding import job_rng
+    from dpsynth.studies.pseudo_posterior.fitting import fit_method
     from dpsynth.studies.pseudo_posterior.simulate import simulate_counts
     from dpsynth.studies.pseudo_posterior.study import SYNTHESIZERS, StudySettings, run_synthesizer
 
@@ -43,6 +44,10 @@ def fit_stage(dataset: str, method: str) -> dict:
     rng = job_rng(config["seed"], "pseudo_posterior", dataset)
     y = simulate_counts(spec["size"], spec["components"], rng)
     settings = replace(StudySettings.from_config(section, dataset), method=method)
+    if fit_method(settings.family, method) == "nuts":
+        from dpsynth.studies.pseudo_posterior.jax_threads import use_one_thread
+
+        use_one_thread()  # as the fit job does
     rng = job_rng(config["seed"], "pseudo_posterior", dataset, "fit")
     fits, count = {}, 0
     start = time.perf_counter()

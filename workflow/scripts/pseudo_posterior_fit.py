@@ -1,9 +1,10 @@
 """Fit the six synthesizers of one data set (Hu et al. (2020)), each after the fits it needs.
 
-Poisson fits are exact conjugate draws (no JAX); negative binomial fits run NUTS, whose
-sampler is compiled once per job, and JAX's persistent compilation cache in
-.snakemake/jax_cache lets later jobs and reruns load that compiled program instead
-(the environment variable JAX_COMPILATION_CACHE_DIR, if set, takes precedence).
+Poisson fits are exact conjugate draws (no JAX); negative binomial fits run NUTS on one
+thread (the job holds one core), whose sampler is compiled once per job, and JAX's
+persistent compilation cache in .snakemake/jax_cache lets later jobs and reruns load that
+compiled program instead (the environment variable JAX_COMPILATION_CACHE_DIR, if set,
+takes precedence).
 """
 
 import logging
@@ -22,14 +23,20 @@ import pandas as pd
 
 from dpsynth.io import write_json, write_parquet
 from dpsynth.seeding import job_rng
+from dpsynth.studies.pseudo_posterior.fitting import fit_method
 from dpsynth.studies.pseudo_posterior.study import StudySettings, fit_synthesizers
 from dpsynth.studies.pseudo_posterior.tables import draws_table, fit_metadata, records_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 dataset = snakemake.wildcards.dataset
+settings = StudySettings.from_config(snakemake.params.section, dataset)
+if fit_method(settings.family, settings.method) == "nuts":
+    from dpsynth.studies.pseudo_posterior.jax_threads import use_one_thread
+
+    use_one_thread()  # the job holds one core: JAX computes on one thread
 fits = fit_synthesizers(
     pd.read_parquet(snakemake.input.data).sort_values("record")["y"].to_numpy(),
-    StudySettings.from_config(snakemake.params.section, dataset),
+    settings,
     job_rng(snakemake.params.seed, "pseudo_posterior", dataset, "fit"),
 )
 write_parquet(draws_table(fits), snakemake.output.draws)
