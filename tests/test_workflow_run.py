@@ -174,13 +174,13 @@ def test_same_bytes_on_one_core_in_bundled_jobs(clean_run, tmp_path):
     """Same config, same seed: identical artifacts whatever the core count and the job
     structure. clean_run has one job per unit (job_structure: split, the schema's
     default); this run goes through the laptop profile, whose bundled jobs do a whole
-    Study-1 scenario or study each."""
+    Study-1 run (an age group's scenarios and summary) or study each."""
     work = copy_project(tmp_path / "one_core")
     profile = ["--profile", "workflow/profiles/default"]
     result = snakemake(work, *profile, "--cores", "1", "--configfile", TEST_CONFIG)
     assert result.returncode == 0, result.stderr[-4000:]
     ran = {p.name.split("_bundle")[0] for p in (work / "logs/benchmarks").rglob("*_bundle*")}
-    assert ran == {"scenario", "study"}, ran
+    assert ran == {"study1", "study"}, ran
     assert not list((work / "logs/benchmarks/study1").glob("score_*.tsv"))
     assert generated_files(work) == generated_files(clean_run)
 

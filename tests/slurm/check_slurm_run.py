@@ -11,8 +11,8 @@ Checks, each failing with a message that says what differed:
 2. the same config run locally (default profile) in another copy gives the same files
    under results/ and figures/, byte for byte (same seeds, so the same random streams),
    although the two profiles group the work differently: the SLURM profile runs one job
-   per unit (job_structure: split), the laptop profile one per Study-1 scenario and per
-   study arm (bundled); both structures are checked to have been used.
+   per unit (job_structure: split), the laptop profile one per Study-1 run and per
+   study (bundled); both structures are checked to have been used.
 
 Both copies and a snapshot of ``src/`` (put first on PYTHONPATH, which sbatch passes on
 to the jobs) are taken before the first run, so both runs use the same code.

@@ -18,8 +18,8 @@ DPSYNTH_ENV = "../../environment.yml"
 # Snakefile sets one BLAS/OpenMP thread): a run's parallelism is its number of jobs.
 # Among ready jobs the long chains start first (`priority:`): 2 for the heads of chains and
 # the longest single jobs (a study's strata, the pseudo-posterior's simulate-fit-synthesize,
-# Study 1's summaries and Appendix C's figures), 1 for the sampling jobs (truth, Study 1's
-# scenarios, a study's arms and reference) and the figures and maps that take seconds (a
+# Study 1's run bundles or summaries and Appendix C's figures), 1 for the sampling jobs
+# (truth, Study 1's scenarios and scores, a study's arms and reference) and the figures and maps that take seconds (a
 # study's, Study 1's, the pseudo-posterior's), 0 for the short ones (the data maps, the
 # truth map), which fill the cores at the end instead of leaving one long job to run alone.
 
@@ -102,10 +102,21 @@ def study1_design():
     return Study1Design.from_config(config["study1"])
 
 
-def study1_unit_paths(kind):
-    """The bundle's outputs of one kind (scores, county_sums), in the design's unit order."""
+def study1_bundle_paths(scenarios, kind):
+    """A run bundle's outputs of one kind (scenario, datasets, scores, county_sums):
+    scenario by scenario, then in the design's unit order, as the summary reads them."""
+    if kind == "scenario":
+        return [
+            f"results/{{run}}/scenario_{scenario}.parquet" for scenario in scenarios
+        ]
+    if kind == "datasets":
+        return [
+            f"results/{{run}}/datasets/scenario_{scenario}.parquet"
+            for scenario in scenarios
+        ]
     return [
-        f"results/{{run}}/{kind}/{{scenario}}/{arm}/{chunk}.parquet"
+        f"results/{{run}}/{kind}/{scenario}/{arm}/{chunk}.parquet"
+        for scenario in scenarios
         for arm, chunk in study1_design().units
     ]
 

@@ -33,13 +33,13 @@ study1_figures = lambda: (
 
 
 # job_structure (config; the profile chooses): `split` runs each unit as its own job (a
-# cluster's many small jobs), `bundled` one job per scenario (a laptop's few heavy ones).
+# cluster's many small jobs), `bundled` one job per run: its scenarios, then its summary
+# (a laptop's few heavy ones).
 # The units and their random streams are the same, so are the outputs, byte for byte.
 
 
 # Summaries and figures are light: on a cluster they run where Snakemake runs.
 localrules:
-    study1_summary,
     study1_figures,
     study1_maps,
     study1_appendix_c_summary,
@@ -123,65 +123,81 @@ if config["job_structure"] == "split":
         script:
             "../scripts/study1_score.py"
 
-else:
+    # The run's summary (in the bundled structure, the run's job makes it).
+    localrules:
+        study1_summary,
 
-    rule study1_scenario_bundle:
+    rule study1_summary:
         input:
-            truth=study1_truth,
-            counties=config["data"]["counties"],
-            age_groups=config["data"]["age_groups"],
+            scenarios=lambda w: expand(
+                "results/{run}/scenario_{scenario}.parquet",
+                run=w.run,
+                scenario=study1_run_scenarios(w.run),
+            ),
+            scores=lambda w: study1_unit_inputs(w, "scores"),
+            county_sums=lambda w: study1_unit_inputs(w, "county_sums"),
         output:
-            scenario="results/{run}/scenario_{scenario}.parquet",
-            datasets="results/{run}/datasets/scenario_{scenario}.parquet",
-            scores=study1_unit_paths("scores"),
-            county_sums=study1_unit_paths("county_sums"),
+            summary="results/{run}/summary.parquet",
+            county_means="results/{run}/county_means.parquet",
+            checks="results/{run}/checks.json",
         log:
-            "logs/{run}/scenario_bundle_{scenario}.log",
+            "logs/{run}/summary.log",
         benchmark:
-            "logs/benchmarks/{run}/scenario_bundle_{scenario}.tsv"
+            "logs/benchmarks/{run}/summary.tsv"
         wildcard_constraints:
             run=STUDY1_RUNS,
-            scenario="[1-4]",
-        priority: 1
+        priority: 2
         conda:
             DPSYNTH_ENV
-        threads: 1
-        resources:
-            runtime=60,
-            mem_mb=1500,
-        params:
-            urban_threshold=S1["urban_threshold"],
-            seed=config["seed"],
-            rng_labels=lambda w: study1_rng_labels(w.run),
-            design=S1_DESIGN_ENTRY,
         script:
-            "../scripts/study1_scenario_bundle.py"
+            "../scripts/study1_summary.py"
 
+else:
+    # One job per run (the main study, each Appendix C age group): its scenarios, their
+    # datasets, every arm x chunk's scores, then the run's summary.
+    for bundled_run, bundled_scenarios in [
+        ("study1", S1["scenarios"]),
+        (f"study1/appendix_c/(?:{APPENDIX_C_SLUGS})", S1C["scenarios"]),
+    ]:
 
-rule study1_summary:
-    input:
-        scenarios=lambda w: expand(
-            "results/{run}/scenario_{scenario}.parquet",
-            run=w.run,
-            scenario=study1_run_scenarios(w.run),
-        ),
-        scores=lambda w: study1_unit_inputs(w, "scores"),
-        county_sums=lambda w: study1_unit_inputs(w, "county_sums"),
-    output:
-        summary="results/{run}/summary.parquet",
-        county_means="results/{run}/county_means.parquet",
-        checks="results/{run}/checks.json",
-    log:
-        "logs/{run}/summary.log",
-    benchmark:
-        "logs/benchmarks/{run}/summary.tsv"
-    wildcard_constraints:
-        run=STUDY1_RUNS,
-    priority: 2
-    conda:
-        DPSYNTH_ENV
-    script:
-        "../scripts/study1_summary.py"
+        rule:
+            name:
+                "study1_bundle"
+                if bundled_run == "study1"
+                else "study1_appendix_c_bundle"
+            input:
+                truth=study1_truth,
+                counties=config["data"]["counties"],
+                age_groups=config["data"]["age_groups"],
+            output:
+                scenarios=study1_bundle_paths(bundled_scenarios, "scenario"),
+                datasets=study1_bundle_paths(bundled_scenarios, "datasets"),
+                scores=study1_bundle_paths(bundled_scenarios, "scores"),
+                county_sums=study1_bundle_paths(bundled_scenarios, "county_sums"),
+                summary="results/{run}/summary.parquet",
+                county_means="results/{run}/county_means.parquet",
+                checks="results/{run}/checks.json",
+            log:
+                "logs/{run}/study1_bundle.log",
+            benchmark:
+                "logs/benchmarks/{run}/study1_bundle.tsv"
+            wildcard_constraints:
+                run=bundled_run,
+            priority: 2
+            conda:
+                DPSYNTH_ENV
+            threads: 1
+            resources:
+                runtime=120,
+                mem_mb=1500,
+            params:
+                scenarios=bundled_scenarios,
+                urban_threshold=S1["urban_threshold"],
+                seed=config["seed"],
+                rng_labels=lambda w: study1_rng_labels(w.run),
+                design=S1_DESIGN_ENTRY,
+            script:
+                "../scripts/study1_bundle.py"
 
 
 rule study1_figures:

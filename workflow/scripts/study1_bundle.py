@@ -1,5 +1,6 @@
-"""One Study-1 scenario in one job (job_structure: bundled): the scenario, its datasets
-and every arm x chunk's scores, each unit with the stream it has as its own job."""
+"""One Study-1 run in one job (job_structure: bundled): each scenario, its datasets and
+every arm x chunk's scores, each unit with the stream it has as its own job, then the
+run's summary as study1_summary.py makes it from the files written."""
 
 import logging
 
@@ -8,7 +9,7 @@ import pandas as pd
 from dpsynth.data.age_groups import group_population, load_age_groups
 from dpsynth.data.counties import load_county_table
 from dpsynth.data.scenarios import draw_datasets
-from dpsynth.io import write_parquet
+from dpsynth.io import write_json, write_parquet
 from dpsynth.studies.study1 import (
     Study1Design,
     datasets_long,
@@ -16,30 +17,41 @@ from dpsynth.studies.study1 import (
     run_rng,
     scenario_frame,
     score_unit,
+    summarise_run,
 )
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 p, out = snakemake.params, snakemake.output
-number = int(snakemake.wildcards.scenario)
 counties = load_county_table(snakemake.input.counties)  # no geometry needed
 over_35 = group_population(load_age_groups(snakemake.input.age_groups), "35+", counties["fips"])
 truth = pd.read_parquet(snakemake.input.truth)
-write_parquet(scenario_frame(number, counties, truth, over_35, p.urban_threshold), out.scenario)
-# The scenario as written and read back (what the split jobs read); the datasets are
-# scored from memory (the artifact holds the same integers).
-scenario, geo = load_scenario(out.scenario)
-rng = run_rng(p.seed, p.rng_labels, "datasets", number)
 design = Study1Design.from_config(p.design)
-datasets = draw_datasets(scenario, design.datasets, rng).astype("int64", copy=False)
-write_parquet(datasets_long(datasets), out.datasets)
-calibrations = {}  # (arm, epsilon): shared by the arm's chunks (no data in them)
-outputs = zip(design.units, out.scores, out.county_sums, strict=True)
-for (arm, chunk), scores_path, sums_path in outputs:
-    rng = run_rng(p.seed, p.rng_labels, "score", number, arm, chunk)
-    rows = datasets[design.members(chunk)[1]]
-    scores, county_sums = score_unit(
-        scenario, geo, rows, arm, chunk, design, rng, calibrations=calibrations
-    )
-    logging.info("%s %s: %d score rows", arm, chunk, len(scores))
-    write_parquet(scores, scores_path)
-    write_parquet(county_sums, sums_path)
+units = len(design.units)
+for index, number in enumerate(p.scenarios):
+    scenario_path = out.scenarios[index]
+    frame = scenario_frame(number, counties, truth, over_35, p.urban_threshold)
+    write_parquet(frame, scenario_path)
+    # The scenario as written and read back (what the split jobs read); the datasets are
+    # scored from memory (the artifact holds the same integers).
+    scenario, geo = load_scenario(scenario_path)
+    rng = run_rng(p.seed, p.rng_labels, "datasets", number)
+    datasets = draw_datasets(scenario, design.datasets, rng).astype("int64", copy=False)
+    write_parquet(datasets_long(datasets), out.datasets[index])
+    calibrations = {}  # (arm, epsilon): shared by the arm's chunks (no data in them)
+    paths = slice(index * units, (index + 1) * units)
+    outputs = zip(design.units, out.scores[paths], out.county_sums[paths], strict=True)
+    for (arm, chunk), scores_path, sums_path in outputs:
+        rng = run_rng(p.seed, p.rng_labels, "score", number, arm, chunk)
+        rows = datasets[design.members(chunk)[1]]
+        scores, county_sums = score_unit(
+            scenario, geo, rows, arm, chunk, design, rng, calibrations=calibrations
+        )
+        logging.info("scenario %s, %s %s: %d score rows", number, arm, chunk, len(scores))
+        write_parquet(scores, scores_path)
+        write_parquet(county_sums, sums_path)
+
+summary, means, checks = summarise_run(out.scores, out.county_sums, out.scenarios)
+logging.info("summary: %d rows", len(summary))
+write_parquet(summary, out.summary)
+write_parquet(means, out.county_means)
+write_json(checks, out.checks)

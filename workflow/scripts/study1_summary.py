@@ -3,16 +3,13 @@ the behaviour Quick (2021) reports, measured on that summary (checks.json)."""
 
 import logging
 
-import pandas as pd
-
 from dpsynth.io import write_json, write_parquet
-from dpsynth.studies.study1 import behaviour_checks, county_means, summarise_scores
+from dpsynth.studies.study1 import summarise_run
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
-scores = pd.concat([pd.read_parquet(path) for path in snakemake.input.scores], ignore_index=True)
-sums = pd.concat([pd.read_parquet(path) for path in snakemake.input.county_sums], ignore_index=True)
-summary = summarise_scores(scores, snakemake.input.scenarios)
+inputs, out = snakemake.input, snakemake.output
+summary, means, checks = summarise_run(inputs.scores, inputs.county_sums, inputs.scenarios)
 logging.info("summary: %d rows", len(summary))
-write_parquet(summary, snakemake.output.summary)
-write_parquet(county_means(sums), snakemake.output.county_means)
-write_json(behaviour_checks(summary), snakemake.output.checks)
+write_parquet(summary, out.summary)
+write_parquet(means, out.county_means)
+write_json(checks, out.checks)

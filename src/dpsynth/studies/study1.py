@@ -464,6 +464,16 @@ def load_datasets(path, ids) -> np.ndarray:
     return out
 
 
+def summarise_run(score_paths, county_sum_paths, scenario_paths) -> tuple:
+    """A run's summary from its units' files: ``(summary, county means, behaviour
+    checks)`` of :func:`summarise_scores`, :func:`county_means` and
+    :func:`behaviour_checks`, the scores and county sums read in the order given."""
+    scores = pd.concat([pd.read_parquet(path) for path in score_paths], ignore_index=True)
+    sums = pd.concat([pd.read_parquet(path) for path in county_sum_paths], ignore_index=True)
+    summary = summarise_scores(scores, scenario_paths)
+    return summary, county_means(sums), behaviour_checks(summary)
+
+
 def summarise_scores(scores: pd.DataFrame, scenario_paths) -> pd.DataFrame:
     """Median and 95% band per scenario x arm x epsilon x metric, plus truth rows.
 
