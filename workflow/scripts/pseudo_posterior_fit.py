@@ -2,7 +2,7 @@
 
 Poisson fits are exact conjugate draws (no JAX); negative binomial fits run NUTS on one
 thread (the job holds one core), whose sampler is compiled once per job, and JAX's
-persistent compilation cache in .snakemake/jax_cache lets later jobs and reruns load that
+persistent compilation cache in .snakemake/jax_cache/one_thread lets later jobs and reruns load that
 compiled program instead (the environment variable JAX_COMPILATION_CACHE_DIR, if set,
 takes precedence).
 """
@@ -16,8 +16,12 @@ os.environ.setdefault(
 )
 # Compiled NUTS programs are kept across jobs. Entries are keyed by the program, the jaxlib
 # version and the XLA flags above; XLA:CPU checks an entry's CPU features when loading it
-# and recompiles if this machine lacks them (mixed cluster nodes).
-os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.abspath(".snakemake/jax_cache"))
+# and recompiles if this machine lacks them (mixed cluster nodes). The key does not hold
+# the compute pool's size, which changes the program's numbers: the folder is that of
+# programs compiled for one thread (use_one_thread below), not of earlier versions'.
+os.environ.setdefault(
+    "JAX_COMPILATION_CACHE_DIR", os.path.abspath(".snakemake/jax_cache/one_thread")
+)
 
 import pandas as pd
 
