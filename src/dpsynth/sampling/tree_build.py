@@ -387,8 +387,8 @@ class MachineRate(NamedTuple):
     core numba has (``parallel``, the rate of a release's compiled build) and on one
     (``serial``, the rate of its one-threaded work: reading, checking, drawing and
     writing). On a quiet 2-core machine ``parallel`` is about twice ``serial``; while
-    another program keeps one core busy ``parallel`` halves and ``serial`` does not, and so
-    does a release's one-threaded work."""
+    another program keeps one core busy ``parallel`` halves, while ``serial`` does not, and
+    neither does the speed of a release's one-threaded work."""
 
     parallel: float
     serial: float
