@@ -8,7 +8,9 @@ Runs `make`'s two commands (``snakemake --profile workflow/profiles/default`` fo
 figure, then ``--report report.html``) in a throw-away copy of the project, with progress
 on stderr, then prints a markdown table with, per stage, the jobs, their summed wall
 seconds ("job-s"), CPU seconds and largest resident memory (Snakemake's ``benchmark:``
-file of every job) and the stage's *floor* measured in this same run:
+file of every job; its CPU seconds from the job process's own accounting, recorded at its
+exit, as the ``benchmark:`` file's samples miss much of a long job's CPU) and the stage's
+*floor* measured in this same run:
 
 - a sampling stage (Study 1's scoring and data sets, each study's simulations): NumPy
   drawing as many gamma variates as the stage draws synthetic cells (vectors x cells,
@@ -51,13 +53,54 @@ from workflow_timing import BIN, copy_project, single_thread_env
 XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 
 
+#: sitecustomize of the jobs' Python processes: at exit, a job's script (the one whose
+#: ``snakemake`` object has a log) writes its log path and its CPU seconds (every thread's,
+#: from the kernel's accounting) to $DPSYNTH_JOB_CPU/<pid>. Snakemake's ``benchmark:``
+#: file samples a job's CPU while it runs and misses what falls between its samples: the
+#: one-threaded 25-s job of Study 1's main run showed 15 CPU s.
+JOB_CPU_RECORDER = """\
+import atexit, os, resource, sys
+
+def _record():
+    job = getattr(sys.modules.get("__main__"), "snakemake", None)
+    if job is None or not job.log:
+        return
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    path = os.path.join(os.environ["DPSYNTH_JOB_CPU"], str(os.getpid()))
+    with open(path, "w") as out:
+        out.write(f"{job.log[0]}\\t{usage.ru_utime + usage.ru_stime}\\n")
+
+atexit.register(_record)
+"""
+
+
+def job_cpu_env(folder: Path) -> dict[str, str]:
+    """single_thread_env() with the jobs' CPU recorder on PYTHONPATH, writing to ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "sitecustomize.py").write_text(JOB_CPU_RECORDER)
+    env = single_thread_env()
+    paths = (str(folder), env.get("PYTHONPATH"))
+    env.update(PYTHONPATH=os.pathsep.join(p for p in paths if p), DPSYNTH_JOB_CPU=str(folder))
+    return env
+
+
+def recorded_cpu(folder: Path) -> dict[str, float]:
+    """CPU seconds of each job recorded in ``folder``, by its log path."""
+    cpu = {}
+    for record in folder.iterdir():
+        if record.name.isdigit():
+            log, seconds = record.read_text().rstrip("\n").split("\t")
+            cpu[log] = float(seconds)
+    return cpu
+
+
 def run_logged(work: Path, *args: str) -> float:
     """Run snakemake in ``work`` with progress lines on stderr; wall seconds."""
     start = time.perf_counter()
     with subprocess.Popen(
         [str(BIN / "snakemake"), *args],
         cwd=work,
-        env=single_thread_env(),
+        env=job_cpu_env(work / ".job_cpu"),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -100,16 +143,21 @@ def stage_of(path: Path) -> str:
 
 
 def job_table(work: Path) -> pd.DataFrame:
-    """One row per job: stage, wall s, CPU s, largest RSS (MB)."""
+    """One row per job: stage, wall s, CPU s, largest RSS (MB). The wall seconds and
+    memory are the job's ``benchmark:`` file's; the CPU seconds the job's own record
+    (every rule's log is its benchmark file's path under logs/ instead of
+    logs/benchmarks/, with .log for .tsv), else the benchmark file's sampled CPU."""
     root = work / "logs" / "benchmarks"
+    recorded = recorded_cpu(work / ".job_cpu")
     rows = []
     for path in sorted(root.rglob("*.tsv")):
         row = pd.read_csv(path, sep="\t").iloc[0]
+        log = Path("logs", path.relative_to(root)).with_suffix(".log").as_posix()
         rows.append(
             {
                 "stage": stage_of(path.relative_to(root)),
                 "s": float(row["s"]),
-                "cpu": float(row["cpu_time"]),
+                "cpu": recorded.get(log, float(row["cpu_time"])),
                 "rss": float(pd.to_numeric(row["max_rss"], errors="coerce")),
             }
         )

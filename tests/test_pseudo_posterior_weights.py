@@ -181,3 +181,20 @@ def test_simulated_mixture_has_the_configured_mean_and_bad_specs_are_named():
         simulate_counts(10, [{"weight": 0.5, "mean": 1, "dispersion": None}], rng)
     with pytest.raises(ValueError, match="mean"):
         simulate_counts(10, [{"weight": 1.0, "mean": -1, "dispersion": None}], rng)
+
+
+def test_equal_columns_are_numpys_unique_columns():
+    """equal_columns (a few rows, then a check on all) gives np.unique's distinct columns,
+    order and indices, also where columns agree on the first rows only."""
+    from dpsynth.studies.pseudo_posterior.equal_privacy import equal_columns
+
+    rng = np.random.default_rng(7)
+    base = rng.normal(size=(50, 9))
+    matrix = base[:, rng.integers(0, 9, 200)]  # repeated columns
+    tricky = matrix.copy()
+    tricky[30:, :5] += 1.0  # columns equal on the first rows, different below
+    for case in (matrix, tricky, matrix[:3]):
+        columns, group = equal_columns(case)
+        expected, inverse = np.unique(case.T, axis=0, return_inverse=True)
+        np.testing.assert_array_equal(columns, expected)
+        np.testing.assert_array_equal(group, inverse.reshape(-1))

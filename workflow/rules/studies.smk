@@ -169,7 +169,7 @@ else:
                 area_sums=study_chunk_paths(bundled_study, "area_sums", "e_d"),
                 reference="results/studies/{study}/reference.parquet",
             log:
-                "logs/studies/{study}/bundle.log",
+                "logs/studies/{study}/study_bundle.log",
             benchmark:
                 "logs/benchmarks/studies/{study}/study_bundle.tsv"
             wildcard_constraints:

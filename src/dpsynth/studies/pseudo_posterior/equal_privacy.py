@@ -60,6 +60,23 @@ def predicted_delta(loglik: np.ndarray, weights: np.ndarray, quantile: float) ->
     return lipschitz_bounds(weights[None, :] * loglik, quantile).delta
 
 
+def equal_columns(matrix: np.ndarray, head: int = 8) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(matrix.T, axis=0, return_inverse=True)`` (the distinct columns, as rows
+    in lexicographic order, and each column's index among them), found from the first
+    ``head`` rows and then checked on every row: where columns agree on those rows but
+    not on all, the full comparison is made. Columns that differ differ within the first
+    rows (the draws of a fit), so the order and indices are np.unique's, at the cost of a
+    gather instead of a sort of whole columns (1,000 records x 4,000 draws: 0.35 s)."""
+    keys, group = np.unique(matrix[:head].T, axis=0, return_inverse=True)
+    group = group.reshape(-1)
+    first = np.full(len(keys), group.size)
+    np.minimum.at(first, group, np.arange(group.size))  # each group's first column
+    if np.array_equal(matrix, matrix[:, first[group]]):
+        return np.ascontiguousarray(matrix[:, first].T), group
+    columns, group = np.unique(matrix.T, axis=0, return_inverse=True)
+    return columns, group.reshape(-1)
+
+
 def scale_for_delta(
     loglik: np.ndarray, base_weights: np.ndarray, target: float, quantile: float
 ) -> float:
@@ -84,9 +101,9 @@ def scale_for_delta(
     # taken once, with their largest base weight: per draw, max_i |l_si| w_i over equal
     # columns is |l_s| times the largest w_i (x -> |l| x and b -> clip(s b) are monotone in
     # floating point), so every Delta below is the same number to the bit.
-    columns, group = np.unique(magnitude.T, axis=0, return_inverse=True)
+    columns, group = equal_columns(magnitude)
     largest = np.zeros(len(columns))
-    np.maximum.at(largest, group.reshape(-1), base_weights)
+    np.maximum.at(largest, group, base_weights)
     magnitude = np.ascontiguousarray(columns.T)
 
     def delta_at(scale: float) -> float:
