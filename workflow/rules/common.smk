@@ -16,12 +16,14 @@ DPSYNTH_ENV = "../../environment.yml"
 
 # Every job is one single-threaded process (`threads: 1` on the compute rules; the
 # Snakefile sets one BLAS/OpenMP thread): a run's parallelism is its number of jobs.
-# Among ready jobs the long chains start first (`priority:`): 2 for the heads of chains and
-# the longest single jobs (a study's strata, the pseudo-posterior's simulate-fit-synthesize,
-# Study 1's run bundles or summaries and Appendix C's figures), 1 for the sampling jobs
-# (truth, Study 1's scenarios and scores, a study's arms and reference) and the figures and maps that take seconds (a
-# study's, Study 1's, the pseudo-posterior's), 0 for the short ones (the data maps, the
-# truth map), which fill the cores at the end instead of leaving one long job to run alone.
+# Among ready jobs the long chains start first (`priority:`): 3 for the truth rates, which
+# Study 1's jobs (most of a run) wait for; 2 for the heads of other chains and the longest
+# single jobs (a study's strata, the pseudo-posterior's simulate-fit-synthesize, Study 1's
+# run bundles or summaries and Appendix C's figures); 1 for the sampling jobs (Study 1's
+# scenarios and scores, a study's arms and reference) and the figures and maps that take
+# seconds (a study's, Study 1's, the pseudo-posterior's); 0 for the short ones (the data
+# maps, the truth map), which fill the cores at the end instead of leaving one long job to
+# run alone.
 
 
 def figure_paths(stem):

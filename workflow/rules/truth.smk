@@ -27,7 +27,7 @@ rule truth_rates_35_44:
         "logs/truth/rates_35_44.log",
     benchmark:
         "logs/benchmarks/truth/rates_35_44.tsv"
-    priority: 1
+    priority: 3
     conda:
         DPSYNTH_ENV
     threads: 1
@@ -75,7 +75,7 @@ rule truth_rates_older:
         "logs/truth/rates_older.log",
     benchmark:
         "logs/benchmarks/truth/rates_older.tsv"
-    priority: 1
+    priority: 3
     conda:
         DPSYNTH_ENV
     threads: 1
