@@ -56,8 +56,8 @@ XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 #: sitecustomize of the jobs' Python processes: at exit, a job's script (the one whose
 #: ``snakemake`` object has a log) writes its log path and its CPU seconds (every thread's,
 #: from the kernel's accounting) to $DPSYNTH_JOB_CPU/<pid>. Snakemake's ``benchmark:``
-#: file samples a job's CPU while it runs and misses what falls between its samples: the
-#: one-threaded 25-s job of Study 1's main run showed 15 CPU s.
+#: file samples a job's CPU while it runs and misses what falls between its samples, much
+#: of a long job's CPU.
 JOB_CPU_RECORDER = """\
 import atexit, os, resource, sys
 
@@ -194,7 +194,7 @@ def nuts_floor(work: Path, configfile: str | None) -> tuple[float, int]:
     Per data set fitted with NUTS: its compiled kernel is built and run once (compilation),
     then timed on three more runs with the job's settings (warm: sampling only), of which
     the fastest counts: a floor is the least the machine does, and a shared machine's
-    noise only adds to it (one warm run measured 0.6 s and 1.4 s in two quiet runs).
+    noise only adds to it.
     """
     os.environ.setdefault("XLA_FLAGS", XLA_FLAGS)
     import json

@@ -50,13 +50,14 @@ def pg_nu(a, total: int, population, prior_rate) -> np.ndarray:
     return _pg_nu(a, total, population, population.sum() - population, prior_rate)
 
 
-def _pg_nu(a, total: int, population: np.ndarray, n_other: np.ndarray, prior_rate):
+def _pg_nu(a, total, population: np.ndarray, n_other: np.ndarray, prior_rate):
     """:func:`pg_nu` with the float ``population`` and ``n_other`` = n. - n_i given (they do
-    not change along the fixed-point iteration)."""
+    not change along the fixed-point iteration). ``a`` and ``prior_rate`` may also be rows
+    of datasets, ``total`` then a column of their totals: each row's sums are its own."""
     a = np.asarray(a, dtype=float)
     b = np.divide(a, prior_rate)  # gamma_rates(a, prior_rate), with float prior rates
     # The operations of the formula, in its order, on reused buffers (the same numbers).
-    r = b.sum() - b  # b_(i)
+    r = b.sum(axis=-1, keepdims=True) - b  # b_(i)
     r /= n_other
     r += 2.0
     b /= population
@@ -65,7 +66,7 @@ def _pg_nu(a, total: int, population: np.ndarray, n_other: np.ndarray, prior_rat
     np.subtract(1.0, r, out=r)
     np.maximum(r, 0.0, out=r)
     r *= total
-    a_other = a.sum() - a
+    a_other = a.sum(axis=-1, keepdims=True) - a
     r += a_other
     r += total
     r -= 1.0
@@ -131,7 +132,7 @@ def pg_paper_shapes_rows(epsilon: float, totals, population, prior_rates) -> np.
         if not rows.size:
             return out
         total = totals[rows]
-        nu = _pg_nu_rows(a, total, population, n_other, prior_rates[rows])
+        nu = _pg_nu(a, total, population, n_other, prior_rates[rows])
         worst = nu.max(axis=1)
         if np.any(worst >= exp_eps):  # NaN passes, as in pg_paper_shapes
             row = int(np.argmax(worst >= exp_eps))
@@ -154,29 +155,6 @@ def pg_paper_shapes_rows(epsilon: float, totals, population, prior_rates) -> np.
         f"PG paper calibration did not converge to relative tolerance {RTOL} in {MAX_ITER} "
         f"iterations at epsilon={epsilon}"
     )
-
-
-def _pg_nu_rows(a, total, population, n_other, prior_rate) -> np.ndarray:
-    """:func:`_pg_nu` of each row of ``a`` and ``prior_rate`` (``total``: a column of
-    totals): the same operations in the same order, with each row's own sums."""
-    b = np.divide(a, prior_rate)
-    r = b.sum(axis=1, keepdims=True) - b  # b_(i)
-    r /= n_other
-    r += 2.0
-    b /= population
-    b += 2.0
-    r /= b
-    np.subtract(1.0, r, out=r)
-    np.maximum(r, 0.0, out=r)
-    r *= total
-    a_other = a.sum(axis=1, keepdims=True) - a
-    r += a_other
-    r += total
-    r -= 1.0
-    a_other += total
-    a_other -= 1.0
-    r /= a_other
-    return r
 
 
 def truncated_v(a, total: int, lower, upper) -> np.ndarray:

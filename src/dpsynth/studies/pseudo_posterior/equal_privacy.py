@@ -64,9 +64,9 @@ def equal_columns(matrix: np.ndarray, head: int = 8) -> tuple[np.ndarray, np.nda
     """``np.unique(matrix.T, axis=0, return_inverse=True)`` (the distinct columns, as rows
     in lexicographic order, and each column's index among them), found from the first
     ``head`` rows and then checked on every row: where columns agree on those rows but
-    not on all, the full comparison is made. Columns that differ differ within the first
-    rows (the draws of a fit), so the order and indices are np.unique's, at the cost of a
-    gather instead of a sort of whole columns (1,000 records x 4,000 draws: 0.35 s)."""
+    not on all, the full comparison is made. When the check passes, columns of different
+    groups differ within the first rows, so the order and indices are np.unique's, at the
+    cost of a gather instead of a sort of whole columns."""
     keys, group = np.unique(matrix[:head].T, axis=0, return_inverse=True)
     group = group.reshape(-1)
     first = np.full(len(keys), group.size)

@@ -3,10 +3,11 @@
 XLA:CPU runs a compiled program's operations on a pool of threads (named
 ``tf_XLAEigen``), one per CPU the process may run on when JAX creates its CPU client; the
 flags ``--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1`` do not shrink
-it. On a job that holds one core, the second thread only hands NUTS's small operations
-back and forth: on 2 cores a warm negative-binomial fit of the study took 0.55 s and 1.05
-CPU seconds with the pool of two, 0.37 s and 0.37 CPU seconds with a pool of one
-(``benchmarks/pipeline.py`` measures the fit against that floor).
+it. On a job that holds one core, the other threads only hand NUTS's small operations
+back and forth: the job spends CPU seconds on them and gains no wall time
+(``benchmarks/pseudo_posterior.py`` times the fit stage with this pool). The pool's size
+also changes the compiled program's numbers, so with one thread the draws are the same
+on every machine (tests/test_jax_threads.py).
 
 JAX sizes the pool from the process's CPU affinity mask (jax-ml/jax#1539), so
 :func:`use_one_thread` narrows the mask to one CPU while the client is created, then gives
