@@ -93,6 +93,22 @@ def test_integer_rows_are_projected_and_rounded_as_the_reference_does():
         np.testing.assert_array_equal(got, expected)
 
 
+def test_a_row_the_compiled_rounding_cannot_do_gets_the_references_error():
+    """Rows after a row of total 0 are still done; that row raises what the reference
+    raises (project_to_simplex finds no threshold)."""
+    noisy = np.array([[1, 2, 0], [0, 0, 0], [5, -1, 2]])
+    with pytest.raises(IndexError):
+        project_to_simplex(noisy[1], 0)
+    with pytest.raises(IndexError):
+        _post_process(noisy, np.array([3, 0, 6]))
+    good = _post_process(noisy[[0, 2]], np.array([3, 6]))
+    expected = [
+        largest_remainder_round(project_to_simplex(noisy[r], t), t) for r, t in ((0, 3), (2, 6))
+    ]
+    np.testing.assert_array_equal(good, expected)
+    np.testing.assert_array_equal(good[1], [5, 0, 1])  # ties at remainder 1/2: lower index
+
+
 def test_geometric_release_each_gives_one_valid_row_per_dataset():
     datasets = np.array([[10, 0, 3, 7, 1], [0, 0, 0, 0, 2], [5, 5, 5, 5, 5]])
     out = geometric_release_each(datasets, 0.5, np.random.default_rng(5))

@@ -50,17 +50,30 @@ def _post_process(noisy: np.ndarray, totals) -> np.ndarray:
     """Noisy rows -> non-negative integers, row r summing to ``totals[r]`` (project, round).
 
     Row r is ``largest_remainder_round(project_to_simplex(noisy[r], total), total)``;
-    integer rows (the noisy counts) take :func:`_project_and_round_integers`, which
-    gives the same integers without sorting.
+    integer rows (the noisy counts) take the compiled
+    :func:`dpsynth.baselines.rounding_kernel.project_and_round_rows`, which gives the same
+    integers without sorting (the proof is :func:`_project_and_round_integers`'s); a row
+    it cannot do goes through that function, which raises the reference's error.
     """
+    noisy = np.asarray(noisy)
     out = np.empty(noisy.shape, dtype=np.int64)
-    integer = np.asarray(noisy).dtype.kind in "iu"
-    for row, total in enumerate(totals):
-        total = int(total)
-        if integer:
-            out[row] = _project_and_round_integers(noisy[row], total)
-        else:
+    if noisy.dtype.kind not in "iu":
+        for row, total in enumerate(totals):
+            total = int(total)
             out[row] = largest_remainder_round(project_to_simplex(noisy[row], total), total)
+        return out
+    from dpsynth.baselines.rounding_kernel import project_and_round_rows
+
+    counts = np.ascontiguousarray(noisy, dtype=np.int64)
+    totals = np.asarray(totals, dtype=np.int64)
+    start = 0
+    while start < len(counts):
+        failed = project_and_round_rows(counts[start:], totals[start:], out[start:])
+        if failed < 0:
+            break
+        row = start + failed
+        out[row] = _project_and_round_integers(counts[row], int(totals[row]))
+        start = row + 1
     return out
 
 
