@@ -1,6 +1,7 @@
 """One Study-1 run in one job (job_structure: bundled): each scenario, its datasets and
 every arm x chunk's scores, each unit with the stream it has as its own job, then the
-run's summary as study1_summary.py makes it from the files written."""
+run's summary as study1_summary.py makes it from the files written (here from the same
+frames in memory)."""
 
 import logging
 
@@ -17,7 +18,7 @@ from dpsynth.studies.study1 import (
     run_rng,
     scenario_frame,
     score_unit,
-    summarise_run,
+    summarise_units,
 )
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
@@ -27,6 +28,7 @@ over_35 = group_population(load_age_groups(snakemake.input.age_groups), "35+", c
 truth = pd.read_parquet(snakemake.input.truth)
 design = Study1Design.from_config(p.design)
 units = len(design.units)
+all_scores, all_sums = [], []  # every unit's frames, for the run's summary
 for index, number in enumerate(p.scenarios):
     scenario_path = out.scenarios[index]
     frame = scenario_frame(number, counties, truth, over_35, p.urban_threshold)
@@ -49,8 +51,10 @@ for index, number in enumerate(p.scenarios):
         logging.info("scenario %s, %s %s: %d score rows", number, arm, chunk, len(scores))
         write_parquet(scores, scores_path)
         write_parquet(county_sums, sums_path)
+        all_scores.append(scores)
+        all_sums.append(county_sums)
 
-summary, means, checks = summarise_run(out.scores, out.county_sums, out.scenarios)
+summary, means, checks = summarise_units(all_scores, all_sums, out.scenarios)
 logging.info("summary: %d rows", len(summary))
 write_parquet(summary, out.summary)
 write_parquet(means, out.county_means)

@@ -466,11 +466,22 @@ def load_datasets(path, ids) -> np.ndarray:
 
 def summarise_run(score_paths, county_sum_paths, scenario_paths) -> tuple:
     """A run's summary from its units' files: ``(summary, county means, behaviour
-    checks)`` of :func:`summarise_scores`, :func:`county_means` and
-    :func:`behaviour_checks`, the scores and county sums read in the order given."""
-    scores = pd.concat([pd.read_parquet(path) for path in score_paths], ignore_index=True)
-    sums = pd.concat([pd.read_parquet(path) for path in county_sum_paths], ignore_index=True)
-    summary = summarise_scores(scores, scenario_paths)
+    checks)`` of :func:`summarise_units`, the scores and county sums read in the order
+    given."""
+    return summarise_units(
+        [pd.read_parquet(path) for path in score_paths],
+        [pd.read_parquet(path) for path in county_sum_paths],
+        scenario_paths,
+    )
+
+
+def summarise_units(scores, county_sums, scenario_paths) -> tuple:
+    """A run's summary from its units' frames (``scores`` and ``county_sums``: one frame
+    per unit, as :func:`score_unit` returns them or as read from their files): ``(summary,
+    county means, behaviour checks)`` of :func:`summarise_scores`, :func:`county_means`
+    and :func:`behaviour_checks`."""
+    summary = summarise_scores(pd.concat(scores, ignore_index=True), scenario_paths)
+    sums = pd.concat(county_sums, ignore_index=True)
     return summary, county_means(sums), behaviour_checks(summary)
 
 
