@@ -14,10 +14,7 @@ exit, as the ``benchmark:`` file's samples miss much of a long job's CPU) and th
 
 - a sampling stage (Study 1's scoring and data sets, each study's simulations): NumPy
   drawing as many gamma variates as the stage draws synthetic cells (vectors x cells,
-  counted from the stage's own artifacts), in this one process. The seconds a gamma
-  variate takes are measured on ``GAMMA_SAMPLE`` draws just before the run and again
-  just after it, and their mean is the rate (a shared machine's speed drifts over the
-  minutes of a run: the two are printed, and the floor stands between them);
+  counted from the stage's own artifacts), in this one process;
 - the pseudo-posterior stage: the compiled NUTS kernel's warm run on a data set's records
   (compiled beforehand, so only sampling is timed) times the number of NUTS fits, plus
   the exact fits' gamma draws;
@@ -54,8 +51,6 @@ from workflow_helpers import merged
 from workflow_timing import BIN, copy_project, single_thread_env
 
 XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-#: Gamma variates timed before and after the run for the sampling stages' floor rate.
-GAMMA_SAMPLE = 200_000_000
 
 
 #: sitecustomize of the jobs' Python processes: at exit, a job's script (the one whose
@@ -247,11 +242,8 @@ def main() -> None:
 
     extra = ["--configfile", str(Path(args.configfile).resolve())] if args.configfile else []
     smk = ["--profile", "workflow/profiles/default", "--cores", str(args.cores), *extra]
-    rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as tmp:
         work = copy_project(Path(tmp))
-        print("pipeline: the gamma floor's rate, before the run", file=sys.stderr)
-        rate_before = gamma_floor(GAMMA_SAMPLE, rng) / GAMMA_SAMPLE
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         print("pipeline: every figure (`make`, first command)", file=sys.stderr)
         wall_run = run_logged(work, *smk)
@@ -261,13 +253,12 @@ def main() -> None:
         jobs = job_table(work)
         cells = drawn_cells(work)
         print("pipeline: measuring the floors", file=sys.stderr)
-        rate_after = gamma_floor(GAMMA_SAMPLE, rng) / GAMMA_SAMPLE
         nuts_seconds, nuts_fits = nuts_floor(work, args.configfile)
         if args.keep:
             shutil.copytree(work / "logs" / "benchmarks", args.keep, dirs_exist_ok=True)
 
-    rate = (rate_before + rate_after) / 2
-    floors = {stage: n * rate for stage, n in cells.items()}
+    rng = np.random.default_rng(0)
+    floors = {stage: gamma_floor(n, rng) for stage, n in cells.items()}
     if nuts_fits:
         floors["pseudo-posterior"] = nuts_seconds
     by_stage = jobs.groupby("stage").agg(
@@ -303,9 +294,7 @@ def main() -> None:
     print(
         f"\nWhole run: wall {wall:.0f} s against the floor divided by the {args.cores} cores "
         f"used ({floor_total:.1f} s / {args.cores} = {ideal:.1f} s): {wall / ideal:,.1f}x. "
-        "The floor is one process's sampling; the cores could at best divide it. A gamma "
-        f"variate took {rate_before * 1e9:.1f} ns just before the run and "
-        f"{rate_after * 1e9:.1f} ns just after it (the floor uses their mean)."
+        "The floor is one process's sampling; the cores could at best divide it."
     )
 
 
