@@ -4,6 +4,7 @@ import logging
 
 import pandas as pd
 
+from dpsynth.fast_exit import fast_exit
 from dpsynth.io import save_figure
 from dpsynth.plots.pseudo_posterior import dataset_figures
 
@@ -13,3 +14,4 @@ tables = {key: pd.read_parquet(path) for key, path in snakemake.input.items()}
 for kind, figure in dataset_figures(tables, dataset).items():
     save_figure(figure, *snakemake.output[kind])
     logging.info("%s %s: %s", dataset, kind, list(snakemake.output[kind]))
+fast_exit()  # outputs written: skip the interpreter's teardown

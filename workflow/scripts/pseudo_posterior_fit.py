@@ -10,6 +10,8 @@ takes precedence).
 import logging
 import os
 
+from dpsynth.fast_exit import fast_exit
+
 # One XLA thread: the job holds one of Snakemake's cores. Set before JAX is imported.
 os.environ.setdefault(
     "XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
@@ -46,3 +48,4 @@ fits = fit_synthesizers(
 write_parquet(draws_table(fits), snakemake.output.draws)
 write_parquet(records_table(fits), snakemake.output.records)
 write_json(fit_metadata(fits), snakemake.output.fits)
+fast_exit()  # outputs written: skip the interpreter's teardown

@@ -2,6 +2,7 @@
 
 import pandas as pd
 
+from dpsynth.fast_exit import fast_exit
 from dpsynth.io import save_figure
 from dpsynth.plots.study1 import figure_appendix_disparities, figure_appendix_rmse
 
@@ -12,3 +13,4 @@ save_figure(
     figure_appendix_disparities(summary, correlation=correlation),
     *snakemake.output.disparities,
 )
+fast_exit()  # outputs written: skip the interpreter's teardown

@@ -3,6 +3,7 @@
 import pandas as pd
 
 from dpsynth.data.counties import load_counties
+from dpsynth.fast_exit import fast_exit
 from dpsynth.io import save_figure
 from dpsynth.plots.study1 import figure_maps
 from dpsynth.studies.study1 import Study1Design
@@ -14,3 +15,4 @@ figure = figure_maps(
     epsilons=Study1Design.from_config(snakemake.params.design).map_epsilons,
 )
 save_figure(figure, *snakemake.output)
+fast_exit()  # outputs written: skip the interpreter's teardown

@@ -4,6 +4,7 @@ import logging
 
 from dpsynth.data.pennsylvania import load_pennlc, load_pennsylvania_counties
 from dpsynth.data.standard_population import load_standard_population
+from dpsynth.fast_exit import fast_exit
 from dpsynth.io import write_parquet
 from dpsynth.seeding import job_rng
 from dpsynth.studies.study2.tables import study_table
@@ -21,3 +22,4 @@ table = study_table(
 logging.info("%s: %d strata, %d urban counties", study, len(table),
              table.drop_duplicates("county")["urban"].sum())  # fmt: skip
 write_parquet(table, snakemake.output[0])
+fast_exit()  # outputs written: skip the interpreter's teardown

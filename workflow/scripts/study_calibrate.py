@@ -4,6 +4,7 @@ import logging
 
 import pandas as pd
 
+from dpsynth.fast_exit import fast_exit
 from dpsynth.io import write_parquet
 from dpsynth.studies.stage.definition import study_definition
 from dpsynth.studies.stage.simulate import calibrate_chunk
@@ -15,3 +16,4 @@ arm = definition.arm(w.arm)
 frame, status = calibrate_chunk(definition, arm, pd.read_parquet(snakemake.input.strata), w.echunk)
 write_parquet(frame, snakemake.output.calibrations)
 write_parquet(status, snakemake.output.status)
+fast_exit()  # outputs written: skip the interpreter's teardown

@@ -5,6 +5,7 @@ import logging
 import geopandas as gpd
 import pandas as pd
 
+from dpsynth.fast_exit import fast_exit
 from dpsynth.io import save_figure
 from dpsynth.plots.study import figure_maps
 from dpsynth.studies.stage.definition import study_definition
@@ -25,3 +26,4 @@ figure = figure_maps(
     label="rate per 100,000" if d.denominator == "population" else d.rate_unit,
 )
 save_figure(figure, *snakemake.output)
+fast_exit()  # outputs written: skip the interpreter's teardown
