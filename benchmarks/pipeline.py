@@ -14,7 +14,10 @@ exit, as the ``benchmark:`` file's samples miss much of a long job's CPU) and th
 
 - a sampling stage (Study 1's scoring and data sets, each study's simulations): NumPy
   drawing as many gamma variates as the stage draws synthetic cells (vectors x cells,
-  counted from the stage's own artifacts), in this one process;
+  counted from the stage's own artifacts), in this one process, after the run; and, as
+  a shared machine's speed drifts over the minutes of a run, NumPy drawing
+  ``GAMMA_BEFORE`` variates (about the default run's count) just before the run: each
+  stage's floor is its cells at the mean of the two rates (both printed);
 - the pseudo-posterior stage: the compiled NUTS kernel's warm run on a data set's records
   (compiled beforehand, so only sampling is timed) times the number of NUTS fits, plus
   the exact fits' gamma draws;
@@ -51,6 +54,9 @@ from workflow_helpers import merged
 from workflow_timing import BIN, copy_project, single_thread_env
 
 XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+#: Gamma variates timed just before the run (about as many as the default run draws, so
+#: that the first batches' slower start weighs as little as in the floor after it).
+GAMMA_BEFORE = 2_600_000_000
 
 
 #: sitecustomize of the jobs' Python processes: at exit, a job's script (the one whose
@@ -242,8 +248,11 @@ def main() -> None:
 
     extra = ["--configfile", str(Path(args.configfile).resolve())] if args.configfile else []
     smk = ["--profile", "workflow/profiles/default", "--cores", str(args.cores), *extra]
+    rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as tmp:
         work = copy_project(Path(tmp))
+        print("pipeline: the gamma floor's rate, before the run", file=sys.stderr)
+        rate_before = gamma_floor(GAMMA_BEFORE, rng) / GAMMA_BEFORE
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         print("pipeline: every figure (`make`, first command)", file=sys.stderr)
         wall_run = run_logged(work, *smk)
@@ -257,8 +266,10 @@ def main() -> None:
         if args.keep:
             shutil.copytree(work / "logs" / "benchmarks", args.keep, dirs_exist_ok=True)
 
-    rng = np.random.default_rng(0)
-    floors = {stage: gamma_floor(n, rng) for stage, n in cells.items()}
+    after_run = {stage: gamma_floor(n, rng) for stage, n in cells.items()}
+    rate_after = sum(after_run.values()) / sum(cells.values()) if cells else rate_before
+    rate = (rate_before + rate_after) / 2
+    floors = {stage: n * rate for stage, n in cells.items()}
     if nuts_fits:
         floors["pseudo-posterior"] = nuts_seconds
     by_stage = jobs.groupby("stage").agg(
@@ -294,7 +305,9 @@ def main() -> None:
     print(
         f"\nWhole run: wall {wall:.0f} s against the floor divided by the {args.cores} cores "
         f"used ({floor_total:.1f} s / {args.cores} = {ideal:.1f} s): {wall / ideal:,.1f}x. "
-        "The floor is one process's sampling; the cores could at best divide it."
+        "The floor is one process's sampling; the cores could at best divide it. A gamma "
+        f"variate took {rate_before * 1e9:.1f} ns just before the run and "
+        f"{rate_after * 1e9:.1f} ns just after it; the floor uses their mean."
     )
 
 
