@@ -34,6 +34,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "config_check",
             "design",
             "extras",
+            "fast_exit",
             "io",
             "provenance",
             "seeding",
