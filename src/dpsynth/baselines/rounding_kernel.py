@@ -38,12 +38,11 @@ def project_and_round_rows(counts, totals, out):  # pragma: no cover
         total = totals[row]
         lowest = values.min()
         histogram = np.zeros(values.max() - lowest + 1, dtype=np.int64)
-        count_all = 0
+        count_all = n
         sum_all = 0
         for i in range(n):
             histogram[values[i] - lowest] += 1
             sum_all += values[i]
-        count_all = n
         # The smallest value m* passing m N(> m) - S(> m) + total > 0, ascending.
         below_n = 0  # N(< m)
         below_s = 0  # S(< m)
