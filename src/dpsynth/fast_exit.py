@@ -2,8 +2,8 @@
 
 When a Python process ends normally, the interpreter clears every module and frees every
 object before it exits. With pandas, pyarrow, matplotlib, geopandas, numba or JAX imported
-that takes a tenth of a CPU second to a second (a figure job's figures and tables are all
-freed one by one), and every job of the pipeline pays it once its outputs are written.
+that takes noticeable CPU time (a figure job's figures and tables are all freed one by
+one), and every job of the pipeline pays it once its outputs are written.
 :func:`fast_exit` skips that teardown and nothing else: it runs the ``atexit`` handlers
 (logging's flush and close, ``weakref.finalize`` clean-ups such as temporary folders,
 whatever the libraries registered), flushes the standard streams, then ends the process

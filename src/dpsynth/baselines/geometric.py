@@ -52,8 +52,8 @@ def _post_process(noisy: np.ndarray, totals) -> np.ndarray:
     Row r is ``largest_remainder_round(project_to_simplex(noisy[r], total), total)``;
     integer rows (the noisy counts) take the compiled
     :func:`dpsynth.baselines.rounding_kernel.project_and_round_rows`, which gives the same
-    integers without sorting (the proof is :func:`_project_and_round_integers`'s); a row
-    it cannot do goes through that function, which raises the reference's error.
+    integers in linear time (its docstring proves it); a row it cannot do goes through
+    the reference, which raises its error.
     """
     noisy = np.asarray(noisy)
     out = np.empty(noisy.shape, dtype=np.int64)
@@ -72,64 +72,10 @@ def _post_process(noisy: np.ndarray, totals) -> np.ndarray:
         if failed < 0:
             break
         row = start + failed
-        out[row] = _project_and_round_integers(counts[row], int(totals[row]))
+        total = int(totals[row])
+        out[row] = largest_remainder_round(project_to_simplex(counts[row], total), total)
         start = row + 1
     return out
-
-
-def _project_and_round_integers(counts: np.ndarray, total: int) -> np.ndarray:
-    """``largest_remainder_round(project_to_simplex(counts, total), total)`` of integer
-    ``counts``, bit for bit, in linear time (a histogram instead of sorts).
-
-    The projection's threshold. project_to_simplex sorts the values descending (o_0 >= o_1
-    >= ...) and keeps the last k with o_k - C_k / (k + 1) > 0, C_k = o_0 + ... + o_k -
-    total; theta = C_k / (k + 1). With integer values C_k is an exact integer in float64
-    and the test is the exact o_k (k + 1) > C_k: C_k / (k + 1) is either o_k or at least
-    1 / (k + 1) away from it, far more than the rounding of the division. Within a run of
-    equal values m (starting at k0 = N(> m), the number of values above m) the test reads
-    m N(> m) - S(> m) + total > 0 (S: their sum) whatever k, and it holds for the largest
-    values only (its left side does not decrease with m). So the kept k is N(>= m*) - 1
-    for the smallest value m* that passes, and theta = (S(>= m*) - total) / N(>= m*),
-    the same division of the same two numbers.
-
-    The rounding. largest_remainder_round adds one to the ``missing`` entries first in the
-    stable order of decreasing remainder: every entry whose remainder exceeds f*, the
-    missing-th largest remainder, then the entries equal to f* in index order.
-    """
-    counts = np.asarray(counts)
-    lowest = int(counts.min())
-    histogram = np.bincount(counts - lowest)
-    present = histogram.nonzero()[0]
-    value = present + lowest
-    number = histogram[present]
-    n_at_least = np.cumsum(number[::-1])[::-1]  # N(>= value)
-    s_at_least = np.cumsum((number * value)[::-1])[::-1]  # S(>= value)
-    passes = value * (n_at_least - number) - (s_at_least - number * value) + total > 0
-    first = int(np.argmax(passes))  # the smallest value that passes
-    if not passes[first]:  # none passes: project_to_simplex's own error (total <= 0)
-        return largest_remainder_round(project_to_simplex(counts, total), total)
-    theta = float(s_at_least[first] - total) / float(n_at_least[first])
-    values = counts.astype(float)
-    values -= theta
-    projected = np.maximum(values, 0.0, out=values)
-    floors = np.floor(projected).astype(np.int64)
-    missing = int(total - floors.sum())
-    if missing < 0 or missing > projected.size:
-        raise ValueError("values must be non-negative and sum to total before rounding")
-    if missing:
-        remainder = projected - floors
-        # f* from the distinct values (an entry's remainder is that of its value, by the
-        # same operations): their remainders, largest first, and how many entries have each.
-        per_value = np.maximum(value.astype(float) - theta, 0.0)
-        per_value -= np.floor(per_value).astype(np.int64)
-        order = np.argsort(-per_value, kind="stable")
-        reached = np.searchsorted(np.cumsum(number[order]), missing)  # first cumsum >= missing
-        cutoff = per_value[order[reached]]  # f*
-        above = remainder > cutoff
-        ties = (remainder == cutoff).nonzero()[0][: missing - int(np.count_nonzero(above))]
-        floors += above
-        floors[ties] += 1
-    return floors
 
 
 def _check_counts(y) -> np.ndarray:

@@ -3,12 +3,24 @@ onto the simplex and rounded, one row after another in machine code.
 
 :func:`project_and_round_rows` writes, for each integer row, exactly what
 ``largest_remainder_round(project_to_simplex(row, total), total)`` of
-:mod:`dpsynth.baselines.geometric` gives (the tests compare the two bit for bit). It
-follows ``_project_and_round_integers`` there, whose docstring proves the shortcut: a
-histogram of the row's values instead of a sort, the projection's threshold from the
-counts and sums above each value, and the rounding's cutoff from the distinct values'
-remainders. Only the per-row cost of NumPy's calls goes (a Study-1 dataset is one row of
-3,085 counties, and the baseline post-processes 100 of them per epsilon).
+:mod:`dpsynth.baselines.geometric` gives (the tests compare the two bit for bit), in
+linear time: a histogram of the row's values instead of sorts.
+
+The projection's threshold. project_to_simplex sorts the values descending (o_0 >= o_1
+>= ...) and keeps the last k with o_k - C_k / (k + 1) > 0, C_k = o_0 + ... + o_k - total;
+theta = C_k / (k + 1). With integer values C_k is an exact integer in float64 and the test
+is the exact o_k (k + 1) > C_k: C_k / (k + 1) is either o_k or at least 1 / (k + 1) away
+from it, far more than the rounding of the division. Within a run of equal values m
+(starting at k0 = N(> m), the number of values above m) the test reads m N(> m) - S(> m) +
+total > 0 (S: their sum) whatever k, and it holds for the largest values only (its left
+side does not decrease with m). So the kept k is N(>= m*) - 1 for the smallest value m*
+that passes, and theta = (S(>= m*) - total) / N(>= m*), the same division of the same two
+numbers.
+
+The rounding. largest_remainder_round adds one to the ``missing`` entries first in the
+stable order of decreasing remainder: every entry whose remainder exceeds f*, the
+missing-th largest remainder (counting every entry; an entry's remainder is its value's,
+by the same operations), then the entries equal to f* in index order.
 
 Kept apart from :mod:`dpsynth.baselines.geometric` so that importing the baseline does
 not import numba; the module is imported when integer rows are first post-processed.
