@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from dpsynth.plots.style import DELTA, EPSILON, delta_equals, eps_equals, human, math, styled
+from dpsynth.plots.style import DELTA_TEXT, EPSILON_TEXT, delta_equals, eps_equals, human, styled
 from dpsynth.studies.pseudo_posterior.names import DATA, SYNTHESIZERS
 
 COLORS = {
@@ -56,24 +56,29 @@ def _epsilons(summary: pd.DataFrame, dataset: str) -> dict[str, float]:
 
 #: Line widths of the step lines: the data widest, under the synthesizers.
 WIDTHS = {DATA: 3.0}
-ALPHA = math(r"\alpha")
-MU = math(r"\mu")
-EPSILON_2_DELTA = math(r"\varepsilon = 2\Delta")
+# Greek letters as plain characters in the body font: these figures' many labels are
+# drawn without mathtext's parser (which took much of the figure job's time).
+ALPHA = "\N{GREEK SMALL LETTER ALPHA}"
+MU = "\N{GREEK SMALL LETTER MU}"
+EPSILON_2_DELTA = f"{EPSILON_TEXT} = 2{DELTA_TEXT}"
 
 
 def synthesizer_label(name: str, epsilons: dict[str, float]) -> str:
     """``LW final (eps = 7.1)``: a synthesizer (or the data) with its guarantee."""
     label = "the data" if name == DATA else human(name)
-    return f"{label} ({eps_equals(epsilons[name], '.1f')})" if name in epsilons else label
+    if name not in epsilons:
+        return label
+    return f"{label} ({eps_equals(epsilons[name], '.1f', plain=True)})"
 
 
 def _heading(fig: Figure, dataset: str, what: str, summary: pd.DataFrame) -> None:
     """Title: the data set and what is shown; below it, the guarantee being compared."""
     own = _one(summary, dataset).set_index("synthesizer")
-    line = (f"each synthesizer is {EPSILON}-DP with {EPSILON_2_DELTA}, {DELTA} its overall "
-            "Lipschitz bound")  # fmt: skip
+    line = (f"each synthesizer is {EPSILON_TEXT}-DP with {EPSILON_2_DELTA}, {DELTA_TEXT} its "
+            "overall Lipschitz bound")  # fmt: skip
     if "LW" in own.index:
-        line += f";\nweighted ones tuned to LW's {delta_equals(float(own.at['LW', 'delta']))}"
+        tuned = delta_equals(float(own.at["LW", "delta"]), plain=True)
+        line += f";\nweighted ones tuned to LW's {tuned}"
     fig.suptitle(f"{dataset_title(dataset)}: {what}\n{line}", fontsize=10)
 
 
@@ -119,7 +124,7 @@ def lipschitz_violins(records: pd.DataFrame, summary: pd.DataFrame, dataset: str
     ax = fig.add_subplot()
     groups = [records.loc[records.synthesizer == n, "lipschitz"] for n in names]
     delta = summary.set_index("synthesizer").at["LW", "delta"]
-    ax.axvline(delta, color="red", linestyle=":", label=f"LW's {delta_equals(delta)}")
+    ax.axvline(delta, color="red", linestyle=":", label=f"LW's {delta_equals(delta, plain=True)}")
     _distributions(ax, groups, names, _epsilons(summary, dataset))
     ax.set_xlabel("record-level Lipschitz bound x")
     _legend(fig, ax)
@@ -205,9 +210,9 @@ def reweighting_scatter(records: pd.DataFrame, summary: pd.DataFrame, dataset: s
                 s=6,
                 alpha=0.6,
                 color=COLORS[name],
-                label=f"{human(name)} ({delta_equals(deltas[name])})",
+                label=f"{human(name)} ({delta_equals(deltas[name], plain=True)})",
             )
-        ax.axhline(deltas[before], color="red", linestyle="--", label=f"{DELTA} of {before}")
+        ax.axhline(deltas[before], color="red", linestyle="--", label=f"{DELTA_TEXT} of {before}")
         ax.set_xlabel(f"record weight {ALPHA}")
         ax.set_ylabel("record-level Lipschitz bound")
         ax.set_title(f"{before} vs {human(after)}", fontsize=10)

@@ -60,6 +60,8 @@ EPSILON = r"$\varepsilon$"
 #: texts are all plain draws without mathtext's parser.
 EPSILON_TEXT = "\N{GREEK SMALL LETTER EPSILON}"
 DELTA = r"$\Delta$"
+#: Delta as a plain character (Greek capital delta), as :data:`EPSILON_TEXT`.
+DELTA_TEXT = "\N{GREEK CAPITAL LETTER DELTA}"
 #: The privacy ratio's bounds, exp(+-epsilon).
 EXP_PM_EPSILON = r"$\exp(\pm\varepsilon)$"
 
@@ -74,8 +76,10 @@ def eps_equals(value: float, fmt: str = "g", subscript: str = "", plain: bool = 
     return f"$\\varepsilon{sub} = {value:{fmt}}$"
 
 
-def delta_equals(value: float, fmt: str = ".2f") -> str:
-    """``$\\Delta = 3.54$``."""
+def delta_equals(value: float, fmt: str = ".2f", plain: bool = False) -> str:
+    """``$\\Delta = 3.54$``; ``plain``: ``Δ = 3.54`` (:data:`DELTA_TEXT`)."""
+    if plain:
+        return f"{DELTA_TEXT} = {value:{fmt}}"
     return f"$\\Delta = {value:{fmt}}$"
 
 
