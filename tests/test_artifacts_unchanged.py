@@ -36,7 +36,9 @@ NEW_FILES: tuple[str, ...] = ()
 #: both runs and of the same kind, not byte for byte; every table, JSON and YAML file must
 #: still equal BASELINE's. The next change of figures moves BASELINE to a commit on main
 #: and empties this list.
-CHANGED_FIGURES: tuple[str, ...] = ()
+#: Issue #36: the pseudo-posterior figures write their Greek letters as plain characters
+#: (no mathtext), so their text is drawn in other glyphs.
+CHANGED_FIGURES: tuple[str, ...] = ("figures/pseudo_posterior/*",)
 #: Tables changed on purpose since BASELINE, column by column: {fnmatch pattern: {column:
 #: what may change}}. A column "new" is only in today's table; "reworded" may hold other
 #: text; a dict {old: (new, ...)} lets a cell of the old value become one of the new values

@@ -236,17 +236,35 @@ def test_pg_paper_shapes_of_many_rows_are_each_rows_own_bit_for_bit():
     from dpsynth.privacy.paper import pg_paper_shapes, pg_paper_shapes_rows
 
     rng = np.random.default_rng(11)
-    for cells in (2, 9, 500):
+    for cells, datasets in ((2, 6), (9, 6), (500, 6), (300, 41)):  # 41: blocks of 16 + 9
         population = rng.uniform(50, 1e6, cells)
         for epsilon in (0.01, 0.7, 12.0):
-            prior = rng.uniform(1e-5, 1e-3, (6, cells)) * rng.uniform(0.2, 5, (6, 1))
-            totals = rng.integers(cells, 30 * cells, 6)
+            prior = rng.uniform(1e-5, 1e-3, (datasets, cells))
+            prior *= rng.uniform(0.2, 5, (datasets, 1))
+            totals = rng.integers(cells, 30 * cells, datasets)
             rows = pg_paper_shapes_rows(epsilon, totals, population, prior)
             alone = [
                 pg_paper_shapes(epsilon, int(t), population, p)
                 for t, p in zip(totals, prior, strict=True)
             ]
             np.testing.assert_array_equal(rows, np.stack(alone))
+
+
+def test_pg_paper_shapes_rows_name_a_dataset_without_a_solution_in_a_later_block():
+    """A dataset past the first block with no solution (one event, one cell's prior rate
+    far below the other's, so nu_i reaches e^epsilon) is named by its own row number."""
+    from dpsynth.privacy.paper import BLOCK_ROWS, pg_paper_shapes, pg_paper_shapes_rows
+
+    population, epsilon, bad = np.array([532_645.68, 165_386.84]), 0.0275, BLOCK_ROWS + 3
+    prior = np.full((BLOCK_ROWS + 5, 2), 6.5e-4)
+    prior[bad] = [6.5e-4, 2e-7]
+    totals = np.full(BLOCK_ROWS + 5, 500)
+    totals[bad] = 1
+    with pytest.raises(ValueError) as alone:
+        pg_paper_shapes(epsilon, 1, population, prior[bad])
+    with pytest.raises(ValueError, match=f"for dataset {bad}: ") as rows:
+        pg_paper_shapes_rows(epsilon, totals, population, prior)
+    assert str(alone.value).split(": ")[1] == str(rows.value).split(": ")[1]  # nu_i's value
 
 
 def test_pg_paper_shapes_rows_want_one_total_per_row_of_rates():

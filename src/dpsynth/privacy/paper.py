@@ -105,17 +105,24 @@ def pg_paper_shapes(epsilon: float, total: int, population, prior_rate) -> np.nd
     return _fixed_point(update, start, "PG paper calibration", epsilon)
 
 
+#: Rows of :func:`pg_paper_shapes_rows` iterated together: a block's working arrays stay
+#: in the core's own cache (16 rows of 3,085 counties: 0.4 MB an array), where all the
+#: rows at once stream every pass through memory. Rows are independent, so the blocks
+#: give every row the same numbers.
+BLOCK_ROWS = 16
+
+
 def pg_paper_shapes_rows(epsilon: float, totals, population, prior_rates) -> np.ndarray:
     """:func:`pg_paper_shapes` of many datasets of one geography at once: row r of the
     (m, I) result is ``pg_paper_shapes(epsilon, totals[r], population, prior_rates[r])``,
     bit for bit (the same operations on each row, each row iterated until its own largest
     relative change is below 1e-10), for ``totals`` m positive integers and ``prior_rates``
     an (m, I) array of positive rates. A study that calibrates every dataset with its own
-    prior (the sanitised state prior) pays NumPy's per-call cost once for all of them.
+    prior (the sanitised state prior) pays NumPy's per-call cost once per block of
+    :data:`BLOCK_ROWS` rows, not once per row, and each block's arrays stay in cache. Where
+    rows have no solution, the error names the first found, block by block.
     """
-    exp_eps = np.exp(epsilon)
     population = np.asarray(population, dtype=float)
-    n_other = population.sum() - population
     prior_rates = np.asarray(prior_rates, dtype=float)
     totals = np.asarray(totals)
     if prior_rates.ndim != 2 or prior_rates.shape[1] != population.size:
@@ -124,7 +131,20 @@ def pg_paper_shapes_rows(epsilon: float, totals, population, prior_rates) -> np.
         )
     if totals.shape != (prior_rates.shape[0],):
         raise ValueError(f"totals must hold one total per row, got shape {totals.shape}")
+    n_other = population.sum() - population
     totals = totals.astype(np.int64)[:, None]
+    out = np.empty(prior_rates.shape)
+    for start in range(0, prior_rates.shape[0], BLOCK_ROWS):
+        block = slice(start, start + BLOCK_ROWS)
+        out[block] = _pg_paper_block(epsilon, totals[block], population, n_other,
+                                     prior_rates[block], start)  # fmt: skip
+    return out
+
+
+def _pg_paper_block(epsilon, totals, population, n_other, prior_rates, first: int):
+    """:func:`pg_paper_shapes_rows` of one block of rows (``totals`` a column; ``first``
+    the block's first row, for the error's dataset number)."""
+    exp_eps = np.exp(epsilon)
     out = np.empty(prior_rates.shape)
     rows = np.arange(prior_rates.shape[0])  # the rows not yet converged
     a = totals / np.expm1(epsilon) * np.ones(population.size)  # the MD value (nu = 1)
@@ -139,8 +159,8 @@ def pg_paper_shapes_rows(epsilon: float, totals, population, prior_rates) -> np.
             cell = int(np.argmax(nu[row]))
             raise ValueError(
                 f"PG paper calibration (Quick (2021), eq 15) has no solution at epsilon={epsilon}"
-                f" for dataset {int(rows[row])}: nu_{cell} = {nu[row, cell]:.6g} >= e^epsilon ="
-                f" {exp_eps:.6g}; use a larger epsilon or method='certified'"
+                f" for dataset {first + int(rows[row])}: nu_{cell} = {nu[row, cell]:.6g} >= "
+                f"e^epsilon = {exp_eps:.6g}; use a larger epsilon or method='certified'"
             )
         nu = np.divide(exp_eps, nu, out=nu)
         nu -= 1.0
