@@ -201,3 +201,31 @@ def test_posterior_rates_of_counts_draws_what_posterior_rates_draws():
         first = posterior_rates(y, cal, 3, np.random.default_rng(8))
         again = posterior_rates_of_counts(y.astype(np.int64), cal, 3, np.random.default_rng(8))
         np.testing.assert_array_equal(first, again)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint64, np.float64])
+def test_count_rows_are_checked_alike_whatever_their_type(dtype):
+    """check_count_rows (posterior_rates_per_dataset's check) takes int64 rows as they are
+    and converts others; every type is refused alike for a negative count, a fraction and
+    a row of another total."""
+    from dpsynth.sampling.conditioned import check_count_rows
+
+    cal = Calibration("md", "paper", 1.0, 12, a=[2.0, 2.0, 2.0])
+    rows = np.array([[2, 4, 6], [12, 0, 0]], dtype=dtype)
+    checked = check_count_rows(rows, cal)
+    assert checked.dtype == np.int64 and np.array_equal(checked, rows)
+    assert (checked is rows) == (dtype == np.int64)
+    wrong_total = rows.copy()
+    wrong_total[1, 0] = 11
+    with pytest.raises(ValueError, match="y sums to 11, but the calibration's total is 12"):
+        check_count_rows(wrong_total, cal)
+    if np.dtype(dtype).kind != "u":
+        negative = rows.astype(np.int64)
+        negative[0] = [-1, 7, 6]
+        with pytest.raises(ValueError, match="non-negative integers"):
+            check_count_rows(negative.astype(dtype), cal)
+    if np.dtype(dtype).kind == "f":
+        with pytest.raises(ValueError, match="non-negative integers"):
+            check_count_rows(rows + [[0.5, -0.5, 0.0], [0.0, 0.0, 0.0]], cal)
+        with pytest.raises(ValueError, match="finite numbers"):
+            check_count_rows(rows * np.array([[np.nan, 1, 1], [1, 1, 1]]), cal)

@@ -250,17 +250,24 @@ def check_counts(y, cal: Calibration) -> np.ndarray:
 
 
 def check_count_rows(ys, cal: Calibration) -> np.ndarray:
-    """:func:`check_counts` of every row of the 2-D ``ys`` at once: int64 (m, I)."""
+    """:func:`check_counts` of every row of the 2-D ``ys`` at once: int64 (m, I) (``ys``
+    itself when it is an int64 array already: a study checks the same datasets for every
+    arm and epsilon, and an int64 array needs no conversion and no comparison with one)."""
     if not isinstance(cal, Calibration):
         raise TypeError(f"cal must be a dpsynth.calibration.Calibration, got {type(cal)}")
     arr = np.asarray(ys)
     if arr.ndim != 2 or arr.shape[1] != cal.n_cells:
         raise ValueError(f"ys must be rows of {cal.n_cells} counts, got shape {arr.shape}")
-    if arr.dtype.kind not in "iuf" or not np.all(np.isfinite(arr)):
-        raise ValueError(f"y must hold finite numbers, got dtype {arr.dtype}")
-    counts = arr.astype(np.int64)
-    if np.any(counts != arr) or np.any(counts < 0):
-        raise ValueError("y must hold non-negative integers")
+    if arr.dtype == np.int64:
+        counts = arr
+        if np.any(counts < 0):
+            raise ValueError("y must hold non-negative integers")
+    else:
+        if arr.dtype.kind not in "iuf" or not np.all(np.isfinite(arr)):
+            raise ValueError(f"y must hold finite numbers, got dtype {arr.dtype}")
+        counts = arr.astype(np.int64)
+        if np.any(counts != arr) or np.any(counts < 0):
+            raise ValueError("y must hold non-negative integers")
     sums = counts.sum(axis=1)
     if np.any(sums != cal.total):
         bad = int(sums[np.flatnonzero(sums != cal.total)[0]])
