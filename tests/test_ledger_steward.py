@@ -95,6 +95,8 @@ def spent(tmp_path, private_ledger):
     strata = load_strata(request(path, tmp_path / "first", "us-deaths-1999"))
     # (before #34 the ledger took no keys: the tests below then fail on what they check)
     keys = {"keys": strata.keys} if "keys" in inspect.signature(Ledger.spend).parameters else {}
+    if "counts" in inspect.signature(Ledger.spend).parameters:  # the pairs too (#50)
+        keys |= {"counts": strata.counts, "populations": strata.population}
     Ledger(private_ledger).spend(
         "us-deaths-1999", 1.0, 1e-12, table=strata.dataset_id(), aliases=strata.legacy_ids(),
         budget=1.0, label=path.name, guarantee="certified", **keys,
@@ -214,7 +216,12 @@ def test_no_variant_of_a_spent_table_is_released(spent, tmp_path, private_ledger
 
 
 def test_a_table_over_other_strata_is_released_under_a_new_name(spent, tmp_path, private_ledger):
+    """Other strata, other people: other states, whose counts and populations are their
+    own (the same counts and populations under other codes are the same people, #50)."""
     frame = deaths().assign(state=lambda f: f["state"].map(lambda s: f"{int(s) + 40}"))
+    rng = np.random.default_rng(40)
+    frame = frame.assign(count=rng.integers(1, 30, len(frame)),
+                         population=rng.integers(5_000, 50_000, len(frame)))  # fmt: skip
     build_release(request(write(frame, tmp_path / "o.parquet"), tmp_path / "b", "other-deaths"))
     assert Ledger(private_ledger).spent("other-deaths")[0] == 1.0
 

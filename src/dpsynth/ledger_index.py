@@ -1,5 +1,5 @@
 """The steward's index: one budget per dataset per steward, whatever ledger file a release
-names (issue #34).
+names (issue #34), and one table whatever its keys are called (issue #50).
 
 A ledger file holds the budgets of the datasets recorded in it; nothing stopped the same
 dataset, or the same table under another name, from opening a fresh budget in a second
@@ -11,11 +11,13 @@ ledger consults under its lock before it records a release:
   the one ledger file that holds its budget. A release (or ``--set-budget``) of a known
   name in another ledger file is refused, naming the ledger to use; a name spelt otherwise
   than it was first recorded is refused, naming the recorded spelling.
-* **tables**: every released table's id with its dataset and ledger, and a fingerprint of
-  its strata (below). A table known in another ledger, or overlapping a table of another
-  dataset, is refused before anything is spent, naming the dataset it overlaps and the
-  share of strata, unless the steward declares new people (``new_dataset``, recorded in
-  the ledger entry and in the index as a pair of datasets that count different people).
+* **tables**: every released table's id with its dataset and ledger, and two fingerprints
+  of its strata (below): by their keys, and by their denominators and counts. A table
+  known in another ledger, overlapping a table of another dataset by its keys, or
+  matching one by its denominators and counts, is refused before anything is spent,
+  naming the dataset it overlaps or matches and the share of strata, unless the steward
+  declares new people (``new_dataset``, recorded in the ledger entry and in the index as a
+  pair of datasets that count different people).
 * **spending**: a copy of every ledger entry and stored budget, with its ledger's path. A
   ledger that lacks an entry its index records is refused on every read, and
   :meth:`dpsynth.ledger.Ledger.rebuild` restores it ("spent, record lost" when its private
@@ -24,18 +26,58 @@ ledger consults under its lock before it records a release:
 Another home (another ``$XDG_DATA_HOME``) has another index: it is another steward, whose
 budgets the index cannot see (docs/privacy.md, Part 4).
 
-The fingerprint of a table is the set of its strata, each stratum hashed from its keys
+The key fingerprint of a table is the set of its strata, each stratum hashed from its keys
 alone, normalised: a value is its text with numbers written canonically (``1001``,
 ``1001.0``, ``"01001"`` are one value: leading zeros are dropped), letters case-folded and
 spaces removed; a stratum is the sorted multiset of its values' hashes, so that the key
 columns' names and order do not matter. Counts and populations are left out: a zero-count
-row added or dropped, or a population revised, is the same stratum. Each value is hashed
-with BLAKE2b keyed by a per-home secret (``index/secret``), so the index holds no key in
-clear and its hashes cannot be matched against guessed keys without the secret. A
-fingerprint is stored as a sorted array of 64-bit hashes (8 bytes a stratum, ``index/
-tables/<sha256 of its bytes>.npy``, shared by tables with the same strata) and compared
-through a memory map, so a comparison holds only the new table's hashes in memory
-(8 MB per million strata).
+row added or dropped, or a population revised, is the same stratum. A table overlaps
+another when they share at least :data:`OVERLAP_SHARE` of the smaller one's strata.
+
+The key fingerprint cannot see a re-encoding of the keys (a constant key column added,
+``F``/``M`` written ``female``/``male`` or ``2``/``1``, state and county joined into one
+FIPS code, a code prefixed): every stratum's keys change, its people do not. The pair
+fingerprint is what such a re-encoding cannot change: the multiset of the table's
+(denominator, count) pairs, one per stratum with at least one event, the denominator
+being the population (or the expected count, ``denominator="expected"``) and each number
+taken as its 64-bit float (``1001``, ``1001.0`` and ``"1001"`` are one number; ``-0`` is
+``0``). Two tables *match* when the pairs they share, counted with multiplicity (a pair
+twice in each table is two shared strata), are at least :data:`PAIR_SHARE` of the smaller
+one's pairs: most of its strata with events. Strata without events are left out because
+they are where other people look alike: in the Pennsylvania lung-cancer table
+(``data/pennlc_strata.parquet``, 1,072 strata, 571 with cases), a second table over the
+same populations whose counts are drawn afresh at the table's own rates by race, sex and
+age (another year or cause of the same size, the worst case: a cause at other rates
+shares fewer) shares on average 47% of its pairs (at most 49% in 50 draws) when zero
+counts are kept, against 13% (at most 16%) without them; the table's counts shuffled
+among its strata share 6% (``tests/test_ledger_pairs.py`` measures these). For counts
+drawn independently at the same Poisson mean the expected share is at most 28% whatever
+the mean (largest near a mean of 0.87), so a half leaves a margin of about 20 points for
+a table of more than a few dozen strata with events; a table with only a few (where
+chance matches weigh more) may be refused wrongly, which ``--new-dataset`` answers and
+which never under-counts. The same people recounted with a fifth of their counts moved
+by one still share about 80% (with half of them moved, about a half: a table revised that
+much is no longer recognised by its pairs).
+
+Its limits: a table aggregated from a released one (a key summed away: deaths by county
+after deaths by county x sex) has other pairs and other keys, and is not recognised (the
+name is the steward's to give, docs/privacy.md Part 4); nor is a re-encoded table whose
+denominators were also revised (each population 1% higher), nor one with no stratum with
+events, nor a table recorded before the pair fingerprint existed (it is known by its keys
+only).
+
+Each key value is hashed with BLAKE2b keyed by a per-home secret (``index/secret``), and
+a stratum's hash mixes its values' hashes; each (denominator, count) pair is hashed whole
+with SipHash-2-4, a pseudorandom function made for short messages, under a 128-bit key
+that BLAKE2b derives from the same secret (:mod:`dpsynth.ledger.pair_hash`, compiled: a
+pair costs a few tens of nanoseconds, where a BLAKE2b call from Python costs about a
+microsecond). The index therefore holds no key, count or population in clear, and its
+hashes cannot be matched against guessed values without the secret. A fingerprint is
+stored as a sorted array of 64-bit hashes (8 bytes a stratum: distinct for the keys, with
+repeats for the pairs; ``index/tables/<sha256 of its bytes>.npy``, shared by tables with
+the same strata) and compared through a memory map, a chunk of the new table's hashes at a
+time, so a comparison holds only the new table's hashes in memory (8 MB per million
+strata) and costs a binary search per hash (per distinct hash, for the pairs).
 
 Locks: the index is locked (``fcntl.flock`` on ``index.jsonl``) before the ledger, by
 every writer; readers read it without a lock (it is only appended to, whole lines at a
@@ -62,10 +104,17 @@ import numpy as np
 #: another dataset (0.1: a state's strata in a national table, or the national table
 #: after the state's, both count; a few codes shared by chance do not).
 OVERLAP_SHARE = 0.1
+#: The share of strata with events (of the smaller of the two tables) whose (denominator,
+#: count) pairs two tables must share, with multiplicity, to count as the same people
+#: whatever their keys: most of them (see the module's docstring for why a half, and why
+#: strata without events are left out).
+PAIR_SHARE = 0.5
 
 _SPACE = re.compile(r"\s+")
 _DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)")
 _PERSON = b"dpsynth-stratum"
+#: The personalisation of the pair fingerprint's key (derived from the home's secret).
+_PAIR = b"dpsynth-pairs"
 #: Hashes compared at once (bounds the memory of a comparison).
 _CHUNK = 1 << 20
 
@@ -135,6 +184,35 @@ def fingerprint(keys, secret: bytes) -> np.ndarray:
     return state[np.r_[True, state[1:] != state[:-1]]] if n else state
 
 
+def pair_fingerprint(counts, denominators, secret: bytes) -> np.ndarray:
+    """The sorted 64-bit hashes, with repeats, of the (denominator, count) pairs of the
+    strata with at least one event (``counts`` > 0), keyed by ``secret``: see the module's
+    docstring. ``denominators``: the populations, or the expected counts.
+
+    A pair's hash is SipHash-2-4 (:func:`dpsynth.ledger.pair_hash.siphash_pairs`, compiled)
+    of its two 64-bit floats, under a 128-bit key that BLAKE2b derives from ``secret``."""
+    from dpsynth.ledger.pair_hash import siphash_pairs
+
+    counts = np.asarray(counts, dtype=float).ravel()
+    denominators = np.asarray(denominators, dtype=float).ravel()
+    if counts.shape != denominators.shape:
+        raise ValueError(
+            f"{len(counts)} counts and {len(denominators)} denominators: one each a stratum"
+        )
+    events = counts > 0
+    # + 0.0: -0.0 is 0.0 (the same number, other bits); the words little-endian
+    words = [
+        np.ascontiguousarray(x[events] + 0.0, dtype="<f8").view("<u8").astype(np.uint64, copy=False)
+        for x in (denominators, counts)
+    ]
+    digest = hashlib.blake2b(b"", digest_size=16, key=secret, person=_PAIR).digest()
+    k0, k1 = (np.uint64(int.from_bytes(digest[i : i + 8], "little")) for i in (0, 8))
+    state = siphash_pairs(words[0], words[1], k0, k1)
+    del words
+    state.sort()
+    return state
+
+
 def _value_hash(text: str, secret: bytes) -> int:
     digest = hashlib.blake2b(text.encode("utf-8"), digest_size=8, key=secret, person=_PERSON)
     return int.from_bytes(digest.digest(), "little")
@@ -162,9 +240,32 @@ def shared(new: np.ndarray, stored: np.ndarray) -> int:
     return found
 
 
+def shared_pairs(new: np.ndarray, stored: np.ndarray) -> int:
+    """How many of the sorted hashes ``new`` (with repeats) are matched one to one in the
+    sorted ``stored`` (with repeats; a memory map): the size of the two multisets'
+    intersection, a hash shared ``min(times in new, times in stored)`` times. Reads a
+    chunk of ``new`` at a time, never splitting a run of equal hashes."""
+    if len(stored) == 0 or len(new) == 0:
+        return 0
+    found, start = 0, 0
+    while start < len(new):
+        end = min(len(new), start + _CHUNK)
+        if end < len(new):
+            end = int(np.searchsorted(new, new[end - 1], side="right"))
+        part = new[start:end]
+        first = np.flatnonzero(np.r_[True, part[1:] != part[:-1]])
+        values = part[first]
+        runs = np.diff(np.r_[first, len(part)])
+        there = np.searchsorted(stored, values, side="right") - np.searchsorted(stored, values)
+        found += int(np.minimum(runs, there).sum())
+        start = end
+    return found
+
+
 @dataclass
 class Overlap:
-    """A released table of another dataset that a new table shares strata with."""
+    """A released table of another dataset that a new table shares strata with: by their
+    keys (``pairs`` false), or by their (denominator, count) pairs."""
 
     dataset: str
     ledger: str
@@ -172,6 +273,7 @@ class Overlap:
     shared: int
     strata: int  # the new table's
     other: int  # the released table's
+    pairs: bool = False
 
     @property
     def share(self) -> float:
@@ -179,6 +281,14 @@ class Overlap:
         return self.shared / max(1, min(self.strata, self.other))
 
     def describe(self) -> str:
+        if self.pairs:
+            return (
+                f"{self.shared} of its {self.strata} strata with events "
+                f"({self.shared / self.strata:.0%}) have the denominator and count of a "
+                f"stratum of table {self.table[:12]} ({self.shared / max(1, self.other):.0%} "
+                f"of its {self.other}) of dataset {self.dataset}, released in the ledger "
+                f"{self.ledger}"
+            )
         return (
             f"{self.shared} of its {self.strata} strata ({self.shared / self.strata:.0%}) are "
             f"strata of table {self.table[:12]} ({self.shared / max(1, self.other):.0%} of its "
@@ -193,7 +303,8 @@ class State:
     #: normalised name -> {"name": the recorded spelling, "ledger": path}
     datasets: dict[str, dict] = field(default_factory=dict)
     #: table id -> {"dataset": name or table id, "ledger": path, "file": fingerprint file
-    #: name or None, "strata": int or None}
+    #: name or None, "strata": int or None, "pairs": pair fingerprint file name or None
+    #: (absent before issue #50), "events": its number of pairs}
     tables: dict[str, dict] = field(default_factory=dict)
     #: pairs of normalised names declared to count different people
     distinct: set[frozenset] = field(default_factory=set)
@@ -213,7 +324,15 @@ class State:
         elif kind == "table":
             known = self.tables.get(record["table"])
             if known is None or (known.get("file") is None and record.get("file")):
+                if known is not None and known.get("pairs") and not record.get("pairs"):
+                    record = {**record, "pairs": known["pairs"], "events": known.get("events")}
                 self.tables[record["table"]] = record
+            elif known.get("pairs") is None and record.get("pairs"):
+                self.tables[record["table"]] = {
+                    **known,
+                    "pairs": record["pairs"],
+                    "events": record.get("events"),
+                }
         elif kind == "distinct":
             self.distinct.add(frozenset((normal_name(record["a"]), normal_name(record["b"]))))
         elif kind == "spend":
@@ -287,6 +406,14 @@ class Index:
         secret = self.secret(create)
         return None if secret is None else fingerprint(keys, secret)
 
+    def pairs_of(self, counts, denominators, create: bool) -> np.ndarray | None:
+        """The pair fingerprint of the strata's ``counts`` and ``denominators`` under this
+        home's secret; None without them, or without a secret when ``create`` is false."""
+        if counts is None or denominators is None:
+            return None
+        secret = self.secret(create)
+        return None if secret is None else pair_fingerprint(counts, denominators, secret)
+
     # -- the checks ------------------------------------------------------------------
 
     def refusal(
@@ -299,10 +426,12 @@ class Index:
         prints: np.ndarray | None,
         new_dataset: bool,
         stage: str,
+        pairs: np.ndarray | None = None,
     ) -> str | None:
         """Why the release of ``table`` under ``dataset`` in ``ledger`` must be refused by
         the index, or None. ``stage`` "name": the name's spelling and ledger; "table": the
-        table's ledger and overlaps (after the ledger's own binding check)."""
+        table's ledger, overlaps (its key fingerprint ``prints``) and matches (its pair
+        fingerprint ``pairs``), after the ledger's own binding check."""
         if stage == "name":
             if not named:
                 return None
@@ -340,7 +469,7 @@ class Index:
             o for o in self.overlaps(state, mine, table, prints) if o.share >= OVERLAP_SHARE
         ]
         if not overlaps:
-            return None
+            return self._match_refusal(state, ledger, mine, table, pairs)
         worst = max(overlaps, key=lambda o: (o.share, o.shared))
         more = len({normal_name(o.dataset) for o in overlaps}) - 1
         return (
@@ -355,21 +484,59 @@ class Index:
             "--new-dataset (recorded in the ledger). Nothing was recorded."
         )
 
+    def _match_refusal(
+        self, state: State, ledger: str, mine: str, table: str, pairs: np.ndarray | None
+    ) -> str | None:
+        """The refusal of a table whose (denominator, count) pairs match a released table
+        of another dataset (:data:`PAIR_SHARE`), or None."""
+        matches = [m for m in self.matches(state, mine, table, pairs) if m.share >= PAIR_SHARE]
+        if not matches:
+            return None
+        worst = max(matches, key=lambda o: (o.share, o.shared))
+        more = len({normal_name(o.dataset) for o in matches}) - 1
+        return (
+            "this table has the denominators and counts of a table released under another "
+            f"dataset: {worst.describe()}"
+            + (f" (and it matches {more} other dataset(s))" if more else "")
+            + ". Its strata with events are compared by their (population or expected "
+            "count, count) pairs, whatever their keys: a table whose key columns were "
+            "renamed, added, joined or re-spelt (female for F, 2 for M, a code prefixed) "
+            "counts the same people unless the steward knows otherwise. Release it under "
+            f"--dataset {worst.dataset}"
+            + (f" (--ledger {worst.ledger})" if worst.ledger != ledger else "")
+            + ", or, if it counts other people, declare it with --new-dataset (recorded in "
+            "the ledger). Nothing was recorded."
+        )
+
     def overlaps(
         self, state: State, mine: str, table: str, prints: np.ndarray | None
     ) -> list[Overlap]:
         """The released tables of other datasets (not declared distinct from ``mine``, the
-        normalised name) that share strata with ``prints``."""
+        normalised name) that share strata with ``prints``, the key fingerprint."""
+        return self._compared(state, mine, prints, "file", shared, pairs=False)
+
+    def matches(
+        self, state: State, mine: str, table: str, pairs: np.ndarray | None
+    ) -> list[Overlap]:
+        """The released tables of other datasets (not declared distinct from ``mine``) that
+        share (denominator, count) pairs with ``pairs``, the pair fingerprint."""
+        return self._compared(state, mine, pairs, "pairs", shared_pairs, pairs=True)
+
+    def _compared(
+        self, state: State, mine: str, prints: np.ndarray | None, kind: str, count_of, pairs
+    ) -> list[Overlap]:
+        """The released tables of other datasets whose fingerprint ``kind`` ("file" or
+        "pairs") shares hashes (``count_of``) with ``prints``: one memory map per file."""
         if prints is None or len(prints) == 0:
             return []
         by_file: dict[str, list[dict]] = {}
         for record in state.tables.values():
             other = normal_name(record["dataset"])
-            if record.get("file") is None or other == mine:
+            if record.get(kind) is None or other == mine:
                 continue
             if frozenset((mine, other)) in state.distinct:
                 continue
-            by_file.setdefault(record["file"], []).append(record)
+            by_file.setdefault(record[kind], []).append(record)
         found = []
         for name, records in by_file.items():
             try:
@@ -382,7 +549,7 @@ class Index:
                     ", which cannot be read: restore it from a backup (without it the index "
                     "cannot tell which released tables a new one overlaps)"
                 ) from None
-            count = shared(prints, stored)
+            count = count_of(prints, stored)
             if count:
                 for record in records:
                     found.append(
@@ -393,6 +560,7 @@ class Index:
                             count,
                             len(prints),
                             len(stored),
+                            pairs,
                         )
                     )
             del stored

@@ -402,9 +402,16 @@ def _dataset_record(name: str, ledger: str, time: datetime) -> dict:
     return {"kind": "dataset", "name": name, "ledger": ledger, "time": _format_time(time)}
 
 
-def _table_record(table: str, dataset: str, ledger: str, file, strata) -> dict:
-    return {"kind": "table", "table": table, "dataset": dataset, "ledger": ledger,
-            "file": file, "strata": strata}  # fmt: skip
+def _table_record(
+    table: str, dataset: str, ledger: str, file, strata, pairs=None, events=None
+) -> dict:
+    """The index's record of a released table: its key fingerprint (``file``, ``strata``
+    hashes) and, when known, its pair fingerprint (``pairs``, ``events`` hashes)."""
+    record = {"kind": "table", "table": table, "dataset": dataset, "ledger": ledger,
+              "file": file, "strata": strata}  # fmt: skip
+    if pairs is not None:
+        record |= {"pairs": pairs, "events": events}
+    return record
 
 
 def _plain(record: StoredBudget) -> dict:

@@ -58,7 +58,7 @@ from dpsynth.ledger.records import (
     _table_record,
     check_name,
 )
-from dpsynth.ledger_index import OVERLAP_SHARE, Index, normal_name
+from dpsynth.ledger_index import OVERLAP_SHARE, PAIR_SHARE, Index, normal_name
 from dpsynth.ledger_index import State as IndexState
 
 
@@ -147,6 +147,8 @@ class Ledger:
         time: datetime | None = None,
         guarantee: str | None = None,
         keys=None,
+        counts=None,
+        populations=None,
         new_dataset: bool = False,
     ) -> Entry:
         """Record a release at (epsilon, delta) and return its entry.
@@ -173,11 +175,13 @@ class Ledger:
         The steward's index (:mod:`dpsynth.ledger_index`) is checked too, under its lock
         taken before the ledger's: a dataset name known in another ledger file, or spelt
         otherwise (letter case, spaces), is refused; so is a table known in another ledger
-        file, or one whose strata (``keys``, a data frame of the key columns, one row a
-        stratum) overlap those of a table released under another dataset, unless
-        ``new_dataset`` declares that it counts other people (recorded in the entry). The
-        index records the name, the table's fingerprint and a copy of the entry before the
-        ledger line is written.
+        file, one whose strata (``keys``, a data frame of the key columns, one row a
+        stratum) overlap those of a table released under another dataset, or one whose
+        strata's ``populations`` (the denominators: populations or expected counts) and
+        ``counts``, one each a stratum, match those of such a table whatever their keys,
+        unless ``new_dataset`` declares that it counts other people (recorded in the
+        entry). The index records the name, the table's fingerprints and a copy of the
+        entry before the ledger line is written.
 
         The ledger is checked first (:meth:`check`): a ledger deleted, cut or edited is
         refused, never reset.
@@ -192,14 +196,16 @@ class Ledger:
         )
         budget = _check_budget_value(budget)
         prints = self.index.fingerprint_of(keys, create=True)
+        pairs = self.index.pairs_of(counts, populations, create=True)
         with self.index.locked() as ix:
             state = self.index.read(ix.read())
-            self._index_check(state, entry, prints, "name")  # before the ledger is created
+            self._index_check(state, entry, None, "name")  # before the ledger is created
             with self._locked_for_append() as f:
-                return self._spend_locked(ix, f, state, entry, budget, prints, private)
+                return self._spend_locked(ix, f, state, entry, budget, (prints, pairs), private)
 
     def _spend_locked(self, ix, f, state, entry, budget, prints, private) -> Entry:
-        """:meth:`spend` under the index's lock and the ledger's."""
+        """:meth:`spend` under the index's lock and the ledger's; ``prints``: the table's
+        (key fingerprint, pair fingerprint)."""
         data = f.read()
         book = self._checked_book(data, state)
         records = self._sync(state, book)
@@ -283,6 +289,8 @@ class Ledger:
         budget: float | None = None,
         guarantee: str | None = None,
         keys=None,
+        counts=None,
+        populations=None,
         new_dataset: bool = False,
     ) -> dict:
         """What :meth:`spend` with these arguments would find, recording nothing: the
@@ -299,14 +307,17 @@ class Ledger:
         state = self.index.read()
         book = self._read_book(state)
         self._sync(state, book)
-        prints = self.index.fingerprint_of(keys, create=False)
+        prints = (
+            self.index.fingerprint_of(keys, create=False),
+            self.index.pairs_of(counts, populations, create=False),
+        )
         found = book.entries
         owners = _owners(found, self.path)
         previous = _previous(found, owners, entry)
         key = entry.dataset if entry.named else owners.get(entry.table, entry.dataset)
         refusal = limit = None
         try:
-            self._index_check(state, entry, prints, "name")
+            self._index_check(state, entry, None, "name")
             _check_binding(owners, entry, found)
             _, limit = _budget_to_check(book.budgets.get(key), budget, key)
             if limit is not None:
@@ -510,29 +521,46 @@ class Ledger:
         return records
 
     def _index_check(self, state: IndexState, entry: Entry, prints, stage: str) -> None:
+        """Refuse what the index refuses; ``prints``: (key fingerprint, pair fingerprint),
+        or None at the stage "name"."""
+        keys, pairs = prints or (None, None)
         refusal = self.index.refusal(
-            state, self._key(), entry.dataset, entry.named, entry.table, prints,
-            entry.new_dataset, stage,
+            state, self._key(), entry.dataset, entry.named, entry.table, keys,
+            entry.new_dataset, stage, pairs,
         )  # fmt: skip
         if refusal is not None:
             raise LedgerError(refusal)
 
     def _new_records(self, state: IndexState, entry: Entry, prints) -> list[dict]:
         """What the index records of a release about to be written: its name (if new), its
-        table and fingerprint, and the datasets ``--new-dataset`` declared it apart from."""
+        table and fingerprints (``prints``: keys, pairs), and the datasets
+        ``--new-dataset`` declared it apart from."""
+        prints, pairs = prints
         mine = self._key()
         records = []
         if entry.named and normal_name(entry.dataset) not in state.datasets:
             records.append(_dataset_record(entry.dataset, mine, entry.time))
         known = state.tables.get(entry.table)
-        if known is None or (known.get("file") is None and prints is not None):
-            file = None if prints is None else self.index.store_fingerprint(prints)
-            n = None if prints is None else len(prints)
-            records.append(_table_record(entry.table, entry.dataset, mine, file, n))
+        adds_keys = prints is not None and (known is None or known.get("file") is None)
+        adds_pairs = pairs is not None and (known is None or known.get("pairs") is None)
+        if known is None or adds_keys or adds_pairs:
+            file, n = (known or {}).get("file"), (known or {}).get("strata")
+            if adds_keys:
+                file, n = self.index.store_fingerprint(prints), len(prints)
+            pair_file, events = (known or {}).get("pairs"), (known or {}).get("events")
+            if adds_pairs:
+                pair_file, events = self.index.store_fingerprint(pairs), len(pairs)
+            records.append(
+                _table_record(entry.table, entry.dataset, mine, file, n, pair_file, events)
+            )
         if entry.new_dataset:
+            mine_name = normal_name(entry.dataset)
             others = {o.dataset for o in self.index.overlaps(
-                state, normal_name(entry.dataset), entry.table, prints
+                state, mine_name, entry.table, prints
             ) if o.share >= OVERLAP_SHARE}  # fmt: skip
+            others |= {o.dataset for o in self.index.matches(
+                state, mine_name, entry.table, pairs
+            ) if o.share >= PAIR_SHARE}  # fmt: skip
             if known is not None and normal_name(known["dataset"]) != normal_name(entry.dataset):
                 others.add(known["dataset"])
             for other in sorted(others):
