@@ -17,6 +17,7 @@ from test_release_verify import KINDS, release
 
 from dpsynth.cli import build_parser
 from dpsynth.release import verify
+from dpsynth.release.signature import make_keys
 from dpsynth.release.verify import (
     CHECKS,
     TOPICS,
@@ -92,7 +93,9 @@ def emitted(tmp_path_factory) -> dict[tuple[str, str], list[str]]:
         patch.setenv("DPSYNTH_LEDGER", str(base / "ledger.jsonl"))
         patch.setenv("XDG_DATA_HOME", str(base / "data"))
         valid = {kind: release(base, kind, **KINDS[kind]) for kind in sorted(kinds)}
-    folders = dict(valid)
+        private, _ = make_keys(base / "keys")  # a signed release: its signature's check
+        signed = release(base, "signed", **KINDS["pg"], sign_key=private)
+    folders = dict(valid, signed=signed)
     for name, make in HOSTILE.items():
         folders[name] = base / f"hostile {name}"
         shutil.copytree(valid["pg"], folders[name])

@@ -1,5 +1,6 @@
 """The analyst's command line: ``dpsynth synthesize`` (also ``python -m dpsynth``),
-``calibrate``, ``ledger`` and the reviewer's ``verify``.
+``calibrate``, ``ledger``, ``keygen`` (the steward's signing key) and the reviewer's
+``verify``.
 
 Exit codes: 0 success, 2 bad input or options (the message names the file, column and
 keys at fault; no release folder is left behind), 130/143 interrupted by SIGINT/SIGTERM
@@ -98,8 +99,12 @@ docs/verify-checks.md); the files' times and modes are warnings only. No table i
 beyond the rows its file holds.
 
 What it cannot check: that the sets were drawn by this calibration (any table of whole
-counts with the total fits the numbers, the confidential one too). PASSED says that the
-public numbers back the stated epsilon, not more.
+counts with the total fits the numbers, the confidential one too), a sanitised prior's
+epsilon (its noise cannot be read from its noisy totals), a declared prior's source or the
+count-fit check's verdict. The last line says what was recomputed from the public files
+and what is taken on trust, and whether the folder is signed: with --key PUBLIC, the
+steward's public key, the signature shows that no public file or manifest field changed
+since the steward signed; without it, a signed folder is said signed but not checked.
 
 exit codes: 0 every check passed (warnings allowed; a nominal release passes but promises
 nothing proven), 1 a check failed, 2 not a release folder or a malformed manifest.
@@ -663,6 +668,14 @@ def _synthesize_arguments(syn: argparse.ArgumentParser) -> None:
         "private folder is always new, earlier ones are kept)",
     )
     io.add_argument(
+        "--sign-key",
+        type=Path,
+        metavar="PRIVATE",
+        help="sign the release with this Ed25519 private key (dpsynth keygen makes one; "
+        "never inside --out, readable by you alone): the release gets signature.json, and "
+        "dpsynth verify --key PUBLIC shows that nothing changed since",
+    )
+    io.add_argument(
         "--format",
         dest="output_format",
         choices=("parquet", "csv"),
@@ -765,6 +778,26 @@ def _verify_arguments(ver: argparse.ArgumentParser) -> None:
     _add_help_options(ver, full="also show what each check compares, and exit")
     ver.add_argument("release", type=Path, metavar="RELEASE_DIR", help="the public release folder")
     ver.add_argument("--json", action="store_true", help="print the checks as JSON (for machines)")
+    ver.add_argument(
+        "--key",
+        type=Path,
+        metavar="PUBLIC",
+        help="the steward's Ed25519 public key (obtained apart from the folder): check the "
+        "folder's signature, that no public file or manifest field changed since it was signed",
+    )
+
+
+def _keygen_arguments(key: argparse.ArgumentParser) -> None:
+    """The arguments of ``dpsynth keygen``."""
+    key.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        required=True,
+        help="folder for the key pair, kept apart from every release (made 0700 if new): "
+        "dpsynth-signing.key (private, 0600) and dpsynth-signing.pub (public); an existing "
+        "key is never replaced",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -826,6 +859,17 @@ def build_parser() -> argparse.ArgumentParser:
             add_help=False,
         )
     )
+    _keygen_arguments(
+        commands.add_parser(
+            "keygen",
+            help="make the steward's key pair for signing releases",
+            description="Make an Ed25519 key pair for signing releases (dpsynth synthesize "
+            "--sign-key PRIVATE; reviewers check with dpsynth verify --key PUBLIC). Keep the "
+            "private key apart from every release and back it up; publish the public key apart "
+            "from the releases (a web page, a paper's supplement).",
+            allow_abbrev=False,
+        )
+    )
     return parser
 
 
@@ -880,6 +924,7 @@ def _synthesize(args) -> int:
             output_format=args.output_format,
             private_dir=args.private_dir,
             force=args.force,
+            sign_key=args.sign_key,
             progress=False if args.quiet else None,
         )
         if args.dataset is None:
@@ -1044,13 +1089,35 @@ def _verify(args) -> int:
 
     verify.return_freed_memory()
     try:
-        checks, manifest = verify.report(args.release)
-    except verify.NotARelease as err:
+        key = None
+        if args.key is not None:
+            from dpsynth.release.signature import load_public_key
+
+            key = load_public_key(args.key)
+        checks, manifest = verify.report(args.release, key)
+    except (verify.NotARelease, ValueError) as err:  # a SignatureError: the key is unusable
         print(f"dpsynth verify: error: {err}", file=sys.stderr)
         return 2
     show = verify.as_json if args.json else verify.format_checks
     print(show(checks, args.release, manifest))
     return 1 if verify.failed(checks) else 0
+
+
+def _keygen(args) -> int:
+    from dpsynth.release.signature import SignatureError, key_id, load_public_key, make_keys
+
+    try:
+        private, public = make_keys(args.out)
+    except (SignatureError, OSError) as err:
+        print(f"dpsynth keygen: error: {err}", file=sys.stderr)
+        return 2
+    print(
+        f"wrote {private} (private: sign releases with dpsynth synthesize --sign-key "
+        f"{private}; never publish it) and {public} (public, key "
+        f"{key_id(load_public_key(public).raw)}: hand it to reviewers, dpsynth verify --key "
+        f"{public})"
+    )
+    return 0
 
 
 def _ledger(args) -> int:
@@ -1102,6 +1169,7 @@ def main(argv: list[str] | None = None) -> int:
             "calibrate": _calibrate,
             "ledger": _ledger,
             "verify": _verify,
+            "keygen": _keygen,
         }
         return handler[args.command](args)
     except KeyboardInterrupt:

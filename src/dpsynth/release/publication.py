@@ -1,7 +1,7 @@
 """The release's files: the public folder (synthetic sets, hyperparameters, the prior's
-table, the manifest last) and the steward's private folder (provenance with the root key,
-the summary and the utility report), written into partial folders that
-:func:`dpsynth.release.folder.install` then installs at once."""
+table, the manifest last, then its signature with ``--sign-key``) and the steward's private
+folder (provenance with the root key, the summary and the utility report), written into
+partial folders that :func:`dpsynth.release.folder.install` then installs at once."""
 
 from __future__ import annotations
 
@@ -136,7 +136,9 @@ def write_private(
 
 
 def finish_manifest(tmp: Path, info, prior_table, prior_block, design: Design) -> None:
-    """Write prior.* (if any) and manifest.json last, so every listed file exists."""
+    """Write prior.* (if any) and manifest.json last, so every listed file exists; with a
+    signing key (``info["signer"]``, ``--sign-key``), its signature of the manifest after
+    it, in the same partial folder (:mod:`.signature`)."""
     request_suffix = info["suffix"]
     files = dict(info["files"])
     budget: Budget = info["budget"]
@@ -233,4 +235,6 @@ def finish_manifest(tmp: Path, info, prior_table, prior_block, design: Design) -
     }
     manifest.validate(data)
     write_json(data, tmp / folder.MANIFEST)
+    if info.get("signer") is not None:  # the manifest's bytes as published, in the partial
+        info["signer"].sign_folder(tmp)
     info["manifest"] = data

@@ -173,6 +173,9 @@ class ReleaseRequest:
     #: new folder in the steward's private area (:meth:`private_folder`)
     private_dir: Path | None = None
     force: bool = False
+    #: the steward's Ed25519 private key (``--sign-key``, :mod:`.signature`): the release
+    #: is signed with it; never inside ``out``
+    sign_key: Path | None = None
     progress: bool | None = None  # None: only on a terminal
 
     @property

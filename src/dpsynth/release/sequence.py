@@ -174,6 +174,7 @@ class Release:
     salt: str = ""
     private: Path | None = None
     partials: dict = field(default_factory=dict)
+    signer: object = None  # the steward's signing key (--sign-key), loaded before any spend
     info: dict = field(default_factory=dict)
 
     # --- read ------------------------------------------------------------------------------
@@ -193,6 +194,13 @@ class Release:
             self.private = request.private_folder(self.root.commitment(self.salt))
             folder.check_destination(request.out, request.force)
             folder.check_apart(request.out, self.private)
+            if request.sign_key is not None:
+                from dpsynth.release.signature import SignatureError, load_private_key
+
+                try:
+                    self.signer = load_private_key(request.sign_key, request.out)
+                except SignatureError as err:
+                    raise ReleaseError(str(err)) from None
             folder.check_destination(self.private, request.force, private=True)
         # public decisions first (#36): the count-fit check, which reads the counts beyond
         # their total, waits for check, after the forecast, limits and target
@@ -393,6 +401,7 @@ class Release:
         )  # fmt: skip
         self.info["sampler"] = {"tail": self.sampler.tail, "tv_bound": self.sampler.tv_bound}
         self.info["ledger"] = self.entry
+        self.info["signer"] = self.signer
 
     # --- report ----------------------------------------------------------------------------
     def report(self) -> dict:

@@ -1,11 +1,11 @@
 """Check a published release against its manifest, from the public folder alone.
 
 ``dpsynth verify RELEASE_DIR`` is the reviewer's side of ``dpsynth synthesize``: given
-only the public folder (never the data, the key or the private folder) it checks that the
-folder is what its manifest lists and that the published numbers back the epsilon the
-manifest states. It reads files and recomputes; it never draws. Its checks go by topic
-(:data:`TOPICS`: ``files``, ``synthetic``, ``hyperparameters``, ``promise``,
-``metadata``) and are listed, each with what it compares and why, in one place:
+only the public folder (never the data, the root key or the private folder) it checks
+that the folder is what its manifest lists and recomputes what the published numbers
+give of the epsilon the manifest states. It reads files and recomputes; it never draws.
+Its checks go by topic (:data:`TOPICS`: ``files``, ``synthetic``, ``hyperparameters``,
+``promise``, ``metadata``) and are listed, each with what it compares and why, in one place:
 :data:`CHECKS`, a :class:`CheckSpec` each. Every :class:`Check` is made by :func:`_check`
 from an entry of it (an unregistered name raises :class:`UnregisteredCheck`, a bug, not a
 finding); ``dpsynth verify --help`` and docs/verify-checks.md
@@ -14,8 +14,15 @@ entry is emitted by some release of their corpus and nothing else is.
 
 What it cannot check: that the sets were drawn by this calibration. Any table of whole
 counts with the total fits the published numbers, the confidential table itself
-included; no check can tell draws from data, so a passing verification says that the
-public numbers back the stated epsilon, not that the release was made honestly.
+included; no check can tell draws from data. Nor a sanitised prior's epsilon (noisy
+totals are whole numbers whatever their noise's scale), a declared prior's source or the
+count-fit check's verdict, which are the steward's word. :func:`summary` says which parts
+it recomputed and which it takes on trust (:func:`accounting`), never that the public
+numbers back the latter. What the folder cannot show, that it is unchanged since the
+steward published it, the steward's signature can (:mod:`dpsynth.release.signature`):
+with the steward's public key (``--key``) the check ``files/signature`` verifies it, and
+the summary says whether the folder is signed and checked, signed but not checked, or
+unsigned (:func:`signature_state`).
 
 It reads no more than the files hold, and no more than the manifest's shape can need,
 in bounds decided before a table is read: the manifest at most :data:`MAX_MANIFEST_BYTES`;
@@ -55,6 +62,7 @@ from dpsynth.data.validation import key_codes_by_entry, key_runs, key_sort_codes
 from dpsynth.io import sha256_file
 from dpsynth.release import folder
 from dpsynth.release.manifest import RELEASE_FORMAT, SCHEMA, SYNTHETIC_COUNT, status
+from dpsynth.release.signature import SIGNATURE
 
 #: Relative tolerance of the recomputed privacy bound against ``epsilon_per_set``.
 BOUND_RTOL = 1e-9
@@ -188,6 +196,12 @@ CHECKS: tuple[CheckSpec, ...] = (
     CheckSpec("files", "{file} sha256",
               "The listed file `{file}` is there, a regular file no larger than the "
               "manifest's rows can need, with its listed `sha256`."),
+    CheckSpec("files", "signature",
+              f"With `--key PUBLIC`, the steward's public key: `{SIGNATURE}` is that key's "
+              "Ed25519 signature of the manifest as published, and every listed file has the "
+              "SHA-256 the signed manifest lists (nothing changed since the steward signed); "
+              "an unsigned folder fails. Without it, a signature file is well formed and said "
+              "not checked, and an unsigned folder is said unsigned."),
     CheckSpec("synthetic", "synthetic",
               "The synthetic sets could be read within the bounds (the rows the manifest "
               "says, flat columns of numbers or text, texts of at most "
@@ -607,9 +621,11 @@ def _worst_relative(actual: np.ndarray, expected: np.ndarray) -> float:
 class _Release:
     """The folder, its manifest and its tables, each read once (None when unreadable)."""
 
-    def __init__(self, path: Path, manifest: dict):
+    def __init__(self, path: Path, manifest: dict, key=None):
         self.path = path
         self.manifest = manifest
+        self.key = key  # the steward's public key (--key), or None
+        self.hashes: dict[str, str] = {}  # each listed file's SHA-256, by its name in files
         self._tables: dict[str, pd.DataFrame] = {}
         self._encoded: dict[str, dict] = {}  # per table, its dictionary-encoded columns
         self._key_runs: tuple[bool, int] | None = None
@@ -788,15 +804,21 @@ def _give_back() -> None:
         pass
 
 
-def verify_release(path: Path) -> list[Check]:
-    """Every check of the release in ``path``, in topic order (see the module docstring).
+def verify_release(path: Path, key=None) -> list[Check]:
+    """Every check of the release in ``path``, in topic order (see the module docstring);
+    ``key``, the steward's public key (:class:`dpsynth.release.signature.PublicKey`, or a
+    path to one), checks the folder's signature with it.
 
     Raises :class:`NotARelease` when ``path`` is missing or holds no dpsynth manifest;
     anything wrong inside a release is a failed :class:`Check`, never an exception.
     """
     path = Path(path)
     manifest, _ = load_manifest(path)
-    release = _Release(path, manifest)
+    if key is not None and not hasattr(key, "raw"):
+        from dpsynth.release.signature import load_public_key
+
+        key = load_public_key(Path(key))
+    release = _Release(path, manifest, key)
     checks: list[Check] = []
     readable = _run(checks, "files", "manifest", _manifest_checks, release)
     if not readable:
@@ -824,6 +846,7 @@ def verify_release(path: Path) -> list[Check]:
     if over:
         return checks
     _run(checks, "files", "listed files", _file_checks, release)
+    _run(checks, "files", "signature", _signature_checks, release)
     _run(checks, "synthetic", "synthetic", _synthetic_checks, release)
     _run(checks, "hyperparameters", "hyperparameters", _hyper_checks, release)
     _run(checks, "promise", "promise", _promise_checks, release)
@@ -930,19 +953,22 @@ def _file_checks(release: _Release):
         p.relative_to(release.path).as_posix() + ("/" if p.is_dir() and not p.is_symlink() else "")
         for p in entries
     )
-    present = [p for p in present if p != folder.MANIFEST]
+    names_present = set(present)
+    present = [p for p in present if p not in (folder.MANIFEST, SIGNATURE)]
     unlisted = [p for p in present if p not in listed]
     out.append(
         _check(
             "files", "nothing unlisted", FAIL if unlisted else OK,
             (f"{len(unlisted)} file(s) in the folder the manifest does not list: "
              f"{shown(', '.join(unlisted))}") if unlisted
-            else f"the folder holds {len(present)} file(s) besides the manifest, all listed",
+            else f"the folder holds {len(present)} file(s) besides the manifest"
+                 f"{' and its signature' if SIGNATURE in names_present else ''}, all listed",
             {"unlisted": [shown(p) for p in unlisted]},
         )
     )  # fmt: skip
     for file_name, (name, entry) in sorted(listed.items()):
         path = release.path / file_name
+        entry_name = name
         name, file_name = shown(name, 40), shown(file_name, 80)
         if not regular_file(path):
             why = "missing" if not os.path.lexists(path) else "not a regular file"
@@ -959,6 +985,7 @@ def _file_checks(release: _Release):
             )  # fmt: skip
             continue
         actual = sha256_file(path)
+        release.hashes[entry_name] = actual
         same = actual == entry["sha256"]
         detail = (
             f"{file_name}: sha256 {actual[:16]}... as listed"
@@ -970,6 +997,93 @@ def _file_checks(release: _Release):
                    {"path": file_name, "sha256": actual, "listed": entry["sha256"]}, file=name)
         )  # fmt: skip
     return out, True
+
+
+def _signature_checks(release: _Release):
+    """The steward's signature (:mod:`dpsynth.release.signature`): without a key, whether
+    the folder is signed (a well-formed signature file, not checked) or not; with ``--key``, the
+    signature is the key's, of the manifest's bytes as they are now, and every file the
+    signed manifest lists has the SHA-256 it lists (found by :func:`_file_checks`)."""
+    from dpsynth.release.signature import SignatureError, message, read_signature
+
+    key, path = release.key, release.path / SIGNATURE
+    given = f"the given key {key.id}" if key is not None else ""
+    if not os.path.lexists(path):
+        if key is None:
+            return [
+                _check("files", "signature", OK,
+                       f"unsigned: no {SIGNATURE}, so nothing shows the folder is as its "
+                       "steward published it (dpsynth synthesize --sign-key)",
+                       {"state": "unsigned"})
+            ], True  # fmt: skip
+        return [
+            _check("files", "signature", FAIL,
+                   f"no {SIGNATURE}: the folder is unsigned, so nothing shows it is what the "
+                   f"steward of {given} published", {"state": "unsigned"})
+        ], True  # fmt: skip
+    if not regular_file(path):
+        return [
+            _check("files", "signature", FAIL, f"{SIGNATURE} is not a regular file",
+                   {"state": "failed"})
+        ], True  # fmt: skip
+    try:
+        found = read_signature(path)
+    except SignatureError as err:
+        return [_check("files", "signature", FAIL, shown(err, 200), {"state": "failed"})], True
+    signer = found["key"].id
+    if key is None:
+        return [
+            _check("files", "signature", OK,
+                   f"{SIGNATURE} names the key {signer}; not checked: verify with --key PUBLIC, "
+                   "the steward's public key obtained apart from the folder",
+                   {"state": "not checked", "key_id": signer})
+        ], True  # fmt: skip
+    if key.path is not None and Path(key.path).resolve().is_relative_to(release.path.resolve()):
+        return [
+            _check("files", "signature", FAIL,
+                   f"--key {shown(key.path, 120)} lies inside the release folder: a key the "
+                   "folder brings proves nothing; give the steward's public key from elsewhere",
+                   {"state": "failed", "key_id": signer})
+        ], True  # fmt: skip
+    if found["key"].raw != key.raw:
+        return [
+            _check("files", "signature", FAIL,
+                   f"signed by the key {signer}, not by {given}",
+                   {"state": "failed", "key_id": signer})
+        ], True  # fmt: skip
+    manifest_path = release.path / folder.MANIFEST
+    if not regular_file(manifest_path) or manifest_path.stat().st_size > MAX_MANIFEST_BYTES:
+        raise ValueError(
+            f"{folder.MANIFEST} is not a regular file of at most {MAX_MANIFEST_BYTES} bytes"
+        )
+    manifest = manifest_path.read_bytes()
+    if not key.verifies(found["signature"], message(manifest)):
+        return [
+            _check("files", "signature", FAIL,
+                   f"the signature by {given} does not match {folder.MANIFEST}: the manifest "
+                   "changed since the steward signed it (or the signature did)",
+                   {"state": "failed", "key_id": signer})
+        ], True  # fmt: skip
+    listed = json.loads(manifest.decode("utf-8"))["files"]  # the signed listing
+    changed = [
+        shown(entry["path"], 80)
+        for name, entry in sorted(listed.items())
+        if release.hashes.get(name) != entry["sha256"]
+    ]
+    if changed:
+        return [
+            _check("files", "signature", FAIL,
+                   f"the manifest is as signed by {given}, but {', '.join(changed[:5])} "
+                   "do(es) not have the SHA-256 it lists (or could not be read): changed "
+                   "since the steward signed",
+                   {"state": "failed", "key_id": signer, "changed": changed})
+        ], True  # fmt: skip
+    return [
+        _check("files", "signature", OK,
+               f"signed by {given}: {folder.MANIFEST} and the {len(listed)} file(s) it lists "
+               "are as the steward signed them, nothing changed since",
+               {"state": "verified", "key_id": signer})
+    ], True  # fmt: skip
 
 
 # --- 2. synthetic sets ---------------------------------------------------------------------
@@ -1689,35 +1803,103 @@ def _metadata_checks(release: _Release):
 # --- words ---------------------------------------------------------------------------------
 
 
+def accounting(manifest: dict) -> tuple[list[str], list[str]]:
+    """What a passing verification recomputed from the public files, and what the promise
+    takes on trust (no check can see it), each as a list of phrases: the sanitised prior's
+    epsilon (its noise cannot be read from its noisy totals), a declared prior's source
+    and the count-fit check's verdict (the steward's word that the prior is public), and
+    always that the sets were drawn by this calibration."""
+    b, prior = manifest["budget"], manifest["prior"]
+    kind = prior["kind"]
+    promise = f"({_g(b['epsilon_total'])}, {_g(b['delta_total'])})-DP"
+    sets = (f"epsilon {_g(b['epsilon_synthesis'])} of the {manifest['sets']} synthetic "
+            f"set(s) (the privacy bound of the hyperparameters, {_g(b['epsilon_per_set'])} "
+            "per set)")  # fmt: skip
+    if kind == "none":
+        recomputed = [f"the stated {promise}: {sets}"]
+    elif kind == "total":
+        recomputed = [f"the stated {promise}: {sets}, the prior the overall rate of the "
+                      "public total"]  # fmt: skip
+    else:
+        recomputed = [sets]
+    trusted = []
+    if kind == "sanitised":
+        recomputed.append("the prior's rates from its noisy totals")
+        trusted.append(f"the sanitised prior's epsilon_prior {_g(b['epsilon_prior'])} (its "
+                       "noise cannot be read from its noisy totals)")  # fmt: skip
+    declared = prior.get("declared_source")
+    if isinstance(declared, str):
+        trusted.append(f'the prior\'s declared source "{shown(declared, 80)}"')
+    verdict = prior.get("count_fit_check")
+    if verdict in ("passed", "overridden"):
+        said = "passed" if verdict == "passed" else "overridden by the steward"
+        trusted.append(f"the count-fit check's verdict ({said})")
+    trusted.append("that the sets were drawn by this calibration")
+    return recomputed, trusted
+
+
+def signature_state(checks: list[Check]) -> tuple[str, str]:
+    """(state, sentence): whether the folder is signed and the signature checked
+    (``verified``), signed but not checked (``not checked``: no ``--key``), ``unsigned``,
+    or a signature that does not hold (``failed``); ``not looked at`` when the
+    verification stopped before (a manifest it does not read)."""
+    found = next((c for c in checks if (c.topic, c.name) == ("files", "signature")), None)
+    if found is None:  # the verification stopped before the signature
+        return "not looked at", "The signature was not looked at."
+    state = found.values.get("state", "failed")
+    key = shown(found.values.get("key_id", ""), 40)
+    if state == "verified":
+        sentence = (f"Signed by the given key {key}: no public file or manifest field changed "
+                    "since the steward signed.")  # fmt: skip
+    elif state == "not checked":
+        sentence = (f"Signed (key {key}) but not checked: give --key PUBLIC, the steward's "
+                    "public key, to check that nothing changed since.")  # fmt: skip
+    elif state == "unsigned":
+        sentence = (f"Unsigned: no {SIGNATURE}, so nothing shows the folder is as its "
+                    "steward published it.")  # fmt: skip
+    else:
+        sentence = "The signature does not hold (files/signature)."
+    return state, sentence
+
+
+def _and(phrases: list[str]) -> str:
+    return phrases[0] if len(phrases) == 1 else ", ".join(phrases[:-1]) + " and " + phrases[-1]
+
+
 def summary(checks: list[Check], manifest: dict | None = None) -> str:
-    """One sentence: passed or failed, and what the release then promises."""
+    """The closing line: passed or failed; when passed, what was recomputed from the
+    public files and what is taken on trust (:func:`accounting`); and whether the folder
+    is signed (:func:`signature_state`)."""
     fails = [c for c in checks if c.status == FAIL]
     warnings = [c for c in checks if c.status == WARNING]
     nominal = [c for c in checks if c.status == NOMINAL]
     counted = f"{len(checks) - len(fails)} of {len(checks)} checks passed"
     if warnings:
         counted += f", {len(warnings)} warning(s)"
+    signed = signature_state(checks)[1]
     if fails:
         names = ", ".join(f"{c.topic}/{shown(c.name, 60)}" for c in fails[:4])
         more = ", ..." if len(fails) > 4 else ""
         return (
             f"FAILED: {counted}; failed: {names}{more}. The release is not what its manifest "
-            "says, or its promise is not backed by its public numbers"
+            f"says, or its public numbers do not give its promise. {signed}"
         )
     if nominal:
         return (
             f"PASSED, NOMINAL: {counted}. The files are what the manifest says, but the "
-            "release is nominal: it promises nothing proven"
+            f"release is nominal: it promises nothing proven. {signed}"
         )
-    promise = " epsilon"
-    if manifest is not None:
-        b = manifest["budget"]
-        promise = f" ({_g(b['epsilon_total'])}, {_g(b['delta_total'])})-DP"
     # No check can tell sets drawn by the calibration from any other table of whole counts
-    # with the total, the confidential table included: say what was checked, not more.
+    # with the total, the confidential table included, nor read a prior's noise from its
+    # noisy totals: say what was recomputed and what is taken on trust, not more.
+    try:
+        recomputed, trusted = accounting(manifest)
+    except (KeyError, TypeError):  # no manifest given, or not the one verified
+        recomputed = ["the privacy bound of the hyperparameters"]
+        trusted = ["that the sets were drawn by this calibration"]
     return (
-        f"PASSED: {counted}. The public numbers back the stated{promise}; that the sets "
-        "were drawn by this calibration cannot be checked from the folder"
+        f"PASSED: {counted}. Recomputed from the public files: {_and(recomputed)}; taken on "
+        f"trust, not checkable from the folder: {_and(trusted)}. {signed}"
     )
 
 
@@ -1741,13 +1923,14 @@ def format_checks(checks: list[Check], path: Path, manifest: dict | None = None)
         lines.append(topic)
         for c in found:
             lines.append(f"  {shown(c.status, 8):<7} {shown(c.name, 60)}: {shown(c.detail, 400)}")
-    lines.append(shown(summary(checks, manifest), 600))
+    lines.append(shown(summary(checks, manifest), 1000))
     return "\n".join(lines)
 
 
-def report(path: Path) -> tuple[list[Check], dict | None]:
-    """:func:`verify_release` and the manifest it read (None if it does not parse)."""
-    checks = verify_release(path)
+def report(path: Path, key=None) -> tuple[list[Check], dict | None]:
+    """:func:`verify_release` (with the steward's public ``key``, if given) and the
+    manifest it read (None if it does not parse)."""
+    checks = verify_release(path, key)
     manifest, _ = load_manifest(path)
     return checks, manifest
 
@@ -1759,8 +1942,21 @@ def as_json(checks: list[Check], path: Path, manifest: dict | None = None) -> st
             "passed": not failed(checks),
             "nominal": any(c.status == NOMINAL for c in checks),
             "summary": summary(checks, manifest),
+            **_json_accounting(checks, manifest),
             "checks": [c.as_dict() for c in checks],
         },
         indent=2,
         default=float,
     )
+
+
+def _json_accounting(checks: list[Check], manifest: dict | None) -> dict:
+    """``recomputed`` and ``trusted`` (:func:`accounting`; null unless every check passed
+    and the release is certified) and ``signature`` (:func:`signature_state`)."""
+    recomputed = trusted = None
+    if not failed(checks) and not any(c.status == NOMINAL for c in checks):
+        try:
+            recomputed, trusted = accounting(manifest)
+        except (KeyError, TypeError):
+            pass
+    return {"recomputed": recomputed, "trusted": trusted, "signature": signature_state(checks)[0]}
