@@ -245,6 +245,7 @@ def national(
                 sys.executable, "-m", "dpsynth", "synthesize", "--input", str(paths[name]),
                 "--keys", *keys_of(counties, ages, years), "--strata", "input",
                 "--prior-rate-column", "prior_rate", "--mechanism", mechanism,
+                "--prior-source", "the benchmark table's national rates by age (synthetic)",
                 "--epsilon", str(epsilon), "--sets", str(sets), "--dataset",
                 f"national_{name}", "--out", str(out),
                 "--private-dir", str(tmp / f"{out.name}.private"), "--quiet", "--force",

@@ -165,6 +165,7 @@ def main() -> None:
         argv = [
             "synthesize", "--input", str(args.input), "--keys", *keys, "--strata", "input",
             "--prior-rate-column", "prior_rate", "--mechanism", args.mechanism,
+            "--prior-source", "the benchmark table's national rates by age (synthetic)",
             "--epsilon", "1", "--sets", str(args.sets), "--dataset", "profile",
             "--out", str(Path(tmp) / "out"), "--private-dir", str(Path(tmp) / "private"),
             "--quiet", "--force",

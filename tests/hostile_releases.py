@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dpsynth.io import sha256_file
-from dpsynth.release.manifest import guarantee
+from dpsynth.release.manifest import RELEASE_FORMAT, guarantee
 
 #: Rows of the dictionary-encoded row bomb (the audit's: 20 M rows in a 789 KB file).
 BOMB_ROWS = 20_000_000
@@ -192,7 +192,7 @@ def nested_manifest(out: Path) -> None:
     """A manifest nested 100,000 deep."""
     depth = 100_000
     (out / "manifest.json").write_text(
-        '{"dpsynth_release_format": 5, "x": ' + "[" * depth + "]" * depth + "}"
+        f'{{"dpsynth_release_format": {RELEASE_FORMAT}, "x": ' + "[" * depth + "]" * depth + "}"
     )
 
 

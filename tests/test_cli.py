@@ -35,19 +35,23 @@ DPSYNTH = BIN / "dpsynth"
 REPO = Path(__file__).resolve().parents[1]
 WONDER_FIXTURE = REPO / "tests" / "fixtures" / "wonder" / "good.txt"
 
-#: Six strata: two regions x three age bands; prior rates differ by age band.
+#: Six strata: two regions x three age bands; prior rates differ by age band (public rates,
+#: not the table's own: those are refused, dpsynth.release.prior_check.group_fit).
 STRATA = pd.DataFrame(
     {
         "region": ["north"] * 3 + ["south"] * 3,
         "age": ["young", "middle", "old"] * 2,
         "count": [3, 12, 40, 5, 9, 31],
         "population": [4000, 3000, 2000, 5000, 2500, 1500],
-        "prior_rate": [0.001, 0.004, 0.02] * 2,
+        "prior_rate": [0.0012, 0.003, 0.025] * 2,
     }
 )
 #: The keys and where their list of strata comes from (every region and age band appears),
 #: and the dataset's name (required).
 KEYS = ("--keys", "region", "age", "--strata", "cross-product", "--dataset", "counts")
+#: Where the public prior rates come from: every prior the steward brings (the prior-rate
+#: column here) is declared; md and a sanitised prior take none.
+PRIOR = ("--prior-source", "national rates by age band, published 1999 (test)")
 
 
 @dataclass
@@ -112,7 +116,7 @@ def test_manifest_files_and_private_folder(strata_csv, tmp_path, private_area):
     out = tmp_path / "release"
     printed = ok(
         "synthesize", "--input", "counts.csv", *KEYS, "--epsilon", "2", "--mechanism",
-        "truncated", "--sets", "4", "--out", "release", "--quiet", cwd=tmp_path,
+        "truncated", "--sets", "4", *PRIOR, "--out", "release", "--quiet", cwd=tmp_path,
     ).stdout  # fmt: skip
     info = manifest(out)
     # the private folder: in the steward's area, named after the release; the CLI says where
@@ -153,7 +157,7 @@ def test_private_dir_is_where_the_steward_says_and_never_in_the_release(
     strata_csv, tmp_path, private_area, private_ledger
 ):
     args = ["synthesize", "--input", "counts.csv", *KEYS, "--epsilon", "1", "--mechanism",
-            "pg", "--quiet"]  # fmt: skip
+            "pg", *PRIOR, "--quiet"]  # fmt: skip
     printed = ok(*args, "--out", "rel", "--private-dir", "vault/rel", cwd=tmp_path).stdout
     assert "never publish them): vault/rel\n" in printed
     assert "(private): vault/rel/utility.md\n" in printed
@@ -173,12 +177,12 @@ def test_a_private_folder_left_beside_the_release_is_warned_about(strata_csv, tm
     (tmp_path / "rel.private" / "provenance.json").write_text('{"dpsynth_release_format": 3}')
     result = ok(
         "synthesize", "--input", "counts.csv", *KEYS, "--epsilon", "1", "--mechanism", "pg",
-        "--out", "rel", "--quiet", cwd=tmp_path,
+        *PRIOR, "--out", "rel", "--quiet", cwd=tmp_path,
     )  # fmt: skip
     assert "warning: rel.private, beside the release, is an earlier release's" in result.stderr
     quiet = ok(
         "synthesize", "--input", "counts.csv", *KEYS, "--epsilon", "1", "--mechanism", "pg",
-        "--out", "other", "--quiet", cwd=tmp_path,
+        *PRIOR, "--out", "other", "--quiet", cwd=tmp_path,
     )  # fmt: skip
     assert quiet.stderr == ""
 
@@ -213,7 +217,7 @@ def test_prior_rate_by_is_removed_with_a_pointer(strata_csv, tmp_path):
 @pytest.mark.process
 def test_python_m_dpsynth_matches_the_script(strata_csv, tmp_path):
     args = ["synthesize", "--input", "counts.csv", *KEYS, "--epsilon", "1", "--mechanism", "pg"]
-    args += ["--insecure-test-seed", "4"]
+    args += [*PRIOR, "--insecure-test-seed", "4"]
     script = subprocess.run(
         [str(DPSYNTH), *args, "--out", "script"],
         cwd=tmp_path, capture_output=True, text=True, timeout=300,
@@ -434,7 +438,7 @@ def test_bad_input_fails_cleanly(tmp_path, case):
     frame.to_csv(tmp_path / "counts.csv", index=False)
     result = run(
         "synthesize", "--input", "counts.csv", *KEYS, "--epsilon", "1", "--mechanism",
-        "truncated", "--out", "release", cwd=tmp_path,
+        "truncated", *PRIOR, "--out", "release", cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 2, result.stderr
     for fragment in fragments:
@@ -480,7 +484,7 @@ def test_sigterm_cleans_up_without_a_traceback(tmp_path, private_ledger, private
     process = subprocess.Popen(
         [str(DPSYNTH), "synthesize", "--input", "large.csv", "--keys", "stratum", "--strata",
          "input", "--dataset", "large", "--epsilon", "1", "--mechanism", "truncated", "--sets",
-         "3", "--out", "r",
+         "3", *PRIOR, "--out", "r",
          "--quiet"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env=os.environ | {"DPSYNTH_TEST_HOLD": f"spent:{held}"},
@@ -506,7 +510,7 @@ def test_two_concurrent_runs_into_one_folder_cannot_both_succeed(
     strata_csv, tmp_path, private_area, private_folder
 ):
     args = [str(DPSYNTH), "synthesize", "--input", "counts.csv", *KEYS, "--epsilon", "1"]
-    args += ["--mechanism", "truncated", "--out", "r", "--quiet"]
+    args += ["--mechanism", "truncated", *PRIOR, "--out", "r", "--quiet"]
     runs = [
         subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         for _ in range(3)
@@ -522,7 +526,7 @@ def test_calibrate_prints_the_promise_and_spends_nothing(
 ):
     text = ok(
         "calibrate", "--input", "counts.csv", *KEYS, "--epsilon", "3", "--sets", "3",
-        "--mechanism", "truncated", "--hyperparameters", "h.csv", cwd=tmp_path,
+        "--mechanism", "truncated", *PRIOR, "--hyperparameters", "h.csv", cwd=tmp_path,
     ).stdout  # fmt: skip
     assert "certified" in text and "3 set(s) x 1" in text and "moved from one stratum" in text
     hyper = pd.read_csv(tmp_path / "h.csv")
@@ -534,7 +538,7 @@ def test_calibrate_prints_the_promise_and_spends_nothing(
     assert not private_ledger.exists() and not private_area.exists()
     nominal = run(
         "calibrate", "--input", "counts.csv", *KEYS, "--epsilon", "1", "--mechanism", "pg",
-        "--method", "paper", cwd=tmp_path,
+        *PRIOR, "--method", "paper", cwd=tmp_path,
     )  # fmt: skip
     assert nominal.returncode == 2 and "--allow-nominal" in nominal.stderr
 
@@ -545,7 +549,7 @@ def test_calibrate_previews_the_ledger_account_and_never_writes_it(
     """Before a release, the steward sees what the table (or its dataset) has spent, what
     it would have spent after it, and whether synthesize would refuse it; the ledger is
     read, never written."""
-    common = ["--input", "counts.csv", *KEYS, "--mechanism", "pg"]
+    common = ["--input", "counts.csv", *KEYS, "--mechanism", "pg", *PRIOR]
     ok("synthesize", *common, "--epsilon", "1", "--out", "r1", "--dataset", "deaths-1999",
        "--quiet", cwd=tmp_path)  # fmt: skip
     before = private_ledger.read_bytes()
@@ -601,8 +605,8 @@ def test_rounding_nearest_releases_the_rounded_table(tmp_path, private_folder):
     rounded = FRACTIONAL.assign(count=[round(c) for c in FRACTIONAL["count"]])  # half to even
     assert rounded["count"].tolist() == [3, 12, 40, 5, 10, 31]
     rounded.to_csv(tmp_path / "whole.csv", index=False)
-    args = [*KEYS, "--epsilon", "1", "--mechanism", "truncated", "--insecure-test-seed", "9",
-            "--quiet"]  # fmt: skip
+    args = [*KEYS, "--epsilon", "1", "--mechanism", "truncated", *PRIOR, "--insecure-test-seed",
+            "9", "--quiet"]  # fmt: skip
     said = ok("synthesize", "--input", "counts.csv", *args, "--rounding", "nearest", "--out",
               "a", cwd=tmp_path).stdout  # fmt: skip
     whole_said = ok("synthesize", "--input", "whole.csv", *args, "--out", "b", cwd=tmp_path).stdout
@@ -672,8 +676,8 @@ def test_set_budget_and_calibrate_predicts_a_public_refusal(strata_csv, tmp_path
     said = ok("ledger", "--set-budget", "counts", "1", cwd=tmp_path).stdout
     assert "budget epsilon = 1 stored" in said
     base = ["--input", "counts.csv", *KEYS, "--mechanism", "pg", "--quiet"]
-    ok("synthesize", *base, "--epsilon", "0.75", "--out", "a", cwd=tmp_path)
-    over = run("synthesize", *base, "--epsilon", "0.5", "--out", "b", cwd=tmp_path)
+    ok("synthesize", *base, *PRIOR, "--epsilon", "0.75", "--out", "a", cwd=tmp_path)
+    over = run("synthesize", *base, *PRIOR, "--epsilon", "0.5", "--out", "b", cwd=tmp_path)
     assert over.returncode == 2 and "of the budget epsilon = 1" in over.stderr
     raised = run("ledger", "--set-budget", "counts", "2", cwd=tmp_path)
     assert raised.returncode == 2 and "never raised" in raised.stderr

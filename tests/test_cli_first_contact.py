@@ -25,10 +25,12 @@ TABLE = pd.DataFrame(
         "age": ["young", "middle", "old"] * 2,
         "count": [3, 12, 40, 5, 9, 31],
         "population": [4000, 3000, 2000, 5000, 2500, 1500],
-        "prior_rate": [0.001, 0.004, 0.02] * 2,
+        "prior_rate": [0.0012, 0.003, 0.025] * 2,  # public rates, not the table's own
     }
 )
 COLUMNS = ("--keys", "region", "age", "--strata", "cross-product")
+#: Where the prior-rate column comes from (every prior the steward brings is declared).
+PRIOR = ("--prior-source", "national rates by age band, published 1999 (test)")
 REQUIRED = ("--input", "--keys", "--strata", "--dataset", "--epsilon", "--mechanism", "--out")
 
 
@@ -136,7 +138,7 @@ def test_help_fits_a_screen_and_help_all_shows_every_option(tmp_path, command):
 def test_a_csv_with_another_delimiter_is_read_with_it(tmp_path, delimiter):
     TABLE.to_csv(tmp_path / "t.csv", index=False, sep=delimiter)
     TABLE.to_csv(tmp_path / "comma.csv", index=False)
-    common = [*COLUMNS, "--epsilon", "1", "--mechanism", "truncated"]
+    common = [*COLUMNS, "--epsilon", "1", "--mechanism", "truncated", *PRIOR]
     code, out, err = run_cli("calibrate", "--input", str(tmp_path / "t.csv"), *common)
     assert code == 0, err
     _, expected, _ = run_cli("calibrate", "--input", str(tmp_path / "comma.csv"), *common)
@@ -216,7 +218,7 @@ def test_utility_numbers_are_written_as_a_reader_writes_them(value, digits, show
 def test_a_release_under_no_stored_budget_says_so_in_one_line(tmp_path):
     TABLE.to_csv(tmp_path / "t.csv", index=False)
     release = ("synthesize", "--input", str(tmp_path / "t.csv"), *COLUMNS, "--epsilon", "1",
-               "--mechanism", "pg", "--dataset", "towns")  # fmt: skip
+               "--mechanism", "pg", *PRIOR, "--dataset", "towns")  # fmt: skip
     code, stdout, stderr = run_cli(*release, "--out", str(tmp_path / "a"), "--quiet")
     assert code == 0, stderr
     (line,) = [line for line in stdout.splitlines() if "no stored budget" in line]

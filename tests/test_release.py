@@ -41,6 +41,8 @@ STRATA = pd.DataFrame(
     }
 )
 KEYS = ("code", "region")  # nested (a code lies in one region): no cross product
+#: where the tests' public prior rates come from (every prior the steward brings is declared)
+PRIOR_SOURCE = "national rates by region, published 1999 (test)"
 
 
 def request_for(path, out, **changes) -> ReleaseRequest:
@@ -49,6 +51,8 @@ def request_for(path, out, **changes) -> ReleaseRequest:
                   dataset="test-data",
                   progress=False, strata="input")  # fmt: skip
     fields.update(changes)
+    if fields.get("mechanism") != "md" and fields.get("sanitised_prior_by") is None:
+        fields.setdefault("prior_source", PRIOR_SOURCE)  # the prior column is declared
     return ReleaseRequest(**fields)
 
 

@@ -47,6 +47,7 @@ def release_process(folder: Path, keys, mechanism: str, sets: int) -> tuple[floa
         sys.executable, "-m", "dpsynth", "synthesize", "--input",
         str(folder / "national.parquet"), "--keys", *keys, "--strata", "input",
         "--mechanism", mechanism, "--epsilon", "1", "--sets", str(sets),
+        "--prior-source", "national rates by age, published 1999 (test)",
         "--dataset", "national", "--out", str(out), "--private-dir", str(out) + ".private",
         "--quiet",
     ]  # fmt: skip

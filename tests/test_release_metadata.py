@@ -31,6 +31,8 @@ MARKERS = {
     "wonder": "LEAK-WONDER-e611",
 }
 WONDER = Path(__file__).parent / "fixtures" / "wonder" / "good.txt"
+#: Where the table's prior-rate column comes from (every prior the steward brings is declared).
+PRIOR_SOURCE = "national rates by county, published 1999 (test)"
 
 
 def marked_parquet(path: Path) -> Path:
@@ -81,9 +83,9 @@ def leaks(folder: Path) -> list[str]:
     "changes",
     [
         dict(mechanism="md"),
-        dict(mechanism="pg"),
+        dict(mechanism="pg", prior_source=PRIOR_SOURCE),
         dict(mechanism="pg", sanitised_prior_by=("county",), sets=2),  # writes prior.parquet
-        dict(mechanism="truncated", output_format="csv"),
+        dict(mechanism="truncated", output_format="csv", prior_source=PRIOR_SOURCE),
     ],
     ids=["md", "pg", "pg-sanitised-prior", "truncated-csv"],
 )

@@ -215,6 +215,7 @@ from dpsynth.cli import main
 code = main(["synthesize", "--input", {str(tmp_path / "t.parquet")!r}, "--keys", *{KEYS!r},
              "--strata", "input", "--prior-rate-column", "prior_rate", "--epsilon", "1",
              "--mechanism", "truncated",
+             "--prior-source", "national rates by age, published 1999 (test)",
              "--dataset", "t", "--out", {str(tmp_path / "out")!r}, "--private-dir",
              {str(tmp_path / "private")!r}, "--quiet"])
 print(code, min(calls.values()), "scipy.stats" in sys.modules)

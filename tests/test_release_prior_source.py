@@ -1,6 +1,7 @@
 """A prior that varies stratum by stratum is published only with the steward's declared
 source (issue #34, finding 1): the audit's disguises of the counts, which the count-fit
-check lets through, are refused from public inputs alone; grouped priors pass as before."""
+check lets through, are refused from public inputs alone; since issue #50 a grouped prior
+needs its declaration too (tests/test_release_prior_groups.py)."""
 
 from __future__ import annotations
 
@@ -137,7 +138,7 @@ def test_a_declared_source_is_in_the_manifest_the_summary_and_verify(
 
 
 @pytest.mark.process
-def test_a_grouped_prior_file_needs_no_declaration_and_verify_checks_its_groups(
+def test_a_grouped_prior_file_needs_its_declaration_and_verify_checks_its_groups(
     tmp_path, private_ledger
 ):
     rng = np.random.default_rng(5)
@@ -147,12 +148,20 @@ def test_a_grouped_prior_file_needs_no_declaration_and_verify_checks_its_groups(
         tmp_path / "national.csv", index=False
     )
     code, _, stderr = _synthesize(tmp_path, "--prior", str(tmp_path / "national.csv"))
+    assert code == 2 and OPTION in stderr and "one rate per group of ['group']" in stderr
+    source = "national rates by group, published 2001"
+    code, _, stderr = _synthesize(
+        tmp_path, "--prior", str(tmp_path / "national.csv"), OPTION, source
+    )
     assert code == 0, stderr
     path = tmp_path / "out" / "manifest.json"
     manifest = json.loads(path.read_text())
-    assert manifest["prior"]["groups"] == ["group"] and manifest["prior"]["declared_source"] is None
+    assert manifest["prior"]["groups"] == ["group"]
+    assert manifest["prior"]["declared_source"] == source
     code, stdout, _ = run("verify", str(tmp_path / "out"))
-    assert code == 0 and "warning" not in stdout.splitlines()[-1]
+    assert code == 0
+    (line,) = [line for line in stdout.splitlines() if "prior (groups)" in line]
+    assert line.split()[0] == "ok"
     # a manifest that claims groups the published rates do not have fails
     manifest["prior"]["groups"] = ["area"]
     path.chmod(0o644)

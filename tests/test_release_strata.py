@@ -34,6 +34,8 @@ FULL = pd.DataFrame(
     }
 )
 KEYS = ("region", "age")
+#: Where the tables' prior-rate column comes from (every prior the steward brings is declared).
+PRIOR_SOURCE = "national rates by age, published 1999 (test)"
 
 
 def release(tmp_path, frame, name, **changes):
@@ -43,6 +45,8 @@ def release(tmp_path, frame, name, **changes):
                   dataset="test-data",
                   test_seed=1, progress=False, ledger=tmp_path / "ledger.jsonl")  # fmt: skip
     fields.update(changes)
+    if fields["mechanism"] != "md" and fields.get("sanitised_prior_by") is None:
+        fields.setdefault("prior_source", PRIOR_SOURCE)
     return build_release(ReleaseRequest(**fields))
 
 

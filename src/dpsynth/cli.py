@@ -348,9 +348,9 @@ def _add_strata_options(syn: argparse.ArgumentParser, required) -> None:
     cols.add_argument(
         "--prior-source",
         metavar="TEXT",
-        help='where public prior rates that vary stratum by stratum come from, e.g. "state '
-        'cancer registry rates 1990-94, published 1997": required for such rates (rates by '
-        "a coarser group need none), written into the public manifest",
+        help="where the public prior rates (--prior FILE or the input's prior-rate column) "
+        'come from, e.g. "state cancer registry rates 1990-94, published 1997": required for '
+        "every such prior, grouped or stratum by stratum; written into the public manifest",
     )
     cols.add_argument(
         "--prior-epsilon",
@@ -1009,6 +1009,7 @@ def _request(args, **extra):
             None if args.sanitised_prior_by is None else tuple(args.sanitised_prior_by)
         ),
         prior_epsilon=args.prior_epsilon,
+        prior_source=args.prior_source,
         rounding=args.rounding,
     )
     if args.study is not None:
@@ -1026,7 +1027,6 @@ def _request(args, **extra):
         sets=args.sets,
         delta=args.delta,
         prior_is_public_i_am_sure=args.prior_is_public_i_am_sure,
-        prior_source=args.prior_source,
         strata=args.strata if args.strata in STRATA_WORDS else Path(args.strata),
         **table,
         **({"dataset": args.dataset} | extra),

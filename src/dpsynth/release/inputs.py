@@ -646,8 +646,8 @@ def load_strata(request: ReleaseRequest, check_fit: bool = True) -> Strata:
             )
         # public inputs first: the prior's shape needs no count
         prior_groups = prior_source.grouping(key_frame, prior_rate)
-        if prior_groups is None and declared is None:
-            raise ReleaseError(prior_source.refusal(where, keys))
+        if declared is None:
+            raise ReleaseError(prior_source.refusal(where, keys, prior_groups, request.study))
     if request.sanitised_prior_by:
         absent = [c for c in request.sanitised_prior_by if c not in (*keys, *attributes)]
         if absent:
@@ -672,12 +672,23 @@ def check_prior_fit(request: ReleaseRequest, strata: Strata) -> None:
     (:mod:`.prior_check`), unless the steward overrode it: a refusal that reads the counts."""
     if strata.prior_rate is None or request.prior_is_public_i_am_sure:
         return
+    poisson = request.denominator == "expected" or strata.units is not None
     why = prior_check.prior_reproduces_counts(
-        strata.counts, strata.population, strata.prior_rate,
-        poisson=request.denominator == "expected",
-    )  # fmt: skip
+        strata.counts, strata.population, strata.prior_rate, poisson=poisson
+    )
     if why is not None:
         raise ReleaseError(prior_check.refusal(strata.prior_where, why))
+    columns = strata.prior_groups
+    if columns:  # a grouped prior: are its rates the table's own group rates?
+        codes = prior_source.group_codes(strata.keys, columns)
+        found = prior_check.group_fit(
+            strata.counts, strata.population, strata.prior_rate, codes, poisson=poisson
+        )
+        if found is not None:
+            mask = np.zeros(len(strata.keys), dtype=bool)
+            mask[found.groups] = True
+            named = _describe_keys(strata.keys[columns].reset_index(drop=True), mask)
+            raise ReleaseError(prior_check.group_refusal(strata.prior_where, columns, found, named))
 
 
 def _units(frame: pd.DataFrame, population_keys, keys: list[str]) -> np.ndarray | None:

@@ -18,8 +18,9 @@ from importlib import resources
 #: before ``strata_list``; 3: ``strata_list.source`` "cross-product" was the unstated
 #: default and claimed a list "not a function of the counts"; now the steward's declaration;
 #: 4: before ``prior.declared_source`` and ``prior.count_fit_check``, when
-#: ``prior.groups`` named only a sanitised prior's groups).
-RELEASE_FORMAT = 5
+#: ``prior.groups`` named only a sanitised prior's groups; 5: before every prior the
+#: steward brings, grouped too, needed ``prior.declared_source``).
+RELEASE_FORMAT = 6
 #: The synthetic count column of the release (the input's count column is replaced).
 SYNTHETIC_COUNT = "count"
 #: What the manifest says of ``--rounding``, by mode. Whether any count was fractional

@@ -39,6 +39,11 @@ counts may match their prior by chance), and a prior that is the data only in pa
 (shrinkage towards a group rate) may pass: the check catches the common accident, it
 does not prove a prior public (docs/privacy.md, Part 5).
 
+A grouped prior (one rate per group of key columns, :mod:`.prior_source`) made from the
+counts misses each stratum by the strata's spread and passes these tests, while it gives
+back every group's total; :func:`group_fit` asks the same question of the groups (exactly,
+up to one factor, smoothed, and with the two statistics on the group totals).
+
 The check reads the counts, so whether a release goes ahead depends on them: a refusal
 before anything is spent, drawn or written, like the count-dependent refusal of
 docs/privacy.md, Part 5, and said so there. The steward who knows the prior is public
@@ -48,6 +53,7 @@ docs/privacy.md, Part 5, and said so there. The steward who knows the prior is p
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -58,6 +64,16 @@ ALPHA = 1e-9
 Z_REFUSE = 6.0
 #: Strata whose expected count is at most this have the deviance's moments enumerated.
 ENUMERATED_MEAN = 30.0
+#: A group's implied total ``k x sum(population x rate)`` counts as its count when within
+#: this share of the count (of 1 event for a group of none): floating point and rates
+#: printed to 7 or more significant digits (:func:`group_fit`).
+EXACT_RTOL = 1e-6
+#: The pseudo-counts of smoothed own rates ``(count_g + a) / population_g`` that
+#: :func:`group_fit` looks for exactly whatever the number of groups.
+PSEUDO_COUNTS = (0.5, 1.0)
+#: Up to this many groups, the groups' totals are also tested for agreement within the
+#: precision their rates are printed to, at most 1 event (:func:`group_fit`).
+PRINTED_GROUPS = 10_000
 #: The option that overrides the check (the steward's explicit word).
 OVERRIDE = "--prior-is-public-i-am-sure"
 #: Values (distinct pairs x counts enumerated) in one block of the enumeration: bounds the
@@ -233,6 +249,30 @@ def agreement_tail(agree: int, p: np.ndarray) -> float:
     return math.exp(min(0.0, -m + agree * (1.0 + math.log(m / agree)) if m > 0 else -math.inf))
 
 
+def _fit(counts, population, rate, poisson: bool) -> str | None:
+    """Which test says ``counts`` fit ``population x rate`` far better than chance allows
+    ("agreement" or "deviance"), or None (the two statistics of the module docstring)."""
+    mu, n = _null(population, rate, poisson)
+    mean_u, var_u, agree_u, inverse = _distinct_nulls(mu, n, rate)
+    p = agree_u[inverse]
+    agree = 0
+    for at in range(0, mu.size, CHUNK):
+        part = slice(at, at + CHUNK)
+        agree += int(np.count_nonzero(np.abs(mu[part] - counts[part].astype(float)) <= 1.0))
+    if agreement_tail(agree, p) < ALPHA:
+        return "agreement"
+    del p
+    mean, var = float(mean_u[inverse].sum()), float(var_u[inverse].sum())
+    observed = 0.0
+    for at in range(0, mu.size, CHUNK):
+        part = slice(at, at + CHUNK)
+        trials = None if n is None else n[part]
+        observed += float(deviance(counts[part].astype(float), mu[part], trials).sum())
+    if var > 0 and observed < mean - Z_REFUSE * math.sqrt(var):
+        return "deviance"
+    return None
+
+
 def prior_reproduces_counts(counts, population, rate, *, poisson: bool = False) -> str | None:
     """Why the prior rates cannot be a prior made without these counts, or None.
 
@@ -243,32 +283,178 @@ def prior_reproduces_counts(counts, population, rate, *, poisson: bool = False) 
     counts = np.asarray(counts)  # as float chunk by chunk
     population = np.asarray(population, dtype=float)
     rate = np.asarray(rate, dtype=float)
-    mu, n = _null(population, rate, poisson)
-    mean_u, var_u, agree_u, inverse = _distinct_nulls(mu, n, rate)
-    p = agree_u[inverse]
-    agree = 0
-    for at in range(0, mu.size, CHUNK):
-        part = slice(at, at + CHUNK)
-        agree += int(np.count_nonzero(np.abs(mu[part] - counts[part].astype(float)) <= 1.0))
-    if agreement_tail(agree, p) < ALPHA:
+    test = _fit(counts, population, rate, poisson)
+    if test == "agreement":
         return (
             "population x prior rate lies within 1 of the count in far more strata than "
             f"chance allows (p < {ALPHA:g} if the counts were drawn around the prior)"
         )
-    del p
-    mean, var = float(mean_u[inverse].sum()), float(var_u[inverse].sum())
-    observed = 0.0
-    for at in range(0, mu.size, CHUNK):
-        part = slice(at, at + CHUNK)
-        trials = None if n is None else n[part]
-        observed += float(deviance(counts[part].astype(float), mu[part], trials).sum())
-    if var > 0 and observed < mean - Z_REFUSE * math.sqrt(var):
+    if test == "deviance":
         return (
             "the counts lie far closer to population x prior rate than noise around a prior "
             f"allows (their deviance is more than {Z_REFUSE:g} standard deviations below "
             "its expected value)"
         )
     return None
+
+
+@dataclass(frozen=True)
+class GroupFinding:
+    """Why a prior constant within groups looks like the table's own group rates
+    (:func:`group_fit`): ``kind`` "exact", "smoothed" (plus a pseudo-count), "affine" (up
+    to a factor and an offset) or "agreement"/"deviance" (closer than chance), with
+    ``groups`` the index of one stratum of each group compared, to name them."""
+
+    kind: str
+    groups: np.ndarray
+    factor: bool = False  # the match needed one fitted factor (exact, agreement, deviance)
+    offset: float = 0.0  # the pseudo-count of "smoothed"
+
+
+def _within(residual: np.ndarray, counts: np.ndarray) -> bool:
+    """Whether every residual is below :data:`EXACT_RTOL` of its count (or of 1)."""
+    return bool(np.all(np.abs(residual) <= EXACT_RTOL * np.maximum(counts, 1.0)))
+
+
+def _agrees_within(counts, population, rate, window, poisson: bool) -> bool:
+    """Whether far more ``counts`` lie within ``window`` of ``population x rate`` than
+    chance allows (the agreement test with a window of its own per count, its Bernoulli
+    probabilities from the exact null cdf; Chernoff bound below :data:`ALPHA`)."""
+    mu, n = _null(population, rate, poisson)
+    trials = None if n is None else np.round(n).astype(np.int64)
+    p = None if n is None else rate
+    inside = null_cdf(np.floor(mu + window), mu, trials, p) - null_cdf(
+        np.ceil(mu - window) - 1.0, mu, trials, p
+    )
+    agree = int(np.count_nonzero(np.abs(mu - counts) <= window))
+    return agreement_tail(agree, inside) < ALPHA
+
+
+def _printed_precision(rates: np.ndarray) -> np.ndarray:
+    """Per rate, half a unit of its last printed digit relative to the rate: a rate read
+    from a file as ``0.0001234`` is known to 4 digits, within 0.5e-7 / 1.234e-4 of itself
+    (the shortest text that reads back as the same float, ``repr``)."""
+    out = np.empty(rates.size)
+    for i, value in enumerate(rates.tolist()):
+        mantissa = repr(float(value)).lower().split("e")[0].replace("-", "").replace(".", "")
+        digits = max(1, len(mantissa.strip("0")))
+        first = mantissa.lstrip("0")
+        lead = float(first[0] + "." + first[1:]) if first else 1.0
+        out[i] = 0.5 * 10.0 ** (1 - digits) / lead
+    return out
+
+
+def group_fit(counts, population, rate, codes, *, poisson: bool = False) -> GroupFinding | None:
+    """Whether a prior constant within the groups ``codes`` is the table's own group rates.
+
+    A grouped prior can carry each group's total: ``sum over the group of population x
+    rate`` is the group's expected count ``mu_g``, published with the hyperparameters. When
+    the rates are the table's own (``count_g / population_g``, scaled, smoothed), ``mu_g``
+    gives back ``count_g``, and moving one event between two groups changes two published
+    numbers: no epsilon holds. The stratum-by-stratum check (:func:`prior_reproduces_counts`)
+    cannot see this (a group rate misses each stratum's count by the strata's spread), so
+    the same question is asked of the groups, each way refusing:
+
+    * **exact**: ``k mu_g = count_g`` for every group within :data:`EXACT_RTOL`, with
+      ``k = 1`` or the one factor ``k = total / sum mu_g`` (the total is published): the
+      table's own rates, or a multiple of them (1.05 x, 1.5 x), printed to 7 or more
+      digits. A real prior meets this by chance with probability about ``2 EXACT_RTOL
+      count_g`` a group (after the first, with the factor): nil.
+    * **smoothed**: the same with ``k mu_g = count_g + a`` for the pseudo-counts ``a`` of
+      :data:`PSEUDO_COUNTS` (``(count_g + 0.5) / population_g``), from two groups on.
+    * **affine**: with three or more groups, ``count_g = alpha mu_g + beta`` exactly (the
+      same tolerance), ``alpha > 0``: smoothed own rates times any factor.
+    * **printed**: own rates printed to a few digits (``0.001234``) give back the totals
+      only to the precision of their printing. The agreement test below with that window:
+      the number of groups whose ``k mu_g`` lies within half a unit of its rate's last
+      printed digit (times ``mu_g``, at most 1 event) of the count, against its exact null
+      probabilities, refused when the Chernoff bound is below :data:`ALPHA`. A round
+      public rate (``0.001``) has a wide window, so its groups meet it by chance often and
+      the bound stays far above ``ALPHA``: it is never refused for being round.
+    * **agreement / deviance**: the two tests of this module on the groups, with ``k = 1``
+      and with the fitted ``k``: group totals within 1 event of ``k mu_g`` in far more
+      groups than chance allows, or a deviance far below its null. Under the steward's
+      claim each group's count is binomial (``population_g``, the group's rate) exactly,
+      since the rate is the group's; the fitted factor takes one degree of freedom, which
+      the tests' margins (1e-9, 6 standard deviations) absorb.
+
+    A few groups whose own rates were rounded or smoothed can escape the last line (it is
+    statistical), and so can a prior that is the counts only in part; docs/privacy.md
+    (Part 1) says so. Groups without events and without expected events carry nothing and
+    are left out. Time and memory are linear in the strata (a few ``bincount`` passes).
+    """
+    counts = np.asarray(counts)
+    population = np.asarray(population, dtype=float)
+    rate = np.asarray(rate, dtype=float)
+    codes = np.asarray(codes, dtype=np.int64)
+    size = int(codes.max(initial=-1)) + 1
+    if size == 0:
+        return None
+    count_g = np.bincount(codes, weights=counts.astype(float), minlength=size)
+    mu_g = np.bincount(codes, weights=population * rate, minlength=size)
+    population_g = np.bincount(codes, weights=population, minlength=size)
+    first = np.full(size, -1, dtype=np.int64)
+    first[codes[::-1]] = np.arange(codes.size - 1, -1, -1)  # each group's first stratum
+    keep = (first >= 0) & ((count_g > 0) | (mu_g > 0))
+    count_g, mu_g, population_g = count_g[keep], mu_g[keep], population_g[keep]
+    named = first[keep]
+    if count_g.size < 2 or count_g.sum() == 0:
+        return None  # one group: its total is the table's, public
+    factor = count_g.sum() / mu_g.sum()
+    group_rate = rate[named]
+    for offset in (0.0, *PSEUDO_COUNTS):
+        fitted_k = (count_g.sum() + offset * count_g.size) / mu_g.sum()
+        for k, fitted in ((1.0, False), (fitted_k, True)):
+            if _within(k * mu_g - offset - count_g, count_g):
+                kind = "exact" if offset == 0 else "smoothed"
+                return GroupFinding(kind, named, fitted, offset)
+    if count_g.size >= 3:
+        centred = mu_g - mu_g.mean()
+        spread = float(centred @ centred)
+        if spread > 0:
+            alpha = float(centred @ (count_g - count_g.mean())) / spread
+            beta = count_g.mean() - alpha * mu_g.mean()
+            if alpha > 0 and _within(alpha * mu_g + beta - count_g, count_g):
+                return GroupFinding("affine", named, True)
+    printed = _printed_precision(group_rate) if count_g.size <= PRINTED_GROUPS else None
+    for k, fitted in ((1.0, False), (factor, True)):
+        scaled = np.minimum(k * group_rate, 1.0) if k > 1 else k * group_rate
+        if printed is not None:
+            window = np.maximum(np.minimum(printed * k * mu_g, 1.0), 1e-9)
+            if _agrees_within(count_g, population_g, scaled, window, poisson):
+                return GroupFinding("printed", named, fitted)
+        test = _fit(count_g.astype(np.int64), population_g, scaled, poisson)
+        if test is not None:
+            return GroupFinding(test, named, fitted)
+    return None
+
+
+def group_refusal(where: str, columns: list[str], finding: GroupFinding, named: str) -> str:
+    """The one-line refusal of a grouped prior that carries the groups' totals
+    (:func:`group_fit`); ``named`` describes the groups (their key values, never a count)."""
+    fix = (
+        f"use rates made without these counts (national or earlier rates), or "
+        f"--sanitised-prior-by {' '.join(columns)} (noisy group totals, budget "
+        f"--prior-epsilon); if the rates are public after all, say so with {OVERRIDE}"
+    )
+    how = {
+        "exact": "exactly" + (" up to one factor" if finding.factor else ""),
+        "smoothed": f"plus a pseudo-count of {finding.offset:g}, exactly"
+        + (" up to one factor" if finding.factor else ""),
+        "affine": "exactly up to one factor and one offset (smoothed rates)",
+        "printed": "to within the precision its rate is printed to, in far more groups "
+        "than chance allows" + (" (after one factor)" if finding.factor else ""),
+        "agreement": "within 1 event in far more groups than chance allows"
+        + (" (after one factor)" if finding.factor else ""),
+        "deviance": "far closer than noise around a prior allows"
+        + (" (after one factor)" if finding.factor else ""),
+    }[finding.kind]
+    return (
+        f"{where}: the prior rates look like the table's own rates by {columns}: population "
+        f"x prior rate summed over each of the {finding.groups.size} groups ({named}) gives "
+        f"back the group's count {how}. Published, they would publish every group's total, "
+        f"and moving one event between two groups would change two of them; {fix}"
+    )
 
 
 def refusal(where: str, why: str) -> str:

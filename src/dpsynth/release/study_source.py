@@ -46,6 +46,7 @@ DECIDED = {
     "prior_rate_column": "prior",
     "sanitised_prior_by": "prior",
     "prior_epsilon": "prior.epsilon",
+    "prior_source": "prior.source_note",
     "tail": "truncation.tail",
     "inflation": "truncation.inflation",
     "wonder": "format",
@@ -115,9 +116,10 @@ class StudySource:
         elif prior.source == "sanitised":
             fields |= dict(sanitised_prior_by=tuple(prior.by), prior_epsilon=prior.epsilon)
         elif prior.source == "file":
-            fields |= dict(prior_file=prior.path, prior_rate_column=prior.column)
+            fields |= dict(prior_file=prior.path, prior_rate_column=prior.column,
+                           prior_source=prior.source_note)  # fmt: skip
         else:
-            fields["prior_rate_column"] = prior.column
+            fields |= dict(prior_rate_column=prior.column, prior_source=prior.source_note)
         return fields
 
     def strata(self) -> tuple[pd.DataFrame, RoundingReport]:

@@ -247,9 +247,9 @@ CHECKS: tuple[CheckSpec, ...] = (
               "A public prior with `prior.groups`: `prior_rate` is constant within groups of "
               "two or more strata of those key columns, so it is no stratum's own count."),
     CheckSpec("hyperparameters", "prior (source)",
-              "A public prior that varies stratum by stratum: a failure without "
-              "`prior.declared_source`; with one, a warning that shows the steward's "
-              "declaration, which no check can confirm."),
+              "A prior the steward brought (a file or a column, grouped or not): a failure "
+              "without `prior.declared_source`; with one, a warning that shows the steward's "
+              "declaration, which no check can confirm (taken on trust)."),
     CheckSpec("hyperparameters", "prior (count fit)",
               "A warning when the steward overrode the check that the prior rates do not fit "
               "the counts far better than chance (`prior.count_fit_check` `overridden`)."),
@@ -1463,17 +1463,20 @@ def _public_prior_checks(release: _Release, hyper: pd.DataFrame, rate: np.ndarra
                 "groups of two or more strata of these key columns",
             )
         )  # fmt: skip
-    elif declared is None:
+    if declared is None:
         out.append(
             _check("hyperparameters", "prior (source)", FAIL,
-                  "the prior varies stratum by stratum (prior.groups null) and the manifest "
-                  "declares no source (prior.declared_source)")
+                  "a prior the steward brought (a file or a column) and the manifest "
+                  "declares no source (prior.declared_source): no release publishes one so")
         )  # fmt: skip
     else:
         out.append(
             _check("hyperparameters", "prior (source)", WARNING,
-                  "the prior varies stratum by stratum; public only by the steward's "
-                  f"declaration of its source, which no check can confirm: \"{shown(declared)}\"")
+                  ("the prior is one rate per group of " + shown(groups) if groups else
+                   "the prior is one rate for all strata" if groups == [] else
+                   "the prior varies stratum by stratum")
+                  + "; public only by the steward's declaration of its source, which no "
+                  f"check can confirm (taken on trust): \"{shown(declared)}\"")
         )  # fmt: skip
     if prior["count_fit_check"] == "overridden":
         out.append(

@@ -71,6 +71,9 @@ class Prior:
     epsilon: float = 0.0
     path: Path | None = None
     column: str | None = None
+    #: where public rates (file, column) come from, in the steward's words: a release of
+    #: the study (``synthesize --study``) publishes them only with it (``--prior-source``)
+    source_note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -295,11 +298,13 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
     elif source == "file":
         if not prior_entry.get("path") or not prior_entry.get("column"):
             _fail(name, "prior", "source 'file' needs path and column (the prior-rate column)")
-        prior = Prior(source, path=base / prior_entry["path"], column=prior_entry["column"])
+        prior = Prior(source, path=base / prior_entry["path"], column=prior_entry["column"],
+                      source_note=prior_entry.get("source_note"))  # fmt: skip
     elif source == "column":
         if not prior_entry.get("column"):
             _fail(name, "prior.column", "missing; expected the input's public prior-rate column")
-        prior = Prior(source, column=prior_entry["column"])
+        prior = Prior(source, column=prior_entry["column"],
+                      source_note=prior_entry.get("source_note"))  # fmt: skip
 
     arms = config_arms(f"studies.{name}.arms", get("arms"))
     if get("map_epsilons") and area is None:
