@@ -18,19 +18,19 @@ SMK    := $(BIN)/snakemake --profile workflow/profiles/default --cores $(CORES) 
 
 .PHONY: all test test-fast lint format data lock bench clean unlock
 
-# The laptop profile's logger (src/snakemake_logger_plugin_dpsynth) prints one line per
+# The laptop profile's logger (src/snakemake_logger_plugin_dpcounts) prints one line per
 # finished job, warnings and errors; the full log of each run is in logs/snakemake/.
 all: $(STAMP)
 	$(SMK)
 	$(SMK) --report report.html --quiet all
-	@echo "dpsynth: report $(CURDIR)/report.html, figures $(CURDIR)/figures/" >&2
+	@echo "dpcounts: report $(CURDIR)/report.html, figures $(CURDIR)/figures/" >&2
 
 # After a hard kill (SIGKILL, power loss) Snakemake's lock stays behind: clear it, then `make`.
 unlock: $(STAMP)
 	$(SMK) --unlock
 
 # pip checks the sha256 of every file it installs from the lock (hash-checking mode);
-# dpsynth itself (-e .) is this checkout, installed apart: no hash to check, no dependency.
+# dpcounts itself (-e .) is this checkout, installed apart: no hash to check, no dependency.
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements.txt
@@ -45,7 +45,7 @@ test: $(STAMP)
 
 # The edit loop: every unit and property test, in process (no CLI, Snakemake or browser).
 test-fast: $(STAMP)
-	DPSYNTH_TEST_LANE=fast $(BIN)/python -m pytest -q -m "not slow and not process"
+	DPCOUNTS_TEST_LANE=fast $(BIN)/python -m pytest -q -m "not slow and not process"
 
 # The SLURM profile against a real one-node SLURM on this machine (root: installs Debian's
 # slurm-wlm and munge, starts and stops the daemons); see tests/slurm/run.sh.

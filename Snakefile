@@ -1,11 +1,11 @@
-# dpsynth: differentially private synthetic count data, end to end.
+# dpcounts: differentially private synthetic count data, end to end.
 # Thin on purpose: config + validation, the rule files of each stage, and `all`.
 import os
 import sys
 
 from snakemake.utils import min_version
 
-from dpsynth.config_check import ConfigError, check_config
+from dpcounts.config_check import ConfigError, check_config
 
 min_version("9.0")
 
@@ -32,7 +32,7 @@ for name, value in [
 ]:
     os.environ.setdefault(name, value)
 
-# Jobs import dpsynth from this checkout's src/, also in the conda environment that
+# Jobs import dpcounts from this checkout's src/, also in the conda environment that
 # `--sdm conda` builds from environment.yml (it holds the pinned dependencies only).
 if os.path.isdir(f"{workflow.basedir}/src"):
     paths = (f"{workflow.basedir}/src", os.environ.get("PYTHONPATH"))

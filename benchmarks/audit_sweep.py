@@ -8,7 +8,7 @@ epsilon relative to the nominal one, with the instance where it occurs.
     .venv/bin/python benchmarks/audit_sweep.py [--instances 300] [--seed 2024] [--write]
 
 ``--write`` stores the worst ratio per nominal method, with the instance that gives it,
-in ``src/dpsynth/privacy/audited_ratios.json``: release manifests quote these ratios, and
+in ``src/dpcounts/privacy/audited_ratios.json``: release manifests quote these ratios, and
 tests/test_manifest.py re-audits each stored instance to check the number.
 """
 
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dpsynth import calibrate
-from dpsynth.privacy.audit import audit_worst_case
+from dpcounts import calibrate
+from dpcounts.privacy.audit import audit_worst_case
 
 MAX_TOTAL = {2: 30, 3: 14, 4: 10}
 METHODS = {"pg": ("paper", "exact", "certified"), "truncated": ("paper", "exact", "certified")}
@@ -113,7 +113,7 @@ def main() -> None:
             "ratios": {f"{m}/{k}": worst[(m, k)][0] for m, k in nominal},
             "instances": {f"{m}/{k}": instances[(m, k)] for m, k in nominal},
         }
-        path = Path(__file__).resolve().parents[1] / "src/dpsynth/privacy/audited_ratios.json"
+        path = Path(__file__).resolve().parents[1] / "src/dpcounts/privacy/audited_ratios.json"
         path.write_text(json.dumps(out, indent=2, sort_keys=True) + "\n")
         print(f"wrote {path}")
     for key in sorted(worst):

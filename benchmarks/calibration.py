@@ -11,7 +11,7 @@ Calibrates ``truncated`` with method paper, certified and exact (exact bivariate
 (``epsilon_grid(0.01, 4.0, 20, [1.0, 4.0])``), on the 47,034 stand-in strata with the
 modelled national prior (built as ``benchmarks/study2.py`` builds them, or read from
 ``--strata``, a parquet with columns cases, population and prior_rate), tail 1/I, exactly
-as the study stage's calibration jobs do (``dpsynth.studies.stage.simulate.calibrate_arm``). One
+as the study stage's calibration jobs do (``dpcounts.studies.stage.simulate.calibrate_arm``). One
 process, one calibration at a time.
 
 Prints a markdown table: seconds (wall) per method, the median shape a per method, and
@@ -37,15 +37,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dpsynth.design import epsilon_grid
-from dpsynth.privacy.calibrate import calibrate
-from dpsynth.privacy.exact_bivariate import bivariate_epsilon
+from dpcounts.design import epsilon_grid
+from dpcounts.privacy.calibrate import calibrate
+from dpcounts.privacy.exact_bivariate import bivariate_epsilon
 
 METHODS = ["paper", "certified", "exact"]
 FIRST_CALL = """
 import time
 import numpy as np
-from dpsynth.privacy.exact_bivariate import bivariate_epsilon
+from dpcounts.privacy.exact_bivariate import bivariate_epsilon
 start = time.perf_counter()
 bivariate_epsilon(np.array([1.0, 2.0]), 10, np.array([3.0, 5.0]), np.array([1.0, 1.0]),
                   np.array([1, 2]), np.array([6, 8]))
@@ -80,7 +80,7 @@ def use_exact_module(path: Path) -> None:
     """Make ``calibrate(method='exact')`` call ``exact_bivariate_shapes`` from ``path``."""
     import importlib.util
 
-    import dpsynth.privacy.calibrate as calibrate_module
+    import dpcounts.privacy.calibrate as calibrate_module
 
     spec = importlib.util.spec_from_file_location("exact_bivariate_under_test", path)
     module = importlib.util.module_from_spec(spec)

@@ -25,12 +25,12 @@ import numpy as np
 import yaml
 from mechanisms import best_time  # benchmarks/ is on the path when run as a script
 
-import dpsynth.baselines.geometric as geometric
-import dpsynth.privacy.sanitised_prior as sanitised_prior
-import dpsynth.studies.study1 as study1
-from dpsynth.data.scenarios import Scenario
-from dpsynth.privacy.discrete_laplace import SENSITIVITY, sample_discrete_laplace, scale_for
-from dpsynth.studies.study1 import Geography, Study1Design, score_datasets
+import dpcounts.baselines.geometric as geometric
+import dpcounts.privacy.sanitised_prior as sanitised_prior
+import dpcounts.studies.study1 as study1
+from dpcounts.data.scenarios import Scenario
+from dpcounts.privacy.discrete_laplace import SENSITIVITY, sample_discrete_laplace, scale_for
+from dpcounts.studies.study1 import Geography, Study1Design, score_datasets
 
 #: Study 1's design as config/config.yaml states it (grid, datasets per job, prior share).
 DESIGN = Study1Design.from_config(

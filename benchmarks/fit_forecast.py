@@ -4,14 +4,14 @@ Run from the repository root, after ``benchmarks/release.py --national``::
 
     .venv/bin/python benchmarks/fit_forecast.py [results/benchmarks/release_national.json]
 
-:meth:`dpsynth.release.design.Cost.seconds` forecasts a release's wall time as
+:meth:`dpcounts.release.design.Cost.seconds` forecasts a release's wall time as
 
     start + (share x multiply-adds + per entry x tree entries + per step x leaf steps)
             / rate on every core
           + (per stratum + per stratum and set x sets) x strata / rate on one core
 
 from public quantities only (the convolutions' multiply-adds, the tree's entries and the
-leaves' walked steps of :func:`~dpsynth.release.design.estimate_cost`, the strata, the
+leaves' walked steps of :func:`~dpcounts.release.design.estimate_cost`, the strata, the
 sets) and the machine's convolution rates measured around each run: the compiled build's
 work (convolutions, entries, steps) at the rate on every core, the work per stratum and
 per stratum and set at the rate on one. This script fits those
@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import nnls
 
-from dpsynth.release import design
+from dpcounts.release import design
 
 REPO = Path(__file__).resolve().parents[1]
 NATIONAL_RESULTS = REPO / "results" / "benchmarks" / "release_national.json"

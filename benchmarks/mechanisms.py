@@ -22,9 +22,9 @@ import time
 
 import numpy as np
 
-from dpsynth.calibration import Calibration
-from dpsynth.sampling.conditioned import ConditionedSampler
-from dpsynth.sampling.synthesize import posterior_rates, synthesize
+from dpcounts.calibration import Calibration
+from dpcounts.sampling.conditioned import ConditionedSampler
+from dpcounts.sampling.synthesize import posterior_rates, synthesize
 
 INSTANCES = [(3_085, 11_364), (47_034, 26_116)]
 METHODS = {
@@ -73,7 +73,7 @@ def floor_per_vector(y, total, n_vectors, repeats, rng) -> float:
 def _timed_calibrations(queue, mechanism, method, epsilons, total, population, prior_rate, repeats):
     """Child process: seconds per epsilon for one mechanism/method, or the error."""
     try:
-        from dpsynth import calibrate
+        from dpcounts import calibrate
 
         per_eps = [
             best_time(
@@ -91,7 +91,7 @@ def _timed_calibrations(queue, mechanism, method, epsilons, total, population, p
 
 def calibration_rows(n_cells, total, population, prior_rate, epsilons, repeats, timeout):
     """One row per mechanism/method: seconds per epsilon, or why it was skipped."""
-    from dpsynth import calibrate
+    from dpcounts import calibrate
 
     rows, calibrations = [], {}
     context = multiprocessing.get_context("fork")
@@ -129,7 +129,7 @@ def pick_calibration(calibrations, mechanism, total, population, prior_rate):
     for method in ("certified", "paper", "exact"):
         if method in calibrations.get(mechanism, {}):
             return calibrations[mechanism][method], method
-    from dpsynth import calibrate
+    from dpcounts import calibrate
 
     cal = calibrate(mechanism, SAMPLING_EPSILON, total, population, prior_rate, method="certified")
     return cal, "certified"
@@ -193,7 +193,7 @@ def main() -> None:
     repeats = 2 if args.quick else 3
     n_vectors = 20 if args.quick else 50
 
-    print(f"# dpsynth mechanisms benchmark{' (--quick)' if args.quick else ''}\n")
+    print(f"# dpcounts mechanisms benchmark{' (--quick)' if args.quick else ''}\n")
     print(
         f"Python {platform.python_version()}, NumPy {np.__version__}, "
         f"{platform.machine()}; best of {repeats} repeats.\n"

@@ -61,7 +61,7 @@ GAMMA_BEFORE = 2_600_000_000
 
 #: sitecustomize of the jobs' Python processes: at exit, a job's script (the one whose
 #: ``snakemake`` object has a log) writes its log path and its CPU seconds (every thread's,
-#: from the kernel's accounting) to $DPSYNTH_JOB_CPU/<pid>. Snakemake's ``benchmark:``
+#: from the kernel's accounting) to $DPCOUNTS_JOB_CPU/<pid>. Snakemake's ``benchmark:``
 #: file samples a job's CPU while it runs and misses what falls between its samples, much
 #: of a long job's CPU.
 JOB_CPU_RECORDER = """\
@@ -72,7 +72,7 @@ def _record():
     if job is None or not job.log:
         return
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    path = os.path.join(os.environ["DPSYNTH_JOB_CPU"], str(os.getpid()))
+    path = os.path.join(os.environ["DPCOUNTS_JOB_CPU"], str(os.getpid()))
     with open(path, "w") as out:
         out.write(f"{job.log[0]}\\t{usage.ru_utime + usage.ru_stime}\\n")
 
@@ -86,7 +86,7 @@ def job_cpu_env(folder: Path) -> dict[str, str]:
     (folder / "sitecustomize.py").write_text(JOB_CPU_RECORDER)
     env = single_thread_env()
     paths = (str(folder), env.get("PYTHONPATH"))
-    env.update(PYTHONPATH=os.pathsep.join(p for p in paths if p), DPSYNTH_JOB_CPU=str(folder))
+    env.update(PYTHONPATH=os.pathsep.join(p for p in paths if p), DPCOUNTS_JOB_CPU=str(folder))
     return env
 
 
@@ -207,9 +207,9 @@ def nuts_floor(work: Path, configfile: str | None) -> tuple[float, int]:
 
     import yaml
 
-    from dpsynth.studies.pseudo_posterior.fitting import fit_weighted
-    from dpsynth.studies.pseudo_posterior.jax_threads import use_one_thread
-    from dpsynth.studies.pseudo_posterior.study import StudySettings
+    from dpcounts.studies.pseudo_posterior.fitting import fit_weighted
+    from dpcounts.studies.pseudo_posterior.jax_threads import use_one_thread
+    from dpcounts.studies.pseudo_posterior.study import StudySettings
 
     use_one_thread()  # as the fit job does
 

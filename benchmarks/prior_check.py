@@ -1,4 +1,4 @@
-"""Cost of the release's count-fit check (``dpsynth.release.prior_check``, issue #36).
+"""Cost of the release's count-fit check (``dpcounts.release.prior_check``, issue #36).
 
 Run from the repository root::
 
@@ -87,7 +87,7 @@ def child(folder: Path, repeats: int, before: Path | None) -> dict:
     import pandas as pd
     from national_table import AGES
 
-    from dpsynth.release import prior_check
+    from dpcounts.release import prior_check
 
     def load():
         return [np.load(folder / f"{name}.npy") for name in FILES]
@@ -150,7 +150,7 @@ def main() -> None:
         before = None
         if args.before:
             before = tmp / "prior_check_before.py"
-            source = f"{args.before}:src/dpsynth/release/prior_check.py"
+            source = f"{args.before}:src/dpcounts/release/prior_check.py"
             before.write_text(subprocess.check_output(["git", "show", source], cwd=REPO, text=True))
         for counties in args.counties:
             for kind, arrays in tables(counties, args.max_distinct):

@@ -33,10 +33,10 @@ def fit_stage(dataset: str, method: str) -> dict:
     """Fit one data set's six synthesizers (in this process); seconds and number of fits."""
     import yaml
 
-    from dpsynth.seeding import job_rng
-    from dpsynth.studies.pseudo_posterior.fitting import fit_method
-    from dpsynth.studies.pseudo_posterior.simulate import simulate_counts
-    from dpsynth.studies.pseudo_posterior.study import SYNTHESIZERS, StudySettings, run_synthesizer
+    from dpcounts.seeding import job_rng
+    from dpcounts.studies.pseudo_posterior.fitting import fit_method
+    from dpcounts.studies.pseudo_posterior.simulate import simulate_counts
+    from dpcounts.studies.pseudo_posterior.study import SYNTHESIZERS, StudySettings, run_synthesizer
 
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
     section = config["pseudo_posterior"]
@@ -45,7 +45,7 @@ def fit_stage(dataset: str, method: str) -> dict:
     y = simulate_counts(spec["size"], spec["components"], rng)
     settings = replace(StudySettings.from_config(section, dataset), method=method)
     if fit_method(settings.family, method) == "nuts":
-        from dpsynth.studies.pseudo_posterior.jax_threads import use_one_thread
+        from dpcounts.studies.pseudo_posterior.jax_threads import use_one_thread
 
         use_one_thread()  # as the fit job does
     rng = job_rng(config["seed"], "pseudo_posterior", dataset, "fit")

@@ -1,4 +1,4 @@
-"""Cost of a release's guarantees: `dpsynth synthesize` beside the study sampler it replaced.
+"""Cost of a release's guarantees: `dpcounts synthesize` beside the study sampler it replaced.
 
 Run from the repository root::
 
@@ -12,22 +12,22 @@ truncated and pg mechanisms with certified calibrations, it times, in one proces
 * the release sampler: ``release_sampler`` (double-double weights, no FFT, rebuilt until its
   total-variation bound meets the target) drawing the same number of sets exactly, each from
   its own ChaCha20 stream;
-* the whole ``dpsynth.release.build_release`` (reading, checks, sanitised prior, ledger,
+* the whole ``dpcounts.release.build_release`` (reading, checks, sanitised prior, ledger,
   calibration, drawing, writing and installing the folders, the steward's summary plots).
 
 Times are the best of ``--repeats`` runs (numba compilation is paid before timing).
 Prints a markdown table with ratios to the floor.
 
-With ``--national`` it times instead ``dpsynth synthesize`` as a process on the synthetic
+With ``--national`` it times instead ``dpcounts synthesize`` as a process on the synthetic
 national tables of ``benchmarks/national_table.py`` (10k, 100k, 1M strata of 20 age groups,
 and 10,054,400 strata of single-year ages over two years; the public prior is the national
 rate of each age), on the default path: the input's prior-rate column with its count-fit
 check, no override, the default limits (``--tables`` picks some). For each run it prints
 wall time, CPU time and peak memory (the process's own rusage) beside the release's
-forecast (:func:`dpsynth.release.design.estimate_cost` at the machine's speed measured
+forecast (:func:`dpcounts.release.design.estimate_cost` at the machine's speed measured
 around the run), and the floor: NumPy drawing as many negative binomials (one per stratum
 and set) in one process, and the ratio of the wall time to that floor divided by the
-cores; then ``dpsynth verify`` of the 1M and 10M truncated releases. numba's kernels are
+cores; then ``dpcounts verify`` of the 1M and 10M truncated releases. numba's kernels are
 compiled before anything is timed (an untimed 10k release, and a 100k one of each
 mechanism, whose parallel kernels the small table does not reach). The rows go to
 ``results/benchmarks/release_national.json`` (git-ignored; ``--out`` elsewhere).
@@ -48,10 +48,10 @@ import pandas as pd
 from measure import run_measured
 from mechanisms import best_time  # benchmarks/ is on the path when run as a script
 
-from dpsynth.privacy.calibrate import calibrate
-from dpsynth.release import ReleaseRequest, build_release
-from dpsynth.release.randomness import RootKey
-from dpsynth.sampling.conditioned import ConditionedSampler, release_sampler
+from dpcounts.privacy.calibrate import calibrate
+from dpcounts.release import ReleaseRequest, build_release
+from dpcounts.release.randomness import RootKey
+from dpcounts.sampling.conditioned import ConditionedSampler, release_sampler
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -95,7 +95,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        os.environ["DPSYNTH_LEDGER"] = str(tmp / "ledger.jsonl")
+        os.environ["DPCOUNTS_LEDGER"] = str(tmp / "ledger.jsonl")
         strata[[*keys, "count", "population"]].to_csv(tmp / "pa.csv", index=False)
         print(f"pennLC: {y.size} strata, total {y.sum()}, {args.sets} sets, tv target {target:.2g}")
         print()
@@ -197,8 +197,8 @@ NATIONAL_RESULTS = REPO / "results" / "benchmarks" / "release_national.json"
 
 
 def forecast_of(frame: pd.DataFrame, mechanism: str, sets: int, epsilon: float, delta: float):
-    """The release's public forecast (:func:`dpsynth.release.design.estimate_cost`)."""
-    from dpsynth.release.design import estimate_cost
+    """The release's public forecast (:func:`dpcounts.release.design.estimate_cost`)."""
+    from dpcounts.release.design import estimate_cost
 
     per_set = epsilon / sets
     cal = calibrate(
@@ -211,7 +211,7 @@ def forecast_of(frame: pd.DataFrame, mechanism: str, sets: int, epsilon: float, 
 def national(
     only: list[str] | None = None, out: Path = NATIONAL_RESULTS, chosen: list[str] | None = None
 ) -> None:
-    """Time ``dpsynth synthesize`` on the national tables, on the default path (the
+    """Time ``dpcounts synthesize`` on the national tables, on the default path (the
     input's public prior-rate column and its count-fit check, no override, default
     limits), forecast beside measured; write the rows to ``out`` (JSON)."""
     import json
@@ -219,8 +219,8 @@ def national(
     import numba
     from national_table import keys_of, national_table
 
-    from dpsynth.release.request import DEFAULT_MAX_MEMORY, DEFAULT_MAX_MINUTES
-    from dpsynth.sampling.tree_build import machine_rate
+    from dpcounts.release.request import DEFAULT_MAX_MEMORY, DEFAULT_MAX_MINUTES
+    from dpcounts.sampling.tree_build import machine_rate
 
     cores = numba.get_num_threads()
     delta, epsilon = 1e-12, 1.0
@@ -230,7 +230,7 @@ def national(
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        env = dict(os.environ, XDG_DATA_HOME=str(tmp / "home"), DPSYNTH_LEDGER=str(tmp / "l"))
+        env = dict(os.environ, XDG_DATA_HOME=str(tmp / "home"), DPCOUNTS_LEDGER=str(tmp / "l"))
         paths = {}
         for name in dict.fromkeys(r[0] for r in [("10k", "", 0), ("100k", "", 0), *runs]):
             counties, ages, years = TABLES[name]
@@ -242,7 +242,7 @@ def national(
             counties, ages, years = TABLES[name]
             out = tmp / f"{mechanism}_{name}_{sets}"
             command = [
-                sys.executable, "-m", "dpsynth", "synthesize", "--input", str(paths[name]),
+                sys.executable, "-m", "dpcounts", "synthesize", "--input", str(paths[name]),
                 "--keys", *keys_of(counties, ages, years), "--strata", "input",
                 "--prior-rate-column", "prior_rate", "--mechanism", mechanism,
                 "--prior-source", "the benchmark table's national rates by age (synthetic)",
@@ -255,7 +255,7 @@ def national(
             # a steward's home and ledger of its own: the tables overlap (the same counties),
             # which one home's ledger refuses under another dataset name
             home = tmp / f"{out.name}.home"
-            own = dict(env, XDG_DATA_HOME=str(home), DPSYNTH_LEDGER=str(home / "ledger"))
+            own = dict(env, XDG_DATA_HOME=str(home), DPCOUNTS_LEDGER=str(home / "ledger"))
             wall, cpu, peak, code = run(command, own)
             rate_after = machine_rate()  # the machine's speed around the run, its best
             rate = [max(b, a) for b, a in zip(rate_before, rate_after, strict=True)]
@@ -318,13 +318,13 @@ def national(
             release = synthesize(name, mechanism, sets)
             if name in ("1M", "10M") and (mechanism, sets) == ("truncated", 1):
                 wall, cpu, peak, _ = run(
-                    [sys.executable, "-m", "dpsynth", "verify", str(release)], env
+                    [sys.executable, "-m", "dpcounts", "verify", str(release)], env
                 )
                 rows.append(
                     {"verify": str(len(pd.read_parquet(paths[name], columns=["count"]))),
                      "wall_s": wall, "cpu_s": cpu, "peak_gib": peak}
                 )  # fmt: skip
-                print(f"| `dpsynth verify` of it | | | | {wall:.1f} s | {cpu:.1f} s | "
+                print(f"| `dpcounts verify` of it | | | | {wall:.1f} s | {cpu:.1f} s | "
                       f"{peak:.2f} GiB | | | |", flush=True)  # fmt: skip
                 shutil.rmtree(release, ignore_errors=True)
     out.parent.mkdir(parents=True, exist_ok=True)

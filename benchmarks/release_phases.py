@@ -1,4 +1,4 @@
-"""Where a release's seconds and bytes go: ``dpsynth synthesize`` in this process, each phase
+"""Where a release's seconds and bytes go: ``dpcounts synthesize`` in this process, each phase
 timed and its peak resident memory measured.
 
 Run from the repository root::
@@ -28,36 +28,36 @@ from pathlib import Path
 
 #: (module, attribute, label): the functions timed, as the release looks them up.
 PHASES = [
-    ("dpsynth.release.sequence", "load_strata", "read: load_strata"),
-    ("dpsynth.release.inputs", "read_table", "read: read_table"),
-    ("dpsynth.release.inputs", "values_only", "read: values_only"),
-    ("dpsynth.release.inputs", "round_counts", "read: round_counts"),
-    ("dpsynth.release.inputs", "validate_strata", "read: validate_strata"),
-    ("dpsynth.release.inputs", "key_order", "read: key_order (sort)"),
-    ("dpsynth.release.prior_source", "grouping", "read: prior's grouping"),
-    ("dpsynth.release.design.Design", "calibrate", "check: calibrate"),
-    ("dpsynth.release.limits", "estimate_cost", "check: forecast"),
-    ("dpsynth.release.design.Design", "check_tv_target", "check: rounding floor"),
-    ("dpsynth.release.sequence", "checked_calibration", "check: calibration + limits"),
-    ("dpsynth.release.sequence", "check_prior_fit", "check: count-fit check"),
-    ("dpsynth.release.inputs.Strata", "identities", "table's ids (side by side)"),
-    ("dpsynth.release.sequence.Release", "account", "account: ledger"),
-    ("dpsynth.ledger_index", "fingerprint", "account: overlap fingerprint"),
-    ("dpsynth.ledger.Ledger", "spend", "account: Ledger.spend"),
-    ("dpsynth.release.sequence.Release", "draw", "draw"),
-    ("dpsynth.sampling.conditioned", "release_sampler", "draw: build sampler"),
-    ("dpsynth.sampling.conditioned.ConditionedSampler", "_release_log_tilt", "draw: tilt"),
-    ("dpsynth.sampling.tree_build", "build_leaves", "draw: build leaves"),
-    ("dpsynth.sampling.conditioned.ConditionedSampler", "_store_flat", "draw: store tree"),
-    ("dpsynth.sampling.conditioned.ConditionedSampler", "draw", "draw: one set"),
-    ("dpsynth.release.sequence.Release", "write", "write"),
-    ("dpsynth.release.folder", "write_public_parts", "write: synthetic parts"),
-    ("dpsynth.release.folder", "write_public_table", "write: table"),
-    ("dpsynth.release.sequence.Release", "report", "report"),
-    ("dpsynth.release.summary", "write_summary", "report: summary"),
-    ("dpsynth.release.utility", "write_utility", "report: utility"),
-    ("dpsynth.release.sequence", "finish_manifest", "report: manifest"),
-    ("dpsynth.release.folder", "install", "report: install"),
+    ("dpcounts.release.sequence", "load_strata", "read: load_strata"),
+    ("dpcounts.release.inputs", "read_table", "read: read_table"),
+    ("dpcounts.release.inputs", "values_only", "read: values_only"),
+    ("dpcounts.release.inputs", "round_counts", "read: round_counts"),
+    ("dpcounts.release.inputs", "validate_strata", "read: validate_strata"),
+    ("dpcounts.release.inputs", "key_order", "read: key_order (sort)"),
+    ("dpcounts.release.prior_source", "grouping", "read: prior's grouping"),
+    ("dpcounts.release.design.Design", "calibrate", "check: calibrate"),
+    ("dpcounts.release.limits", "estimate_cost", "check: forecast"),
+    ("dpcounts.release.design.Design", "check_tv_target", "check: rounding floor"),
+    ("dpcounts.release.sequence", "checked_calibration", "check: calibration + limits"),
+    ("dpcounts.release.sequence", "check_prior_fit", "check: count-fit check"),
+    ("dpcounts.release.inputs.Strata", "identities", "table's ids (side by side)"),
+    ("dpcounts.release.sequence.Release", "account", "account: ledger"),
+    ("dpcounts.ledger_index", "fingerprint", "account: overlap fingerprint"),
+    ("dpcounts.ledger.Ledger", "spend", "account: Ledger.spend"),
+    ("dpcounts.release.sequence.Release", "draw", "draw"),
+    ("dpcounts.sampling.conditioned", "release_sampler", "draw: build sampler"),
+    ("dpcounts.sampling.conditioned.ConditionedSampler", "_release_log_tilt", "draw: tilt"),
+    ("dpcounts.sampling.tree_build", "build_leaves", "draw: build leaves"),
+    ("dpcounts.sampling.conditioned.ConditionedSampler", "_store_flat", "draw: store tree"),
+    ("dpcounts.sampling.conditioned.ConditionedSampler", "draw", "draw: one set"),
+    ("dpcounts.release.sequence.Release", "write", "write"),
+    ("dpcounts.release.folder", "write_public_parts", "write: synthetic parts"),
+    ("dpcounts.release.folder", "write_public_table", "write: table"),
+    ("dpcounts.release.sequence.Release", "report", "report"),
+    ("dpcounts.release.summary", "write_summary", "report: summary"),
+    ("dpcounts.release.utility", "write_utility", "report: utility"),
+    ("dpcounts.release.sequence", "finish_manifest", "report: manifest"),
+    ("dpcounts.release.folder", "install", "report: install"),
 ]
 
 ROWS: list[dict] = []
@@ -157,11 +157,11 @@ def main() -> None:
     keys = args.keys or [k for k in ("year", "county", "age", "race", "sex", "hispanic")
                          if k in columns]  # fmt: skip
     _patch()
-    from dpsynth import cli
+    from dpcounts import cli
 
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["XDG_DATA_HOME"] = str(Path(tmp) / "home")
-        os.environ["DPSYNTH_LEDGER"] = str(Path(tmp) / "ledger")
+        os.environ["DPCOUNTS_LEDGER"] = str(Path(tmp) / "ledger")
         argv = [
             "synthesize", "--input", str(args.input), "--keys", *keys, "--strata", "input",
             "--prior-rate-column", "prior_rate", "--mechanism", args.mechanism,

@@ -56,7 +56,7 @@ def main() -> None:
         config["study1"].update(override.get("study1", {}))
     s1 = config["study1"]
     sys.path.insert(0, str(REPO / "src"))
-    from dpsynth.studies.study1 import Study1Design
+    from dpcounts.studies.study1 import Study1Design
 
     design = Study1Design.from_config(s1)
     n_cells = 3085

@@ -34,17 +34,17 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from dpsynth.config_check import check_config
-from dpsynth.data.pennsylvania import load_pennlc, load_pennsylvania_counties
-from dpsynth.data.standard_population import load_standard_population
-from dpsynth.design import grid_from_config
-from dpsynth.seeding import job_rng
-from dpsynth.studies.stage.definition import study_definition
-from dpsynth.studies.stage.measures import study_measures
-from dpsynth.studies.stage.prior import prior_rates
-from dpsynth.studies.stage.simulate import calibrate_arm, draw_and_measure
-from dpsynth.studies.stage.table import load_study_table
-from dpsynth.studies.study2.tables import study_table
+from dpcounts.config_check import check_config
+from dpcounts.data.pennsylvania import load_pennlc, load_pennsylvania_counties
+from dpcounts.data.standard_population import load_standard_population
+from dpcounts.design import grid_from_config
+from dpcounts.seeding import job_rng
+from dpcounts.studies.stage.definition import study_definition
+from dpcounts.studies.stage.measures import study_measures
+from dpcounts.studies.stage.prior import prior_rates
+from dpcounts.studies.stage.simulate import calibrate_arm, draw_and_measure
+from dpcounts.studies.stage.table import load_study_table
+from dpcounts.studies.study2.tables import study_table
 
 REPO = Path(__file__).resolve().parents[1]
 SEED = 20190601

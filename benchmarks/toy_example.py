@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpsynth import calibrate
-from dpsynth.mechanisms.truncation import truncation_bounds
-from dpsynth.privacy.audit import audit_worst_case
-from dpsynth.privacy.certified import effective_bounds
-from dpsynth.privacy.paper import truncated_paper_shapes
+from dpcounts import calibrate
+from dpcounts.mechanisms.truncation import truncation_bounds
+from dpcounts.privacy.audit import audit_worst_case
+from dpcounts.privacy.certified import effective_bounds
+from dpcounts.privacy.paper import truncated_paper_shapes
 
 TOTAL, EPSILON, TAIL = 100, 1.0, 1e-4
 EQUAL_RATES = {"population": [15.0, 85.0], "prior_rate": None}  # national rate = 1

@@ -1,4 +1,4 @@
-"""``dpsynth verify`` on the hostile corpus (issue #34 item 3): wall and CPU seconds and
+"""``dpcounts verify`` on the hostile corpus (issue #34 item 3): wall and CPU seconds and
 peak resident memory of each verification in a process of its own, beside the floor of
 starting Python and importing what the verifier needs (pandas, pyarrow).
 
@@ -37,11 +37,11 @@ def main() -> None:
     args = parser.parse_args()
     from test_release_verify import release
 
-    dpsynth = str(Path(sys.executable).parent / "dpsynth")
+    dpcounts = str(Path(sys.executable).parent / "dpcounts")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
-        os.environ["DPSYNTH_LEDGER"] = str(base / "ledger.jsonl")
+        os.environ["DPCOUNTS_LEDGER"] = str(base / "ledger.jsonl")
         os.environ["XDG_DATA_HOME"] = str(base / "data")
         valid = release(base, "valid")
         floor = run_measured([sys.executable, "-c", FLOOR])
@@ -52,7 +52,7 @@ def main() -> None:
             shutil.copytree(valid, out)
             if make is not None:
                 make(out)
-            found = run_measured([dpsynth, "verify", str(out)])
+            found = run_measured([dpcounts, "verify", str(out)])
             rows.append({"folder": name, **found})
             print(f"{name:<40} exit {found['code']}  wall {found['wall']:5.2f} s  "
                   f"CPU {found['cpu']:5.2f} s  peak {found['peak_bytes'] / 2**20:6.0f} MiB",

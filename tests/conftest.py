@@ -22,25 +22,25 @@ from scipy import stats
 matplotlib.use("Agg")
 
 #: `make test-fast` sets this: every unit and property test, in process only.
-FAST_LANE = os.environ.get("DPSYNTH_TEST_LANE") == "fast"
+FAST_LANE = os.environ.get("DPCOUNTS_TEST_LANE") == "fast"
 
 
 @pytest.fixture(autouse=True)
 def private_ledger(tmp_path_factory, monkeypatch):
-    """Every test (and every dpsynth process it starts) records spending in its own ledger."""
+    """Every test (and every dpcounts process it starts) records spending in its own ledger."""
     path = tmp_path_factory.mktemp("ledger") / "ledger.jsonl"
-    monkeypatch.setenv("DPSYNTH_LEDGER", str(path))
+    monkeypatch.setenv("DPCOUNTS_LEDGER", str(path))
     return path
 
 
 @pytest.fixture(autouse=True)
 def private_area(tmp_path_factory, monkeypatch):
-    """Every test (and every dpsynth process it starts) has its own steward's folder
-    ($XDG_DATA_HOME/dpsynth): the private folders of its releases go there, never into the
+    """Every test (and every dpcounts process it starts) has its own steward's folder
+    ($XDG_DATA_HOME/dpcounts): the private folders of its releases go there, never into the
     real home. Returns the folder that holds the default private folders."""
     data_home = tmp_path_factory.mktemp("data_home")
     monkeypatch.setenv("XDG_DATA_HOME", str(data_home))
-    return data_home / "dpsynth" / "private"
+    return data_home / "dpcounts" / "private"
 
 
 @pytest.fixture(autouse=True)
@@ -87,7 +87,7 @@ def random_bounds(rng: np.random.Generator, n_cells: int, total: int):
 
 def empirical(draws: np.ndarray, support: np.ndarray) -> np.ndarray:
     """How many of ``draws`` (rows) equal each row of ``support`` (lexicographically sorted,
-    as :func:`dpsynth.sampling.enumeration.compositions` lists them); every draw must be
+    as :func:`dpcounts.sampling.enumeration.compositions` lists them); every draw must be
     in the support."""
     base = support.max() + 1
     place = base ** np.arange(support.shape[1] - 1, -1, -1)  # lexicographic order
@@ -127,12 +127,12 @@ def discrete_laplace_log_cdf(k, scale) -> np.ndarray:
 
 
 def run_cli(*args: str) -> tuple[int, str, str]:
-    """``dpsynth ARGS`` in this process: (exit code, stdout, stderr); argparse's exits
+    """``dpcounts ARGS`` in this process: (exit code, stdout, stderr); argparse's exits
     (--help, usage errors) are returned as codes."""
     import contextlib
     import io
 
-    from dpsynth.cli import main
+    from dpcounts.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

@@ -1,4 +1,4 @@
-"""A corpus of hostile release folders for ``dpsynth verify`` (issue #34, item 3).
+"""A corpus of hostile release folders for ``dpcounts verify`` (issue #34, item 3).
 
 Each folder is built at test time from a valid small release (``test_release_verify.release``)
 and then tampered with, the way a forger would: listed hashes made to agree where that
@@ -22,8 +22,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dpsynth.io import sha256_file
-from dpsynth.release.manifest import RELEASE_FORMAT, guarantee
+from dpcounts.io import sha256_file
+from dpcounts.release.manifest import RELEASE_FORMAT, guarantee
 
 #: Rows of the dictionary-encoded row bomb (the audit's: 20 M rows in a 789 KB file).
 BOMB_ROWS = 20_000_000
@@ -192,7 +192,7 @@ def nested_manifest(out: Path) -> None:
     """A manifest nested 100,000 deep."""
     depth = 100_000
     (out / "manifest.json").write_text(
-        f'{{"dpsynth_release_format": {RELEASE_FORMAT}, "x": ' + "[" * depth + "]" * depth + "}"
+        f'{{"dpcounts_release_format": {RELEASE_FORMAT}, "x": ' + "[" * depth + "]" * depth + "}"
     )
 
 
@@ -244,7 +244,7 @@ HOSTILE = {
 
 # --- forgeries aimed at one check each --------------------------------------------------------
 # Not bombs: small edits of a valid release's manifest that only one check is about, so that
-# with the folders above the corpus reaches every check of dpsynth.release.verify.CHECKS
+# with the folders above the corpus reaches every check of dpcounts.release.verify.CHECKS
 # (tests/test_release_verify_checks.py).
 
 

@@ -1,5 +1,5 @@
-"""The studies' vocabulary: arms as data (dpsynth.arms), Study 1's table of arms and its
-design built from the config (dpsynth.studies.study1)."""
+"""The studies' vocabulary: arms as data (dpcounts.arms), Study 1's table of arms and its
+design built from the config (dpcounts.studies.study1)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 from workflow_helpers import schema_defaults
 
-from dpsynth.arms import Arm, arm_named
-from dpsynth.calibration import MECHANISMS, METHODS
-from dpsynth.data.scenarios import draw_datasets, make_scenario
-from dpsynth.design import epsilon_label
-from dpsynth.privacy.calibrate import calibrate
-from dpsynth.studies.study1 import (
+from dpcounts.arms import Arm, arm_named
+from dpcounts.calibration import MECHANISMS, METHODS
+from dpcounts.data.scenarios import draw_datasets, make_scenario
+from dpcounts.design import epsilon_label
+from dpcounts.privacy.calibrate import calibrate
+from dpcounts.studies.study1 import (
     ARM_NAMES,
     ARMS,
     Geography,

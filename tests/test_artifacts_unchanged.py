@@ -54,16 +54,16 @@ compare_runs = sys.modules.setdefault("compare_runs", importlib.util.module_from
 _spec.loader.exec_module(compare_runs)
 
 #: sitecustomize for the runs' Python processes (the snakemake process that parses the
-#: Snakefile, and every job): at exit, it writes the file of every dpsynth module it
-#: imported to $DPSYNTH_IMPORT_LOG/<pid>.json.
+#: Snakefile, and every job): at exit, it writes the file of every dpcounts module it
+#: imported to $DPCOUNTS_IMPORT_LOG/<pid>.json.
 IMPORT_RECORDER = """\
 import atexit, json, os, sys
 
 def _record():
-    names = [n for n in list(sys.modules) if n == "dpsynth" or n.startswith("dpsynth.")]
+    names = [n for n in list(sys.modules) if n == "dpcounts" or n.startswith("dpcounts.")]
     files = sorted({str(getattr(sys.modules[n], "__file__", None)) for n in names})
     if files:
-        path = os.path.join(os.environ["DPSYNTH_IMPORT_LOG"], f"{os.getpid()}.json")
+        path = os.path.join(os.environ["DPCOUNTS_IMPORT_LOG"], f"{os.getpid()}.json")
         with open(path, "w") as handle:
             json.dump({"argv": sys.argv, "files": files}, handle)
 
@@ -110,13 +110,13 @@ def table_changes(path: str, before: Path, after: Path) -> list[str]:
 
 def run_tiny(work: Path, src: Path) -> Path:
     """The tiny config in ``work`` with ``src`` first on every process's path (the
-    Snakefile's parse-time import of dpsynth runs in the parent process, so the path must
-    be set there too), recording where each process found dpsynth."""
+    Snakefile's parse-time import of dpcounts runs in the parent process, so the path must
+    be set there too), recording where each process found dpcounts."""
     hook, log = work / ".import_hook", work / ".import_log"
     hook.mkdir()
     log.mkdir()
     (hook / "sitecustomize.py").write_text(IMPORT_RECORDER)
-    env = {"PYTHONPATH": f"{src}:{hook}", "DPSYNTH_IMPORT_LOG": str(log)}
+    env = {"PYTHONPATH": f"{src}:{hook}", "DPCOUNTS_IMPORT_LOG": str(log)}
     result = snakemake(work, *RUN, env=env, timeout=1800)
     assert result.returncode == 0, result.stderr[-4000:]
     return work
@@ -144,7 +144,7 @@ def today_run(tmp_path_factory):
 
 @pytest.mark.parametrize("which", ["baseline", "today"])
 def test_each_run_imports_its_own_library(which, request):
-    """Every process of a run that imported dpsynth (the snakemake process parsing the
+    """Every process of a run that imported dpcounts (the snakemake process parsing the
     Snakefile and every job) found it in that run's own src/, not in the installed one."""
     work = request.getfixturevalue(f"{which}_run")
     src = (work / "src" if which == "baseline" else REPO / "src").resolve()
@@ -154,7 +154,7 @@ def test_each_run_imports_its_own_library(which, request):
     assert len(records) > len(parents), "no job recorded its imports"
     for record in records:
         elsewhere = [f for f in record["files"] if not Path(f).resolve().is_relative_to(src)]
-        assert not elsewhere, f"{record['argv'][:2]} imported dpsynth from {elsewhere[:3]}"
+        assert not elsewhere, f"{record['argv'][:2]} imported dpcounts from {elsewhere[:3]}"
 
 
 def test_every_artifact_of_the_tiny_run_is_unchanged(baseline_run, today_run):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpsynth.calibration import Calibration
-from dpsynth.privacy.audit import MAX_WORK, audit, audit_work, audit_worst_case
-from dpsynth.sampling.enumeration import exact_pmf
+from dpcounts.calibration import Calibration
+from dpcounts.privacy.audit import MAX_WORK, audit, audit_work, audit_worst_case
+from dpcounts.sampling.enumeration import exact_pmf
 
 
 def md_calibration(alpha, total, epsilon=1.0) -> Calibration:
@@ -124,7 +124,7 @@ def test_default_limit_admits_the_documented_totals(n_cells, largest):
 
 def test_chunked_comparison_finds_the_same_worst_case(monkeypatch):
     # the neighbour comparison runs in blocks of rows; tiny blocks must not change the answer
-    import dpsynth.privacy.audit as audit_module
+    import dpcounts.privacy.audit as audit_module
 
     cal = Calibration(
         mechanism="pg",

@@ -4,21 +4,21 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpsynth.baselines.geometric import (
+from dpcounts.baselines.geometric import (
     _post_process,
     geometric_release,
     geometric_release_each,
     largest_remainder_round,
     project_to_simplex,
 )
-from dpsynth.baselines.modips import modips_release
-from dpsynth.privacy.discrete_laplace import (
+from dpcounts.baselines.modips import modips_release
+from dpcounts.privacy.discrete_laplace import (
     SENSITIVITY,
     discrete_laplace_log_pmf,
     geometric_noise,
     scale_for,
 )
-from dpsynth.privacy.sanitised_prior import sanitised_prior_calibration
+from dpcounts.privacy.sanitised_prior import sanitised_prior_calibration
 
 
 def geometric_log_pmf(k, epsilon):
@@ -154,8 +154,8 @@ def test_noisy_state_rates_of_many_datasets_add_discrete_laplace_noise_to_each_r
     states (a chi-square test of the recovered noise against the exact pmf)."""
     from scipy import stats
 
-    from dpsynth.privacy.discrete_laplace import discrete_laplace_pmf, scale_for
-    from dpsynth.privacy.sanitised_prior import StateGroups
+    from dpcounts.privacy.discrete_laplace import discrete_laplace_pmf, scale_for
+    from dpcounts.privacy.sanitised_prior import StateGroups
 
     rng = np.random.default_rng(21)
     state = np.array(["NJ", "PA", "NJ", "NY", "PA", "PA"])
@@ -189,9 +189,9 @@ def test_the_sanitised_arm_draws_each_rows_own_calibration():
     """Study 1's sanitised arm (all rows at once) gives each dataset the rates drawn from
     calibrate('pg', eps - eps_prior, its total, populations, its noisy prior) and one
     gamma draw: the same numbers as those steps taken one calibration at a time."""
-    from dpsynth import calibrate
-    from dpsynth.privacy.sanitised_prior import StateGroups
-    from dpsynth.studies.study1 import _sanitised_rates, study1_arm
+    from dpcounts import calibrate
+    from dpcounts.privacy.sanitised_prior import StateGroups
+    from dpcounts.studies.study1 import _sanitised_rates, study1_arm
 
     rng = np.random.default_rng(4)
     state = np.repeat(np.arange(5), 8)

@@ -5,10 +5,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpsynth import calibrate
-from dpsynth.privacy.certified import certified_epsilon, certified_shapes, kappa
-from dpsynth.privacy.exact_bivariate import bivariate_epsilon
-from dpsynth.privacy.paper import pg_nu
+from dpcounts import calibrate
+from dpcounts.privacy.certified import certified_epsilon, certified_shapes, kappa
+from dpcounts.privacy.exact_bivariate import bivariate_epsilon
+from dpcounts.privacy.paper import pg_nu
 
 
 def test_md_reproduces_the_ce_race_slides():
@@ -233,7 +233,7 @@ def test_exact_many_cells_small_epsilon_is_feasible_and_tight(epsilon):
 def test_pg_paper_shapes_of_many_rows_are_each_rows_own_bit_for_bit():
     """pg_paper_shapes_rows (the sanitised arm's datasets at once) gives every row exactly
     what pg_paper_shapes gives it alone, rows converging after different iterations."""
-    from dpsynth.privacy.paper import pg_paper_shapes, pg_paper_shapes_rows
+    from dpcounts.privacy.paper import pg_paper_shapes, pg_paper_shapes_rows
 
     rng = np.random.default_rng(11)
     for cells, datasets in ((2, 6), (9, 6), (500, 6), (300, 41)):  # 41: blocks of 16 + 9
@@ -253,7 +253,7 @@ def test_pg_paper_shapes_of_many_rows_are_each_rows_own_bit_for_bit():
 def test_pg_paper_shapes_rows_name_a_dataset_without_a_solution_in_a_later_block():
     """A dataset past the first block with no solution (one event, one cell's prior rate
     far below the other's, so nu_i reaches e^epsilon) is named by its own row number."""
-    from dpsynth.privacy.paper import BLOCK_ROWS, pg_paper_shapes, pg_paper_shapes_rows
+    from dpcounts.privacy.paper import BLOCK_ROWS, pg_paper_shapes, pg_paper_shapes_rows
 
     population, epsilon, bad = np.array([532_645.68, 165_386.84]), 0.0275, BLOCK_ROWS + 3
     prior = np.full((BLOCK_ROWS + 5, 2), 6.5e-4)
@@ -268,7 +268,7 @@ def test_pg_paper_shapes_rows_name_a_dataset_without_a_solution_in_a_later_block
 
 
 def test_pg_paper_shapes_rows_want_one_total_per_row_of_rates():
-    from dpsynth.privacy.paper import pg_paper_shapes_rows
+    from dpcounts.privacy.paper import pg_paper_shapes_rows
 
     population = np.array([10.0, 1e6])
     prior = np.full((2, 2), 1e-3)

@@ -7,7 +7,7 @@ in [stated, stated + one unit of the last stated digit).
 import numpy as np
 import pytest
 
-from dpsynth import audit, calibrate
+from dpcounts import audit, calibrate
 
 TOY = {"epsilon": 1.0, "total": 100, "population": [15.0, 85.0]}
 

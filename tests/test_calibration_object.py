@@ -4,9 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth.calibration import FRAME_COLUMNS, Calibration
-from dpsynth.design import at_epsilon
-from dpsynth.privacy.calibrate import calibrate
+from dpcounts.calibration import FRAME_COLUMNS, Calibration
+from dpcounts.design import at_epsilon
+from dpcounts.privacy.calibrate import calibrate
 
 
 def truncated_cal(**overrides):
@@ -112,7 +112,7 @@ def test_table_round_trip_is_exact(mechanism, method, epsilon):
 
 def test_from_frame_refuses_a_table_of_several_calibrations():
     """A table of two epsilons' calibrations is not one calibration: the caller selects
-    one epsilon's rows by label (the study stage does, dpsynth.studies.stage.simulate)."""
+    one epsilon's rows by label (the study stage does, dpcounts.studies.stage.simulate)."""
     cals = [calibrate("pg", e, 60, POPULATION, PRIOR) for e in (1.0, 1.00001)]
     table = pd.concat([cal.to_frame() for cal in cals], ignore_index=True)
     with pytest.raises(ValueError, match="not one calibration"):

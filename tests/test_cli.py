@@ -1,5 +1,5 @@
-"""``dpsynth synthesize``, ``calibrate`` and ``ledger``: the command line, run in process
-(``dpsynth.cli.main`` with the arguments as typed, output captured); the tests marked
+"""``dpcounts synthesize``, ``calibrate`` and ``ledger``: the command line, run in process
+(``dpcounts.cli.main`` with the arguments as typed, output captured); the tests marked
 ``process`` run the installed console script itself (``python -m``, SIGTERM, concurrent
 runs), as a user's shell would."""
 
@@ -24,19 +24,19 @@ import pandas as pd
 import pytest
 from workflow_helpers import filled_definition
 
-import dpsynth
-from dpsynth.cli import build_parser, main
-from dpsynth.privacy.calibrate import calibrate
-from dpsynth.release.manifest import validate
-from dpsynth.release.request import NEIGHBOURS
+import dpcounts
+from dpcounts.cli import build_parser, main
+from dpcounts.privacy.calibrate import calibrate
+from dpcounts.release.manifest import validate
+from dpcounts.release.request import NEIGHBOURS
 
 BIN = Path(sys.executable).parent
-DPSYNTH = BIN / "dpsynth"
+DPCOUNTS = BIN / "dpcounts"
 REPO = Path(__file__).resolve().parents[1]
 WONDER_FIXTURE = REPO / "tests" / "fixtures" / "wonder" / "good.txt"
 
 #: Six strata: two regions x three age bands; prior rates differ by age band (public rates,
-#: not the table's own: those are refused, dpsynth.release.prior_check.group_fit).
+#: not the table's own: those are refused, dpcounts.release.prior_check.group_fit).
 STRATA = pd.DataFrame(
     {
         "region": ["north"] * 3 + ["south"] * 3,
@@ -62,7 +62,7 @@ class Result:
 
 
 def run(*args: str, cwd: Path) -> Result:
-    """``dpsynth ARGS`` in folder ``cwd``, in this process: exit code, stdout, stderr."""
+    """``dpcounts ARGS`` in folder ``cwd``, in this process: exit code, stdout, stderr."""
     out, err = io.StringIO(), io.StringIO()
     with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
@@ -90,7 +90,7 @@ def manifest(out: Path) -> dict:
 
 
 def test_console_script_is_installed():
-    assert DPSYNTH.exists(), "run `pip install --no-deps -e .` so the dpsynth script exists"
+    assert DPCOUNTS.exists(), "run `pip install --no-deps -e .` so the dpcounts script exists"
 
 
 def test_help_explains_every_option_and_the_unit_of_privacy(tmp_path):
@@ -108,7 +108,7 @@ def test_help_explains_every_option_and_the_unit_of_privacy(tmp_path):
         assert action.option_strings[-1] in text
     flat = " ".join(text.split())
     assert " ".join(NEIGHBOURS.split()) in flat
-    assert "TOTAL privacy budget" in flat and "~/.local/share/dpsynth/private/" in flat
+    assert "TOTAL privacy budget" in flat and "~/.local/share/dpcounts/private/" in flat
     assert "--seed" not in text.replace("--insecure-test-seed", "")
 
 
@@ -132,7 +132,7 @@ def test_manifest_files_and_private_folder(strata_csv, tmp_path, private_area):
     )
     assert info["budget"]["epsilon_total"] == 2.0 and info["budget"]["epsilon_per_set"] == 0.5
     assert info["total"] == STRATA["count"].sum() and info["strata"] == len(STRATA)
-    assert info["keys"] == ["region", "age"] and info["dpsynth_version"] == dpsynth.__version__
+    assert info["keys"] == ["region", "age"] and info["dpcounts_version"] == dpcounts.__version__
     for entry in info["files"].values():
         data = (out / entry["path"]).read_bytes()
         assert hashlib.sha256(data).hexdigest() == entry["sha256"]
@@ -171,10 +171,10 @@ def test_private_dir_is_where_the_steward_says_and_never_in_the_release(
 
 
 def test_a_private_folder_left_beside_the_release_is_warned_about(strata_csv, tmp_path):
-    """Private folders of earlier dpsynth versions sit beside their release: publishing the
+    """Private folders of earlier dpcounts versions sit beside their release: publishing the
     parent publishes them, so a release next to one says so."""
     (tmp_path / "rel.private").mkdir()
-    (tmp_path / "rel.private" / "provenance.json").write_text('{"dpsynth_release_format": 3}')
+    (tmp_path / "rel.private" / "provenance.json").write_text('{"dpcounts_release_format": 3}')
     result = ok(
         "synthesize", "--input", "counts.csv", *KEYS, "--epsilon", "1", "--mechanism", "pg",
         *PRIOR, "--out", "rel", "--quiet", cwd=tmp_path,
@@ -215,16 +215,16 @@ def test_prior_rate_by_is_removed_with_a_pointer(strata_csv, tmp_path):
 
 
 @pytest.mark.process
-def test_python_m_dpsynth_matches_the_script(strata_csv, tmp_path):
+def test_python_m_dpcounts_matches_the_script(strata_csv, tmp_path):
     args = ["synthesize", "--input", "counts.csv", *KEYS, "--epsilon", "1", "--mechanism", "pg"]
     args += [*PRIOR, "--insecure-test-seed", "4"]
     script = subprocess.run(
-        [str(DPSYNTH), *args, "--out", "script"],
+        [str(DPCOUNTS), *args, "--out", "script"],
         cwd=tmp_path, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert script.returncode == 0, script.stderr
     result = subprocess.run(
-        [sys.executable, "-m", "dpsynth", *args, "--out", "module"],
+        [sys.executable, "-m", "dpcounts", *args, "--out", "module"],
         cwd=tmp_path, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
@@ -235,10 +235,10 @@ def test_python_m_dpsynth_matches_the_script(strata_csv, tmp_path):
 
 @pytest.mark.process
 def test_a_reader_that_goes_away_gets_no_traceback(strata_csv, tmp_path):
-    """`dpsynth ledger | head`: the pipe closes before dpsynth writes; it stops quietly."""
+    """`dpcounts ledger | head`: the pipe closes before dpcounts writes; it stops quietly."""
     ok("synthesize", "--input", "counts.csv", *KEYS, "--mechanism", "md", "--quiet",
        "--epsilon", "0.5", "--out", "a", cwd=tmp_path)  # fmt: skip
-    process = subprocess.Popen([str(DPSYNTH), "ledger"], cwd=tmp_path, stdout=subprocess.PIPE,
+    process = subprocess.Popen([str(DPCOUNTS), "ledger"], cwd=tmp_path, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)  # fmt: skip
     process.stdout.close()  # the reader is gone before anything is written
     stderr = process.stderr.read()
@@ -307,7 +307,7 @@ def test_wonder_export_with_county_map(tmp_path, private_folder):
 
 
 def test_the_default_county_frame_is_the_projects_data_folder(tmp_path, private_folder):
-    """Without --county-frame the map uses data/counties_1980.parquet of the folder dpsynth
+    """Without --county-frame the map uses data/counties_1980.parquet of the folder dpcounts
     runs in; where there is none, the private summary says so and how to give one."""
     args = ["synthesize", "--input", str(WONDER_FIXTURE), "--wonder", "--keys", "county_code",
             "age_group_code", "--strata", "cross-product", "--sanitised-prior-by",
@@ -482,14 +482,14 @@ def test_sigterm_cleans_up_without_a_traceback(tmp_path, private_ledger, private
     _large_input(tmp_path)
     held = tmp_path.parent / f"{tmp_path.name}-held"
     process = subprocess.Popen(
-        [str(DPSYNTH), "synthesize", "--input", "large.csv", "--keys", "stratum", "--strata",
+        [str(DPCOUNTS), "synthesize", "--input", "large.csv", "--keys", "stratum", "--strata",
          "input", "--dataset", "large", "--epsilon", "1", "--mechanism", "truncated", "--sets",
          "3", *PRIOR, "--out", "r",
          "--quiet"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=os.environ | {"DPSYNTH_TEST_HOLD": f"spent:{held}"},
+        env=os.environ | {"DPCOUNTS_TEST_HOLD": f"spent:{held}"},
     )  # fmt: skip
-    # The release holds once the ledger records the spending (dpsynth.release.hold), so
+    # The release holds once the ledger records the spending (dpcounts.release.hold), so
     # the signal arrives at that step whatever the machine's speed.
     deadline = time.monotonic() + 300
     while not held.exists():
@@ -509,7 +509,7 @@ def test_sigterm_cleans_up_without_a_traceback(tmp_path, private_ledger, private
 def test_two_concurrent_runs_into_one_folder_cannot_both_succeed(
     strata_csv, tmp_path, private_area, private_folder
 ):
-    args = [str(DPSYNTH), "synthesize", "--input", "counts.csv", *KEYS, "--epsilon", "1"]
+    args = [str(DPCOUNTS), "synthesize", "--input", "counts.csv", *KEYS, "--epsilon", "1"]
     args += ["--mechanism", "truncated", *PRIOR, "--out", "r", "--quiet"]
     runs = [
         subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -637,9 +637,9 @@ def test_rounding_nearest_releases_the_rounded_table(tmp_path, private_folder):
 
 
 def test_the_cli_and_the_study_stage_round_and_refuse_alike(tmp_path):
-    """One rule (dpsynth.data.rounding) for `dpsynth synthesize` and studies.<name>.rounding."""
-    from dpsynth.release import ReleaseError, ReleaseRequest, load_strata
-    from dpsynth.studies.stage.table import StudyDataError, load_study_table
+    """One rule (dpcounts.data.rounding) for `dpcounts synthesize` and studies.<name>.rounding."""
+    from dpcounts.release import ReleaseError, ReleaseRequest, load_strata
+    from dpcounts.studies.stage.table import StudyDataError, load_study_table
 
     FRACTIONAL.to_csv(tmp_path / "counts.csv", index=False)
     spec = {"table": "counts.csv", "keys": ["region", "age"], "count": "count",
@@ -671,7 +671,7 @@ def test_the_cli_and_the_study_stage_round_and_refuse_alike(tmp_path):
 
 
 def test_set_budget_and_calibrate_predicts_a_public_refusal(strata_csv, tmp_path, private_ledger):
-    """dpsynth ledger --set-budget stores a budget every release is checked against; with a
+    """dpcounts ledger --set-budget stores a budget every release is checked against; with a
     sanitised prior, calibrate refuses what synthesize refuses before spending (#26)."""
     said = ok("ledger", "--set-budget", "counts", "1", cwd=tmp_path).stdout
     assert "budget epsilon = 1 stored" in said

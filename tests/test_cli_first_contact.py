@@ -1,4 +1,4 @@
-"""A newcomer's first contact with ``dpsynth`` (issue #35 item 3): short errors that say
+"""A newcomer's first contact with ``dpcounts`` (issue #35 item 3): short errors that say
 what to type, required options shown as required, a --help that fits a screen, a hint for
 a semicolon CSV or a spreadsheet, a word before the first compile, and a utility report
 in a reader's numbers and the keys' order."""
@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 from conftest import run_cli
 
-from dpsynth.cli import build_parser
+from dpcounts.cli import build_parser
 
-DPSYNTH = Path(sys.executable).parent / "dpsynth"
+DPCOUNTS = Path(sys.executable).parent / "dpcounts"
 
 TABLE = pd.DataFrame(
     {
@@ -34,11 +34,11 @@ PRIOR = ("--prior-source", "national rates by age band, published 1999 (test)")
 REQUIRED = ("--input", "--keys", "--strata", "--dataset", "--epsilon", "--mechanism", "--out")
 
 
-def dpsynth(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+def dpcounts(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     """The installed command, as a newcomer meets it: 80 columns, not a terminal."""
     environment = os.environ | {"COLUMNS": "80"} | (env or {})
     return subprocess.run(
-        [str(DPSYNTH), *args], cwd=cwd, env=environment, capture_output=True, text=True
+        [str(DPCOUNTS), *args], cwd=cwd, env=environment, capture_output=True, text=True
     )
 
 
@@ -73,13 +73,13 @@ def usage_lines(stderr: str) -> list[str]:
 def test_an_error_is_two_lines_of_usage_the_message_and_a_suggestion(
     tmp_path, args, message, suggestion
 ):
-    result = dpsynth(*args, cwd=tmp_path)
+    result = dpcounts(*args, cwd=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     usage = usage_lines(result.stderr)
-    assert 1 <= len(usage) <= 2 and usage[0].startswith("usage: dpsynth"), result.stderr
+    assert 1 <= len(usage) <= 2 and usage[0].startswith("usage: dpcounts"), result.stderr
     command = args[0] if args[0] != "synthesise" else None
     if command:  # the command's usage, not the top level's
-        assert usage[0].startswith(f"usage: dpsynth {command} ")
+        assert usage[0].startswith(f"usage: dpcounts {command} ")
     assert message in result.stderr
     rest = result.stderr.splitlines()[len(usage) + 1 :]
     assert rest == ([suggestion] if suggestion else []), result.stderr
@@ -89,7 +89,7 @@ def test_an_error_is_two_lines_of_usage_the_message_and_a_suggestion(
 @pytest.mark.process
 @pytest.mark.parametrize("command", ["synthesize", "calibrate"])
 def test_a_bare_command_names_every_required_option_and_its_usage_shows_them(tmp_path, command):
-    result = dpsynth(command, cwd=tmp_path)
+    result = dpcounts(command, cwd=tmp_path)
     assert result.returncode == 2
     required = [o for o in REQUIRED if command == "synthesize" or o not in ("--dataset", "--out")]
     message = result.stderr.split("error: the following arguments are required: ", 1)[1]
@@ -106,7 +106,7 @@ def test_missing_strata_and_dataset_explain_why_there_is_no_default(tmp_path):
     args = ["synthesize", "--input", str(tmp_path / "t.csv"), "--keys", "region", "age",
             "--epsilon", "1", "--mechanism", "md", "--out", str(tmp_path / "o")]  # fmt: skip
     code, _, err = run_cli(*args)
-    assert code == 2 and err.startswith("dpsynth synthesize: error: --strata is required")
+    assert code == 2 and err.startswith("dpcounts synthesize: error: --strata is required")
     assert err.rstrip().endswith("also required: --dataset NAME")
 
 
@@ -114,7 +114,7 @@ def test_missing_strata_and_dataset_explain_why_there_is_no_default(tmp_path):
 @pytest.mark.process
 @pytest.mark.parametrize("command", ["synthesize", "calibrate"])
 def test_help_fits_a_screen_and_help_all_shows_every_option(tmp_path, command):
-    short = dpsynth(command, "--help", cwd=tmp_path)
+    short = dpcounts(command, "--help", cwd=tmp_path)
     assert short.returncode == 0
     lines = short.stdout.splitlines()
     assert len(lines) <= 50 and max(map(len, lines)) <= 80, short.stdout
@@ -125,7 +125,7 @@ def test_help_fits_a_screen_and_help_all_shows_every_option(tmp_path, command):
             assert f"\n  {option} " in block, option
     assert "docs/release.md" in short.stdout
 
-    full = dpsynth(command, "--help-all", cwd=tmp_path).stdout
+    full = dpcounts(command, "--help-all", cwd=tmp_path).stdout
     parser = build_parser()._subparsers._group_actions[0].choices[command]
     shown = [o for a in parser._actions if a.help != "==SUPPRESS==" for o in a.option_strings]
     assert all(option in full for option in shown)
@@ -148,7 +148,7 @@ def test_a_csv_with_another_delimiter_is_read_with_it(tmp_path, delimiter):
 
 
 def test_a_csv_delimited_by_an_unsniffable_semicolon_is_refused_naming_it(tmp_path):
-    from dpsynth.data.validation import read_table
+    from dpcounts.data.validation import read_table
 
     path = tmp_path / "t.csv"
     path.write_text("region;age;count\n")  # a header alone: nothing to sniff but one line
@@ -176,7 +176,7 @@ def test_a_spreadsheet_is_refused_with_save_as_csv(tmp_path, name):
 def test_the_first_compile_is_announced_and_later_runs_are_silent(tmp_path):
     """A fresh numba cache: the first release says it compiles (not on a terminal, so no
     progress bar would say anything for ~30 s); the second, with the cache, says nothing."""
-    from dpsynth.compile_cache import FIRST_COMPILE
+    from dpcounts.compile_cache import FIRST_COMPILE
 
     table = pd.DataFrame(
         {
@@ -191,10 +191,10 @@ def test_the_first_compile_is_announced_and_later_runs_are_silent(tmp_path):
     args = ["synthesize", "--input", "t.csv", "--keys", "age", "sex", "--strata", "input",
             "--dataset", "first-contact", "--epsilon", "1", "--mechanism", "md",
             "--insecure-test-seed", "7", "--private-dir"]  # fmt: skip
-    first = dpsynth(*args, "p1", "--out", "r1", cwd=tmp_path, env=env)
+    first = dpcounts(*args, "p1", "--out", "r1", cwd=tmp_path, env=env)
     assert first.returncode == 0, first.stderr
     assert first.stderr.splitlines()[0] == FIRST_COMPILE
-    second = dpsynth(*args, "p2", "--out", "r2", cwd=tmp_path, env=env)
+    second = dpcounts(*args, "p2", "--out", "r2", cwd=tmp_path, env=env)
     assert second.returncode == 0 and FIRST_COMPILE not in second.stderr, second.stderr
 
     utility = (tmp_path / "p2" / "utility.md").read_text()
@@ -210,7 +210,7 @@ def test_the_first_compile_is_announced_and_later_runs_are_silent(tmp_path):
      (0.25, 3, "0.25"), (0.0012345, 3, "0.00123"), (556, 3, "556"), (0, 3, "0")],
 )  # fmt: skip
 def test_utility_numbers_are_written_as_a_reader_writes_them(value, digits, shown):
-    from dpsynth.release.utility import _human
+    from dpcounts.release.utility import _human
 
     assert _human(value, digits) == shown
 

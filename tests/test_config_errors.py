@@ -10,7 +10,7 @@ import pytest
 import yaml
 from workflow_helpers import REPO, TEST_CONFIG, copy_project, merged, snakemake
 
-from dpsynth.config_check import ConfigError, check_config, load_schema
+from dpcounts.config_check import ConfigError, check_config, load_schema
 
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
 MAX_LINES = 5
@@ -275,10 +275,10 @@ def test_the_yaml_spellings_of_non_finite_numbers_are_refused(spelling):
 def test_defaults_are_filled_exactly_as_snakemake_validate_fills_them(config):
     from snakemake.utils import validate
 
-    by_snakemake, by_dpsynth = copy.deepcopy(config), copy.deepcopy(config)
+    by_snakemake, by_dpcounts = copy.deepcopy(config), copy.deepcopy(config)
     validate(by_snakemake, str(SCHEMA))
-    check_config(by_dpsynth, SCHEMA)
-    assert by_dpsynth == by_snakemake
+    check_config(by_dpcounts, SCHEMA)
+    assert by_dpcounts == by_snakemake
 
 
 def test_defaults_are_copies_not_the_schema_s_objects():

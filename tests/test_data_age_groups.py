@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpsynth.data.age_groups import (
+from dpcounts.data.age_groups import (
     AGE_GROUPS,
     age_bounds,
     age_group_wide,
@@ -23,7 +23,7 @@ from dpsynth.data.age_groups import (
     solve_tilt,
     tilted_shares,
 )
-from dpsynth.data.counties import DataFileError, load_counties
+from dpcounts.data.counties import DataFileError, load_counties
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 AGES = DATA / "county_age_groups_1980.parquet"

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth.data.counties import (
+from dpcounts.data.counties import (
     COUNTY_COLUMNS,
     DataFileError,
     load_counties,

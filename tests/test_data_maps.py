@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from shapely.geometry import box
 
-from dpsynth.plots.maps import county_choropleth
+from dpcounts.plots.maps import county_choropleth
 
 
 def squares(values, crs="EPSG:4326"):

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from dpsynth.data.counties import DataFileError
-from dpsynth.data.pennsylvania import (
+from dpcounts.data.counties import DataFileError
+from dpcounts.data.pennsylvania import (
     PENNLC_AGE_BANDS,
     county_crude_rates,
     load_pennlc,

@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth.data.counties import DataFileError
-from dpsynth.data.pennsylvania import PENNLC_AGE_BANDS
-from dpsynth.data.standard_population import (
+from dpcounts.data.counties import DataFileError
+from dpcounts.data.pennsylvania import PENNLC_AGE_BANDS
+from dpcounts.data.standard_population import (
     load_standard_population,
     standard_weights,
 )

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpsynth.design import (
+from dpcounts.design import (
     GridError,
     at_epsilon,
     calibration_chunk,

@@ -11,8 +11,8 @@ import pytest
 from conftest import discrete_laplace_log_cdf
 from scipy import stats
 
-from dpsynth.privacy import discrete_laplace as dl
-from dpsynth.privacy.discrete_laplace import (
+from dpcounts.privacy import discrete_laplace as dl
+from dpcounts.privacy.discrete_laplace import (
     bernoulli_exp,
     discrete_laplace_log_pmf,
     discrete_laplace_pmf,

@@ -56,7 +56,7 @@ def test_mechanisms_page_python_example_runs():
 def test_audit_table_is_the_benchmark_file():
     """The audit's ratios on the mechanisms page are those `benchmarks/audit_sweep.py
     --write` stored, to the digits shown."""
-    stored = json.loads((REPO / "src/dpsynth/privacy/audited_ratios.json").read_text())
+    stored = json.loads((REPO / "src/dpcounts/privacy/audited_ratios.json").read_text())
     text = (DOCS / "mechanisms.md").read_text()
     shown = dict(re.findall(r"^\| (\w+ / \w+) \| ([0-9.]+) \|$", text, flags=re.M))
     assert shown, "the mechanisms page has the audit table"
@@ -109,5 +109,5 @@ def test_release_example_is_the_readme_one():
     readme = (REPO / "README.md").read_text()
     page = (DOCS / "release.md").read_text()
     blocks = re.findall(r"```sh\n(.*?)```", readme, flags=re.S)
-    (example,) = [block for block in blocks if "dpsynth synthesize" in block]
+    (example,) = [block for block in blocks if "dpcounts synthesize" in block]
     assert example in re.findall(r"```sh\n(.*?)```", page, flags=re.S)

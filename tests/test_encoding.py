@@ -1,4 +1,4 @@
-"""dpsynth.encoding.factorize: pandas' factorisation, through pyarrow where it holds the
+"""dpcounts.encoding.factorize: pandas' factorisation, through pyarrow where it holds the
 text, computed once per array and shared by the steps of a release that ask for it."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpsynth import encoding
-from dpsynth.encoding import factorize
+from dpcounts import encoding
+from dpcounts.encoding import factorize
 
 TEXT = st.text(alphabet=st.sampled_from(["a", "B", "0", "1", " ", "é", "\u00e9", "z"]), max_size=3)
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from scipy.special import gammaln, logsumexp
 
-from dpsynth import calibrate
-from dpsynth.privacy import exact_bivariate as eb
+from dpcounts import calibrate
+from dpcounts.privacy import exact_bivariate as eb
 
 
 class NumpyBatch:

@@ -1,5 +1,5 @@
 """Expected counts as the denominator (issue #33 item 6): observed vs expected tables
-(indirect standardisation), ``studies.<name>.denominator: expected`` and ``dpsynth
+(indirect standardisation), ``studies.<name>.denominator: expected`` and ``dpcounts
 synthesize --expected-column``. Rates are SMRs (observed / expected, ratios), no count is
 bounded by its expected count, expected counts must be finite and > 0, and the prior's
 count-fit check takes a Poisson null."""
@@ -15,12 +15,12 @@ import yaml
 from conftest import run_cli as run
 from workflow_helpers import REPO, filled_definition
 
-from dpsynth.config_check import ConfigError
-from dpsynth.data.validation import validate_strata
-from dpsynth.release import prior_check
-from dpsynth.studies.stage.definition import StudyConfigError
-from dpsynth.studies.stage.measures import study_measures
-from dpsynth.studies.stage.table import load_study_table
+from dpcounts.config_check import ConfigError
+from dpcounts.data.validation import validate_strata
+from dpcounts.release import prior_check
+from dpcounts.studies.stage.definition import StudyConfigError
+from dpcounts.studies.stage.measures import study_measures
+from dpcounts.studies.stage.table import load_study_table
 
 #: Eight districts: several above their expected count (SMR > 1), one with none observed.
 OBSERVED = [3, 9, 0, 12, 5, 1, 7, 4]
@@ -115,7 +115,7 @@ def test_the_same_table_as_populations_is_refused_before_any_job(tmp_path):
 
 
 def test_the_overall_prior_is_the_overall_smr(tmp_path):
-    from dpsynth.studies.stage.prior import prior_rates
+    from dpcounts.studies.stage.prior import prior_rates
 
     definition = filled_definition("lips", entry(write(tmp_path)))
     strata = load_study_table(definition)

@@ -14,7 +14,7 @@ download``, into its git-ignored cache ``data/raw/``; a failed download fails th
 reads the R data file with ``rdata`` (as ``make data`` reads pennLC), writes the observed
 vs expected table an analyst would, runs ``snakemake ... studies`` on a study with
 ``denominator: expected`` in a throw-away copy of the project, then releases the table
-with ``dpsynth synthesize --expected-column`` and with ``--study``. Every SMR is checked
+with ``dpcounts synthesize --expected-column`` and with ``--study``. Every SMR is checked
 against a recomputation from the raw file, never from the pipeline.
 """
 
@@ -26,9 +26,9 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from workflow_helpers import REPO, copy_project, dpsynth_cli, fetch_debian, run_study
+from workflow_helpers import REPO, copy_project, dpcounts_cli, fetch_debian, run_study
 
-from dpsynth.studies.stage.guide import VERDICTS
+from dpcounts.studies.stage.guide import VERDICTS
 
 RAW = (REPO / "data" / "raw").resolve()  # the data builder's download cache, git-ignored
 PACKAGE, VERSION = "r-cran-epir", "2.0.57+dfsg-1"
@@ -146,7 +146,7 @@ def test_a_study_of_observed_vs_expected_reports_smrs(lips_run):
 @pytest.mark.process
 def test_releases_of_observed_vs_expected(lips_run, tmp_path):
     work, raw = lips_run
-    run = dpsynth_cli(work, tmp_path / "home")
+    run = dpcounts_cli(work, tmp_path / "home")
 
     # the bare command line: the table's own columns
     (work / "bare.csv").write_text(
@@ -186,7 +186,7 @@ def test_releases_of_observed_vs_expected(lips_run, tmp_path):
         check = run("verify", folder)
         assert check.returncode == 0, check.stdout
 
-    private = tmp_path / "home" / "dpsynth" / "private"
+    private = tmp_path / "home" / "dpcounts" / "private"
     texts = [path.read_text() for path in sorted(private.glob("*/utility.md"))]
     assert len(texts) == 2
     for text in texts:

@@ -10,7 +10,7 @@ from pathlib import Path
 SCRIPT = """
 import atexit, logging, sys, tempfile
 from pathlib import Path
-from dpsynth.fast_exit import fast_exit
+from dpcounts.fast_exit import fast_exit
 
 folder = Path(sys.argv[1])
 logging.basicConfig(filename=folder / "job.log", level=logging.INFO, force=True)

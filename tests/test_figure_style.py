@@ -18,15 +18,15 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import PolyCollection
 from shapely.geometry import box
 
-from dpsynth.arms import Arm
-from dpsynth.plots import pseudo_posterior, study, study1, study2
-from dpsynth.plots.maps import county_choropleth
-from dpsynth.plots.truth import truth_map
-from dpsynth.studies.stage.guide import verdict_text
-from dpsynth.studies.stage.measures import DISPARITY, KINDS, MEASURES, Measure
+from dpcounts.arms import Arm
+from dpcounts.plots import pseudo_posterior, study, study1, study2
+from dpcounts.plots.maps import county_choropleth
+from dpcounts.plots.truth import truth_map
+from dpcounts.studies.stage.guide import verdict_text
+from dpcounts.studies.stage.measures import DISPARITY, KINDS, MEASURES, Measure
 
 REPO = Path(__file__).resolve().parents[1]
-#: The colour map every rate is drawn in (dpsynth.plots.style.RATE_CMAP).
+#: The colour map every rate is drawn in (dpcounts.plots.style.RATE_CMAP).
 RATE_CMAP = "viridis"
 #: The default run's grids: where the old figures' labels collided.
 STUDY_EPSILONS = np.geomspace(0.01, 100, 25)
@@ -352,7 +352,7 @@ def test_no_plot_module_or_script_names_another_colour_map():
     """Colour maps are named only in the style module: every other plot module and script
     takes the rate colour map from it."""
     named = re.compile(r"cmap\s*=\s*[\"']|plt\.cm\.(?!ScalarMappable|tab10)\w+")
-    files = [*(REPO / "src/dpsynth/plots").glob("*.py"), *(REPO / "workflow/scripts").glob("*.py")]
+    files = [*(REPO / "src/dpcounts/plots").glob("*.py"), *(REPO / "workflow/scripts").glob("*.py")]
     offenders = [f"{path.name}: {match.group(0)}" for path in files if path.name != "style.py"
                  for match in named.finditer(path.read_text())]  # fmt: skip
     assert not offenders, offenders
@@ -361,7 +361,7 @@ def test_no_plot_module_or_script_names_another_colour_map():
 def test_the_style_module_is_the_only_log_tick_formatter():
     """One implementation of log-axis ticks: no plot module writes its own formatter."""
     own = re.compile(r"FuncFormatter|LogFormatter|set_(major|minor)_formatter")
-    files = [p for p in (REPO / "src/dpsynth/plots").glob("*.py") if p.name != "style.py"]
+    files = [p for p in (REPO / "src/dpcounts/plots").glob("*.py") if p.name != "style.py"]
     offenders = [p.name for p in files if own.search(p.read_text())]
     assert not offenders, offenders
 
@@ -372,7 +372,7 @@ def release_utility(rng, mechanism: str, zero: bool):
     are symlog)."""
     from types import SimpleNamespace
 
-    from dpsynth.release.utility import utility_report
+    from dpcounts.release.utility import utility_report
 
     ages, sexes = ["Under 40", "40-59", "60-69", "70+"], ["female", "male"]
     keys = pd.DataFrame([(f"c{c:02d}", a, s) for c in range(40) for a in ages for s in sexes],
@@ -389,7 +389,7 @@ def release_utility(rng, mechanism: str, zero: bool):
 def test_the_release_utility_figure(zero):
     """The steward's utility.png: plain numbers on its log (or symlog, totals of 0) axes,
     key names in words, epsilon as a symbol, every group's label inside its panel."""
-    from dpsynth.release.utility import utility_figure
+    from dpcounts.release.utility import utility_figure
 
     rng = np.random.default_rng(RNG_SEED)
     fig = utility_figure(release_utility(rng, "truncated", zero))
@@ -422,7 +422,7 @@ def close_totals_report(rng, low: float, high: float):
     tables' totals lie from ``low`` to ``high`` (the release's "by sex" panel: 147,245 to
     148,963, where the tick labels 147250, 147500, ... ran into each other), beside four
     races far apart."""
-    from dpsynth.release.utility import Compared, KeyTotals, Utility
+    from dpcounts.release.utility import Compared, KeyTotals, Utility
 
     def key(name, truth, low, high):
         truth = np.asarray(truth, dtype=float)
@@ -450,7 +450,7 @@ def test_the_release_utility_figure_reads_big_totals_close_together(low, high, t
     own size), has tick labels that do not run into each other (a gap between neighbours),
     each the plain number of its tick on a linear axis (thousands separated, no offset, no
     power of ten), and every text inside the figure."""
-    from dpsynth.release.utility import _write_figure, utility_figure
+    from dpcounts.release.utility import _write_figure, utility_figure
 
     report = close_totals_report(np.random.default_rng(RNG_SEED), low, high)
     _write_figure(report, tmp_path / "utility.png")  # the release's own save
@@ -501,20 +501,20 @@ def test_the_release_utility_figure_reads_big_totals_close_together(low, high, t
 )  # fmt: skip
 def test_tick_values_are_plain_below_a_million_and_powers_of_ten_from_it(value, label):
     """Never ``1e+06`` (the shapes figure's prior shapes reach a million) nor 3x10^0."""
-    from dpsynth.plots.style import plain_number
+    from dpcounts.plots.style import plain_number
 
     assert plain_number(value) == label
 
 
 def test_one_arm_has_one_colour_and_label_in_every_figure_module():
-    """An arm's colour comes from what it is (dpsynth.plots.style.arm_style), never from
+    """An arm's colour comes from what it is (dpcounts.plots.style.arm_style), never from
     its place in a figure's list: untruncated PG is the same blue in the study stage's,
     Study 1's and Study 2's figures, MD the same red in the study stage's and Study 1's,
     truncated PG (certified) the same in the study stage's and Study 2's; each arm's label
     is the vocabulary's (arm_title)."""
     import matplotlib.colors as mcolors
 
-    from dpsynth.plots.style import arm_style, arm_title
+    from dpcounts.plots.style import arm_style, arm_title
 
     def hexed(colour) -> str:
         return mcolors.to_hex(colour)
@@ -576,7 +576,7 @@ def test_one_arm_has_one_colour_and_label_in_every_figure_module():
 
 def test_an_axis_that_reaches_a_million_writes_every_tick_as_a_power_of_ten():
     """One tick style per axis (issue #35): never 100000 beside 10^6 on one axis."""
-    from dpsynth.plots.style import log_axis
+    from dpcounts.plots.style import log_axis
 
     fig, (low, high) = plt.subplots(1, 2, figsize=(8, 3))
     low.plot([1, 2], [10, 1e5])

@@ -1,10 +1,10 @@
-"""dpsynth as `pip install` leaves it (issue #28): a wheel of this tree, installed into a
+"""dpcounts as `pip install` leaves it (issue #28): a wheel of this tree, installed into a
 fresh venv and made read-only, imports every module (the extra 'mcmc''s name when JAX is
-absent) and releases with `dpsynth synthesize`, wherever numba can or cannot keep its
-compiled code (dpsynth.compile_cache).
+absent) and releases with `dpcounts synthesize`, wherever numba can or cannot keep its
+compiled code (dpcounts.compile_cache).
 
 The venv sees the dependencies through a .pth line to this interpreter's site-packages
-(nothing is downloaded; dpsynth's own editable install there is not seen: a path added
+(nothing is downloaded; dpcounts's own editable install there is not seen: a path added
 by a .pth line does not run that folder's .pth files). As root, permission bits do not
 stop writes, so the package folder (and, where asked, the home) is mounted read-only in a
 private mount namespace (`unshare -m`)."""
@@ -25,7 +25,10 @@ import pytest
 pytestmark = [pytest.mark.slow, pytest.mark.process]
 
 REPO = Path(__file__).resolve().parents[1]
-MCMC_MODULES = {"dpsynth.studies.pseudo_posterior.models", "dpsynth.studies.pseudo_posterior.nuts"}
+MCMC_MODULES = {
+    "dpcounts.studies.pseudo_posterior.models",
+    "dpcounts.studies.pseudo_posterior.nuts",
+}
 #: Public prior rates by age (not the table's own: those are refused).
 TABLE = """region,age,count,population,prior_rate
 north,young,3,4000,0.0015
@@ -40,16 +43,16 @@ SYNTHESIZE = [
 ]  # fmt: skip
 
 #: Every module of the installed package, imported; prints {name: error or null} as JSON.
-#: With "block", JAX and NumPyro are absent (as after `pip install dpsynth`).
+#: With "block", JAX and NumPyro are absent (as after `pip install dpcounts`).
 IMPORT_ALL = """\
 import importlib, json, pkgutil, sys
 if sys.argv[1] == "block":
     for name in ("jax", "jaxlib", "numpyro"):
         sys.modules[name] = None
-import dpsynth
-outcome = {"dpsynth": dpsynth.__file__}
-for info in pkgutil.walk_packages(dpsynth.__path__, "dpsynth."):
-    if info.name.endswith(".__main__"):  # `python -m dpsynth`: importing it runs the CLI
+import dpcounts
+outcome = {"dpcounts": dpcounts.__file__}
+for info in pkgutil.walk_packages(dpcounts.__path__, "dpcounts."):
+    if info.name.endswith(".__main__"):  # `python -m dpcounts`: importing it runs the CLI
         continue
     try:
         importlib.import_module(info.name)
@@ -70,10 +73,10 @@ class Install:
             capture_output=True, text=True, check=True,
         ).stdout.strip()  # fmt: skip
         self.site = Path(purelib)
-        self.package = self.site / "dpsynth"
+        self.package = self.site / "dpcounts"
 
     def env(self, home: Path, **extra: str) -> dict:
-        drop = ("PYTHONPATH", "DPSYNTH_TEST_LANE", "NUMBA_CACHE_DIR", "XDG_CACHE_HOME")
+        drop = ("PYTHONPATH", "DPCOUNTS_TEST_LANE", "NUMBA_CACHE_DIR", "XDG_CACHE_HOME")
         env = {k: v for k, v in os.environ.items() if k not in drop}
         return env | {"HOME": str(home), "MPLCONFIGDIR": str(self.root / "mpl")} | extra
 
@@ -110,13 +113,13 @@ def installed(tmp_path_factory) -> Install:
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
     # the build backend (setuptools) comes from the index, as for `make`'s `pip install -e .`
     subprocess.run([*pip, "wheel", "--no-deps", ".", "-w", root / "dist"], cwd=tree, check=True)
-    (wheel,) = (root / "dist").glob("dpsynth-*.whl")
+    (wheel,) = (root / "dist").glob("dpcounts-*.whl")
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", root / "venv"], check=True)
     subprocess.run([*pip, "--python", root / "venv/bin/python", "install", "--no-deps",
                     "--no-index", wheel], check=True)  # fmt: skip
     install = Install(root)
     dependencies = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
-    (install.site / "zz_dpsynth_test_dependencies.pth").write_text("\n".join(dependencies) + "\n")
+    (install.site / "zz_dpcounts_test_dependencies.pth").write_text("\n".join(dependencies) + "\n")
     subprocess.run(["chmod", "-R", "a-w", install.package], check=True)
     probe = install.run(
         [install.python, "-c", f"open({str(install.package / 'probe')!r}, 'w')"],
@@ -137,27 +140,27 @@ def import_all(install: Install, mode: str) -> dict:
 
 def test_the_venv_runs_the_installed_wheel_not_this_checkout(installed):
     outcome = import_all(installed, "keep")
-    assert Path(outcome["dpsynth"]).resolve().is_relative_to(installed.venv.resolve())
-    command = [installed.venv / "bin/dpsynth", "--version"]
+    assert Path(outcome["dpcounts"]).resolve().is_relative_to(installed.venv.resolve())
+    command = [installed.venv / "bin/dpcounts", "--version"]
     env = installed.env(installed.root)
     version = subprocess.run(command, capture_output=True, text=True, env=env)
-    assert version.stdout.strip() == "dpsynth 0.2.0", version
+    assert version.stdout.strip() == "dpcounts 0.2.0", version
 
 
 def test_every_module_of_the_installed_package_imports(installed):
     outcome = import_all(installed, "keep")
-    failed = {name: error for name, error in outcome.items() if name != "dpsynth" and error}
+    failed = {name: error for name, error in outcome.items() if name != "dpcounts" and error}
     assert not failed, failed
     assert MCMC_MODULES <= set(outcome) and len(outcome) > 50
 
 
 def test_without_jax_only_the_mcmc_modules_fail_and_they_name_the_extra(installed):
     outcome = import_all(installed, "block")
-    failed = {name: error for name, error in outcome.items() if name != "dpsynth" and error}
+    failed = {name: error for name, error in outcome.items() if name != "dpcounts" and error}
     assert set(failed) == MCMC_MODULES, failed
     for name, error in failed.items():
         assert error.startswith("ModuleNotFoundError") and name in error, error
-        assert "pip install 'dpsynth[mcmc]'" in error, error
+        assert "pip install 'dpcounts[mcmc]'" in error, error
 
 
 @pytest.mark.parametrize("cache", ["user cache", "NUMBA_CACHE_DIR", "nowhere"])
@@ -171,7 +174,7 @@ def test_a_read_only_install_releases(installed, tmp_path, cache):
     extra = {"NUMBA_CACHE_DIR": str(tmp_path / "numba")} if cache == "NUMBA_CACHE_DIR" else {}
     env = installed.env(home, **extra)
     read_only = (home,) if cache == "nowhere" else ()
-    cmd = [installed.venv / "bin/dpsynth", *SYNTHESIZE, "--out", "release"]
+    cmd = [installed.venv / "bin/dpcounts", *SYNTHESIZE, "--out", "release"]
     result = installed.run(cmd, cwd=work, env=env, read_only=read_only)
     assert result.returncode == 0, result.stderr[-4000:]
     assert (work / "release").is_dir() and "wrote release" in result.stdout

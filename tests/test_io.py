@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from dpsynth.io import atomic_path, save_figure, write_json, write_parquet, write_yaml
+from dpcounts.io import atomic_path, save_figure, write_json, write_parquet, write_yaml
 
 
 def test_failed_write_leaves_nothing(tmp_path):
@@ -91,7 +91,7 @@ def test_artifacts_get_the_usual_permissions(tmp_path):
 def test_sha256_file_matches_hashlib(tmp_path):
     import hashlib
 
-    from dpsynth.io import sha256_file
+    from dpcounts.io import sha256_file
 
     data = bytes(range(256)) * 5000  # more than one 1 MiB block
     (tmp_path / "f").write_bytes(data)

@@ -25,7 +25,7 @@ CHILD = textwrap.dedent(
     from pathlib import Path
 
     if sys.argv[1] == "one":
-        from dpsynth.studies.pseudo_posterior.jax_threads import use_one_thread
+        from dpcounts.studies.pseudo_posterior.jax_threads import use_one_thread
 
         use_one_thread()
     import jax
@@ -67,13 +67,13 @@ FIT = textwrap.dedent(
 
     if sys.argv[1] == "one_cpu":
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-    from dpsynth.studies.pseudo_posterior.jax_threads import use_one_thread
+    from dpcounts.studies.pseudo_posterior.jax_threads import use_one_thread
 
     use_one_thread()
-    from dpsynth.seeding import job_rng
-    from dpsynth.studies.pseudo_posterior.simulate import simulate_counts
-    from dpsynth.studies.pseudo_posterior.study import StudySettings, fit_synthesizers
-    from dpsynth.studies.pseudo_posterior.tables import fit_metadata
+    from dpcounts.seeding import job_rng
+    from dpcounts.studies.pseudo_posterior.simulate import simulate_counts
+    from dpcounts.studies.pseudo_posterior.study import StudySettings, fit_synthesizers
+    from dpcounts.studies.pseudo_posterior.tables import fit_metadata
 
     config = yaml.safe_load(open(sys.argv[2]))
     section, seed = config["pseudo_posterior"], config["seed"]

@@ -1,4 +1,4 @@
-"""The library's layers: every module of ``src/dpsynth`` imports only from its own layer
+"""The library's layers: every module of ``src/dpcounts`` imports only from its own layer
 and the layers below it, and nothing imports Snakemake.
 
 :data:`LAYERS` is the one table of layers; ``docs/architecture.md`` shows it (a test below
@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-PACKAGE = SRC / "dpsynth"
+PACKAGE = SRC / "dpcounts"
 ARCHITECTURE = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
 
 #: Bottom to top: (layer, its modules and packages). A package entry holds every module
-#: under it; ``dpsynth`` itself (the root ``__init__``: ``__version__`` and the lazy public
+#: under it; ``dpcounts`` itself (the root ``__init__``: ``__version__`` and the lazy public
 #: API ``calibrate``, ``audit``, ``synthesize``, ``posterior_rates``) sits in ``privacy``,
 #: the highest layer its public names come from.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -56,7 +56,7 @@ FORBIDDEN = ("snakemake",)
 
 
 def _dotted(entry: str) -> str:
-    return "dpsynth" if entry == "__init__" else f"dpsynth.{entry}"
+    return "dpcounts" if entry == "__init__" else f"dpcounts.{entry}"
 
 
 def layer_of(module: str) -> int:
@@ -132,7 +132,7 @@ def violations(source: str, module: str, is_package: bool = False, root: Path = 
         top = target.split(".")[0]
         if top in FORBIDDEN:
             out.append(f"{module}:{line} imports {target} (the library never imports it)")
-        elif top == "dpsynth" and layer_of(target) > own:
+        elif top == "dpcounts" and layer_of(target) > own:
             out.append(
                 f"{module}:{line} ({LAYERS[own][0]}) imports {target} "
                 f"({LAYERS[layer_of(target)][0]}, a higher layer)"
@@ -169,21 +169,21 @@ def test_the_check_sees_upward_lazy_relative_and_snakemake_imports():
     # A study module may use privacy; a privacy module may not use a study, not even
     # inside a function, through a relative import or through a lazy _PUBLIC table.
     assert (
-        violations("from dpsynth.privacy.calibrate import calibrate\n", "dpsynth.studies.study1")
+        violations("from dpcounts.privacy.calibrate import calibrate\n", "dpcounts.studies.study1")
         == []
     )
-    upward = "def f():\n    from dpsynth.studies.stage.summary import summarise_study\n"
-    assert "a higher layer" in violations(upward, "dpsynth.privacy.audit")[0]
+    upward = "def f():\n    from dpcounts.studies.stage.summary import summarise_study\n"
+    assert "a higher layer" in violations(upward, "dpcounts.privacy.audit")[0]
     relative = "from ..release.request import ReleaseError\n"
-    assert violations(relative, "dpsynth.data.validation")
-    lazy = '_PUBLIC = {"figure": "dpsynth.plots.maps"}\n'
-    assert violations(lazy, "dpsynth.data", is_package=True)
-    package = "from dpsynth import plots\n"
-    assert violations(package, "dpsynth.mechanisms.poisson_gamma")
-    assert violations("import snakemake\n", "dpsynth.release.summary")
-    assert violations("from snakemake.io import Namedlist\n", "dpsynth.cli")
+    assert violations(relative, "dpcounts.data.validation")
+    lazy = '_PUBLIC = {"figure": "dpcounts.plots.maps"}\n'
+    assert violations(lazy, "dpcounts.data", is_package=True)
+    package = "from dpcounts import plots\n"
+    assert violations(package, "dpcounts.mechanisms.poisson_gamma")
+    assert violations("import snakemake\n", "dpcounts.release.summary")
+    assert violations("from snakemake.io import Namedlist\n", "dpcounts.cli")
     with pytest.raises(KeyError, match="no layer"):
-        layer_of("dpsynth.brand_new_module")
+        layer_of("dpcounts.brand_new_module")
 
 
 def _documented_layers() -> list[tuple[str, set[str]]]:

@@ -1,4 +1,4 @@
-"""dpsynth.ledger: the steward's privacy-budget ledger (paths, spending, corruption, races)."""
+"""dpcounts.ledger: the steward's privacy-budget ledger (paths, spending, corruption, races)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-import dpsynth
-from dpsynth.ledger import (
+import dpcounts
+from dpcounts.ledger import (
     Entry,
     Ledger,
     LedgerError,
@@ -40,27 +40,27 @@ def _line(dataset: str = A, epsilon: float = 1.0, delta: float = 0.0, **extra) -
 # -- default path ------------------------------------------------------------------------
 
 
-def test_default_path_honours_dpsynth_ledger(monkeypatch, tmp_path):
+def test_default_path_honours_dpcounts_ledger(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
-    monkeypatch.setenv("DPSYNTH_LEDGER", str(tmp_path / "mine.jsonl"))
+    monkeypatch.setenv("DPCOUNTS_LEDGER", str(tmp_path / "mine.jsonl"))
     assert default_ledger_path() == tmp_path / "mine.jsonl"
 
 
 def test_default_path_uses_xdg_data_home(monkeypatch, tmp_path):
-    monkeypatch.delenv("DPSYNTH_LEDGER", raising=False)
+    monkeypatch.delenv("DPCOUNTS_LEDGER", raising=False)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
-    assert default_ledger_path() == tmp_path / "xdg" / "dpsynth" / "ledger.jsonl"
+    assert default_ledger_path() == tmp_path / "xdg" / "dpcounts" / "ledger.jsonl"
 
 
 @pytest.mark.parametrize("xdg", [None, ""])
 def test_default_path_falls_back_to_local_share(monkeypatch, tmp_path, xdg):
-    monkeypatch.delenv("DPSYNTH_LEDGER", raising=False)
+    monkeypatch.delenv("DPCOUNTS_LEDGER", raising=False)
     if xdg is None:
         monkeypatch.delenv("XDG_DATA_HOME", raising=False)
     else:
         monkeypatch.setenv("XDG_DATA_HOME", xdg)
     monkeypatch.setenv("HOME", str(tmp_path))
-    assert default_ledger_path() == tmp_path / ".local" / "share" / "dpsynth" / "ledger.jsonl"
+    assert default_ledger_path() == tmp_path / ".local" / "share" / "dpcounts" / "ledger.jsonl"
 
 
 # -- spending ----------------------------------------------------------------------------
@@ -79,7 +79,7 @@ def test_spend_entries_spent_round_trip(tmp_path):
         time=datetime(2024, 5, 2, 14, 0, 0, 987).replace(tzinfo=timezone(timedelta(hours=2))),
     )
 
-    assert first == Entry(A, 0.5, 1e-6, T0, "a.csv", "out/a1", dpsynth.__version__)
+    assert first == Entry(A, 0.5, 1e-6, T0, "a.csv", "out/a1", dpcounts.__version__)
     assert second.dataset == A and second.time == datetime(2024, 5, 2, 12, 0, 0, tzinfo=UTC)
     assert second.label is None and second.short == A[:12]
     assert abs(other.time - datetime.now(UTC)) < timedelta(minutes=1)
@@ -104,7 +104,7 @@ def test_spend_entries_spent_round_trip(tmp_path):
         "delta": 1e-6,
         "release": "out/a1",
         "time": "2024-05-01T12:00:00Z",
-        "version": dpsynth.__version__,
+        "version": dpcounts.__version__,
         "guarantee": None,
     }
 
@@ -252,7 +252,7 @@ def test_truncated_last_line_is_reported_not_dropped(tmp_path, cut):
 _WORKER = """
 import sys, time
 from pathlib import Path
-from dpsynth.ledger import Ledger, LedgerError
+from dpcounts.ledger import Ledger, LedgerError
 
 path, dataset, table, worker, n, epsilon, budget, barrier = sys.argv[1:]
 budget = None if budget == "none" else float(budget)
@@ -372,7 +372,7 @@ def test_format_summary_tables(tmp_path):
                 "-",
                 "old-name.csv",
                 "rel/one",
-                dpsynth.__version__,
+                dpcounts.__version__,
             ],
             [
                 "2024-05-04T12:00:00Z",
@@ -381,7 +381,7 @@ def test_format_summary_tables(tmp_path):
                 "-",
                 "deaths.csv",
                 "rel/two",
-                dpsynth.__version__,
+                dpcounts.__version__,
             ],
         ]
     assert "No releases of dataset" in format_summary(ledger, "0" * 64)
@@ -606,7 +606,7 @@ def test_format_summary_shows_names_with_their_tables(tmp_path):
         assert C[:12] not in detail and "(2 tables)" in detail
         releases = detail.split("Releases:")[1].strip().splitlines()
         assert releases[0].split() == [
-            "time", "epsilon", "delta", "guarantee", "table", "label", "release", "dpsynth"
+            "time", "epsilon", "delta", "guarantee", "table", "label", "release", "dpcounts"
         ]  # fmt: skip
         assert [r.split()[4:6] for r in releases[2:]] == [
             [A[:12], "age.csv"], [A[:12], "age.csv"], [B[:12], "sex.csv"]

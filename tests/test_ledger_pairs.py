@@ -4,7 +4,7 @@ The steward's index recognised a table by its keys only: the same strata release
 under a new dataset name after re-encoding their keys (a constant key column added, F/M
 written female/male or 2/1, state and county joined into one FIPS code, a county code
 prefixed) opened a fresh budget each time. The index now also keeps each table's multiset
-of (denominator, count) pairs (:func:`dpsynth.ledger_index.pair_fingerprint`). Every test
+of (denominator, count) pairs (:func:`dpcounts.ledger_index.pair_fingerprint`). Every test
 of a refusal here failed on the code before it (the five re-encodings were released).
 """
 
@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth.ledger import Ledger, LedgerError, steward_home
-from dpsynth.ledger_index import PAIR_SHARE, pair_fingerprint, shared_pairs
-from dpsynth.release import ReleaseError, ReleaseRequest, build_release
+from dpcounts.ledger import Ledger, LedgerError, steward_home
+from dpcounts.ledger_index import PAIR_SHARE, pair_fingerprint, shared_pairs
+from dpcounts.release import ReleaseError, ReleaseRequest, build_release
 
 ROOT = Path(__file__).resolve().parents[1]
 STATES = ["01", "04"]
@@ -269,7 +269,7 @@ def test_pairs_are_a_multiset_normalised_as_numbers_and_keyed():
 
 
 def test_shared_pairs_counts_with_multiplicity_across_chunks(monkeypatch):
-    from dpsynth import ledger_index
+    from dpcounts import ledger_index
 
     monkeypatch.setattr(ledger_index, "_CHUNK", 7)
     rng = np.random.default_rng(1)
@@ -282,7 +282,7 @@ def test_shared_pairs_counts_with_multiplicity_across_chunks(monkeypatch):
 
 def test_the_pair_hash_is_siphash_2_4():
     """The reference test vector of 16 bytes (key 00..0f, message 00..0f)."""
-    from dpsynth.ledger.pair_hash import siphash_pairs
+    from dpcounts.ledger.pair_hash import siphash_pairs
 
     k0, k1 = np.uint64(0x0706050403020100), np.uint64(0x0F0E0D0C0B0A0908)
     words = (

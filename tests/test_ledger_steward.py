@@ -1,7 +1,7 @@
-"""Issue #34, item 2: one budget per dataset per steward (dpsynth.ledger_index).
+"""Issue #34, item 2: one budget per dataset per steward (dpcounts.ledger_index).
 
 Every test here failed on the code before it: a second ledger file (``--ledger``,
-``$DPSYNTH_LEDGER``) opened a fresh budget for a spent dataset; names were compared with
+``$DPCOUNTS_LEDGER``) opened a fresh budget for a spent dataset; names were compared with
 their letter case and a table was "the same" only if identical, so 9 of 15 variants of a
 spent table were released under ``US-Deaths-1999`` after ``us-deaths-1999``; and
 ``ledger --rebuild`` after a line and its private folder were deleted forgot the spending.
@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth.ledger import Ledger, LedgerError, format_summary, steward_home
-from dpsynth.release import ReleaseError, ReleaseRequest, build_release, load_strata
+from dpcounts.ledger import Ledger, LedgerError, format_summary, steward_home
+from dpcounts.release import ReleaseError, ReleaseRequest, build_release, load_strata
 
 ROOT = Path(__file__).resolve().parents[1]
 STATES = ["01", "04", "06", "08", "09"]
@@ -89,7 +89,7 @@ def request(path: Path, out: Path, dataset: str, **changes) -> ReleaseRequest:
 @pytest.fixture
 def spent(tmp_path, private_ledger):
     """us-deaths-1999 spent at epsilon 1 against its stored budget of 1, recorded as a
-    release records it (``dpsynth.release._spend``) without drawing: what the tests
+    release records it (``dpcounts.release._spend``) without drawing: what the tests
     below check is decided before anything is drawn."""
     path = write(deaths(), tmp_path / "deaths.parquet")
     strata = load_strata(request(path, tmp_path / "first", "us-deaths-1999"))
@@ -128,9 +128,9 @@ def test_another_ledger_file_cannot_open_a_fresh_budget(spent, tmp_path, private
     assert not other.exists()
 
 
-def test_dpsynth_ledger_cannot_open_a_fresh_budget(spent, tmp_path, private_ledger, monkeypatch):
+def test_dpcounts_ledger_cannot_open_a_fresh_budget(spent, tmp_path, private_ledger, monkeypatch):
     other = tmp_path / "env" / "ledger.jsonl"
-    monkeypatch.setenv("DPSYNTH_LEDGER", str(other))
+    monkeypatch.setenv("DPCOUNTS_LEDGER", str(other))
     _refused(
         request(spent, tmp_path / "b", "us-deaths-1999"),
         "has its budget in the ledger",
@@ -156,10 +156,10 @@ def test_another_home_is_another_steward_and_the_docs_say_so(
     spent, tmp_path, private_ledger, monkeypatch
 ):
     """Another $XDG_DATA_HOME holds another index, ledger and private area: another
-    steward, whose spending dpsynth cannot see. The docs say so plainly."""
+    steward, whose spending dpcounts cannot see. The docs say so plainly."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "home2"))
-    monkeypatch.delenv("DPSYNTH_LEDGER")
-    assert steward_home() == tmp_path / "home2" / "dpsynth"
+    monkeypatch.delenv("DPCOUNTS_LEDGER")
+    assert steward_home() == tmp_path / "home2" / "dpcounts"
     build_release(request(spent, tmp_path / "b", "us-deaths-1999"))  # another steward
     assert Ledger(steward_home() / "ledger.jsonl").spent("us-deaths-1999")[0] == 1.0
     privacy = (ROOT / "docs" / "privacy.md").read_text()
@@ -227,7 +227,7 @@ def test_a_table_over_other_strata_is_released_under_a_new_name(spent, tmp_path,
 
 
 def test_calibrate_previews_the_refusals_of_the_index(spent, tmp_path, private_ledger):
-    from dpsynth.release.preview import preview
+    from dpcounts.release.preview import preview
 
     path = write(VARIANTS["one state only"](deaths()), tmp_path / "v.parquet")
     info = preview(request(path, tmp_path / "b", "deaths-copy"))
@@ -247,7 +247,7 @@ def test_the_index_holds_no_key_in_clear(spent):
 
 
 def test_normalisation():
-    from dpsynth.ledger_index import fingerprint, normal_name, normal_value
+    from dpcounts.ledger_index import fingerprint, normal_name, normal_value
 
     assert normal_name(" US-Deaths-1999 ") == normal_name("us-deaths-1999")
     assert {normal_value(v) for v in ("01001", 1001, 1001.0, " 1001 ", "1001.00")} == {"1001"}
@@ -263,7 +263,7 @@ def test_normalisation():
 
 def test_a_large_table_is_fingerprinted_in_bounded_memory():
     """1M strata: 8 MB of hashes, computed per distinct value."""
-    from dpsynth.ledger_index import fingerprint
+    from dpcounts.ledger_index import fingerprint
 
     n = 1_000_000
     ages = np.array([f"{5 * i:02d}-{5 * i + 4:02d}" for i in range(20)])

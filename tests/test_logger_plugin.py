@@ -1,4 +1,4 @@
-"""The laptop profile's Snakemake logger (src/snakemake_logger_plugin_dpsynth), fed the
+"""The laptop profile's Snakemake logger (src/snakemake_logger_plugin_dpcounts), fed the
 records Snakemake emits: one line per finished job, warnings and errors in full, the
 whole log in logs/snakemake/, one closing line."""
 
@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from snakemake_interface_logger_plugins.common import LogEvent
 from snakemake_interface_logger_plugins.registry import LoggerPluginRegistry
 
-from snakemake_logger_plugin_dpsynth import LogHandler
+from snakemake_logger_plugin_dpcounts import LogHandler
 
 
 def settings(**overrides):
@@ -36,7 +36,7 @@ def job_info(jobid, rule, **wildcards):
 
 
 def test_snakemake_finds_the_plugin():
-    assert "dpsynth" in LoggerPluginRegistry().plugins
+    assert "dpcounts" in LoggerPluginRegistry().plugins
 
 
 def test_one_line_per_job_warnings_errors_and_the_full_log(tmp_path, monkeypatch):

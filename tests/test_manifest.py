@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from dpsynth import calibrate
-from dpsynth.privacy.audit import audit
-from dpsynth.release.manifest import SCHEMA, audited_ratios, guarantee
+from dpcounts import calibrate
+from dpcounts.privacy.audit import audit
+from dpcounts.release.manifest import SCHEMA, audited_ratios, guarantee
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "manifest.md"
 

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth.studies.metrics import (
+from dpcounts.studies.metrics import (
     BAND_COLUMNS,
     group_rate_per_100k,
     pooled_mean,
@@ -121,7 +121,7 @@ def test_median_interval_covers_the_median_as_often_as_it_says():
     """Distribution-free: over 4,000 samples of a skewed law the interval holds the true
     median at least 95% of the time (less than 97.5% too: not absurdly wide), and below 6
     values it is the range."""
-    from dpsynth.studies.metrics import median_interval
+    from dpcounts.studies.metrics import median_interval
 
     rng = np.random.default_rng(8)
     for n in (20, 101):
@@ -143,7 +143,7 @@ def test_median_interval_order_statistic_is_scipys_binomial_quantile():
 
     from scipy.stats import binom
 
-    from dpsynth.studies.metrics import _binomial_half_quantile
+    from dpcounts.studies.metrics import _binomial_half_quantile
 
     for q in (0.05, 0.025, 0.005, 0.3):
         for n in range(1, 401):
@@ -153,7 +153,7 @@ def test_median_interval_order_statistic_is_scipys_binomial_quantile():
     with pytest.raises(ValueError, match="strictly between 0 and 1"):
         _binomial_half_quantile(1.0, 10)
     code = (
-        "import sys; from dpsynth.studies.metrics import median_interval; "
+        "import sys; from dpcounts.studies.metrics import median_interval; "
         "median_interval(range(100)); assert 'scipy.stats' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

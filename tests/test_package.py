@@ -14,12 +14,15 @@ import numpy as np
 import pytest
 import yaml
 
-import dpsynth
-from dpsynth import extras
+import dpcounts
+from dpcounts import extras
 
 REPO = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
-MCMC_MODULES = ("dpsynth.studies.pseudo_posterior.models", "dpsynth.studies.pseudo_posterior.nuts")
+MCMC_MODULES = (
+    "dpcounts.studies.pseudo_posterior.models",
+    "dpcounts.studies.pseudo_posterior.nuts",
+)
 
 
 def requirement_name(requirement: str) -> str:
@@ -36,7 +39,7 @@ def test_the_mcmc_extra_declares_what_the_mcmc_modules_import():
 
 @pytest.fixture
 def without_jax(monkeypatch):
-    """JAX and NumPyro absent (as after `pip install dpsynth`), and the MCMC modules not yet
+    """JAX and NumPyro absent (as after `pip install dpcounts`), and the MCMC modules not yet
     imported; sys.modules is restored afterwards."""
     for name in list(sys.modules):
         if name.partition(".")[0] in extras.EXTRAS["mcmc"] or name in MCMC_MODULES:
@@ -50,32 +53,32 @@ def test_an_mcmc_module_without_jax_names_the_extra_to_install(without_jax, modu
     with pytest.raises(ModuleNotFoundError) as raised:
         importlib.import_module(module)
     text = str(raised.value)
-    assert "pip install 'dpsynth[mcmc]'" in text and module in text
+    assert "pip install 'dpcounts[mcmc]'" in text and module in text
     assert raised.value.name in ("jax", "jax.numpy", "numpyro")
 
 
 def test_nuts_without_jax_names_the_extra_and_exact_fits_need_none(without_jax):
-    from dpsynth.studies.pseudo_posterior.fitting import MCMCSettings, fit_weighted
+    from dpcounts.studies.pseudo_posterior.fitting import MCMCSettings, fit_weighted
 
     y, weights = np.array([3, 5, 4, 6]), np.ones(4)
     settings = MCMCSettings(chains=2, warmup=10, samples=10)
     fit = fit_weighted(y, weights, "poisson", settings, np.random.default_rng(0))
     assert fit is not None  # conjugate: drawn exactly, no JAX
-    with pytest.raises(ModuleNotFoundError, match=re.escape("pip install 'dpsynth[mcmc]'")):
+    with pytest.raises(ModuleNotFoundError, match=re.escape("pip install 'dpcounts[mcmc]'")):
         fit_weighted(y, weights, "negbin", settings, np.random.default_rng(0))
 
 
 def test_an_unrelated_missing_module_is_reraised_as_it_was():
     error = ModuleNotFoundError("No module named 'elsewhere'", name="elsewhere")
     with pytest.raises(ModuleNotFoundError) as raised:
-        extras.raise_missing("mcmc", "dpsynth.x", error)
+        extras.raise_missing("mcmc", "dpcounts.x", error)
     assert raised.value is error
 
 
 def test_one_version_in_pyproject_the_package_and_the_citation():
     citation = yaml.safe_load((REPO / "CITATION.cff").read_text())
-    assert PYPROJECT["project"]["version"] == dpsynth.__version__ == str(citation["version"])
-    assert dpsynth.__version__ == "0.2.0"
+    assert PYPROJECT["project"]["version"] == dpcounts.__version__ == str(citation["version"])
+    assert dpcounts.__version__ == "0.2.0"
 
 
 def test_the_citation_says_when_it_was_released():

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from dpsynth import audit, calibrate
+from dpcounts import audit, calibrate
 
 MAX_TOTAL = {2: 30, 3: 14, 4: 10}  # small enough for the audit to enumerate quickly
 

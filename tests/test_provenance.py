@@ -1,4 +1,4 @@
-"""dpsynth.provenance: one line per dataset (real, modelled, simulated, illustrative), and
+"""dpcounts.provenance: one line per dataset (real, modelled, simulated, illustrative), and
 every figure caption of the report shows its figure and ends with its datasets' lines."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from workflow_helpers import schema_defaults
 
-from dpsynth import provenance
+from dpcounts import provenance
 
 REPO = Path(__file__).resolve().parents[1]
 REPORT = REPO / "workflow" / "report"
@@ -74,16 +74,16 @@ def test_code_version_names_the_commit_or_says_there_is_none(tmp_path):
     import shutil
     import subprocess
 
-    from dpsynth import __version__
-    from dpsynth.provenance import code_version
+    from dpcounts import __version__
+    from dpcounts.provenance import code_version
 
     assert (
         code_version(tmp_path, __version__)
-        == f"dpsynth {__version__}, not a git checkout: no commit to name"
+        == f"dpcounts {__version__}, not a git checkout: no commit to name"
     )
     if shutil.which("git") is None or not (REPO / ".git").exists():
         pytest.skip("needs a git checkout of the project and git")
     head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
                           text=True, check=True).stdout.strip()  # fmt: skip
     said = code_version(REPO, __version__)
-    assert said.startswith(f"dpsynth {__version__}, commit {head[:12]}"), said
+    assert said.startswith(f"dpcounts {__version__}, commit {head[:12]}"), said

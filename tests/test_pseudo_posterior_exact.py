@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from dpsynth.studies.pseudo_posterior.conjugate import (
+from dpcounts.studies.pseudo_posterior.conjugate import (
     MU_PRIOR_RATE,
     MU_PRIOR_SHAPE,
     poisson_pseudo_posterior,
 )
-from dpsynth.studies.pseudo_posterior.fitting import (
+from dpcounts.studies.pseudo_posterior.fitting import (
     ConvergenceError,
     ConvergenceThresholds,
     MCMCSettings,
@@ -19,8 +19,8 @@ from dpsynth.studies.pseudo_posterior.fitting import (
     fit_method,
     fit_weighted,
 )
-from dpsynth.studies.pseudo_posterior.study import SynthesizerFit
-from dpsynth.studies.pseudo_posterior.tables import (
+from dpcounts.studies.pseudo_posterior.study import SynthesizerFit
+from dpcounts.studies.pseudo_posterior.tables import (
     draws_table,
     fit_metadata,
     load_fits,

@@ -9,17 +9,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth.studies.pseudo_posterior.fitting import ConvergenceThresholds, MCMCSettings
-from dpsynth.studies.pseudo_posterior.posterior import PosteriorFit
-from dpsynth.studies.pseudo_posterior.study import SYNTHESIZERS, StudySettings, fit_synthesizers
-from dpsynth.studies.pseudo_posterior.synthesis import (
+from dpcounts.studies.pseudo_posterior.fitting import ConvergenceThresholds, MCMCSettings
+from dpcounts.studies.pseudo_posterior.posterior import PosteriorFit
+from dpcounts.studies.pseudo_posterior.study import SYNTHESIZERS, StudySettings, fit_synthesizers
+from dpcounts.studies.pseudo_posterior.synthesis import (
     DATA,
     STATISTICS,
     synthetic_datasets,
     synthetic_tables,
     utility_statistics,
 )
-from dpsynth.studies.pseudo_posterior.tables import (
+from dpcounts.studies.pseudo_posterior.tables import (
     GATHERED,
     DatasetTables,
     gather_datasets,

@@ -4,7 +4,7 @@ without importing scipy.stats)."""
 import numpy as np
 from scipy import stats
 
-from dpsynth.studies.pseudo_posterior.likelihood import nbinom_logpmf, poisson_logpmf
+from dpcounts.studies.pseudo_posterior.likelihood import nbinom_logpmf, poisson_logpmf
 
 # counts on and off the support (negative, fractional, NaN) and large ones
 K = np.array([0, 1, 2, 3, 7, 30, 250, 4000, 1e6, -1, 2.5, np.nan])[None, :]

@@ -6,15 +6,15 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpsynth.studies.pseudo_posterior.fitting import (
+from dpcounts.studies.pseudo_posterior.fitting import (
     ConvergenceError,
     ConvergenceThresholds,
     MCMCSettings,
     check_convergence,
     fit_weighted,
 )
-from dpsynth.studies.pseudo_posterior.simulate import simulate_counts
-from dpsynth.studies.pseudo_posterior.study import StudySettings, run_synthesizer
+from dpcounts.studies.pseudo_posterior.simulate import simulate_counts
+from dpcounts.studies.pseudo_posterior.study import StudySettings, run_synthesizer
 
 SETTINGS = MCMCSettings(chains=2, warmup=500, samples=1500)
 NEGBIN = MCMCSettings(chains=2, warmup=200, samples=200)

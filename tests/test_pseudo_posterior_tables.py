@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth.studies.pseudo_posterior.study import StudySettings, run_synthesizer
-from dpsynth.studies.pseudo_posterior.tables import study_checks
+from dpcounts.studies.pseudo_posterior.study import StudySettings, run_synthesizer
+from dpcounts.studies.pseudo_posterior.tables import study_checks
 
 
 def summary(change=None):

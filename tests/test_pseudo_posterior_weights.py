@@ -7,17 +7,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpsynth.studies.pseudo_posterior.equal_privacy import predicted_delta, scale_for_delta
-from dpsynth.studies.pseudo_posterior.fitting import (
+from dpcounts.studies.pseudo_posterior.equal_privacy import predicted_delta, scale_for_delta
+from dpcounts.studies.pseudo_posterior.fitting import (
     ConvergenceError,
     ConvergenceThresholds,
     check_convergence,
 )
-from dpsynth.studies.pseudo_posterior.lipschitz import lipschitz_bounds
-from dpsynth.studies.pseudo_posterior.posterior import PosteriorFit
-from dpsynth.studies.pseudo_posterior.reweighting import reweight
-from dpsynth.studies.pseudo_posterior.simulate import simulate_counts
-from dpsynth.studies.pseudo_posterior.weights import (
+from dpcounts.studies.pseudo_posterior.lipschitz import lipschitz_bounds
+from dpcounts.studies.pseudo_posterior.posterior import PosteriorFit
+from dpcounts.studies.pseudo_posterior.reweighting import reweight
+from dpcounts.studies.pseudo_posterior.simulate import simulate_counts
+from dpcounts.studies.pseudo_posterior.weights import (
     cw_weights,
     identification_risk,
     lw_weights,
@@ -109,7 +109,7 @@ def test_scale_for_delta_is_the_bisection_over_every_record_to_the_bit(seed):
     """Records with the same count share a column of log-likelihoods; taking each column
     once with its records' largest weight gives the scale the bisection over every record
     gives, to the bit (ties of weights, weights of 0, a column of zeros included)."""
-    from dpsynth.studies.pseudo_posterior.likelihood import record_loglik
+    from dpcounts.studies.pseudo_posterior.likelihood import record_loglik
 
     rng = np.random.default_rng(seed)
     y = rng.poisson(3.0, size=400)
@@ -186,7 +186,7 @@ def test_simulated_mixture_has_the_configured_mean_and_bad_specs_are_named():
 def test_equal_columns_are_numpys_unique_columns():
     """equal_columns (a few rows, then a check on all) gives np.unique's distinct columns,
     order and indices, also where columns agree on the first rows only."""
-    from dpsynth.studies.pseudo_posterior.equal_privacy import equal_columns
+    from dpcounts.studies.pseudo_posterior.equal_privacy import equal_columns
 
     rng = np.random.default_rng(7)
     base = rng.normal(size=(50, 9))

@@ -48,8 +48,8 @@ def test_readme_synthesize_walkthrough_runs_as_written(tmp_path, private_area):
     layout): it writes pa.csv, a release of one set at the epsilon the study of
     docs/release.md endorses in release/ (its private folder in the test's steward area,
     where the command says), under the budget it states, and spends that epsilon in the
-    (test's private) ledger, which `dpsynth ledger` then prints; the reviewer's path's
-    block (`dpsynth verify release/`) then passes on that release."""
+    (test's private) ledger, which `dpcounts ledger` then prints; the reviewer's path's
+    block (`dpcounts verify release/`) then passes on that release."""
     import os
     import subprocess
     import sys
@@ -70,13 +70,13 @@ def test_readme_synthesize_walkthrough_runs_as_written(tmp_path, private_area):
     private = private_area / f"release-{manifest['seed_commitment'][:16]}"
     assert (private / "provenance.json").exists() and f": {private}\n" in result.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == [".venv", "data", "pa.csv", "release"]
-    ledger = Path(os.environ["DPSYNTH_LEDGER"]).read_text().splitlines()
+    ledger = Path(os.environ["DPCOUNTS_LEDGER"]).read_text().splitlines()
     entries = [json.loads(line) for line in ledger]
     budgets = [e for e in entries if e.get("kind") == "budget"]
     spent = [e for e in entries if e.get("kind") != "budget"]
     assert [e["budget"] for e in budgets] == [pytest.approx(5.0)]  # --budget, stored
     assert len(spent) == 1 and spent[0]["epsilon"] == pytest.approx(4.2)
-    assert "pa.csv" in result.stdout.split("Privacy budget spent")[1]  # `dpsynth ledger`
+    assert "pa.csv" in result.stdout.split("Privacy budget spent")[1]  # `dpcounts ledger`
     # the reviewer's section, as written, on the release the walk-through made
     (check,) = re.findall(r"```sh\n(.*?)```", _section("Reviewer: reproduce the papers"), re.S)
     verified = subprocess.run(["bash", "-euo", "pipefail", "-c", check], cwd=tmp_path,

@@ -1,4 +1,4 @@
-"""The no-privacy reference (dpsynth.sampling.reference): its sampler draws the
+"""The no-privacy reference (dpcounts.sampling.reference): its sampler draws the
 Dirichlet-multinomial with total y. and weights y exactly, and the mechanisms' samplers
 approach it as epsilon grows (the limit the study guide and the utility report rest on)."""
 
@@ -9,8 +9,8 @@ import pytest
 from conftest import chi_square_p_value, empirical
 from scipy.special import gammaln
 
-from dpsynth.sampling.enumeration import compositions
-from dpsynth.sampling.reference import drawn_strata, no_privacy_draws, reference_batches
+from dpcounts.sampling.enumeration import compositions
+from dpcounts.sampling.reference import drawn_strata, no_privacy_draws, reference_batches
 
 
 def dirichlet_multinomial_pmf(z: np.ndarray, alpha: np.ndarray) -> np.ndarray:
@@ -52,8 +52,8 @@ def test_mean_and_variance_are_those_of_synthesis_noise():
 def test_the_mechanisms_tend_to_the_reference_as_epsilon_grows(mechanism):
     """At a large epsilon (a, alpha -> 0) a mechanism's draws have the reference's mean
     and variance; at a small one they do not (the test can fail)."""
-    from dpsynth.privacy.calibrate import calibrate
-    from dpsynth.sampling.conditioned import ConditionedSampler
+    from dpcounts.privacy.calibrate import calibrate
+    from dpcounts.sampling.conditioned import ConditionedSampler
 
     y = np.array([30, 5, 0, 60, 12, 9])
     population = np.array([1000.0, 800, 900, 2000, 700, 500])

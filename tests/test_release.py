@@ -1,4 +1,4 @@
-"""dpsynth.release in-process: budget, prior, columns, randomness, order, folders, inputs.
+"""dpcounts.release in-process: budget, prior, columns, randomness, order, folders, inputs.
 
 Each test names the item of issue #12 it guards; every one of them failed on the code
 before that issue (a per-set epsilon in the manifest, unnoised data-derived priors,
@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth.ledger import Ledger
-from dpsynth.privacy.calibrate import calibrate
-from dpsynth.release import (
+from dpcounts.ledger import Ledger
+from dpcounts.privacy.calibrate import calibrate
+from dpcounts.release import (
     NEIGHBOURS,
     ReleaseError,
     ReleaseRequest,
@@ -27,9 +27,9 @@ from dpsynth.release import (
     load_strata,
     sequence,
 )
-from dpsynth.release import folder as release_folder
-from dpsynth.release.manifest import SCHEMA, validate
-from dpsynth.release.randomness import RootKey
+from dpcounts.release import folder as release_folder
+from dpcounts.release.manifest import SCHEMA, validate
+from dpcounts.release.randomness import RootKey
 
 STRATA = pd.DataFrame(
     {
@@ -376,7 +376,7 @@ def test_the_default_private_area_is_in_the_home_without_xdg(csv, tmp_path, monk
     monkeypatch.delenv("XDG_DATA_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     info = build_release(request_for(csv, tmp_path / "out"))
-    area = tmp_path / "home" / ".local" / "share" / "dpsynth" / "private"
+    area = tmp_path / "home" / ".local" / "share" / "dpcounts" / "private"
     assert listing(area) == [f"out-{info['seed_commitment'][:16]}"]
 
 
@@ -409,9 +409,9 @@ def test_private_dir_puts_the_private_folder_where_it_says(csv, tmp_path, privat
     photos = tmp_path / "photos"
     photos.mkdir()
     (photos / "holiday.jpg").write_text("precious")
-    with pytest.raises(ReleaseError, match="holds no dpsynth private folder"):
+    with pytest.raises(ReleaseError, match="holds no dpcounts private folder"):
         build_release(request_for(csv, tmp_path / "out", private_dir=photos, force=True))
-    with pytest.raises(ReleaseError, match="holds no dpsynth private folder"):  # a release
+    with pytest.raises(ReleaseError, match="holds no dpcounts private folder"):  # a release
         build_release(request_for(csv, tmp_path / "new", private_dir=tmp_path / "out", force=True))
     assert (photos / "holiday.jpg").read_text() == "precious"
 
@@ -445,7 +445,7 @@ def test_release_ignores_and_hides_the_input_row_order(csv, tmp_path):
 
 
 # --- 11. the output folder ---------------------------------------------------------------
-def test_force_replaces_only_a_dpsynth_release(csv, tmp_path):
+def test_force_replaces_only_a_dpcounts_release(csv, tmp_path):
     out = tmp_path / "out"
     build_release(request_for(csv, out, sets=2))
     with pytest.raises(ReleaseError, match="not empty"):
@@ -455,7 +455,7 @@ def test_force_replaces_only_a_dpsynth_release(csv, tmp_path):
     other = tmp_path / "photos"
     other.mkdir()
     (other / "holiday.jpg").write_text("precious")
-    with pytest.raises(ReleaseError, match="holds no dpsynth release"):
+    with pytest.raises(ReleaseError, match="holds no dpcounts release"):
         build_release(request_for(csv, other, force=True))
     assert (other / "holiday.jpg").read_text() == "precious"
 
@@ -584,9 +584,9 @@ def test_a_release_forecast_beyond_max_minutes_is_refused_with_the_time_it_needs
     assert not (tmp_path / "o").exists()
 
 
-# --- dpsynth calibrate: the promise before the draw ----------------------------------------
+# --- dpcounts calibrate: the promise before the draw ----------------------------------------
 def test_preview_shows_the_calibration_a_release_publishes(csv, tmp_path, private_ledger):
-    from dpsynth.release.preview import format_preview, preview
+    from dpcounts.release.preview import format_preview, preview
 
     request = request_for(csv, tmp_path / "out", mechanism="truncated", sets=4, epsilon=2.0)
     info = preview(request, hyperparameters=tmp_path / "h.parquet")
@@ -601,7 +601,7 @@ def test_preview_shows_the_calibration_a_release_publishes(csv, tmp_path, privat
 
 
 def test_preview_of_a_sanitised_prior_says_why_there_is_no_calibration(tmp_path):
-    from dpsynth.release.preview import preview
+    from dpcounts.release.preview import preview
 
     STRATA.drop(columns="prior_rate").to_csv(tmp_path / "s.csv", index=False)
     info = preview(request_for(tmp_path / "s.csv", tmp_path / "o", sanitised_prior_by=("region",)))
@@ -658,7 +658,7 @@ def test_a_deleted_or_cut_ledger_is_refused_and_rebuilt_from_the_private_folders
     private_ledger.unlink()
     with pytest.raises(ReleaseError, match="missing") as info:
         build_release(request_for(csv, tmp_path / "c", dataset="s-deaths", epsilon=0.1))
-    assert "\n" not in str(info.value) and "dpsynth ledger" in str(info.value)
+    assert "\n" not in str(info.value) and "dpcounts ledger" in str(info.value)
     assert not private_ledger.exists() and sorted(private_area.iterdir()) == folders
     assert not (tmp_path / "c").exists()
     Ledger(private_ledger).rebuild()

@@ -12,10 +12,10 @@ import pytest
 from conftest import run_cli as run
 from test_release import KEYS, STRATA, request_for
 
-from dpsynth.privacy.release_audit import audit_release, window_for
-from dpsynth.release import ReleaseError, build_release, load_strata
-from dpsynth.release.design import Design
-from dpsynth.release.request import Budget
+from dpcounts.privacy.release_audit import audit_release, window_for
+from dpcounts.release import ReleaseError, build_release, load_strata
+from dpcounts.release.design import Design
+from dpcounts.release.request import Budget
 
 
 def test_the_audit_at_the_default_prior_share_says_it_is_exact_within_a_window():
@@ -75,7 +75,7 @@ def test_the_usage_line_shows_strata_required_and_not_the_removed_option():
 
 def test_out_inside_the_stewards_folder_is_refused(tmp_path, private_ledger):
     STRATA.to_csv(tmp_path / "s.csv", index=False)
-    home = Path(os.environ["XDG_DATA_HOME"]) / "dpsynth"
+    home = Path(os.environ["XDG_DATA_HOME"]) / "dpcounts"
     code, stdout, stderr = run(
         "synthesize", "--input", str(tmp_path / "s.csv"), "--keys", *KEYS, "--strata",
         "input", "--dataset", "deaths", "--epsilon", "1", "--mechanism", "pg",

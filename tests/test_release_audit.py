@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpsynth.privacy.release_audit import audit_release
-from dpsynth.release.design import Design
-from dpsynth.release.request import Budget
+from dpcounts.privacy.release_audit import audit_release
+from dpcounts.release.design import Design
+from dpcounts.release.request import Budget
 
 
 def random_instance(rng, mechanism):

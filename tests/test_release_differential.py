@@ -20,9 +20,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from dpsynth.release import build_release
-from dpsynth.release import folder as release_folder
-from dpsynth.release.request import ReleaseRequest
+from dpcounts.release import build_release
+from dpcounts.release import folder as release_folder
+from dpcounts.release.request import ReleaseRequest
 
 #: Two regions x three age groups with a public prior column; Y and its neighbour X (one
 #: event of (n, a) moved to (n, b), whose count was 0).

@@ -1,6 +1,6 @@
 """The public cost forecast against a real release (issue #36 item 2): at 100k strata of
 the national table, on the default path (the input's public prior-rate column, its
-count-fit check, default limits), ``dpsynth synthesize`` in a process of its own for 1, 10
+count-fit check, default limits), ``dpcounts synthesize`` in a process of its own for 1, 10
 and 100 sets (``benchmarks/measure.py``: not forked from the test process, whose peak Linux
 would carry into it). Its peak resident memory must lie within 25% of the forecast's bytes.
 The time forecast is not tested here (a test that depends on timing is a bug): the
@@ -35,16 +35,16 @@ def national(tmp_path_factory):
 
 
 def release_process(folder: Path, keys, mechanism: str, sets: int) -> tuple[float, float]:
-    """(wall seconds, peak resident bytes) of ``dpsynth synthesize`` as a process."""
+    """(wall seconds, peak resident bytes) of ``dpcounts synthesize`` as a process."""
     env = dict(
         os.environ,
         XDG_DATA_HOME=str(folder / f"home_{mechanism}_{sets}"),
-        DPSYNTH_LEDGER=str(folder / f"ledger_{mechanism}_{sets}.jsonl"),
+        DPCOUNTS_LEDGER=str(folder / f"ledger_{mechanism}_{sets}.jsonl"),
         PYTHONPATH=os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]),
     )
     out = folder / f"{mechanism}_{sets}"
     command = [
-        sys.executable, "-m", "dpsynth", "synthesize", "--input",
+        sys.executable, "-m", "dpcounts", "synthesize", "--input",
         str(folder / "national.parquet"), "--keys", *keys, "--strata", "input",
         "--mechanism", mechanism, "--epsilon", "1", "--sets", str(sets),
         "--prior-source", "national rates by age, published 1999 (test)",
@@ -58,9 +58,9 @@ def release_process(folder: Path, keys, mechanism: str, sets: int) -> tuple[floa
 
 def measured(national, mechanism: str, sets: int):
     """(forecast, wall seconds, peak bytes, the machine's rate around the run)."""
-    from dpsynth.privacy.calibrate import calibrate
-    from dpsynth.release.design import estimate_cost
-    from dpsynth.sampling.tree_build import machine_rate
+    from dpcounts.privacy.calibrate import calibrate
+    from dpcounts.release.design import estimate_cost
+    from dpcounts.sampling.tree_build import machine_rate
 
     folder, frame, keys = national
     key = (mechanism, sets)

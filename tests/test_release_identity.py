@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth.data.validation import _key_kind, key_positions
-from dpsynth.release.inputs import Strata, _canonical
+from dpcounts.data.validation import _key_kind, key_positions
+from dpcounts.release.inputs import Strata, _canonical
 
 # --- the reference: the row-by-row code as it was before issue #27 ----------------------
 
@@ -55,7 +55,7 @@ def reference_dataset_id(keys: pd.DataFrame, population) -> str:
     names = sorted(keys.columns)
     text = {name: [_canonical(v) for v in keys[name]] for name in names}
     rows = sorted(zip(*(text[n] for n in names), (repr(float(p)) for p in population), strict=True))
-    digest = hashlib.sha256(b"dpsynth table identity 2\n")
+    digest = hashlib.sha256(b"dpcounts table identity 2\n")
     digest.update(repr(names).encode())
     for row in rows:
         digest.update(repr(row).encode())
@@ -183,7 +183,7 @@ def test_each_kind_of_column_alone_and_with_text_hashes_as_before(kind):
 
 
 def test_big_tables_are_hashed_in_chunks_to_the_same_bytes(monkeypatch):
-    import dpsynth.release.inputs as inputs
+    import dpcounts.release.inputs as inputs
 
     strata = nasty_strata(7, 3, n=3000, kinds=["text", "numbers as text", "int"])
     monkeypatch.setattr(inputs, "HASH_CHUNK", 7)
@@ -205,7 +205,7 @@ def test_a_national_table_hashes_as_before():
 
 
 def test_ids_are_computed_once_per_table(monkeypatch):
-    import dpsynth.release.inputs as inputs
+    import dpcounts.release.inputs as inputs
 
     strata = nasty_strata(1, 2)
     first = strata.dataset_id(), strata.legacy_ids()
@@ -214,7 +214,7 @@ def test_ids_are_computed_once_per_table(monkeypatch):
 
 
 def test_the_populations_texts_are_computed_once_for_both_ids(monkeypatch):
-    import dpsynth.release.inputs as inputs
+    import dpcounts.release.inputs as inputs
 
     calls = []
     texts = inputs._population_texts
@@ -263,9 +263,9 @@ def test_text_keys_sort_as_before(values):
 
 
 def reference_fingerprint(keys: pd.DataFrame, secret: bytes) -> np.ndarray:
-    """The overlap fingerprint of the steward's index as dpsynth 0.2 computed it, column
+    """The overlap fingerprint of the steward's index as dpcounts 0.2 computed it, column
     operations in numpy (equal values of other types, 1 == 1.0 == True, hash as the first)."""
-    from dpsynth.ledger_index import _mix, _value_hash, normal_value
+    from dpcounts.ledger_index import _mix, _value_hash, normal_value
 
     columns = []
     for name in keys.columns:
@@ -287,7 +287,7 @@ def test_the_overlap_fingerprint_is_that_of_the_row_by_row_code(kind):
     """The compiled fingerprint, of the key columns or of the release's coded keys (the
     columns as categoricals), is the fingerprint computed before (the index's stored
     fingerprints stay comparable)."""
-    from dpsynth.ledger_index import fingerprint
+    from dpcounts.ledger_index import fingerprint
 
     for seed in range(3):
         strata = nasty_strata(seed, 3, n=60, kinds=[kind, "text", "int"])
@@ -297,7 +297,7 @@ def test_the_overlap_fingerprint_is_that_of_the_row_by_row_code(kind):
 
 
 def test_positions_of_sorted_and_unsorted_codes_are_those_of_lexsort():
-    from dpsynth.data.validation import positions_by_codes
+    from dpcounts.data.validation import positions_by_codes
 
     rng = np.random.default_rng(5)
     for n in (0, 1, 2, 50):

@@ -5,7 +5,7 @@ the file's key-value metadata, a column's field metadata, a categorical key's li
 categories (unused ones included); a CDC WONDER export carries its footer (dataset, query
 parameters, query date). Before the fix pandas copied ``attrs`` verbatim into the pandas
 metadata of ``synthetic.parquet`` (and of ``prior.parquet`` with a sanitised prior), and
-``dpsynth verify`` passed. Each slot here holds its own marker; the release's bytes, its
+``dpcounts verify`` passed. Each slot here holds its own marker; the release's bytes, its
 Parquet metadata and what pandas reads back are searched for every one.
 """
 
@@ -19,9 +19,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dpsynth.io import sha256_file
-from dpsynth.release import ReleaseRequest, build_release
-from dpsynth.release.verify import failed, verify_release
+from dpcounts.io import sha256_file
+from dpcounts.release import ReleaseRequest, build_release
+from dpcounts.release.verify import failed, verify_release
 
 MARKERS = {
     "attrs": "LEAK-ATTRS-7f3a",

@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 from conftest import run_cli as run
 
-from dpsynth.data.pennsylvania import load_pennlc
-from dpsynth.data.pennsylvania_standin import StandinModel, standin_strata
-from dpsynth.data.standard_population import load_standard_population
-from dpsynth.release import ReleaseError, ReleaseRequest, load_strata
-from dpsynth.release.prior_check import OVERRIDE, prior_reproduces_counts
+from dpcounts.data.pennsylvania import load_pennlc
+from dpcounts.data.pennsylvania_standin import StandinModel, standin_strata
+from dpcounts.data.standard_population import load_standard_population
+from dpcounts.release import ReleaseError, ReleaseRequest, load_strata
+from dpcounts.release.prior_check import OVERRIDE, prior_reproduces_counts
 
 REPO = Path(__file__).resolve().parents[1]
 KEYS = ("county", "race", "sex", "age")

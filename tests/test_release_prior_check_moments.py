@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpsynth.release import prior_check
-from dpsynth.release.prior_check import (
+from dpcounts.release import prior_check
+from dpcounts.release.prior_check import (
     ALPHA,
     ENUMERATED_MEAN,
     Z_REFUSE,
@@ -198,9 +198,9 @@ def test_a_release_imports_no_scipy_stats(tmp_path):
     national_table(32).to_parquet(tmp_path / "t.parquet")
     code = f"""
 import sys
-from dpsynth.mechanisms import truncation
-from dpsynth.release import prior_check
-from dpsynth.studies.stage import measures
+from dpcounts.mechanisms import truncation
+from dpcounts.release import prior_check
+from dpcounts.studies.stage import measures
 calls = dict.fromkeys(["_root_quantile", "null_cdf", "average_ranks"], 0)
 def counted(module, name):
     original = getattr(module, name)
@@ -211,7 +211,7 @@ def counted(module, name):
 counted(truncation, "_root_quantile")
 counted(prior_check, "null_cdf")
 counted(measures, "average_ranks")
-from dpsynth.cli import main
+from dpcounts.cli import main
 code = main(["synthesize", "--input", {str(tmp_path / "t.parquet")!r}, "--keys", *{KEYS!r},
              "--strata", "input", "--prior-rate-column", "prior_rate", "--epsilon", "1",
              "--mechanism", "truncated",
@@ -220,7 +220,7 @@ code = main(["synthesize", "--input", {str(tmp_path / "t.parquet")!r}, "--keys",
              {str(tmp_path / "private")!r}, "--quiet"])
 print(code, min(calls.values()), "scipy.stats" in sys.modules)
 """
-    env = {**os.environ, "DPSYNTH_LEDGER": str(tmp_path / "ledger")}
+    env = {**os.environ, "DPCOUNTS_LEDGER": str(tmp_path / "ledger")}
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False
     )

@@ -17,9 +17,9 @@ import pandas as pd
 import pytest
 from conftest import run_cli as run
 
-from dpsynth.release import ReleaseError, ReleaseRequest, load_strata
-from dpsynth.release.prior_check import OVERRIDE, group_fit
-from dpsynth.release.prior_source import OPTION, group_codes, grouping
+from dpcounts.release import ReleaseError, ReleaseRequest, load_strata
+from dpcounts.release.prior_check import OVERRIDE, group_fit
+from dpcounts.release.prior_source import OPTION, group_codes, grouping
 
 SOURCE = "national rates by age, NCHS 1999-2003, published 2005"
 
@@ -281,9 +281,9 @@ def test_quick_2022s_national_prior_on_the_stand_in_passes():
     are refused."""
     from pathlib import Path
 
-    from dpsynth.data.pennsylvania import load_pennlc
-    from dpsynth.data.pennsylvania_standin import StandinModel, standin_strata
-    from dpsynth.data.standard_population import load_standard_population
+    from dpcounts.data.pennsylvania import load_pennlc
+    from dpcounts.data.pennsylvania_standin import StandinModel, standin_strata
+    from dpcounts.data.standard_population import load_standard_population
 
     repo = Path(__file__).resolve().parents[1]
     pennlc = load_pennlc(repo / "data/pennlc_strata.parquet")

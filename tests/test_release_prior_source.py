@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 from conftest import run_cli as run
 
-from dpsynth.release import ReleaseError, ReleaseRequest, load_strata
-from dpsynth.release.prior_check import prior_reproduces_counts
-from dpsynth.release.prior_source import MAX_DECLARATION, OPTION, grouping
+from dpcounts.release import ReleaseError, ReleaseRequest, load_strata
+from dpcounts.release.prior_check import prior_reproduces_counts
+from dpcounts.release.prior_source import MAX_DECLARATION, OPTION, grouping
 
 #: The audit's tables: strata and mean count (40, 200, 1,000 strata; means 0.56 and 11.4).
 SIZES = [(40, 0.56), (200, 0.56), (1000, 0.56), (40, 11.4), (200, 11.4), (1000, 11.4)]

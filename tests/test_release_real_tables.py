@@ -34,22 +34,22 @@ from matplotlib import image as mpimg
 from workflow_helpers import (
     REPO,
     copy_project,
-    dpsynth_cli,
+    dpcounts_cli,
     fetch_debian,
     filled_definition,
     run_studies,
 )
 
-from dpsynth.release.design import Design
-from dpsynth.release.request import Budget
-from dpsynth.studies.stage.guide import VERDICTS
-from dpsynth.studies.stage.measures import overall_rate, study_measures
+from dpcounts.release.design import Design
+from dpcounts.release.request import Budget
+from dpcounts.studies.stage.guide import VERDICTS
+from dpcounts.studies.stage.measures import overall_rate, study_measures
 
 RAW = (REPO / "data" / "raw").resolve()  # the data builder's download cache, git-ignored
 EPI = ("r-cran-epi", "2.47-1", "usr/lib/R/site-library/Epi/data")
 SPDATA = ("r-cran-spdata", "2.2.1-1", "usr/lib/R/site-library/spData/shapes")
 STANDARD = "data/us_standard_population_2000.csv"
-#: The conclusions the report may draw for a measure (dpsynth.release.promise.Kept).
+#: The conclusions the report may draw for a measure (dpcounts.release.promise.Kept).
 CONCLUSIONS = (
     "kept, as the guide promised",
     "not within the tolerance, but as one table varies",
@@ -104,12 +104,12 @@ def release(studied, home: Path, name: str, strata: str) -> dict:
     guide = pd.read_csv(work / "results/studies" / name / "guide.csv")
     arm, epsilon, promised = pick(guide)
     mechanism, method = arm.split("_")
-    run = dpsynth_cli(work, home)
+    run = dpcounts_cli(work, home)
     released = run("synthesize", "--study", f"my_study.yaml:{name}", "--mechanism", mechanism,
                    "--method", method, "--epsilon", f"{epsilon:.6g}", "--strata", strata,
                    "--dataset", name, "--out", f"released_{name}")  # fmt: skip
     verified = run("verify", f"released_{name}")
-    (utility,) = (home / "dpsynth" / "private").glob("*/utility.md")
+    (utility,) = (home / "dpcounts" / "private").glob("*/utility.md")
     return dict(work=work, guide=guide, arm=arm, epsilon=epsilon, promised=promised,
                 released=released, verified=verified, utility=utility, seconds=seconds,
                 text=utility.read_text())  # fmt: skip

@@ -19,12 +19,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth.ledger import Ledger
-from dpsynth.privacy.calibrate import calibrate
-from dpsynth.release import ReleaseError, ReleaseRequest, build_release
-from dpsynth.release.design import Design
-from dpsynth.release.request import Budget
-from dpsynth.sampling.conditioned import (
+from dpcounts.ledger import Ledger
+from dpcounts.privacy.calibrate import calibrate
+from dpcounts.release import ReleaseError, ReleaseRequest, build_release
+from dpcounts.release.design import Design
+from dpcounts.release.request import Budget
+from dpcounts.sampling.conditioned import (
     ConditionedSampler,
     _solve_tilt_bounded,
     _solve_tilt_bounded_checked,
@@ -236,7 +236,7 @@ def test_md_refuses_prior_options_instead_of_spending_on_nothing(tmp_path, optio
 
 
 def test_the_preview_marks_its_count_dependent_line_private(tmp_path):
-    from dpsynth.release.preview import format_preview, preview
+    from dpcounts.release.preview import format_preview, preview
 
     path = tmp_path / "s.csv"
     TWO_CELLS.assign(count=[142.5, 127]).to_csv(path, index=False)
@@ -249,7 +249,7 @@ def test_the_preview_marks_its_count_dependent_line_private(tmp_path):
 
 def test_an_epsilon_whose_exponential_overflows_is_refused_not_crashed(tmp_path):
     """epsilon 800: e^800 overflowed (OverflowError, exit 1) in the tv target."""
-    from dpsynth.release.preview import preview
+    from dpcounts.release.preview import preview
 
     path = tmp_path / "s.csv"
     TWO_CELLS.assign(count=[143, 127]).to_csv(path, index=False)
@@ -263,7 +263,7 @@ def test_the_whole_release_audit_covers_the_instance_that_crashed():
     """The exact audit of the whole release (every table with the total, every neighbour,
     the implemented sampler) on the crash instance: it crashed before; now every table
     releases within the stated (epsilon, delta)."""
-    from dpsynth.privacy.release_audit import audit_release
+    from dpcounts.privacy.release_audit import audit_release
 
     design = Design("truncated", "certified", Budget(1.0, 1e-12, 0.0, 1))
     audit = audit_release(
@@ -308,7 +308,7 @@ def test_the_audit_counts_a_refusal_for_one_table_as_an_output_its_neighbour_lac
     """A release that stops for y = (143, 127) and not for its neighbours is not DP for any
     delta < 1; the exact audit reports it (no release is an output of its own) instead of
     crashing, as it did on the code the adversarial audit broke."""
-    from dpsynth.privacy.release_audit import audit_release
+    from dpcounts.privacy.release_audit import audit_release
 
     design = _RefusesOneTable("truncated", "certified", Budget(1.0, 1e-12, 0.0, 1))
     audit = audit_release(
@@ -325,7 +325,7 @@ def test_whole_release_audits_at_totals_in_the_hundreds(seed):
     delta). The crash of the tilt lived at such totals, out of reach of the small instances
     of tests/test_release_audit.py: with seed 4 (total 339) the release sampler of commit
     3cc9d15 crashed for 181 of the 340 tables and released the others."""
-    from dpsynth.privacy.release_audit import audit_release
+    from dpcounts.privacy.release_audit import audit_release
 
     rng = np.random.default_rng(seed)
     population = rng.uniform(10_000, 30_000, 2)
@@ -390,8 +390,8 @@ def test_the_study_sampler_draws_for_every_table_of_the_instance_that_crashed():
     # 20,000 draws against that pmf
     from scipy.stats import chisquare
 
-    from dpsynth.sampling.enumeration import exact_pmf
-    from dpsynth.sampling.implemented import implemented_pmf
+    from dpcounts.sampling.enumeration import exact_pmf
+    from dpcounts.sampling.implemented import implemented_pmf
 
     y = np.array([143, 127])
     sampler = ConditionedSampler(y, cal)

@@ -19,12 +19,12 @@ import pytest
 import randomgen
 from conftest import chi_square_p_value, empirical, random_bounds
 
-from dpsynth import calibrate
-from dpsynth.calibration import Calibration
-from dpsynth.sampling import tree_draw as td
-from dpsynth.sampling.conditioned import ConditionedSampler, release_sampler
-from dpsynth.sampling.enumeration import compositions, exact_pmf
-from dpsynth.sampling.implemented import (
+from dpcounts import calibrate
+from dpcounts.calibration import Calibration
+from dpcounts.sampling import tree_draw as td
+from dpcounts.sampling.conditioned import ConditionedSampler, release_sampler
+from dpcounts.sampling.enumeration import compositions, exact_pmf
+from dpcounts.sampling.implemented import (
     hockey_stick,
     ideal_pmf,
     implemented_pmf,

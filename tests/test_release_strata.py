@@ -19,9 +19,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dpsynth.cli import _request, build_parser, main
-from dpsynth.ledger import Ledger
-from dpsynth.release import ReleaseError, ReleaseRequest, build_release
+from dpcounts.cli import _request, build_parser, main
+from dpcounts.ledger import Ledger
+from dpcounts.release import ReleaseError, ReleaseRequest, build_release
 
 #: Two regions x three age groups: a full cross product of the key values.
 FULL = pd.DataFrame(
@@ -162,7 +162,7 @@ def test_without_strata_the_command_names_the_three_choices_and_why(tmp_path, co
     with contextlib.chdir(tmp_path), contextlib.redirect_stderr(err):
         assert main(args) == 2
     text = err.getvalue()
-    assert text.startswith(f"dpsynth {command}: error: --strata is required")
+    assert text.startswith(f"dpcounts {command}: error: --strata is required")
     for form in ("--strata FILE", "--strata input", "--strata cross-product"):
         assert form in text
     assert "must not depend on the counts" in text and "Traceback" not in text
@@ -173,7 +173,7 @@ def test_without_strata_the_command_names_the_three_choices_and_why(tmp_path, co
 def test_the_library_has_no_default_list_of_strata(tmp_path):
     """``ReleaseRequest`` needs ``strata`` (and ``DEFAULTS``, which the command line shows,
     has none); an explicit None is refused with the command line's words, spending nothing."""
-    from dpsynth.release.request import DEFAULTS, STRATA_REQUIRED
+    from dpcounts.release.request import DEFAULTS, STRATA_REQUIRED
 
     assert "strata" not in DEFAULTS
     FULL.to_csv(tmp_path / "s.csv", index=False)

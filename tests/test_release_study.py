@@ -103,7 +103,7 @@ def test_everything_the_study_says_reaches_the_release(tmp_path, in_checkout, pr
     assert f"the overall rate ({overall:.3g})" in text
     lines = [line for line in text.splitlines() if line.startswith("- **") and "`)" in line]
     names = [line.split("(`")[1].split("`)")[0] for line in lines]
-    from dpsynth.studies.stage.measures import MEASURES
+    from dpcounts.studies.stage.measures import MEASURES
 
     assert names == [m.name for m in MEASURES] + ["disparity:south_vs_north"]  # the registry
     south = truth["state"] == "south"
@@ -123,7 +123,7 @@ def test_everything_the_study_says_reaches_the_release(tmp_path, in_checkout, pr
 def test_a_new_measure_reaches_the_report_without_touching_the_release(
     tmp_path, in_checkout, private_area, monkeypatch
 ):
-    from dpsynth.studies.stage import measures
+    from dpcounts.studies.stage import measures
 
     extra = measures.Measure(
         "total_events", "Total events", "events", measures.KINDS["ratio"],
@@ -180,7 +180,7 @@ def test_a_set_beyond_the_tolerance_is_read_against_the_studys_own_tables():
     """The guide promises the typical table (the median over the study's datasets): a
     single set beyond the tolerance but within the spread of the study's tables at that
     epsilon is said to vary as one table does, not to break the promise."""
-    from dpsynth.release.promise import Kept
+    from dpcounts.release.promise import Kept
 
     def kept(value, study_range):
         return Kept(

@@ -1,4 +1,4 @@
-"""The compiled, parallel build of the release tree (:mod:`dpsynth.sampling.tree_build`)
+"""The compiled, parallel build of the release tree (:mod:`dpcounts.sampling.tree_build`)
 stores bit for bit what a sequential node-by-node build stores (issue #27).
 
 The reference below is the build as it was before #27: one Python iteration per leaf and per
@@ -17,9 +17,9 @@ import numba
 import numpy as np
 import pytest
 
-from dpsynth import calibrate
-from dpsynth.sampling import tree_draw as td
-from dpsynth.sampling.conditioned import (
+from dpcounts import calibrate
+from dpcounts.sampling import tree_draw as td
+from dpcounts.sampling.conditioned import (
     RELEASE_TAILS,
     ConditionedSampler,
     release_sampler,
@@ -30,7 +30,7 @@ from dpsynth.sampling.conditioned import (
 def sequential_tree(sampler: ConditionedSampler, counts, tail: float, stop=None):
     """(values_hi, values_lo, offsets, rounding operations) of the release tree, built one
     node at a time as before the compiled build; the leaves walked to 2^-``stop`` of their
-    largest entry (default the build's, :func:`~dpsynth.sampling.tree_draw.walk_stop_bits`)."""
+    largest entry (default the build's, :func:`~dpcounts.sampling.tree_draw.walk_stop_bits`)."""
     stop = td.walk_stop_bits(tail) if stop is None else stop
     cal = sampler.calibration
     total, n_cells = cal.total, cal.n_cells
@@ -126,7 +126,7 @@ def test_compiled_build_stores_the_sequential_tree_bit_for_bit(mechanism, n_cell
 
 def test_serial_and_parallel_builds_store_the_same_tree(monkeypatch):
     """Small tables are built in one thread, large ones on every core: the same tree."""
-    from dpsynth.sampling import conditioned
+    from dpcounts.sampling import conditioned
 
     counts, cal = national_like("truncated", 5_000, 7)
     monkeypatch.setattr(conditioned, "_PARALLEL_CELLS", 10**9)
@@ -183,8 +183,8 @@ def test_the_public_forecast_follows_the_work_the_build_does(mechanism, monkeypa
     """Issue #27: the forecast (from public numbers only) was 20-40 times the work; it
     must now follow what the build really stores, convolves and walks (issue #36: the
     leaves' steps, a long leaf's walked twice)."""
-    from dpsynth.release.design import estimate_cost
-    from dpsynth.sampling import tree_build
+    from dpcounts.release.design import estimate_cost
+    from dpcounts.sampling import tree_build
 
     steps = []
     build_leaves = tree_build.build_leaves
@@ -210,7 +210,7 @@ def test_the_forecast_takes_the_build_at_the_parallel_rate_and_the_rest_at_the_s
     """The compiled build runs on every core, the work per stratum and set on one: a
     machine whose one core is busy (its parallel rate halved, its serial rate kept) must
     slow the build's share of the forecast only; its serial rate halved, the rest only."""
-    from dpsynth.release.design import _START_SECONDS, estimate_cost
+    from dpcounts.release.design import _START_SECONDS, estimate_cost
 
     _, cal = national_like("pg", 2_000, 3)
     cost = estimate_cost(cal, 1e-13, sets=4)
@@ -229,7 +229,7 @@ def test_the_forecast_takes_the_build_at_the_parallel_rate_and_the_rest_at_the_s
 def test_a_level_convolved_in_chunks_stores_the_sequential_tree(mechanism, monkeypatch):
     """Issue #36: a level's convolutions run in chunks of pairs (bounded memory); every
     entry is still the sequential build's."""
-    from dpsynth.sampling import conditioned
+    from dpcounts.sampling import conditioned
 
     monkeypatch.setattr(conditioned, "_CONVOLVE_ENTRIES", 40)
     counts, cal = national_like(mechanism, 2_001, 4)
@@ -245,7 +245,7 @@ def test_a_spilled_tree_stores_and_draws_what_the_tree_in_memory_does(mechanism,
     """Issue #36: a large tree goes to an unlinked file and is drawn one level at a time:
     the same tree, the same bounds and the same draws from the same generator; nothing is
     left in the folder."""
-    from dpsynth.sampling.conditioned import Spill
+    from dpcounts.sampling.conditioned import Spill
 
     counts, cal = national_like(mechanism, 3_001, 11)
     memory = ConditionedSampler(counts, cal, tail=1e-16, release=True)
@@ -277,8 +277,8 @@ def test_leaves_walked_in_chunks_store_and_draw_the_sequential_tree(
     into the first level at once (the leaves are never all held), in memory or spilled
     (the store moves to the file at the chunk that calls for it): the sequential build's
     tree, its bounds, and the same draws, for an odd number of cells too."""
-    from dpsynth.sampling import conditioned
-    from dpsynth.sampling.conditioned import Spill
+    from dpcounts.sampling import conditioned
+    from dpcounts.sampling.conditioned import Spill
 
     for n, seed in ((3, 1), (201, 2), (256, 3)):
         counts, cal = national_like(mechanism, n, seed)
@@ -310,8 +310,8 @@ def test_streamed_tilt_moments_match_the_window_weights():
     window-by-entry arrays), agree with the default mode's padded window weights, from
     point masses through windows thousands wide, shapes below and above 1 and tilts
     far beyond the ratio walk's range (where lgamma takes over)."""
-    from dpsynth.sampling import tree_build as tb
-    from dpsynth.sampling.conditioned import _tilted_moments, _window_weights
+    from dpcounts.sampling import tree_build as tb
+    from dpcounts.sampling.conditioned import _tilted_moments, _window_weights
 
     rng = np.random.default_rng(36)
     for trial in range(200):
@@ -334,7 +334,7 @@ def test_streamed_tilt_moments_match_the_window_weights():
 
 
 def test_streamed_tilt_moments_do_not_depend_on_the_cores():
-    from dpsynth.sampling import tree_build as tb
+    from dpcounts.sampling import tree_build as tb
 
     rng = np.random.default_rng(7)
     n = 3 * tb.MOMENT_BLOCK + 17

@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth.release import ReleaseRequest, build_release
-from dpsynth.release.utility import (
+from dpcounts.release import ReleaseRequest, build_release
+from dpcounts.release.utility import (
     AREA_MIN_VALUES,
     CSV_COLUMNS,
     FILES,
@@ -174,7 +174,7 @@ def test_truncated_reports_the_share_of_true_counts_outside_the_bounds(tmp_path)
 def test_utility_report_counts_directly():
     """Totals per key and per table are the sums of the tables; every reference table
     keeps the total; without an area there is no rank correlation."""
-    from dpsynth.privacy.calibrate import calibrate
+    from dpcounts.privacy.calibrate import calibrate
 
     frame = table().sort_values(list(KEYS)).reset_index(drop=True)
     y = frame["count"].to_numpy()
@@ -201,10 +201,10 @@ def test_a_mostly_empty_tables_reference_is_scored_at_its_events_as_in_full():
     """A national table is mostly empty: its no-privacy tables are zero where it is, and
     the report scores them at its events only; every total and rank correlation is the
     one of the whole tables to the bit, the rMSE to rounding."""
-    from dpsynth.privacy.calibrate import calibrate
-    from dpsynth.sampling.reference import reference_batches
-    from dpsynth.studies.stage.measures import MEASURES, Measures
-    from dpsynth.studies.stage.rates import GroupRates
+    from dpcounts.privacy.calibrate import calibrate
+    from dpcounts.sampling.reference import reference_batches
+    from dpcounts.studies.stage.measures import MEASURES, Measures
+    from dpcounts.studies.stage.rates import GroupRates
 
     frame = table().sort_values(list(KEYS)).reset_index(drop=True)
     rng = np.random.default_rng(5)

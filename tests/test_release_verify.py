@@ -1,4 +1,4 @@
-"""``dpsynth verify``: real releases made by the library verify; each tampering is caught
+"""``dpcounts verify``: real releases made by the library verify; each tampering is caught
 by the check that is about it, and the command exits 0, 1 or 2 as documented."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import pytest
 from conftest import run_cli as run
 from test_release import STRATA  # the same six strata as the release tests
 
-from dpsynth.io import sha256_file
-from dpsynth.release import ReleaseRequest, build_release
-from dpsynth.release.verify import (
+from dpcounts.io import sha256_file
+from dpcounts.release import ReleaseRequest, build_release
+from dpcounts.release.verify import (
     FAIL,
     NOMINAL,
     OK,
@@ -27,7 +27,7 @@ from dpsynth.release.verify import (
     verify_release,
 )
 
-DPSYNTH = Path(sys.executable).parent / "dpsynth"
+DPCOUNTS = Path(sys.executable).parent / "dpcounts"
 
 #: Releases of every kind the library makes: (options, sanitised prior).
 KINDS = {
@@ -211,7 +211,7 @@ def test_a_nominal_pair_claimed_certified_fails_the_status(tmp_path):
 def test_a_manifest_that_breaks_the_schema_fails_and_stops_there(tmp_path):
     out = release(tmp_path)
     manifest = manifest_of(out)
-    manifest["dpsynth_release_format"] = 99
+    manifest["dpcounts_release_format"] = 99
     (out / "manifest.json").write_text(json.dumps(manifest))
     checks = verify_release(out)
     assert {"files/format", "files/schema"} <= set(failures(checks))
@@ -239,8 +239,8 @@ def test_what_is_not_a_release_is_a_usage_error(tmp_path):
     (tmp_path / "other" / "manifest.json").write_text('{"name": "a web app"}')
     code, stdout, stderr = run("verify", str(tmp_path / "other"))
     assert code == 2 and not stdout
-    assert stderr.startswith(f"dpsynth verify: error: {tmp_path / 'other' / 'manifest.json'}")
-    assert "expected a dpsynth release folder" in stderr and len(stderr.splitlines()) <= 4
+    assert stderr.startswith(f"dpcounts verify: error: {tmp_path / 'other' / 'manifest.json'}")
+    assert "expected a dpcounts release folder" in stderr and len(stderr.splitlines()) <= 4
 
 
 @pytest.mark.process
@@ -249,11 +249,11 @@ def test_the_command_exits_0_1_2_with_a_few_readable_lines(tmp_path):
     bad = release(tmp_path, "bad")
     (bad / "extra.csv").write_text("x\n1\n")
 
-    def dpsynth(*args):
-        return subprocess.run([str(DPSYNTH), "verify", *args], cwd=tmp_path,
+    def dpcounts(*args):
+        return subprocess.run([str(DPCOUNTS), "verify", *args], cwd=tmp_path,
                               capture_output=True, text=True, timeout=300)  # fmt: skip
 
-    for result, code in ((dpsynth("good"), 0), (dpsynth("bad"), 1), (dpsynth("nowhere"), 2)):
+    for result, code in ((dpcounts("good"), 0), (dpcounts("bad"), 1), (dpcounts("nowhere"), 2)):
         assert result.returncode == code, (result.stdout, result.stderr)
         text = result.stdout + result.stderr
         lines = text.strip().splitlines()
@@ -261,12 +261,12 @@ def test_the_command_exits_0_1_2_with_a_few_readable_lines(tmp_path):
         # the closing line names what was recomputed and what is taken on trust: longer
         assert all(len(line) <= 200 for line in lines[:-1]), max(lines[:-1], key=len)
         assert len(lines[-1]) <= 700, lines[-1]
-    passed = dpsynth("good").stdout.splitlines()
-    assert passed[0] == "dpsynth verify good: pg / certified, 1 set(s) of 6 strata, total 28"
+    passed = dpcounts("good").stdout.splitlines()
+    assert passed[0] == "dpcounts verify good: pg / certified, 1 set(s) of 6 strata, total 28"
     assert passed[-1].startswith("PASSED:")
-    assert "FAIL    nothing unlisted" in dpsynth("bad").stdout
-    assert "nowhere: no such folder" in dpsynth("nowhere").stderr
-    assert json.loads(dpsynth("--json", "good").stdout)["passed"] is True
+    assert "FAIL    nothing unlisted" in dpcounts("bad").stdout
+    assert "nowhere: no such folder" in dpcounts("nowhere").stderr
+    assert json.loads(dpcounts("--json", "good").stdout)["passed"] is True
 
 
 # --- what verify knows, and what it trusts (issue #26, finding 5) ------------------------------
@@ -318,7 +318,7 @@ def test_a_manifest_nested_too_deeply_is_one_line_and_exit_2(tmp_path):
     out = release(tmp_path)
     depth = 100_000
     (out / "manifest.json").write_text(
-        '{"dpsynth_release_format": 4, "x": ' + "[" * depth + "]" * depth + "}"
+        '{"dpcounts_release_format": 4, "x": ' + "[" * depth + "]" * depth + "}"
     )
     code, stdout, stderr = run("verify", str(out))
     assert code == 2 and not stdout and "Traceback" not in stderr
@@ -341,7 +341,7 @@ def test_a_table_symlinked_outside_the_folder_fails(tmp_path):
 def _promise(out: Path, **budget) -> dict:
     """The manifest with ``budget`` changed and everything derived from it made consistent,
     the statement regenerated: only the numbers' own meaning can catch it."""
-    from dpsynth.release.manifest import guarantee
+    from dpcounts.release.manifest import guarantee
 
     manifest = manifest_of(out)
     manifest["budget"].update(budget)

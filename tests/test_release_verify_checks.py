@@ -1,7 +1,7 @@
-"""The one list of ``dpsynth verify``'s checks (:data:`dpsynth.release.verify.CHECKS`):
+"""The one list of ``dpcounts verify``'s checks (:data:`dpcounts.release.verify.CHECKS`):
 every check the verifier emits is made from an entry of it, every entry is emitted by
 some release of the corpus (valid releases of each kind, the hostile folders and the
-forgeries of :mod:`hostile_releases`), and what is written from it (``dpsynth verify
+forgeries of :mod:`hostile_releases`), and what is written from it (``dpcounts verify
 --help``, docs/verify-checks.md) is up to date."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import pytest
 from hostile_releases import FORGED, HOSTILE
 from test_release_verify import KINDS, release
 
-from dpsynth.cli import build_parser
-from dpsynth.release import verify
-from dpsynth.release.signature import make_keys
-from dpsynth.release.verify import (
+from dpcounts.cli import build_parser
+from dpcounts.release import verify
+from dpcounts.release.signature import make_keys
+from dpcounts.release.verify import (
     CHECKS,
     TOPICS,
     NotARelease,
@@ -90,7 +90,7 @@ def emitted(tmp_path_factory) -> dict[tuple[str, str], list[str]]:
     base = tmp_path_factory.mktemp("checks")
     kinds = {"pg", "truncated", "sanitised"} | {kind for kind, _ in FORGED.values()}
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("DPSYNTH_LEDGER", str(base / "ledger.jsonl"))
+        patch.setenv("DPCOUNTS_LEDGER", str(base / "ledger.jsonl"))
         patch.setenv("XDG_DATA_HOME", str(base / "data"))
         valid = {kind: release(base, kind, **KINDS[kind]) for kind in sorted(kinds)}
         private, _ = make_keys(base / "keys")  # a signed release: its signature's check

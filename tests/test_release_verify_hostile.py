@@ -1,4 +1,4 @@
-"""``dpsynth verify`` meets hostile folders in bounded work, and shows what it prints
+"""``dpcounts verify`` meets hostile folders in bounded work, and shows what it prints
 (issue #34, items 3 and 4).
 
 The corpus (:mod:`hostile_releases`) is built at test time from one valid release: each
@@ -24,7 +24,7 @@ import pytest
 from hostile_releases import ESCAPES, HOSTILE, manifest_of, set_manifest
 from test_release_verify import by_name, failures, release
 
-from dpsynth.release.verify import (
+from dpcounts.release.verify import (
     MAX_STRATA,
     NotARelease,
     as_json,
@@ -33,7 +33,7 @@ from dpsynth.release.verify import (
     verify_release,
 )
 
-DPSYNTH = Path(sys.executable).parent / "dpsynth"
+DPCOUNTS = Path(sys.executable).parent / "dpcounts"
 #: Beyond the baseline (verifying a tiny valid release): CPU seconds.
 EXTRA_CPU_SECONDS = 5.0
 #: The peak resident memory of the whole verifying process.
@@ -54,10 +54,10 @@ print(json.dumps({"code": result.returncode, "stdout": result.stdout, "stderr": 
 
 
 def measured(folder: Path) -> dict:
-    """``dpsynth verify folder`` in a process of its own, with its wall and CPU time and
+    """``dpcounts verify folder`` in a process of its own, with its wall and CPU time and
     peak resident memory (the wrapper's only child, so RUSAGE_CHILDREN is its own)."""
     done = subprocess.run(
-        [sys.executable, "-c", _MEASURE, str(DPSYNTH), "verify", str(folder)],
+        [sys.executable, "-c", _MEASURE, str(DPCOUNTS), "verify", str(folder)],
         capture_output=True, text=True, timeout=900, env=os.environ.copy(),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -69,7 +69,7 @@ def corpus(tmp_path_factory):
     """One valid release (with a ledger and private area of its own) and its baseline."""
     base = tmp_path_factory.mktemp("hostile")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("DPSYNTH_LEDGER", str(base / "ledger.jsonl"))
+        patch.setenv("DPCOUNTS_LEDGER", str(base / "ledger.jsonl"))
         patch.setenv("XDG_DATA_HOME", str(base / "data"))
         valid = release(base, "valid")
     return valid, measured(valid)
@@ -112,7 +112,7 @@ def test_manifest_fields_are_shown_escaped_and_capped(tmp_path):
     text = format_checks(checks, out, manifest)
     assert not any(raw in text for raw in RAW)
     lines = text.splitlines()
-    assert lines[0].startswith(f"dpsynth verify {out}: pg\\n  ok      everyth")
+    assert lines[0].startswith(f"dpcounts verify {out}: pg\\n  ok      everyth")
     assert not any(line.startswith(("PASSED", "  ok      everything")) for line in lines)
     assert lines[-1].startswith("FAILED:") and max(map(len, lines)) <= 700
     data = json.loads(as_json(checks, out, manifest))  # JSON escapes by itself

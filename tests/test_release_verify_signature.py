@@ -1,4 +1,4 @@
-"""What ``dpsynth verify`` checked and what it takes on trust, and the steward's signature
+"""What ``dpcounts verify`` checked and what it takes on trust, and the steward's signature
 (issue #50, item 3): the closing line names what it recomputed from the public files and
 what it cannot (a sanitised prior's epsilon, a declared prior's source, the count-fit
 check's verdict); a release signed with ``--sign-key`` is checked with ``verify --key``,
@@ -24,8 +24,8 @@ from test_release_verify import (
     set_manifest,
 )
 
-from dpsynth.release import ReleaseError
-from dpsynth.release.signature import (
+from dpcounts.release import ReleaseError
+from dpcounts.release.signature import (
     PRIVATE_NAME,
     PUBLIC_NAME,
     SIGNATURE,
@@ -35,19 +35,19 @@ from dpsynth.release.signature import (
     load_public_key,
     make_keys,
 )
-from dpsynth.release.verify import as_json, failed, report, summary, verify_release
+from dpcounts.release.verify import as_json, failed, report, summary, verify_release
 
 SANITISED = dict(mechanism="pg", sanitised_prior_by=("region",))  # prior: 0.1 of epsilon 1
 
 
 @pytest.fixture
 def keys(tmp_path) -> tuple[Path, Path]:
-    """A steward's key pair, made as ``dpsynth keygen`` makes it, outside every release."""
+    """A steward's key pair, made as ``dpcounts keygen`` makes it, outside every release."""
     return make_keys(tmp_path / "steward-keys")
 
 
 def closing(out: Path, *options: str) -> tuple[int, str, str]:
-    """``dpsynth verify`` of ``out``: (exit code, its closing line, all it printed)."""
+    """``dpcounts verify`` of ``out``: (exit code, its closing line, all it printed)."""
     code, stdout, stderr = run("verify", str(out), *options)
     return code, stdout.strip().splitlines()[-1] if stdout.strip() else "", stdout + stderr
 
@@ -183,7 +183,7 @@ def test_a_signature_file_that_is_not_one_fails_even_without_a_key(tmp_path, key
 def test_a_signed_folder_whose_manifest_is_unreadable_is_not_said_unsigned(tmp_path, keys):
     out = release(tmp_path, sign_key=keys[0])
     manifest = manifest_of(out)
-    manifest["dpsynth_release_format"] = 999  # a format this version does not read
+    manifest["dpcounts_release_format"] = 999  # a format this version does not read
     set_manifest(out, manifest)
     code, last, _ = closing(out)
     assert code == 1 and "Unsigned" not in last and "The signature was not looked at." in last

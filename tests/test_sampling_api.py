@@ -8,9 +8,9 @@ from conftest import random_bounds
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpsynth import posterior_rates, synthesize
-from dpsynth.calibration import Calibration
-from dpsynth.sampling.conditioned import ConditionedSampler
+from dpcounts import posterior_rates, synthesize
+from dpcounts.calibration import Calibration
+from dpcounts.sampling.conditioned import ConditionedSampler
 
 
 @st.composite
@@ -169,7 +169,7 @@ def test_total_at_an_end_of_the_feasible_range_gives_the_only_vector():
 
 @pytest.mark.parametrize("mechanism", ["md", "pg"])
 def test_posterior_rates_per_dataset_matches_the_single_dataset_law(mechanism):
-    from dpsynth.sampling.synthesize import posterior_rates_per_dataset
+    from dpcounts.sampling.synthesize import posterior_rates_per_dataset
 
     n = np.array([100.0, 300.0, 600.0])
     if mechanism == "md":
@@ -191,8 +191,8 @@ def test_posterior_rates_per_dataset_matches_the_single_dataset_law(mechanism):
 def test_posterior_rates_of_counts_draws_what_posterior_rates_draws():
     """The unchecked entry point draws the same
     numbers from the same stream as posterior_rates, for pg and md."""
-    from dpsynth import calibrate
-    from dpsynth.sampling.synthesize import posterior_rates_of_counts
+    from dpcounts import calibrate
+    from dpcounts.sampling.synthesize import posterior_rates_of_counts
 
     y = np.array([3, 0, 7, 2, 5])
     pop = np.array([100.0, 250.0, 80.0, 400.0, 120.0])
@@ -208,7 +208,7 @@ def test_count_rows_are_checked_alike_whatever_their_type(dtype):
     """check_count_rows (posterior_rates_per_dataset's check) takes int64 rows as they are
     and converts others; every type is refused alike for a negative count, a fraction and
     a row of another total."""
-    from dpsynth.sampling.conditioned import check_count_rows
+    from dpcounts.sampling.conditioned import check_count_rows
 
     cal = Calibration("md", "paper", 1.0, 12, a=[2.0, 2.0, 2.0])
     rows = np.array([[2, 4, 6], [12, 0, 0]], dtype=dtype)

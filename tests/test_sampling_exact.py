@@ -7,10 +7,10 @@ import pytest
 from conftest import chi_square_p_value, empirical
 from scipy import integrate, stats
 
-from dpsynth.calibration import Calibration
-from dpsynth.sampling.conditioned import ConditionedSampler
-from dpsynth.sampling.enumeration import compositions, exact_pmf
-from dpsynth.sampling.synthesize import synthesize
+from dpcounts.calibration import Calibration
+from dpcounts.sampling.conditioned import ConditionedSampler
+from dpcounts.sampling.enumeration import compositions, exact_pmf
+from dpcounts.sampling.synthesize import synthesize
 
 N_DRAWS = 20_000
 # chi-square goodness of fit must not reject at this level; over the module's 10 such tests
@@ -160,7 +160,7 @@ def test_nbinom_window_is_scipy_stats_to_the_bit():
     scipy.stats: scipy.stats.nbinom's numbers to the bit, on random parameters over the
     range a study's tilted cells take and on edge ones (success exactly 1, invalid
     parameters giving NaN)."""
-    from dpsynth.sampling.conditioned import nbinom_window
+    from dpcounts.sampling.conditioned import nbinom_window
 
     rng = np.random.default_rng(8)
     shape = np.concatenate([10.0 ** rng.uniform(-2, 4, 400), [0.5, 3.0, 0.0, -1.0, 2.0]])

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpsynth.calibration import Calibration
-from dpsynth.sampling.conditioned import ConditionedSampler
+from dpcounts.calibration import Calibration
+from dpcounts.sampling.conditioned import ConditionedSampler
 
 N_CELLS, TOTAL = 3_000, 11_000
 
@@ -85,7 +85,7 @@ def test_tree_convolution_is_fftconvolve_bit_for_bit(sizes):
     per-call checks) gives fftconvolve's very bits: the draws of a seed do not move."""
     from scipy.signal import fftconvolve
 
-    from dpsynth.sampling.conditioned import _fft_convolve
+    from dpcounts.sampling.conditioned import _fft_convolve
 
     rng = np.random.default_rng(sum(sizes))
     a, b = (rng.dirichlet(np.ones(size)) for size in sizes)
@@ -102,7 +102,7 @@ def random_pairs(rng, sizes):
 def test_batched_tree_convolutions_are_the_pairwise_ones_bit_for_bit():
     """A level's long pairs convolved together (one transform per FFT length, rows of a
     2-D array) give each pair's own convolution's very bits, lengths shared or not."""
-    from dpsynth.sampling.conditioned import _fft_convolve, _fft_convolve_many
+    from dpcounts.sampling.conditioned import _fft_convolve, _fft_convolve_many
 
     rng = np.random.default_rng(36)
     sizes = [(129, 129), (130, 700), (700, 130), (1000, 257), (4097, 5003), (129, 130)]
@@ -118,7 +118,7 @@ def test_tree_convolution_rows_are_the_clipped_padded_pairs_bit_for_bit():
     """A level's long pairs as the rows of one padded array (pocketfft's entry points
     called directly, each length's lefts and rights in one forward transform) hold each
     pair's own scipy.fft convolution, negative round-off clipped, zeros beyond its end."""
-    from dpsynth.sampling.conditioned import _fft_convolve, _fft_convolve_rows
+    from dpcounts.sampling.conditioned import _fft_convolve, _fft_convolve_rows
 
     rng = np.random.default_rng(4)
     sizes = [(129, 129), (129, 130), (130, 129), (700, 130), (4097, 5003), (1, 300)]
@@ -149,7 +149,7 @@ def _numpy_trim_rows(prob, tail):
 def test_compiled_trim_is_the_numpy_trim_bit_for_bit(tail):
     """The compiled tail trim (running sums stopped at the tail) gives the numpy cumsums'
     columns and cut masses, bit for bit: rows cut on both sides, on none, zero-padded."""
-    from dpsynth.sampling.tree_steps import trim_rows
+    from dpcounts.sampling.tree_steps import trim_rows
 
     rng = np.random.default_rng(16)
     for width in (1, 2, 7, 64, 300):
@@ -165,7 +165,7 @@ def test_compiled_trim_is_the_numpy_trim_bit_for_bit(tail):
 def test_compiled_direct_convolution_is_the_numpy_loop_bit_for_bit(width):
     """The compiled short-pair convolution adds each product in the numpy loop's order:
     the same bits (no fused multiply-add), zero padding included."""
-    from dpsynth.sampling.tree_steps import direct_convolve
+    from dpcounts.sampling.tree_steps import direct_convolve
 
     rng = np.random.default_rng(width)
     left, right = (rng.dirichlet(np.ones(width), size=25) for _ in range(2))
@@ -182,7 +182,7 @@ def test_remembered_window_moments_are_fresh_ones_bit_for_bit():
     """The tilt solver's moments remember their last tilt, and the leaves take its pmfs:
     whatever was asked before, each answer and each pmf is what a fresh evaluation gives,
     a zero's sign included (a negative zero tilt is not taken for a positive one)."""
-    from dpsynth.sampling.conditioned import (
+    from dpcounts.sampling.conditioned import (
         _tilted_probabilities,
         _window_weights,
         window_moments,
@@ -208,7 +208,7 @@ def test_log_factorial_table_is_gammaln_bit_for_bit(monkeypatch):
     same bits, on a table's edges and past the largest table kept (computed directly)."""
     from scipy.special import gammaln
 
-    from dpsynth.sampling import conditioned
+    from dpcounts.sampling import conditioned
 
     v = np.array([[0, 1, 2, 1023, 1024], [5000, 70_000, 3, 0, 1 << 17]], dtype=np.int64)
     np.testing.assert_array_equal(conditioned._log_factorial(v), gammaln(v + 1.0))
@@ -220,7 +220,7 @@ def test_log_factorial_table_is_gammaln_bit_for_bit(monkeypatch):
 
 def test_tree_rows_to_list_is_np_split():
     """The trimmed rows as slices are np.split's pieces, value for value."""
-    from dpsynth.sampling.conditioned import _rows_to_list
+    from dpcounts.sampling.conditioned import _rows_to_list
 
     rng = np.random.default_rng(7)
     prob = rng.random((50, 300))

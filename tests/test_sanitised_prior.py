@@ -11,8 +11,8 @@ import pytest
 from conftest import discrete_laplace_log_cdf
 from scipy import stats
 
-from dpsynth.privacy.discrete_laplace import discrete_laplace_log_pmf, scale_for
-from dpsynth.privacy.sanitised_prior import SanitisedPrior, sanitised_group_prior
+from dpcounts.privacy.discrete_laplace import discrete_laplace_log_pmf, scale_for
+from dpcounts.privacy.sanitised_prior import SanitisedPrior, sanitised_group_prior
 
 
 def test_fields_and_post_processing():

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpsynth.data.scenarios import draw_datasets, make_scenario
+from dpcounts.data.scenarios import draw_datasets, make_scenario
 
 POP = np.array([1000.0, 5000.0, 20000.0, 400.0])
 RATE = np.array([2e-4, 1e-4, 3e-4, 5e-4])

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpsynth.seeding import job_rng, stable_key
+from dpcounts.seeding import job_rng, stable_key
 
 
 def test_same_labels_same_stream():

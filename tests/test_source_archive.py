@@ -42,7 +42,7 @@ def source_archive(dest: Path) -> Path:
 
 
 def pytest_in(work: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("DPSYNTH_TEST_LANE", "PYTHONPATH")}
+    env = {k: v for k, v in os.environ.items() if k not in ("DPCOUNTS_TEST_LANE", "PYTHONPATH")}
     env["PYTHONPATH"] = str(work / "src")  # the archive's library, not the installed one
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
@@ -56,7 +56,7 @@ def pytest_in(work: Path, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def archive(tmp_path_factory):
-    return source_archive(tmp_path_factory.mktemp("archive") / "dpsynth-src")
+    return source_archive(tmp_path_factory.mktemp("archive") / "dpcounts-src")
 
 
 def test_the_whole_suite_collects_from_an_archive(archive):

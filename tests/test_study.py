@@ -11,11 +11,11 @@ import pytest
 from scipy.stats import spearmanr
 from workflow_helpers import filled_definition
 
-from dpsynth.studies.stage.definition import StudyConfigError
-from dpsynth.studies.stage.guide import smallest_epsilon
-from dpsynth.studies.stage.measures import study_measures
-from dpsynth.studies.stage.selection import parse_age_band
-from dpsynth.studies.stage.table import StudyDataError, load_study_table
+from dpcounts.studies.stage.definition import StudyConfigError
+from dpcounts.studies.stage.guide import smallest_epsilon
+from dpcounts.studies.stage.measures import study_measures
+from dpcounts.studies.stage.selection import parse_age_band
+from dpcounts.studies.stage.table import StudyDataError, load_study_table
 
 
 def table(tmp_path, frame=None, name="strata.csv"):
@@ -103,7 +103,7 @@ def test_a_bad_definition_names_its_key_in_one_line(tmp_path, changes, key, expe
 def test_an_entry_whose_defaults_were_not_filled_is_refused_by_key(tmp_path):
     """The library keeps no copy of the schema's defaults: an unchecked entry is refused,
     naming the first missing key."""
-    from dpsynth.studies.stage.definition import study_definition
+    from dpcounts.studies.stage.definition import study_definition
 
     with pytest.raises(StudyConfigError, match="config key studies.s.prior: missing; expected"):
         study_definition("s", entry(tmp_path / "x.csv"))
@@ -244,7 +244,7 @@ def test_average_ranks_are_scipys_rankdata():
     ties averaged, a row with a NaN all NaN, one row or many."""
     from scipy.stats import rankdata
 
-    from dpsynth.studies.stage.measures import average_ranks
+    from dpcounts.studies.stage.measures import average_ranks
 
     rng = np.random.default_rng(7)
     rows = rng.integers(0, 6, size=(50, 40)).astype(float)  # many ties

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from workflow_helpers import schema_defaults
 
-from dpsynth.data.scenarios import draw_datasets, make_scenario
-from dpsynth.studies.study1 import ARM_NAMES, METRICS, Geography, score_datasets, truth_metrics
+from dpcounts.data.scenarios import draw_datasets, make_scenario
+from dpcounts.studies.study1 import ARM_NAMES, METRICS, Geography, score_datasets, truth_metrics
 
 PRIOR_SHARE = schema_defaults()["study1"]["prior_budget_fraction"]
 
@@ -79,7 +79,7 @@ def test_md_and_pg_national_agree_in_scenario_1():
 def test_behaviour_checks_read_the_summary():
     import pandas as pd
 
-    from dpsynth.studies.study1 import behaviour_checks
+    from dpcounts.studies.study1 import behaviour_checks
 
     def row(scenario, arm, metric, eps, med, lo, hi):
         return dict(
@@ -132,7 +132,7 @@ def _summary(scale=1.0):
 
 
 def test_stack_age_groups_labels_rows_and_keeps_the_order():
-    from dpsynth.studies.study1 import SUMMARY_COLUMNS, stack_age_groups
+    from dpcounts.studies.study1 import SUMMARY_COLUMNS, stack_age_groups
 
     stacked = stack_age_groups({"85+": _summary(3.0), "45-54": _summary(1.0)})
     assert list(stacked.columns) == ["age_group", *SUMMARY_COLUMNS]
@@ -143,7 +143,7 @@ def test_stack_age_groups_labels_rows_and_keeps_the_order():
 
 
 def test_stack_age_groups_rejects_bad_input():
-    from dpsynth.studies.study1 import stack_age_groups
+    from dpcounts.studies.study1 import stack_age_groups
 
     with pytest.raises(ValueError, match="at least one"):
         stack_age_groups({})
@@ -156,8 +156,8 @@ def test_stack_age_groups_rejects_bad_input():
 def test_appendix_figures_say_the_truth_is_modelled():
     import matplotlib.pyplot as plt
 
-    from dpsynth.plots.study1 import figure_appendix_disparities, figure_appendix_rmse
-    from dpsynth.studies.study1 import stack_age_groups
+    from dpcounts.plots.study1 import figure_appendix_disparities, figure_appendix_rmse
+    from dpcounts.studies.study1 import stack_age_groups
 
     summary = stack_age_groups({"45-54": _summary(1.0), "85+": _summary(5.0)})
     rmse = figure_appendix_rmse(summary, correlation=0.7)

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 from workflow_helpers import schema_defaults
 
-from dpsynth.data.scenarios import draw_datasets, make_scenario
-from dpsynth.privacy.calibrate import calibrate
-from dpsynth.studies.study1 import Geography, score_datasets
+from dpcounts.data.scenarios import draw_datasets, make_scenario
+from dpcounts.privacy.calibrate import calibrate
+from dpcounts.studies.study1 import Geography, score_datasets
 
 PRIOR_SHARE = schema_defaults()["study1"]["prior_budget_fraction"]
 
@@ -59,7 +59,7 @@ def medians(study, mechanism: str, epsilon: float, seed: int = 11) -> dict[str, 
 
 
 def truth(study) -> dict[str, float]:
-    from dpsynth.studies.study1 import truth_metrics
+    from dpcounts.studies.study1 import truth_metrics
 
     scenario, geo, _ = study
     return truth_metrics(scenario, geo)

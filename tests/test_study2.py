@@ -9,19 +9,19 @@ import pytest
 import yaml
 from workflow_helpers import REPO, filled_definition, schema_defaults
 
-from dpsynth.data.pennsylvania import load_pennlc, load_pennsylvania_counties
-from dpsynth.data.pennsylvania_standin import (
+from dpcounts.data.pennsylvania import load_pennlc, load_pennsylvania_counties
+from dpcounts.data.pennsylvania_standin import (
     CANCERS,
     STANDIN_AGE_GROUPS,
     StandinModel,
     expand_populations,
     standin_strata,
 )
-from dpsynth.data.standard_population import load_standard_population, standard_weights
-from dpsynth.privacy.calibrate import calibrate
-from dpsynth.studies.stage.measures import study_measures
-from dpsynth.studies.stage.table import age_bands, load_study_table
-from dpsynth.studies.study2.tables import county_urban, study_table
+from dpcounts.data.standard_population import load_standard_population, standard_weights
+from dpcounts.privacy.calibrate import calibrate
+from dpcounts.studies.stage.measures import study_measures
+from dpcounts.studies.stage.table import age_bands, load_study_table
+from dpcounts.studies.study2.tables import county_urban, study_table
 
 
 @pytest.fixture(scope="module")

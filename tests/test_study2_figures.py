@@ -1,6 +1,6 @@
 """Study 2's figures name and colour arms from the config (issue #16: arms are data): an
 arm's legend is its ``title`` (default: its name), its colour the one every figure gives
-it (dpsynth.plots.style.arm_style: by its mechanism, method and prior, never by its
+it (dpcounts.plots.style.arm_style: by its mechanism, method and prior, never by its
 place); the studies' titles head the figures."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import pytest
 import yaml
 from workflow_helpers import filled_definition
 
-from dpsynth.plots.study2 import figure_disparities, figure_shapes, figure_toy
-from dpsynth.plots.style import arm_style, arm_title
-from dpsynth.studies.stage.definition import config_arms
+from dpcounts.plots.study2 import figure_disparities, figure_shapes, figure_toy
+from dpcounts.plots.style import arm_style, arm_title
+from dpcounts.studies.stage.definition import config_arms
 
 REPO = Path(__file__).resolve().parents[1]
 ARMS = [

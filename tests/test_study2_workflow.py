@@ -11,7 +11,7 @@ import yaml
 from matplotlib import image as mpimg
 from workflow_helpers import REPO, TEST_CONFIG, copy_project, export_commit, merged, snakemake
 
-from dpsynth.studies.stage.summary import SUMMARY_COLUMNS
+from dpcounts.studies.stage.summary import SUMMARY_COLUMNS
 
 pytestmark = pytest.mark.slow
 

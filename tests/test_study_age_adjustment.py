@@ -12,11 +12,11 @@ import pytest
 import yaml
 from workflow_helpers import REPO, copy_project, filled_definition, snakemake
 
-from dpsynth.data.standard_population import load_standard_population, standard_weights
-from dpsynth.studies.stage.age import age_adjustment, single_year_standard
-from dpsynth.studies.stage.measures import study_measures
-from dpsynth.studies.stage.rates import band_key
-from dpsynth.studies.stage.table import StudyDataError, load_study_table
+from dpcounts.data.standard_population import load_standard_population, standard_weights
+from dpcounts.studies.stage.age import age_adjustment, single_year_standard
+from dpcounts.studies.stage.measures import study_measures
+from dpcounts.studies.stage.rates import band_key
+from dpcounts.studies.stage.table import StudyDataError, load_study_table
 
 STANDARD = REPO / "data/us_standard_population_2000.csv"
 AREAS = [f"a{k:02d}" for k in range(6)]

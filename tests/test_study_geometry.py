@@ -11,7 +11,7 @@ import pytest
 from shapely.geometry import box
 from workflow_helpers import filled_definition
 
-from dpsynth.studies.stage.table import StudyDataError, load_study_table
+from dpcounts.studies.stage.table import StudyDataError, load_study_table
 
 TRACTS = [f"{k:05d}" for k in range(1, 7)]
 
@@ -125,7 +125,7 @@ def test_missing_allow_lets_areas_without_a_shape_through(strata_csv, tmp_path):
 
 
 def test_missing_defaults_to_refuse_and_takes_refuse_or_allow(tmp_path):
-    from dpsynth.studies.stage.definition import StudyConfigError
+    from dpcounts.studies.stage.definition import StudyConfigError
 
     assert definition(tmp_path, {"path": "a.gpkg"}).geometry_missing == "refuse"
     with pytest.raises(StudyConfigError) as error:

@@ -12,13 +12,13 @@ import pandas as pd
 import pytest
 from workflow_helpers import filled_definition
 
-from dpsynth.seeding import job_rng
-from dpsynth.studies.stage.guide import VERDICTS, Truncation, judge, study_guide
-from dpsynth.studies.stage.measures import KINDS, MEASURES, Measure, study_measures
-from dpsynth.studies.stage.prior import prior_rates
-from dpsynth.studies.stage.simulate import calibrate_chunk, reference_metrics, simulate_chunk
-from dpsynth.studies.stage.summary import summarise_study
-from dpsynth.studies.stage.table import load_study_table
+from dpcounts.seeding import job_rng
+from dpcounts.studies.stage.guide import VERDICTS, Truncation, judge, study_guide
+from dpcounts.studies.stage.measures import KINDS, MEASURES, Measure, study_measures
+from dpcounts.studies.stage.prior import prior_rates
+from dpcounts.studies.stage.simulate import calibrate_chunk, reference_metrics, simulate_chunk
+from dpcounts.studies.stage.summary import summarise_study
+from dpcounts.studies.stage.table import load_study_table
 
 RATIO = Measure("disparity:d", "d", "rate ratio", KINDS["ratio"], function=None)
 RMSE = MEASURES[0]
@@ -195,7 +195,7 @@ def test_datasets_needed_from_either_side_of_the_tolerance():
     """A median outside the tolerance whose interval reaches into it: the interval's half
     towards the edge against the median's distance to it; the rule rounds up, and asks
     for at least one dataset more."""
-    from dpsynth.studies.stage.guide import datasets_needed
+    from dpcounts.studies.stage.guide import datasets_needed
 
     assert datasets_needed(20, 2.3, 2.15, 2.4, (1.8, 2.2)) == 45  # 20 x (0.15 / 0.1)^2
     assert datasets_needed(20, 1.7, 1.6, 1.9, (1.8, 2.2)) == 80  # 20 x (0.2 / 0.1)^2
@@ -239,8 +239,8 @@ def test_the_guide_and_the_release_agree_on_the_largest_epsilon(tmp_path, privat
                                                                 strata):  # fmt: skip
     """The largest epsilon the guide lets a pg release spend is where a release starts to
     refuse: 3% below it a release is made, 3% above it the release refuses, naming it."""
-    from dpsynth.release import ReleaseError, ReleaseRequest, build_release
-    from dpsynth.studies.stage.guide import releasable_epsilon
+    from dpcounts.release import ReleaseError, ReleaseRequest, build_release
+    from dpcounts.studies.stage.guide import releasable_epsilon
 
     rng = np.random.default_rng(strata)
     frame = pd.DataFrame({"code": np.arange(strata), "count": rng.poisson(20, strata),
@@ -316,7 +316,7 @@ def test_a_table_with_large_counts_keeps_its_disparity_only_where_a_release_can(
     rate is public, so the epsilon is the sets' alone), but a pg release of these 40 strata
     allows at most about 27 per set at the default delta: the guide names no epsilon,
     says it is not met within a release's largest, and a tolerance of 25% is met within it."""
-    from dpsynth.studies.stage.guide import releasable_epsilon
+    from dpcounts.studies.stage.guide import releasable_epsilon
 
     frame = two_groups(20, 20_000)
     grid = {"start": 0.01, "stop": 1000, "num": 11}
@@ -411,8 +411,8 @@ def test_a_truncated_arm_stuck_at_its_floor_is_told_no_epsilon_helps(floored):
 
 def test_the_guide_labels_each_arm_as_the_figures_do(floored):
     """Issue #33: one vocabulary of arm labels; guide.csv keeps the arm's id beside it."""
-    from dpsynth.arms import Arm
-    from dpsynth.plots.style import EPSILON, arm_title
+    from dpcounts.arms import Arm
+    from dpcounts.plots.style import EPSILON, arm_title
 
     d, _, guide = floored
     arms = {arm.name: arm for arm in d.arms}
@@ -424,7 +424,7 @@ def test_the_guide_labels_each_arm_as_the_figures_do(floored):
     assert (
         arm_title(paper).replace(EPSILON, "ε") == "untruncated: PG (paper calibration, nominal ε)"
     )
-    from dpsynth.arms import arm_title as table_title
+    from dpcounts.arms import arm_title as table_title
 
     assert table_title(paper) == arm_title(paper).replace(EPSILON, "ε")
 
@@ -435,8 +435,8 @@ def test_the_figures_say_the_guides_verdicts_word_for_word(floored, tmp_path):
     import matplotlib
 
     matplotlib.use("Agg")
-    from dpsynth.plots.study import figure_guide, figure_measures
-    from dpsynth.studies.stage.measures import study_measure_list
+    from dpcounts.plots.study import figure_guide, figure_measures
+    from dpcounts.studies.stage.measures import study_measure_list
 
     d, summary, guide = floored
     # one row made a wobble: the verdict's words travel from the table to the figures
@@ -465,8 +465,8 @@ def test_a_new_measure_is_one_entry_and_one_function(tmp_path, monkeypatch):
     import matplotlib
 
     matplotlib.use("Agg")
-    from dpsynth.plots.study import figure_measures
-    from dpsynth.studies.stage import measures as registry
+    from dpcounts.plots.study import figure_measures
+    from dpcounts.studies.stage import measures as registry
 
     def mae(m, counts, truth, rates):
         true_rates = m.area_rates(truth)[0]
@@ -490,8 +490,8 @@ def test_a_new_measure_is_one_entry_and_one_function(tmp_path, monkeypatch):
 def test_a_study_in_one_process_writes_each_unit_as_its_own_job_would(tmp_path):
     """simulate_study (the bundled job) writes, file for file, what each calibration
     chunk, draw chunk and the reference give when run alone with their own streams."""
-    from dpsynth.design import calibration_chunk
-    from dpsynth.studies.stage.simulate import simulate_study
+    from dpcounts.design import calibration_chunk
+    from dpcounts.studies.stage.simulate import simulate_study
 
     two_groups(6, 2_000).to_csv(tmp_path / "t.csv", index=False)
     spec = {"table": "t.csv", "keys": ["area", "group"], "count": "y", "population": "n",

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from shapely.geometry import box
 
-from dpsynth.arms import Arm
-from dpsynth.plots.study import arm_title, figure_maps
-from dpsynth.plots.style import RATE_CMAP
+from dpcounts.arms import Arm
+from dpcounts.plots.study import arm_title, figure_maps
+from dpcounts.plots.style import RATE_CMAP
 
 AREAS = [f"{k:05d}" for k in range(1, 9)]
 
@@ -115,7 +115,7 @@ def test_shapes_of_no_area_are_not_drawn():
 def test_study1_maps_share_one_colour_bar_and_draw_state_outlines():
     """Study 1's county maps go through the same grid: the truth once, MD and PG-state at
     each map epsilon, every axes a map, one colour bar, and the state outlines drawn."""
-    from dpsynth.plots.study1 import figure_maps as study1_maps
+    from dpcounts.plots.study1 import figure_maps as study1_maps
 
     counties = geometry().rename(columns={"code": "fips"})
     rng = np.random.default_rng(3)
@@ -158,7 +158,7 @@ def test_a_grid_draws_each_panels_areas_once_and_those_without_a_value_grey():
     from matplotlib.colors import Normalize, to_rgba
     from shapely.geometry import MultiPolygon
 
-    from dpsynth.plots.maps import map_grid
+    from dpcounts.plots.maps import map_grid
 
     holed = box(0, 0, 3, 3).difference(box(1, 1, 2, 2))  # a polygon with a hole
     parts = MultiPolygon([box(4, 0, 5, 1), box(6, 0, 7, 1)])  # one area in two parts
@@ -190,7 +190,7 @@ def test_a_grid_draws_each_panels_areas_once_and_those_without_a_value_grey():
 
 
 def test_one_outlier_saturates_with_an_arrow_while_the_others_spread_over_the_colours():
-    """The colour rule of every map (dpsynth.plots.maps.rate_scale): among ten districts
+    """The colour rule of every map (dpcounts.plots.maps.rate_scale): among ten districts
     whose rates are 10 to 19 per 100,000 and one at 1,000, the outlier takes the top colour
     and the colour bar an arrow at its end, while the ten others spread over the colour
     map (a linear scale to 1,000 would give them all one colour)."""
@@ -228,7 +228,7 @@ def test_one_outlier_saturates_with_an_arrow_while_the_others_spread_over_the_co
 
 
 def test_skewed_rates_spanning_a_decade_get_log_colours():
-    from dpsynth.plots.maps import rate_scale
+    from dpcounts.plots.maps import rate_scale
 
     scale = rate_scale(np.geomspace(1, 1000, 50))
     assert scale.log and scale.extend == "both"
@@ -240,7 +240,7 @@ def test_a_custom_projection_is_footnoted_by_its_parameters():
     """A geometry in an unnamed CRS (a PROJ string, as a shapefile's .prj of a custom
     grid gives) is drawn in it and footnoted by its projection method and key parameters,
     never "drawn in unknown"."""
-    from dpsynth.plots.maps import crs_description
+    from dpcounts.plots.maps import crs_description
 
     lcc = ("+proj=lcc +lat_1=34.3 +lat_2=36.2 +lat_0=33.75 +lon_0=-79 +x_0=609601.22 "
            "+y_0=0 +datum=NAD83 +units=m +no_defs")  # fmt: skip
@@ -268,7 +268,7 @@ def test_outlines_are_the_lines_geopandas_draws():
     redraws the whole figure on every call)."""
     from shapely.geometry import GeometryCollection, LineString, MultiLineString
 
-    from dpsynth.plots.maps import boundaries, draw_lines, line_segments
+    from dpcounts.plots.maps import boundaries, draw_lines, line_segments
 
     lines = boundaries(geometry(), "state")
     extra = gpd.GeoSeries([MultiLineString([[(0, 0), (1, 1)], [(2, 2), (3, 1), (4, 4)]]),

@@ -18,8 +18,8 @@ import pandas as pd
 import pytest
 from shapely.geometry import box
 
-from dpsynth.arms import Arm
-from dpsynth.plots.study import figure_maps
+from dpcounts.arms import Arm
+from dpcounts.plots.study import figure_maps
 
 ARMS = [Arm("pg", "certified")]
 EPSILONS = [1.0]
@@ -97,7 +97,7 @@ def test_a_geometry_in_degrees_without_a_crs_is_taken_as_wgs84_with_a_warning(ca
     warning says so) and they are drawn in Lambert azimuthal equal-area centred on 60N, 10E,
     not in raw degrees (which would make them twice as wide as they are)."""
     frame = grid(8.0, 59.0, 1.0, 1.0, None)
-    with caplog.at_level(logging.WARNING, logger="dpsynth.plots.maps"):
+    with caplog.at_level(logging.WARNING, logger="dpcounts.plots.maps"):
         fig, truth, note = draw(frame)
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("no CRS" in m and "EPSG:4326" in m for m in warned), warned
@@ -114,7 +114,7 @@ def test_planar_coordinates_without_a_crs_are_drawn_as_they_are(caplog):
     """Metres of an unnamed grid (no CRS, far outside longitude/latitude): no warning, no
     reprojection."""
     frame = grid(512_000.0, 4_100_000.0, 3_000.0, 1_000.0, None, columns=2, rows=6)
-    with caplog.at_level(logging.WARNING, logger="dpsynth.plots.maps"):
+    with caplog.at_level(logging.WARNING, logger="dpcounts.plots.maps"):
         fig, truth, note = draw(frame)
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert "drawn as given (no CRS" in note

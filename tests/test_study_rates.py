@@ -1,4 +1,4 @@
-"""Group rates (:class:`dpsynth.studies.stage.rates.GroupRates`): direct age adjustment by hand,
+"""Group rates (:class:`dpcounts.studies.stage.rates.GroupRates`): direct age adjustment by hand,
 shared populations counted once, many rows at once, and refused empty bands."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpsynth.studies.stage.rates import GroupRates
+from dpcounts.studies.stage.rates import GroupRates
 
 WEIGHTS = pd.Series({"young": 0.6, "old": 0.4})
 UNIT_KEYS = ["county", "age", "race", "sex"]

@@ -37,8 +37,8 @@ import sources  # the data builder's fetch code, data/build/ (pytest pythonpath)
 from matplotlib import image as mpimg
 from workflow_helpers import REPO, copy_project, filled_definition, run_study
 
-from dpsynth.studies.stage.guide import VERDICTS
-from dpsynth.studies.stage.table import StudyDataError, load_study_table
+from dpcounts.studies.stage.guide import VERDICTS
+from dpcounts.studies.stage.table import StudyDataError, load_study_table
 
 RAW = (REPO / "data" / "raw").resolve()  # the data builder's download cache, git-ignored
 EXAMPLES = f"PySAL-{sources.PYSAL_VERSION}/pysal/examples"
@@ -406,11 +406,11 @@ def test_sids_released_from_its_study_says_what_the_guide_promised(sids_run, tmp
     the release takes everything from its entry (a prior by period, attributes, the
     geometry's areas) and reports each of the study's measures against the guide."""
     work, dbf, _ = sids_run
-    dpsynth = Path(sys.executable).parent / "dpsynth"
+    dpcounts = Path(sys.executable).parent / "dpcounts"
     env = dict(os.environ, XDG_DATA_HOME=str(tmp_path / "home"),
-               DPSYNTH_LEDGER=str(tmp_path / "ledger.jsonl"))  # fmt: skip
+               DPCOUNTS_LEDGER=str(tmp_path / "ledger.jsonl"))  # fmt: skip
     release = subprocess.run(
-        [str(dpsynth), "synthesize", "--study", "my_study.yaml:sids", "--mechanism",
+        [str(dpcounts), "synthesize", "--study", "my_study.yaml:sids", "--mechanism",
          "truncated", "--epsilon", "10.1", "--strata", "cross-product", "--dataset",
          "nc-sids", "--out", "released", "--quiet"],
         cwd=work, capture_output=True, text=True, env=env, timeout=600,
@@ -422,7 +422,7 @@ def test_sids_released_from_its_study_says_what_the_guide_promised(sids_run, tmp
         "fips",
         "period",
     ]
-    (utility,) = (tmp_path / "home" / "dpsynth" / "private").glob("*/utility.md")
+    (utility,) = (tmp_path / "home" / "dpcounts" / "private").glob("*/utility.md")
     text = utility.read_text()
     assert "arm `truncated_certified`" in text
     # the release on the study's own map (its shapefile declares no CRS)
@@ -436,6 +436,6 @@ def test_sids_released_from_its_study_says_what_the_guide_promised(sids_run, tmp
         assert f"the guide: {guide.loc[measure, 'verdict_text']}" in line
         truth = sids_expected(dbf).get(measure)
         assert f"(truth {truth:.3g})" in line
-    check = subprocess.run([str(dpsynth), "verify", "released"], cwd=work,
+    check = subprocess.run([str(dpcounts), "verify", "released"], cwd=work,
                            capture_output=True, text=True, env=env)  # fmt: skip
     assert check.returncode == 0, check.stdout

@@ -13,7 +13,7 @@ import yaml
 from matplotlib import image as mpimg
 from workflow_helpers import copy_project, snakemake
 
-from dpsynth.studies.stage.guide import VERDICTS
+from dpcounts.studies.stage.guide import VERDICTS
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from dpsynth.mechanisms.truncation import default_tail, poisson_quantile, truncation_bounds
+from dpcounts.mechanisms.truncation import default_tail, poisson_quantile, truncation_bounds
 
 QUANTILES = [1e-12, 5e-7, 4.9729472e-07, 5e-4, 0.025, 0.3, 0.5, 0.975, 0.9995, 1 - 5e-7]
 
@@ -75,7 +75,7 @@ def test_outside_its_domain_scipy_computes_it_all(q, mean):
 
 def test_a_national_tables_repeated_means_give_scipys_quantiles():
     """Above DISTINCT_FROM means, each distinct mean is computed once and spread back."""
-    from dpsynth.mechanisms.truncation import DISTINCT_FROM
+    from dpcounts.mechanisms.truncation import DISTINCT_FROM
 
     rng = np.random.default_rng(36)
     distinct = np.exp(rng.uniform(np.log(1e-4), np.log(1e4), 2_000))
@@ -88,7 +88,7 @@ def test_a_national_tables_repeated_means_give_scipys_quantiles():
 def test_a_national_tables_repeated_expected_counts_give_scipys_bounds(monkeypatch, inflation):
     """Above DISTINCT_FROM cells, the bounds factorise the expected counts once for both
     quantiles: the bounds of scipy's quantiles, cell by cell."""
-    import dpsynth.mechanisms.truncation as truncation
+    import dpcounts.mechanisms.truncation as truncation
 
     monkeypatch.setattr(truncation, "DISTINCT_FROM", 1_000)
     rng = np.random.default_rng(36)

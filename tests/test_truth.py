@@ -18,10 +18,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from workflow_helpers import REPO, TEST_CONFIG, copy_project, schema_defaults, snakemake
 
-from dpsynth.data import read_wonder
-from dpsynth.data.counties import queen_adjacency
-from dpsynth.data.truth import model as truth_model
-from dpsynth.data.truth.model import (
+from dpcounts.data import read_wonder
+from dpcounts.data.counties import queen_adjacency
+from dpcounts.data.truth import model as truth_model
+from dpcounts.data.truth.model import (
     TruthModel,
     car_factor,
     model_truth,
@@ -29,8 +29,8 @@ from dpsynth.data.truth.model import (
     modelled_total,
     proper_car_field,
 )
-from dpsynth.data.truth.observed import smooth_observed_rates, truth_from_wonder
-from dpsynth.data.truth.summary import morans_i, truth_summary
+from dpcounts.data.truth.observed import smooth_observed_rates, truth_from_wonder
+from dpcounts.data.truth.summary import morans_i, truth_summary
 
 #: The model of the default config (the schema holds its values).
 DEFAULT_MODEL = TruthModel.from_config(schema_defaults()["truth"]["model"])

@@ -1,4 +1,4 @@
-"""One age group's truth as the workflow saves it (dpsynth.data.truth.build), on a
+"""One age group's truth as the workflow saves it (dpcounts.data.truth.build), on a
 hand-made lattice: which source is used, the rate per 100,000 column and the summary."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 from test_truth import grid, morans_i_reference
 
-from dpsynth.data.age_groups import age_group_frame
-from dpsynth.data.truth.build import build_older_truth, build_truth
-from dpsynth.data.truth.summary import truth_summary
+from dpcounts.data.age_groups import age_group_frame
+from dpcounts.data.truth.build import build_older_truth, build_truth
+from dpcounts.data.truth.summary import truth_summary
 
 MODEL = {"total_deaths": 500.0, "state_sd": 0.1, "spatial_sd": 0.2, "spatial_dependence": 0.9,
          "iid_sd": 0.1}  # fmt: skip

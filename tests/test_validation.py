@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpsynth.data.validation import validate_strata
+from dpcounts.data.validation import validate_strata
 
 
 def strata(**overrides) -> pd.DataFrame:
@@ -130,7 +130,7 @@ def test_values_out_of_range_are_refused(count, population, message):
 def test_duplicate_keys_are_found_as_pandas_finds_them(rows, kind):
     """The coded duplicate check finds what ``frame.duplicated(keys)`` finds, whatever
     the columns' types (text held by Python or pyarrow, integers, booleans)."""
-    from dpsynth.data.validation import _has_duplicates
+    from dpcounts.data.validation import _has_duplicates
 
     frame = pd.DataFrame(rows, columns=["k", "n", "b"])
     frame["k"] = frame["k"].astype({"object": object, "string": "string",
@@ -142,7 +142,7 @@ def test_duplicate_keys_are_found_as_pandas_finds_them(rows, kind):
 def test_duplicates_beyond_a_combined_code_are_found():
     """Keys whose combinations do not fit one 62-bit code, and sparse ones, are checked
     too (pandas' check, and a sort of the combined codes)."""
-    from dpsynth.data.validation import _has_duplicates
+    from dpcounts.data.validation import _has_duplicates
 
     wide = pd.DataFrame({f"k{j}": np.arange(5000) % (4999 - j) for j in range(6)})
     assert not _has_duplicates(wide, list(wide.columns))

@@ -7,8 +7,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dpsynth.data import read_wonder
-from dpsynth.data.wonder import snake_case
+from dpcounts.data import read_wonder
+from dpcounts.data.wonder import snake_case
 
 FIXTURES = Path(__file__).parent / "fixtures" / "wonder"
 

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from workflow_helpers import REPO, TEST_CONFIG, copy_project, merged, snakemake
 
-from dpsynth.config_check import ConfigError, check_config
+from dpcounts.config_check import ConfigError, check_config
 
 SCHEMA = str(REPO / "workflow/schemas/config.schema.yaml")
 

@@ -12,10 +12,10 @@ import pytest
 from shapely.geometry import box
 from workflow_helpers import REPO
 
-from dpsynth.data.truth.build import SOURCES
-from dpsynth.plots import pseudo_posterior
-from dpsynth.plots.truth import SOURCE_LABELS, truth_map
-from dpsynth.studies.pseudo_posterior.tables import GATHERED
+from dpcounts.data.truth.build import SOURCES
+from dpcounts.plots import pseudo_posterior
+from dpcounts.plots.truth import SOURCE_LABELS, truth_map
+from dpcounts.studies.pseudo_posterior.tables import GATHERED
 
 
 def counties(codes=("01001", "01003", "01005")) -> gpd.GeoDataFrame:
@@ -30,7 +30,7 @@ def counties(codes=("01001", "01003", "01005")) -> gpd.GeoDataFrame:
                                                ("model", [20.0, 80.0])])  # fmt: skip
 def test_truth_map_names_its_source_and_shows_plain_numbers(source, rates):
     """Rates spanning more than a decade are drawn in log colours (every map's rule,
-    dpsynth.plots.maps.rate_scale), others in linear ones: plain numbers either way."""
+    dpcounts.plots.maps.rate_scale), others in linear ones: plain numbers either way."""
     truth = pd.DataFrame({"fips": ["01001", "01005"], "rate_per_100k": rates})
     fig = truth_map(counties(), truth, source)
     try:

@@ -70,7 +70,7 @@ def make_run(tmp_path_factory):
 
 def test_make_prints_one_line_per_job(make_run):
     """`make`'s stderr: one line per finished job (the laptop profile's logger,
-    src/snakemake_logger_plugin_dpsynth), no job blocks, and a closing line with the report
+    src/snakemake_logger_plugin_dpcounts), no job blocks, and a closing line with the report
     and figures; every job's block is in the full log under logs/snakemake/."""
     work, result = make_run
     lines = result.stderr.splitlines()
@@ -80,7 +80,7 @@ def test_make_prints_one_line_per_job(make_run):
     assert len(lines) < 300, f"{len(lines)} lines on stderr:\n" + result.stderr[-3000:]
     assert len(lines) <= total + 5, "\n".join(line for line in lines if line not in progress)
     assert not any("Shell command" in line or line.startswith("    input:") for line in lines)
-    assert lines[-1] == f"dpsynth: report {work}/report.html, figures {work}/figures/"
+    assert lines[-1] == f"dpcounts: report {work}/report.html, figures {work}/figures/"
     assert (work / "report.html").is_file() and (work / "figures").is_dir()
     closing = [line for line in lines if line.startswith("snakemake: ")]
     assert closing and closing[0].startswith(f"snakemake: {total} jobs finished; full log: ")
@@ -138,7 +138,7 @@ def test_study1_summaries_and_appendix_c_labels(clean_run):
 
     import yaml
 
-    from dpsynth.studies.study1 import ARM_NAMES, METRICS
+    from dpcounts.studies.study1 import ARM_NAMES, METRICS
 
     tiny = yaml.safe_load((REPO / TEST_CONFIG).read_text())["study1"]
     main = pd.read_parquet(clean_run / "results/study1/summary.parquet")
@@ -229,11 +229,11 @@ def test_killed_run_resumes_to_the_same_artifacts(clean_run, tmp_path):
 
 
 def test_library_never_imports_snakemake():
-    code = "import sys, dpsynth, pkgutil, importlib\n"
-    code += "for m in pkgutil.walk_packages(dpsynth.__path__, 'dpsynth.'):\n"
+    code = "import sys, dpcounts, pkgutil, importlib\n"
+    code += "for m in pkgutil.walk_packages(dpcounts.__path__, 'dpcounts.'):\n"
     code += "    if not m.name.endswith('__main__'):\n"
     code += "        importlib.import_module(m.name)\n"
-    code += "assert 'snakemake' not in sys.modules, 'dpsynth imported snakemake'\n"
+    code += "assert 'snakemake' not in sys.modules, 'dpcounts imported snakemake'\n"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
 
@@ -265,7 +265,7 @@ def test_report_reads_in_a_real_browser(make_run, tmp_path):
     executable = find_chromium()
     if executable is None:
         pytest.skip("no Chromium on this machine (Debian: apt-get install chromium)")
-    from dpsynth import provenance
+    from dpcounts import provenance
 
     with Chromium(executable, tmp_path / "profile", width=1280, height=800) as browser:
         browser.open((work / "report.html").as_uri())

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dpsynth.config_check import check_config
+from dpcounts.config_check import check_config
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -127,9 +127,9 @@ def study_entry(spec: dict) -> dict:
 
 
 def filled_definition(name: str, spec: dict, base: Path = Path()):
-    """:func:`dpsynth.studies.stage.definition.study_definition` of ``spec`` with the schema's
+    """:func:`dpcounts.studies.stage.definition.study_definition` of ``spec`` with the schema's
     defaults filled (:func:`study_entry`), as the workflow builds it."""
-    from dpsynth.studies.stage.definition import study_definition
+    from dpcounts.studies.stage.definition import study_definition
 
     return study_definition(name, study_entry(spec), base)
 
@@ -188,13 +188,13 @@ def run_studies(workdir: Path, studies: dict, timeout: float = 600) -> float:
     return time.perf_counter() - start
 
 
-def dpsynth_cli(workdir: Path, home: Path):
-    """A function that runs ``dpsynth ARGS...`` in ``workdir`` with its private folders
+def dpcounts_cli(workdir: Path, home: Path):
+    """A function that runs ``dpcounts ARGS...`` in ``workdir`` with its private folders
     and ledger under ``home`` (never the user's); it returns the completed process."""
-    env = dict(os.environ, XDG_DATA_HOME=str(home), DPSYNTH_LEDGER=str(home / "ledger.jsonl"))
+    env = dict(os.environ, XDG_DATA_HOME=str(home), DPCOUNTS_LEDGER=str(home / "ledger.jsonl"))
 
     def run(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-        return subprocess.run([str(BIN / "dpsynth"), *args], cwd=workdir, capture_output=True,
+        return subprocess.run([str(BIN / "dpcounts"), *args], cwd=workdir, capture_output=True,
                               text=True, env=env, timeout=timeout)  # fmt: skip
 
     return run

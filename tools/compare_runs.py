@@ -28,7 +28,7 @@ in ``EXCLUDED``, with its reason.
 
 Prints a short table; the exit status is 0 when nothing differs, 1 when anything does, 2
 when a folder is not a run folder. Standard library, numpy, pandas and matplotlib only (and
-PyYAML when present; without it YAML is compared as text): no dpsynth, so it compares runs
+PyYAML when present; without it YAML is compared as text): no dpcounts, so it compares runs
 of any two versions of the library. Tests call ``main(argv)`` in process.
 """
 

@@ -14,10 +14,10 @@ import numpy as np
 import pandas as pd
 import shapely
 
-from dpsynth.data import age_groups as ages
-from dpsynth.data import pennsylvania as pa
-from dpsynth.data.counties import STATE_POSTAL
-from dpsynth.io import atomic_path
+from dpcounts.data import age_groups as ages
+from dpcounts.data import pennsylvania as pa
+from dpcounts.data.counties import STATE_POSTAL
+from dpcounts.io import atomic_path
 
 #: Visvalingam-Whyatt tolerance (degrees) of the coverage simplification: keeps shared
 #: borders shared (so queen adjacency survives, checked below) and shrinks the file ~3x.
@@ -154,7 +154,7 @@ def build_counties(nat_shp: Path, nat_gal: Path, nat_gal_by_row: Path, out_dir: 
 
 
 def build_age_groups(population_json: Path, counties_path: Path, out_dir: Path) -> list[Path]:
-    """Modelled county populations by age group (see dpsynth.data.age_groups)."""
+    """Modelled county populations by age group (see dpcounts.data.age_groups)."""
     counties = gpd.read_parquet(counties_path)
     national = ages.read_national_population(population_json, year=1980)
     table = ages.model_county_age_counts(national, counties["population"], counties["median_age"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from dpsynth.io import sha256_file as sha256
+from dpcounts.io import sha256_file as sha256
 
 START = "<!-- checksums:start (written by data/build/build_data.py; do not edit) -->"
 END = "<!-- checksums:end -->"

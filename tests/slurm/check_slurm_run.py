@@ -114,7 +114,7 @@ def main() -> None:
     args = parser.parse_args()
 
     # Removed on success only, so a failed run's logs (.snakemake/slurm_logs) can be read.
-    tmp = Path(tempfile.mkdtemp(prefix="dpsynth-slurm-"))
+    tmp = Path(tempfile.mkdtemp(prefix="dpcounts-slurm-"))
     print(f"project copies in {tmp}", flush=True)
     compare(tmp, args)
     shutil.rmtree(tmp)

@@ -5,7 +5,7 @@
 #
 # 1. installs Debian's slurm-wlm and munge when missing (apt-get update once first; root);
 # 2. starts munged, slurmctld and slurmd on loopback only, with every file (config, keys,
-#    state, logs, pid files) under $SLURM_TEST_STATE (default /var/tmp/dpsynth-slurm-test);
+#    state, logs, pid files) under $SLURM_TEST_STATE (default /var/tmp/dpcounts-slurm-test);
 # 3. runs tests/slurm/check_slurm_run.py: the tiny config through workflow/profiles/slurm
 #    and through the local default profile, in two throw-away copies of the project, and
 #    checks that the jobs went through sbatch (slurmctld's job-completion log) and that
@@ -24,7 +24,7 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
-STATE="${SLURM_TEST_STATE:-/var/tmp/dpsynth-slurm-test}"
+STATE="${SLURM_TEST_STATE:-/var/tmp/dpcounts-slurm-test}"
 TIMEOUT="${SLURM_TEST_TIMEOUT:-1800}"
 PYTHON="${PYTHON:-$REPO/.venv/bin/python}"
 CTLD_PORT="${SLURM_TEST_CTLD_PORT:-6817}"
@@ -49,7 +49,7 @@ stop_daemon() {
     rm -f "$pidfile"
 }
 
-# Every process this test starts carries DPSYNTH_SLURM_TEST=$STATE in its environment
+# Every process this test starts carries DPCOUNTS_SLURM_TEST=$STATE in its environment
 # (set on the daemons and on the check, not on this shell): the daemons, slurmstepd, the
 # snakemake runs and the jobs they submit. Stop those still running, by pid.
 stop_marked() {
@@ -59,7 +59,7 @@ stop_marked() {
         pid="${pid%/environ}"
         [ "$pid" = "$$" ] && continue
         # (processes come and go while we look: read errors are expected and ignored)
-        if { tr '\0' '\n' <"$environ"; } 2>/dev/null | grep -qxF "DPSYNTH_SLURM_TEST=$STATE"; then
+        if { tr '\0' '\n' <"$environ"; } 2>/dev/null | grep -qxF "DPCOUNTS_SLURM_TEST=$STATE"; then
             kill -TERM "$pid" 2>/dev/null || true
         fi
     done
@@ -98,8 +98,8 @@ fi
 
 # Outer layer: the hard timeout around everything, then a teardown that runs even when
 # the inner run had to be killed.
-if [ -z "${_DPSYNTH_SLURM_INNER:-}" ]; then
-    export _DPSYNTH_SLURM_INNER=1
+if [ -z "${_DPCOUNTS_SLURM_INNER:-}" ]; then
+    export _DPCOUNTS_SLURM_INNER=1
     rc=0
     timeout --signal=TERM --kill-after=30 "$TIMEOUT" bash "${BASH_SOURCE[0]}" "$@" || rc=$?
     teardown
@@ -153,7 +153,7 @@ SOCKET="$STATE/munge/munge.socket"
 
 cat >"$STATE/slurm.conf" <<CONF
 # One-node test cluster written by tests/slurm/run.sh; loopback only.
-ClusterName=dpsynthtest
+ClusterName=dpcountstest
 SlurmctldHost=$HOST(127.0.0.1)
 SlurmctldPort=$CTLD_PORT
 SlurmdPort=$SLURMD_PORT
@@ -200,11 +200,11 @@ mkdir -p "$(dirname "$SYSTEM_CONF")"
 ln -sfn "$SLURM_CONF" "$SYSTEM_CONF"
 
 log "starting munged, slurmctld, slurmd (state in $STATE)"
-DPSYNTH_SLURM_TEST="$STATE" munged --force --key-file="$STATE/munge/munge.key" --socket="$SOCKET" \
+DPCOUNTS_SLURM_TEST="$STATE" munged --force --key-file="$STATE/munge/munge.key" --socket="$SOCKET" \
     --pid-file="$STATE/munge/munged.pid" --log-file="$STATE/logs/munged.log" \
     --seed-file="$STATE/munge/munged.seed"
-DPSYNTH_SLURM_TEST="$STATE" slurmctld -f "$SLURM_CONF"
-DPSYNTH_SLURM_TEST="$STATE" slurmd -f "$SLURM_CONF"
+DPCOUNTS_SLURM_TEST="$STATE" slurmctld -f "$SLURM_CONF"
+DPCOUNTS_SLURM_TEST="$STATE" slurmd -f "$SLURM_CONF"
 
 # Wait until the node is idle (or give up after 60 s and show why).
 for i in $(seq 1 60); do
@@ -220,6 +220,6 @@ done
 log "cluster up: $(sinfo -h -o '%P %a %D %T %c CPUs')"
 
 # --- 3. the check -----------------------------------------------------------------------
-DPSYNTH_SLURM_TEST="$STATE" "$PYTHON" "$HERE/check_slurm_run.py" --jobcomp-log "$STATE/logs/jobcomp.log" \
+DPCOUNTS_SLURM_TEST="$STATE" "$PYTHON" "$HERE/check_slurm_run.py" --jobcomp-log "$STATE/logs/jobcomp.log" \
     --slurmctld-log "$STATE/logs/slurmctld.log"
 log "PASSED"

@@ -3,16 +3,16 @@ import os
 
 from snakemake.io import report as captioned
 
-from dpsynth import __version__ as dpsynth_version
-from dpsynth import provenance as prov
-from dpsynth.data.age_groups import AGE_GROUPS
-from dpsynth.design import calibration_chunk
-from dpsynth.studies.study1 import Study1Design
+from dpcounts import __version__ as dpcounts_version
+from dpcounts import provenance as prov
+from dpcounts.data.age_groups import AGE_GROUPS
+from dpcounts.design import calibration_chunk
+from dpcounts.studies.study1 import Study1Design
 
 #: The conda environment of every job (`--sdm conda`): Python and the pinned packages of
 #: requirements.txt, written from it by tools/write_environment.py (a test checks that they
-#: agree); dpsynth comes from src/ through PYTHONPATH (Snakefile). Relative to the rules.
-DPSYNTH_ENV = "../../environment.yml"
+#: agree); dpcounts comes from src/ through PYTHONPATH (Snakefile). Relative to the rules.
+DPCOUNTS_ENV = "../../environment.yml"
 
 # Every job is one single-threaded process (`threads: 1` on the compute rules; the
 # Snakefile sets one BLAS/OpenMP thread): a run's parallelism is its number of jobs.
@@ -55,7 +55,7 @@ def report_figures(stem, caption, category, subcategory=None):
 
 
 # ---- provenance: each figure rule's params.provenance, which its caption ends with and
-# the report's landing page lists (dpsynth.provenance holds every dataset's line) -------
+# the report's landing page lists (dpcounts.provenance holds every dataset's line) -------
 def study1_provenance(appendix=False):
     """The datasets of Study 1's figures (Appendix C's when ``appendix``)."""
     s1 = config["study1"]
@@ -213,8 +213,8 @@ def checked_studies():
     """
     import sys
 
-    from dpsynth.studies.stage.definition import StudyConfigError, study_definition
-    from dpsynth.studies.stage.table import StudyDataError, load_study_table
+    from dpcounts.studies.stage.definition import StudyConfigError, study_definition
+    from dpcounts.studies.stage.table import StudyDataError, load_study_table
 
     studies = {}
     for name, entry in config.get("studies", {}).items():

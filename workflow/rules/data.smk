@@ -24,7 +24,7 @@ rule data_map_population_35_44:
     benchmark:
         "logs/benchmarks/data/population_35_44.tsv"
     conda:
-        DPSYNTH_ENV
+        DPCOUNTS_ENV
     params:
         provenance=prov.lines(prov.POPULATIONS_1980),
     script:
@@ -42,7 +42,7 @@ rule data_map_pennlc_crude_rates:
     benchmark:
         "logs/benchmarks/data/pennlc_crude_rates.tsv"
     conda:
-        DPSYNTH_ENV
+        DPCOUNTS_ENV
     params:
         provenance=prov.lines(prov.PENNLC),
     script:

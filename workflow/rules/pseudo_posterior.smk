@@ -63,7 +63,7 @@ rule pseudo_posterior_simulate:
         "logs/benchmarks/pseudo_posterior/simulate_{dataset}.tsv"
     priority: 2
     conda:
-        DPSYNTH_ENV
+        DPCOUNTS_ENV
     threads: 1
     params:
         seed=config["seed"],
@@ -85,7 +85,7 @@ rule pseudo_posterior_fit:
         "logs/benchmarks/pseudo_posterior/fit_{dataset}.tsv"
     priority: 2
     conda:
-        DPSYNTH_ENV
+        DPCOUNTS_ENV
     threads: 1
     params:
         seed=config["seed"],
@@ -108,7 +108,7 @@ rule pseudo_posterior_synthesize:
         "logs/benchmarks/pseudo_posterior/synthesize_{dataset}.tsv"
     priority: 2
     conda:
-        DPSYNTH_ENV
+        DPCOUNTS_ENV
     threads: 1
     params:
         seed=config["seed"],
@@ -137,7 +137,7 @@ rule pseudo_posterior_summarize:
         "logs/benchmarks/pseudo_posterior/summarize.tsv"
     priority: 2
     conda:
-        DPSYNTH_ENV
+        DPCOUNTS_ENV
     params:
         datasets=PP_DATASETS,
         tolerance=PP["equal_delta"]["tolerance"],
@@ -162,7 +162,7 @@ rule pseudo_posterior_figures:
         dataset="|".join(PP_DATASETS),
     priority: 1
     conda:
-        DPSYNTH_ENV
+        DPCOUNTS_ENV
     params:
         provenance=pseudo_posterior_provenance,
     script:

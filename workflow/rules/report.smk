@@ -17,9 +17,9 @@ rule run_config:
     benchmark:
         "logs/benchmarks/report/run_config.tsv"
     conda:
-        DPSYNTH_ENV
+        DPCOUNTS_ENV
     params:
         config=run_config(),
-        code=prov.code_version(workflow.basedir, dpsynth_version),
+        code=prov.code_version(workflow.basedir, dpcounts_version),
     script:
         "../scripts/run_config.py"

@@ -62,7 +62,7 @@ rule study_strata:
         "logs/benchmarks/studies/{study}/strata.tsv"
     priority: 2
     conda:
-        DPSYNTH_ENV
+        DPCOUNTS_ENV
     threads: 1
     params:
         seed=config["seed"],
@@ -91,7 +91,7 @@ if config["job_structure"] == "split":
             echunk=r"e\d+",
         priority: 1
         conda:
-            DPSYNTH_ENV
+            DPCOUNTS_ENV
         threads: 1
         resources:
             runtime=60,
@@ -117,7 +117,7 @@ if config["job_structure"] == "split":
             chunk=r"e\d+_d\d+",
         priority: 1
         conda:
-            DPSYNTH_ENV
+            DPCOUNTS_ENV
         threads: 1
         resources:
             runtime=60,
@@ -142,7 +142,7 @@ if config["job_structure"] == "split":
             "logs/benchmarks/studies/{study}/reference.tsv"
         priority: 1
         conda:
-            DPSYNTH_ENV
+            DPCOUNTS_ENV
         threads: 1
         resources:
             runtime=60,
@@ -176,7 +176,7 @@ else:
                 study=bundled_study,
             priority: 1
             conda:
-                DPSYNTH_ENV
+                DPCOUNTS_ENV
             threads: 1
             resources:
                 runtime=240,
@@ -209,7 +209,7 @@ rule study_summary:
         "logs/benchmarks/studies/{study}/summary.tsv"
     priority: 1
     conda:
-        DPSYNTH_ENV
+        DPCOUNTS_ENV
     params:
         entry=study_entry,
     script:
@@ -237,7 +237,7 @@ rule study_figures:
         "logs/benchmarks/studies/{study}/figures.tsv"
     priority: 1
     conda:
-        DPSYNTH_ENV
+        DPCOUNTS_ENV
     params:
         entry=study_entry,
         provenance=study_provenance,
@@ -257,7 +257,7 @@ rule study_maps:
         "logs/benchmarks/studies/{study}/maps.tsv"
     priority: 1
     conda:
-        DPSYNTH_ENV
+        DPCOUNTS_ENV
     params:
         entry=study_entry,
         provenance=study_provenance,

@@ -64,7 +64,7 @@ if config["job_structure"] == "split":
             scenario="[1-4]",
         priority: 1
         conda:
-            DPSYNTH_ENV
+            DPCOUNTS_ENV
         threads: 1
         params:
             urban_threshold=S1["urban_threshold"],
@@ -85,7 +85,7 @@ if config["job_structure"] == "split":
             scenario="[1-4]",
         priority: 1
         conda:
-            DPSYNTH_ENV
+            DPCOUNTS_ENV
         threads: 1
         params:
             seed=config["seed"],
@@ -111,7 +111,7 @@ if config["job_structure"] == "split":
             chunk=r"e\d+_d\d+",
         priority: 1
         conda:
-            DPSYNTH_ENV
+            DPCOUNTS_ENV
         threads: 1
         resources:
             runtime=20,
@@ -148,7 +148,7 @@ if config["job_structure"] == "split":
             run=STUDY1_RUNS,
         priority: 2
         conda:
-            DPSYNTH_ENV
+            DPCOUNTS_ENV
         script:
             "../scripts/study1_summary.py"
 
@@ -185,7 +185,7 @@ else:
                 run=bundled_run,
             priority: 2
             conda:
-                DPSYNTH_ENV
+                DPCOUNTS_ENV
             threads: 1
             resources:
                 runtime=120,
@@ -216,7 +216,7 @@ rule study1_figures:
         "logs/benchmarks/study1/figures.tsv"
     priority: 1
     conda:
-        DPSYNTH_ENV
+        DPCOUNTS_ENV
     params:
         provenance=study1_provenance(),
     script:
@@ -236,7 +236,7 @@ rule study1_maps:
         "logs/benchmarks/study1/maps.tsv"
     priority: 1
     conda:
-        DPSYNTH_ENV
+        DPCOUNTS_ENV
     params:
         design=S1_DESIGN_ENTRY,
         provenance=study1_provenance(),
@@ -256,7 +256,7 @@ rule study1_appendix_c_summary:
         "logs/benchmarks/study1/appendix_c/summary.tsv"
     priority: 2
     conda:
-        DPSYNTH_ENV
+        DPCOUNTS_ENV
     params:
         age_groups=S1C["age_groups"],
     script:
@@ -285,7 +285,7 @@ rule study1_appendix_c_figures:
         "logs/benchmarks/study1/appendix_c/figures.tsv"
     priority: 2
     conda:
-        DPSYNTH_ENV
+        DPCOUNTS_ENV
     params:
         correlation=S1C["correlation"],
         provenance=study1_provenance(appendix=True),

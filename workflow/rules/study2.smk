@@ -61,7 +61,7 @@ rule study2_table:
         study="pennlc|standin",
     priority: 2
     conda:
-        DPSYNTH_ENV
+        DPCOUNTS_ENV
     threads: 1
     params:
         seed=config["seed"],
@@ -78,7 +78,7 @@ rule study2_toy:
     benchmark:
         "logs/benchmarks/study2/toy.tsv"
     conda:
-        DPSYNTH_ENV
+        DPCOUNTS_ENV
     params:
         toy=S2["toy"],
         arms=S2["arms"],
@@ -103,7 +103,7 @@ rule study2_figures:
         study="pennlc|standin",
     priority: 1
     conda:
-        DPSYNTH_ENV
+        DPCOUNTS_ENV
     params:
         entry=study_entry,
         arms=S2["arms"],

@@ -29,7 +29,7 @@ rule truth_rates_35_44:
         "logs/benchmarks/truth/rates_35_44.tsv"
     priority: 3
     conda:
-        DPSYNTH_ENV
+        DPCOUNTS_ENV
     threads: 1
     params:
         truth=config["truth"],
@@ -50,7 +50,7 @@ rule truth_map_35_44:
     benchmark:
         "logs/benchmarks/truth/map_35_44.tsv"
     conda:
-        DPSYNTH_ENV
+        DPCOUNTS_ENV
     params:
         source=config["truth"]["source"],
         provenance=prov.lines(prov.truth(config["truth"]), prov.POPULATIONS_1980),
@@ -59,7 +59,7 @@ rule truth_map_35_44:
 
 
 # Study 1's Appendix C (ages 45-54 ... 85+): totals AND populations modelled; the rates
-# mix the 35-44 truth's pattern with an independent draw (see src/dpsynth/data/truth/model.py).
+# mix the 35-44 truth's pattern with an independent draw (see src/dpcounts/data/truth/model.py).
 # One job for every configured group: the groups share the CAR field's factor, computed once
 # (each group keeps its own generator, so the files are those of one job per group).
 rule truth_rates_older:
@@ -77,7 +77,7 @@ rule truth_rates_older:
         "logs/benchmarks/truth/rates_older.tsv"
     priority: 3
     conda:
-        DPSYNTH_ENV
+        DPCOUNTS_ENV
     threads: 1
     params:
         truth=config["truth"],

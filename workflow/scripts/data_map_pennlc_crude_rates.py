@@ -2,14 +2,14 @@
 
 import logging
 
-from dpsynth.data.pennsylvania import (
+from dpcounts.data.pennsylvania import (
     county_crude_rates,
     load_pennlc,
     load_pennsylvania_counties,
 )
-from dpsynth.fast_exit import fast_exit
-from dpsynth.io import save_figure
-from dpsynth.plots.maps import county_choropleth
+from dpcounts.fast_exit import fast_exit
+from dpcounts.io import save_figure
+from dpcounts.plots.maps import county_choropleth
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 

@@ -2,11 +2,11 @@
 
 import logging
 
-from dpsynth.data.age_groups import age_group_wide, load_age_groups
-from dpsynth.data.counties import load_counties
-from dpsynth.fast_exit import fast_exit
-from dpsynth.io import save_figure
-from dpsynth.plots.maps import county_choropleth
+from dpcounts.data.age_groups import age_group_wide, load_age_groups
+from dpcounts.data.counties import load_counties
+from dpcounts.fast_exit import fast_exit
+from dpcounts.io import save_figure
+from dpcounts.plots.maps import county_choropleth
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 

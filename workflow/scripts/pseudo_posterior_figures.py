@@ -4,9 +4,9 @@ import logging
 
 import pandas as pd
 
-from dpsynth.fast_exit import fast_exit
-from dpsynth.io import save_figure
-from dpsynth.plots.pseudo_posterior import dataset_figures
+from dpcounts.fast_exit import fast_exit
+from dpcounts.io import save_figure
+from dpcounts.plots.pseudo_posterior import dataset_figures
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 dataset = snakemake.wildcards.dataset

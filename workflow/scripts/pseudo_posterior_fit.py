@@ -10,7 +10,7 @@ takes precedence).
 import logging
 import os
 
-from dpsynth.fast_exit import fast_exit
+from dpcounts.fast_exit import fast_exit
 
 # One XLA thread: the job holds one of Snakemake's cores. Set before JAX is imported.
 os.environ.setdefault(
@@ -27,17 +27,17 @@ os.environ.setdefault(
 
 import pandas as pd
 
-from dpsynth.io import write_json, write_parquet
-from dpsynth.seeding import job_rng
-from dpsynth.studies.pseudo_posterior.fitting import fit_method
-from dpsynth.studies.pseudo_posterior.study import StudySettings, fit_synthesizers
-from dpsynth.studies.pseudo_posterior.tables import draws_table, fit_metadata, records_table
+from dpcounts.io import write_json, write_parquet
+from dpcounts.seeding import job_rng
+from dpcounts.studies.pseudo_posterior.fitting import fit_method
+from dpcounts.studies.pseudo_posterior.study import StudySettings, fit_synthesizers
+from dpcounts.studies.pseudo_posterior.tables import draws_table, fit_metadata, records_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 dataset = snakemake.wildcards.dataset
 settings = StudySettings.from_config(snakemake.params.section, dataset)
 if fit_method(settings.family, settings.method) == "nuts":
-    from dpsynth.studies.pseudo_posterior.jax_threads import use_one_thread
+    from dpcounts.studies.pseudo_posterior.jax_threads import use_one_thread
 
     use_one_thread()  # the job holds one core: JAX computes on one thread
 fits = fit_synthesizers(

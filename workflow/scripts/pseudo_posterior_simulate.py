@@ -4,10 +4,10 @@ import logging
 
 import pandas as pd
 
-from dpsynth.fast_exit import fast_exit
-from dpsynth.io import write_parquet
-from dpsynth.seeding import job_rng
-from dpsynth.studies.pseudo_posterior.simulate import simulate_counts
+from dpcounts.fast_exit import fast_exit
+from dpcounts.io import write_parquet
+from dpcounts.seeding import job_rng
+from dpcounts.studies.pseudo_posterior.simulate import simulate_counts
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 dataset = snakemake.wildcards.dataset

@@ -5,9 +5,9 @@ import logging
 
 import pandas as pd
 
-from dpsynth.fast_exit import fast_exit
-from dpsynth.io import write_json, write_parquet
-from dpsynth.studies.pseudo_posterior.tables import DatasetTables, gather_datasets
+from dpcounts.fast_exit import fast_exit
+from dpcounts.io import write_json, write_parquet
+from dpcounts.studies.pseudo_posterior.tables import DatasetTables, gather_datasets
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 inputs = snakemake.input

@@ -5,11 +5,11 @@ import logging
 
 import pandas as pd
 
-from dpsynth.fast_exit import fast_exit
-from dpsynth.io import write_parquet
-from dpsynth.seeding import job_rng
-from dpsynth.studies.pseudo_posterior.synthesis import synthetic_tables
-from dpsynth.studies.pseudo_posterior.tables import load_fits
+from dpcounts.fast_exit import fast_exit
+from dpcounts.io import write_parquet
+from dpcounts.seeding import job_rng
+from dpcounts.studies.pseudo_posterior.synthesis import synthetic_tables
+from dpcounts.studies.pseudo_posterior.tables import load_fits
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 fits = load_fits(

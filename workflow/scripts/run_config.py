@@ -2,14 +2,14 @@
 
 import logging
 
-from dpsynth.fast_exit import fast_exit
-from dpsynth.io import write_yaml
+from dpcounts.fast_exit import fast_exit
+from dpcounts.io import write_yaml
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 write_yaml(
     dict(snakemake.params.config),
     snakemake.output[0],
-    header="The configuration of this dpsynth run, after the schema's defaults were filled in\n"
+    header="The configuration of this dpcounts run, after the schema's defaults were filled in\n"
     "(job_structure, which changes no artifact, is left out).\n"
     f"The code that ran it: {snakemake.params.code}.\n"
     "Rerun it with: snakemake --configfile <this file>",

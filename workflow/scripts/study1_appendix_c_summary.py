@@ -4,9 +4,9 @@ import logging
 
 import pandas as pd
 
-from dpsynth.fast_exit import fast_exit
-from dpsynth.io import write_parquet
-from dpsynth.studies.study1 import stack_age_groups
+from dpcounts.fast_exit import fast_exit
+from dpcounts.io import write_parquet
+from dpcounts.studies.study1 import stack_age_groups
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 groups = snakemake.params.age_groups

@@ -7,12 +7,12 @@ import logging
 
 import pandas as pd
 
-from dpsynth.data.age_groups import group_population, load_age_groups
-from dpsynth.data.counties import load_county_table
-from dpsynth.data.scenarios import draw_datasets
-from dpsynth.fast_exit import fast_exit
-from dpsynth.io import write_json, write_parquet
-from dpsynth.studies.study1 import (
+from dpcounts.data.age_groups import group_population, load_age_groups
+from dpcounts.data.counties import load_county_table
+from dpcounts.data.scenarios import draw_datasets
+from dpcounts.fast_exit import fast_exit
+from dpcounts.io import write_json, write_parquet
+from dpcounts.studies.study1 import (
     Study1Design,
     datasets_long,
     load_scenario,

@@ -2,9 +2,9 @@
 
 import logging
 
-from dpsynth.fast_exit import fast_exit
-from dpsynth.io import write_parquet
-from dpsynth.studies.study1 import Study1Design, datasets_frame, load_scenario, run_rng
+from dpcounts.fast_exit import fast_exit
+from dpcounts.io import write_parquet
+from dpcounts.studies.study1 import Study1Design, datasets_frame, load_scenario, run_rng
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 p = snakemake.params

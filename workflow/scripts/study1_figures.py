@@ -2,9 +2,9 @@
 
 import pandas as pd
 
-from dpsynth.fast_exit import fast_exit
-from dpsynth.io import save_figure
-from dpsynth.plots.study1 import figure_disparities, figure_rmse
+from dpcounts.fast_exit import fast_exit
+from dpcounts.io import save_figure
+from dpcounts.plots.study1 import figure_disparities, figure_rmse
 
 summary = pd.read_parquet(snakemake.input[0])
 save_figure(figure_rmse(summary), *snakemake.output.rmse)

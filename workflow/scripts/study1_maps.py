@@ -2,11 +2,11 @@
 
 import pandas as pd
 
-from dpsynth.data.counties import load_counties
-from dpsynth.fast_exit import fast_exit
-from dpsynth.io import save_figure
-from dpsynth.plots.study1 import figure_maps
-from dpsynth.studies.study1 import Study1Design
+from dpcounts.data.counties import load_counties
+from dpcounts.fast_exit import fast_exit
+from dpcounts.io import save_figure
+from dpcounts.plots.study1 import figure_maps
+from dpcounts.studies.study1 import Study1Design
 
 figure = figure_maps(
     load_counties(snakemake.input.counties),

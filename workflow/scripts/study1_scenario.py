@@ -4,11 +4,11 @@ import logging
 
 import pandas as pd
 
-from dpsynth.data.age_groups import group_population, load_age_groups
-from dpsynth.data.counties import load_county_table
-from dpsynth.fast_exit import fast_exit
-from dpsynth.io import write_parquet
-from dpsynth.studies.study1 import scenario_frame
+from dpcounts.data.age_groups import group_population, load_age_groups
+from dpcounts.data.counties import load_county_table
+from dpcounts.fast_exit import fast_exit
+from dpcounts.io import write_parquet
+from dpcounts.studies.study1 import scenario_frame
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 counties = load_county_table(snakemake.input.counties)  # no geometry needed

@@ -2,9 +2,9 @@
 
 import logging
 
-from dpsynth.fast_exit import fast_exit
-from dpsynth.io import write_parquet
-from dpsynth.studies.study1 import Study1Design, run_rng, score_chunk
+from dpcounts.fast_exit import fast_exit
+from dpcounts.io import write_parquet
+from dpcounts.studies.study1 import Study1Design, run_rng, score_chunk
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 p, w = snakemake.params, snakemake.wildcards

@@ -3,9 +3,9 @@ the behaviour Quick (2021) reports, measured on that summary (checks.json)."""
 
 import logging
 
-from dpsynth.fast_exit import fast_exit
-from dpsynth.io import write_json, write_parquet
-from dpsynth.studies.study1 import summarise_run
+from dpcounts.fast_exit import fast_exit
+from dpcounts.io import write_json, write_parquet
+from dpcounts.studies.study1 import summarise_run
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 inputs, out = snakemake.input, snakemake.output

@@ -4,11 +4,11 @@ import logging
 
 import pandas as pd
 
-from dpsynth.data.pennsylvania import load_pennsylvania_counties
-from dpsynth.fast_exit import fast_exit
-from dpsynth.io import save_figure
-from dpsynth.plots.study2 import study_figures
-from dpsynth.studies.stage.definition import config_arms, study_definition
+from dpcounts.data.pennsylvania import load_pennsylvania_counties
+from dpcounts.fast_exit import fast_exit
+from dpcounts.io import save_figure
+from dpcounts.plots.study2 import study_figures
+from dpcounts.studies.stage.definition import config_arms, study_definition
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 p, inputs = snakemake.params, snakemake.input

@@ -2,12 +2,12 @@
 
 import logging
 
-from dpsynth.data.pennsylvania import load_pennlc, load_pennsylvania_counties
-from dpsynth.data.standard_population import load_standard_population
-from dpsynth.fast_exit import fast_exit
-from dpsynth.io import write_parquet
-from dpsynth.seeding import job_rng
-from dpsynth.studies.study2.tables import study_table
+from dpcounts.data.pennsylvania import load_pennlc, load_pennsylvania_counties
+from dpcounts.data.standard_population import load_standard_population
+from dpcounts.fast_exit import fast_exit
+from dpcounts.io import write_parquet
+from dpcounts.seeding import job_rng
+from dpcounts.studies.study2.tables import study_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 study = snakemake.wildcards.study

@@ -2,10 +2,10 @@
 
 import logging
 
-from dpsynth.fast_exit import fast_exit
-from dpsynth.io import save_figure
-from dpsynth.plots.study2 import figure_toy
-from dpsynth.studies.stage.definition import config_arms
+from dpcounts.fast_exit import fast_exit
+from dpcounts.io import save_figure
+from dpcounts.plots.study2 import figure_toy
+from dpcounts.studies.stage.definition import config_arms
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 toy, arms = snakemake.params.toy, config_arms("study2.arms", snakemake.params.arms)

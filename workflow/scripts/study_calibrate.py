@@ -4,10 +4,10 @@ import logging
 
 import pandas as pd
 
-from dpsynth.fast_exit import fast_exit
-from dpsynth.io import write_parquet
-from dpsynth.studies.stage.definition import study_definition
-from dpsynth.studies.stage.simulate import calibrate_chunk
+from dpcounts.fast_exit import fast_exit
+from dpcounts.io import write_parquet
+from dpcounts.studies.stage.definition import study_definition
+from dpcounts.studies.stage.simulate import calibrate_chunk
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 w = snakemake.wildcards

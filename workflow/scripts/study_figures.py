@@ -2,11 +2,11 @@
 
 import pandas as pd
 
-from dpsynth.fast_exit import fast_exit
-from dpsynth.io import save_figure
-from dpsynth.plots.study import figure_guide, figure_measures
-from dpsynth.studies.stage.definition import study_definition
-from dpsynth.studies.stage.measures import study_measure_list
+from dpcounts.fast_exit import fast_exit
+from dpcounts.io import save_figure
+from dpcounts.plots.study import figure_guide, figure_measures
+from dpcounts.studies.stage.definition import study_definition
+from dpcounts.studies.stage.measures import study_measure_list
 
 d = study_definition(snakemake.wildcards.study, snakemake.params.entry)
 summary = pd.read_parquet(snakemake.input.summary)

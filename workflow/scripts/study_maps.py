@@ -5,10 +5,10 @@ import logging
 import geopandas as gpd
 import pandas as pd
 
-from dpsynth.fast_exit import fast_exit
-from dpsynth.io import save_figure
-from dpsynth.plots.study import figure_maps
-from dpsynth.studies.stage.definition import study_definition
+from dpcounts.fast_exit import fast_exit
+from dpcounts.io import save_figure
+from dpcounts.plots.study import figure_maps
+from dpcounts.studies.stage.definition import study_definition
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 d = study_definition(snakemake.wildcards.study, snakemake.params.entry)

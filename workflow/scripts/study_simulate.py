@@ -4,11 +4,11 @@ import logging
 
 import pandas as pd
 
-from dpsynth.fast_exit import fast_exit
-from dpsynth.io import write_parquet
-from dpsynth.seeding import job_rng
-from dpsynth.studies.stage.definition import study_definition
-from dpsynth.studies.stage.simulate import simulate_chunk
+from dpcounts.fast_exit import fast_exit
+from dpcounts.io import write_parquet
+from dpcounts.seeding import job_rng
+from dpcounts.studies.stage.definition import study_definition
+from dpcounts.studies.stage.simulate import simulate_chunk
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 w = snakemake.wildcards

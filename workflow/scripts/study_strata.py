@@ -4,12 +4,12 @@ to a count)."""
 
 import logging
 
-from dpsynth.fast_exit import fast_exit
-from dpsynth.io import write_json, write_parquet
-from dpsynth.seeding import job_rng
-from dpsynth.studies.stage.definition import study_definition
-from dpsynth.studies.stage.prior import prior_rates
-from dpsynth.studies.stage.table import read_study_table
+from dpcounts.fast_exit import fast_exit
+from dpcounts.io import write_json, write_parquet
+from dpcounts.seeding import job_rng
+from dpcounts.studies.stage.definition import study_definition
+from dpcounts.studies.stage.prior import prior_rates
+from dpcounts.studies.stage.table import read_study_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 name = snakemake.wildcards.study

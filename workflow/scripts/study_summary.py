@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from dpsynth.fast_exit import fast_exit
-from dpsynth.io import atomic_path, write_parquet
-from dpsynth.studies.stage.definition import study_definition
-from dpsynth.studies.stage.guide import study_guide
-from dpsynth.studies.stage.measures import study_measures
-from dpsynth.studies.stage.summary import area_rates, summarise_study
+from dpcounts.fast_exit import fast_exit
+from dpcounts.io import atomic_path, write_parquet
+from dpcounts.studies.stage.definition import study_definition
+from dpcounts.studies.stage.guide import study_guide
+from dpcounts.studies.stage.measures import study_measures
+from dpcounts.studies.stage.summary import area_rates, summarise_study
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 d = study_definition(snakemake.wildcards.study, snakemake.params.entry)

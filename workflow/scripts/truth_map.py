@@ -4,10 +4,10 @@ import logging
 
 import pandas as pd
 
-from dpsynth.data.counties import load_counties
-from dpsynth.fast_exit import fast_exit
-from dpsynth.io import save_figure
-from dpsynth.plots.truth import truth_map
+from dpcounts.data.counties import load_counties
+from dpcounts.fast_exit import fast_exit
+from dpcounts.io import save_figure
+from dpcounts.plots.truth import truth_map
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 fig = truth_map(

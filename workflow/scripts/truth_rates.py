@@ -2,13 +2,13 @@
 
 import logging
 
-from dpsynth.data import read_wonder
-from dpsynth.data.age_groups import load_age_groups
-from dpsynth.data.counties import load_county_table, load_queen_edges
-from dpsynth.data.truth.build import build_truth
-from dpsynth.fast_exit import fast_exit
-from dpsynth.io import write_json, write_parquet
-from dpsynth.seeding import job_rng
+from dpcounts.data import read_wonder
+from dpcounts.data.age_groups import load_age_groups
+from dpcounts.data.counties import load_county_table, load_queen_edges
+from dpcounts.data.truth.build import build_truth
+from dpcounts.fast_exit import fast_exit
+from dpcounts.io import write_json, write_parquet
+from dpcounts.seeding import job_rng
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 age_group = snakemake.params.age_group

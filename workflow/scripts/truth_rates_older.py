@@ -1,20 +1,20 @@
 """True county rates of the older age groups (Study 1's Appendix C): totals and
-populations modelled, each map related to the 35-44 truth (see dpsynth.data.truth.build).
+populations modelled, each map related to the 35-44 truth (see dpcounts.data.truth.build).
 
 One process for every configured group: the CAR field's factor is computed once
-(dpsynth.data.truth.model.car_factor), and each group draws from its own generator
+(dpcounts.data.truth.model.car_factor), and each group draws from its own generator
 (job_rng(seed, "truth", age group)), so each group's files are those it has alone."""
 
 import logging
 
 import pandas as pd
 
-from dpsynth.data.age_groups import load_age_groups
-from dpsynth.data.counties import load_county_table, load_queen_edges
-from dpsynth.data.truth.build import build_older_truth
-from dpsynth.fast_exit import fast_exit
-from dpsynth.io import write_json, write_parquet
-from dpsynth.seeding import job_rng
+from dpcounts.data.age_groups import load_age_groups
+from dpcounts.data.counties import load_county_table, load_queen_edges
+from dpcounts.data.truth.build import build_older_truth
+from dpcounts.fast_exit import fast_exit
+from dpcounts.io import write_json, write_parquet
+from dpcounts.seeding import job_rng
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
 p = snakemake.params

@@ -1,0 +1,256 @@
+"""Figures of a study on the analyst's own strata: its measures against epsilon, the
+epsilon guide, and maps of the area rates."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+import dpcounts.plots.style as _style
+from dpcounts.arms import Arm
+from dpcounts.design import at_epsilon
+from dpcounts.plots.style import (
+    EPSILON,
+    METHOD_LABELS,
+    arm_title,
+    eps_equals,
+    human,
+    log_axis,
+    plain_log_ticks,
+    styled,
+)
+from dpcounts.studies.stage.guide import CALIBRATION_METRICS
+
+__all__ = ["METHOD_LABELS", "arm_title", "arm_colours", "figure_measures", "figure_guide",
+           "figure_maps", "plain_log_ticks"]  # fmt: skip
+
+
+def _summary_titles(summary: pd.DataFrame) -> dict[str, str]:
+    """The legend of each arm of a study's summary (its ``arm, mechanism, method`` rows)."""
+    rows = summary[["arm", "mechanism", "method"]].drop_duplicates()
+    return {r.arm: arm_title(Arm(r.mechanism, r.method, r.arm)) for r in rows.itertuples()}
+
+
+def arm_colours(arms) -> dict:
+    """Each arm's colour by its name (:func:`dpcounts.plots.style.arm_style`: by what the
+    arm is, the same in every figure, never by its place in a list)."""
+    return _style.arm_colours(arms)
+
+
+def study_heading(study: str) -> str:
+    """A study's name for a figure's title: its config ``title`` as given; a name that is
+    a config key (``homicide_1980``) in words, as a title (``Homicide 1980``)."""
+    if " " in study:
+        return study
+    words = human(study)
+    return words[:1].upper() + words[1:]
+
+
+def _wrapped(text: str, width: int = 26) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width))
+
+
+def _verdict_line(row) -> str:
+    """The guide's verdict in its own words (guide.csv's ``verdict_text``,
+    :func:`dpcounts.studies.stage.guide.verdict_text`): the figures say what the table says."""
+    return row.verdict_text
+
+
+@styled
+def figure_measures(summary: pd.DataFrame, guide: pd.DataFrame, measures, arms, study: str,
+                    adjusted: bool):  # fmt: skip
+    """Each measure (rows; :class:`~dpcounts.studies.stage.measures.Measure` values, in order) for
+    each arm (columns; :class:`~dpcounts.arms.Arm` values) against epsilon: the arm's median
+    and 95% band over the datasets, the no-privacy reference (grey) with the values within
+    tolerance of it (shaded), the truth (dashed; not for errors, whose truth is 0), the
+    prior alone (dash-dot), and the guide's verdict in the corner. A truncated arm's panel
+    says what share of the true counts lies outside its bounds."""
+    draws = summary[~summary["metric"].isin(CALIBRATION_METRICS)]
+    measures = [m for m in measures if m.name in set(draws["metric"])]
+    arms = [a for a in arms if a.name in set(draws["arm"])]
+    colours = arm_colours(arms)
+    nrows, ncols = len(measures), len(arms)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(2.9 * ncols + 1.3, 2.1 * nrows + 1.3),
+                             squeeze=False, sharex=True, sharey="row",
+                             layout="constrained")  # fmt: skip
+    for r, measure in enumerate(measures):
+        rows = draws[draws["metric"] == measure.name]
+        for c, arm in enumerate(arms):
+            ax = axes[r, c]
+            sel = rows[rows["arm"] == arm.name].sort_values("epsilon")
+            verdict = guide[(guide["measure"] == measure.name) & (guide["arm"] == arm.name)]
+            if len(verdict):
+                v = verdict.iloc[0]
+                # hatched grey, edged: told apart from the arm's coloured band over it
+                ax.axhspan(v.within_low, v.within_high, facecolor="0.94", edgecolor="0.6",
+                           hatch="////", lw=0.6, zorder=0,
+                           label="within tolerance of the reference")  # fmt: skip
+            if len(sel):
+                ref = sel.iloc[0]
+                ax.axhline(ref["reference"], color="0.45", lw=1.2,
+                           label="no privacy (reference)")  # fmt: skip
+                if measure.kind.truth_line:
+                    ax.axhline(ref["truth"], color="black", ls="--", lw=1, label="truth")
+                ax.axhline(ref["prior"], color="#8c564b", ls="-.", lw=1, label="prior alone")
+                ax.fill_between(sel["epsilon"], sel["lower"], sel["upper"],
+                                color=colours[arm.name], alpha=0.35, lw=0, zorder=1,
+                                label="95% band over the datasets")  # fmt: skip
+                ax.plot(sel["epsilon"], sel["median"], color=colours[arm.name], lw=1.6,
+                        ls=_style.arm_style(arm)["linestyle"],
+                        label="median over the datasets")  # fmt: skip
+                if arm.mechanism == "truncated" and "truth_in_bounds" in sel:
+                    ax.plot(sel["epsilon"], sel["truth_in_bounds"], color=colours[arm.name],
+                            ls=":", lw=1.4,
+                            label="truth clamped to the truncation bounds")  # fmt: skip
+            notes = [_wrapped(_verdict_line(v), 44)] if len(verdict) else []
+            if len(verdict) and v.outside_bounds_share > 0:
+                notes.append(f"{v.outside_bounds_share:.1%} of true counts outside bounds")
+            if r == 0:
+                notes.insert(0, arm_title(arm))
+            ax.set_title("\n".join(notes), fontsize=7.5)
+            log_axis(ax.xaxis, minor=False)  # many panels: each tick is laid out and drawn
+            if measure.kind.log_scale:
+                log_axis(ax.yaxis, minor=False)
+            if c == 0:
+                ax.set_ylabel(f"{_wrapped(measure.title)}\n({measure.unit})", fontsize=8)
+            if r == nrows - 1:
+                ax.set_xlabel(f"{EPSILON} of the synthetic table", fontsize=8)
+            ax.tick_params(which="both", labelsize=7)
+    legend = {}
+    for ax in axes.flat:  # every label once, whichever panel drew it
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            legend.setdefault(label, handle)
+    fig.legend(legend.values(), legend.keys(), loc="outside lower center", ncols=3, fontsize=8,
+               frameon=False)  # fmt: skip
+    kind = "age-adjusted" if adjusted else "crude"
+    prior = guide["epsilon_prior"].max() if len(guide) else 0.0
+    paid = f"; arms with a prior also pay its {EPSILON} = {prior:g}" if prior else ""
+    fig.suptitle(f"{study_heading(study)}: what the synthetic tables keep, against {EPSILON}\n"
+                 f"(area and group rates {kind}{paid})", fontsize=10)  # fmt: skip
+    return fig
+
+
+@styled
+def figure_guide(guide: pd.DataFrame, measures, arms, epsilons, study: str):
+    """The guide's verdicts: one row per measure and arm, the verdict at the right; a dot at
+    the total epsilon (the prior's budget included) from which privacy moves the measure
+    less than the tolerance from the no-privacy reference: filled where that is the
+    verdict (met), open where another verdict stands (the prior alone keeps it, synthesis
+    alone loses it)."""
+    measures = [m for m in measures if m.name in set(guide["measure"])]
+    arms = [a for a in arms if a.name in set(guide["arm"])]
+    colours = arm_colours(arms)
+    rows = [(m, a) for m in measures for a in arms]
+    prior = float(guide["epsilon_prior"].max()) if len(guide) else 0.0
+    low, high = min(epsilons) / 1.6, (max(epsilons) + prior) * 1.6
+    fig, ax = plt.subplots(figsize=(9.5, 1.6 + 0.26 * len(rows)), layout="constrained")
+    for k, (measure, arm) in enumerate(rows):
+        found = guide[(guide["measure"] == measure.name) & (guide["arm"] == arm.name)]
+        if not len(found):
+            continue
+        v = found.iloc[0]
+        if np.isfinite(v.epsilon_privacy):  # filled: the verdict; open: privacy alone
+            met = v.verdict == "met"
+            ax.plot(v.epsilon_privacy, k, _style.arm_style(arm)["marker"], ms=7,
+                    color=colours[arm.name],
+                    mfc=colours[arm.name] if met else "none")  # fmt: skip
+            ax.annotate(f"{v.epsilon_privacy:.3g}", (v.epsilon_privacy, k), xytext=(6, 0),
+                        textcoords="offset points", va="center", fontsize=7)  # fmt: skip
+        text = _verdict_line(v)
+        ax.text(1.01, k, text, transform=ax.get_yaxis_transform(), va="center", fontsize=7.5,
+                color=colours[arm.name])  # fmt: skip
+    for j, _ in enumerate(measures[1:], start=1):
+        ax.axhline(j * len(arms) - 0.5, color="0.6", lw=0.6)
+    ax.set_yticks(range(len(rows)),
+                  [f"{_wrapped(m.title, 40)}  " if a is arms[0] else "" for m, a in rows],
+                  fontsize=7.5)  # fmt: skip
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.set_ylabel("measure (one row per arm)", fontsize=8)
+    log_axis(ax.xaxis)
+    ax.set_xlim(low, high)
+    ax.axvline(max(epsilons) + prior, color="grey", lw=0.6, ls=":")
+    ax.grid(axis="x", which="major", lw=0.3)
+    ax.set_xlabel(
+        f"total {EPSILON} paid (the prior's {prior:g} included for arms that use "
+        "it) from which privacy moves the measure less than the tolerance",
+        fontsize=8,
+    )
+    for arm in arms:
+        ax.plot(
+            [], [], _style.arm_style(arm)["marker"], color=colours[arm.name], label=arm_title(arm)
+        )
+    ax.plot([], [], "o", color="grey", label=f"met from this {EPSILON} (the verdict)")
+    ax.plot([], [], "o", color="grey", mfc="none",
+            label=f"privacy adds no more than the tolerance from this {EPSILON}, but the "
+                  "verdict (right) says why the measure is not met")  # fmt: skip
+    fig.legend(loc="outside lower center", ncols=min(3, len(arms)), fontsize=8, frameon=False)
+    tol = guide["tolerance"].iloc[0] if len(guide) else np.nan
+    ax.set_title(f"Epsilon guide: {study_heading(study)} (tolerance {tol:g}); each verdict and "
+                 "its reason as the guide's table gives them", fontsize=10)  # fmt: skip
+    return fig
+
+
+@styled
+def figure_maps(geometry, key: str, area_rates: pd.DataFrame, arms, epsilons, study: str,
+                outline: str | None = None, label: str = "rate per 100,000"):  # fmt: skip
+    """The true area rates (left, once), then the mean synthetic rates of each arm (rows;
+    :class:`~dpcounts.arms.Arm` values) at each map epsilon (columns), on one colour scale
+    with one colour bar: every map's rule (:func:`~dpcounts.plots.maps.truth_scale`: the
+    truth's 2nd to 98th percentile, log colours where that spans a decade, arrows where
+    true or synthetic colours saturate); every axes holds a map, drawn as
+    :func:`~dpcounts.plots.maps.map_projection` says (named in the footnote). Only the
+    shapes of the strata's areas are drawn; a shape without a rate is light grey, and areas
+    without a shape (``geometry.missing: allow``) are listed in the footnote. ``label``
+    names the colour bar's unit (an SMR with expected counts as the denominator)."""
+    from dpcounts.plots.maps import boundaries, map_grid, map_projection, truth_scale
+
+    frame = geometry[[key, *([outline] if outline else []), "geometry"]].copy()
+    frame[key] = frame[key].astype(str)
+    areas = set(area_rates.loc[area_rates["arm"] == "truth", "area"].astype(str))
+    drawn = frame[key].isin(areas)
+    if not drawn.any():
+        raise ValueError(f"no shape's {key!r} is an area of the strata; nothing to map")
+    unused = int((~drawn).sum())
+    frame, projection = map_projection(frame[drawn].copy())
+
+    def lookup(selection):  # each shape's rate, by its key
+        return frame[key].map(selection.set_index("area")["rate"])
+
+    truth = area_rates[area_rates["arm"] == "truth"]
+    frame["truth"] = lookup(truth)
+    rows, columns = [], []
+    for r, spec in enumerate(arms):
+        arm, cells = spec.name, []
+        for eps in epsilons:
+            sel = area_rates[(area_rates["arm"] == arm) & at_epsilon(area_rates["epsilon"], eps)]
+            frame[f"{arm}|{eps:g}"] = lookup(sel)
+            columns.append(f"{arm}|{eps:g}")
+            cells.append((f"{arm}|{eps:g}", eps_equals(eps) if r == 0 else ""))
+        rows.append((_wrapped(arm_title(spec), 30), cells))
+    scale = truth_scale(frame["truth"], *[frame[c] for c in columns])
+    fig = map_grid(
+        frame,
+        ("truth", "true rates"),
+        rows,
+        norm=scale.norm,
+        label=label + (" (log scale)" if scale.log else ""),
+        outlines=boundaries(frame, outline) if outline else None,
+        extend=scale.extend,
+    )
+    notes = [f"rows: arms; columns: {EPSILON}", "light grey: a shape without a rate"]
+    if unused:
+        notes.append(f"{unused} shape(s) whose key is no area of the strata: not drawn")
+    unmapped = sorted(areas - set(frame[key]))
+    if unmapped:
+        more = f" and {len(unmapped) - 8} more" if len(unmapped) > 8 else ""
+        notes.append(f"{len(unmapped)} of {len(areas)} areas have no shape and are not drawn: "
+                     f"{', '.join(unmapped[:8])}{more}")  # fmt: skip
+    lines = ["; ".join(notes[:2]), scale.words("the true rates"),
+             *(["; ".join(notes[2:])] if notes[2:] else []), f"map: {projection}"]  # fmt: skip
+    fig.supxlabel("\n".join(lines), fontsize=8)
+    fig.suptitle(f"{study_heading(study)}: true area rates and mean synthetic rates over the "
+                 "datasets", fontsize=11)  # fmt: skip
+    return fig

@@ -1,3 +1,0 @@
-"""The baselines the papers compare against, above the privacy layer: two-sided geometric
-output perturbation (:mod:`~dpsynth.baselines.geometric`; Quick 2021, Section 4 and Quick
-2022, Section 4) and MODIPS (:mod:`~dpsynth.baselines.modips`; Quick 2021, eq 18)."""

@@ -1,2 +1,0 @@
-"""Figures and maps (matplotlib/geopandas); every function returns a Figure, styled by
-:mod:`dpsynth.plots.style`."""

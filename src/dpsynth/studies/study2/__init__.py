@@ -1,8 +1,0 @@
-"""Study 2 (Quick 2022, "prior predictive truncation"): what is particular to it.
-
-Study 2 is two configured studies of :mod:`dpsynth.studies.stage` (config ``studies.pennlc`` and
-``studies.standin``): the generic stage calibrates, draws and measures them. Two modules:
-
-- :mod:`dpsynth.studies.study2.tables`: their input tables (Section 3);
-- :mod:`dpsynth.studies.study2.toy`: the toy example (Section 2.3, Figure 1).
-"""
