@@ -76,7 +76,9 @@ def _metadata(path):
 
 
 #: Seeds and budgets under which the neighbours' sets differ (the same randomness often
-#: draws the same sets for both), so that their files are not trivially alike.
+#: draws the same sets for both, truncated's narrow bounds most often: its seed moved
+#: from 7 to 18 when the test seeds' derivation was renamed), so that their files are not
+#: trivially alike.
 DIFFERING = dict(epsilon=8.0, sets=3)
 
 
@@ -85,7 +87,7 @@ DIFFERING = dict(epsilon=8.0, sets=3)
     [
         dict(mechanism="md", test_seed=3, **DIFFERING),
         dict(mechanism="pg", test_seed=2, **DIFFERING),
-        dict(mechanism="truncated", test_seed=7, sets=2),
+        dict(mechanism="truncated", test_seed=18, sets=3),
         dict(mechanism="pg", output_format="csv", test_seed=2, **DIFFERING),
         dict(mechanism="pg", strata="input", test_seed=2, **DIFFERING),
     ],
