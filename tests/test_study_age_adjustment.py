@@ -170,6 +170,62 @@ def test_single_years_without_the_shorthand_name_the_fix(tmp_path):
     assert "\n" not in message
 
 
+def test_five_year_groups_written_as_numbers_are_not_single_years(tmp_path):
+    """Ages labelled 0, 5, ..., 90 (five-year groups named by their first age) under
+    single-years: refused, naming the labels seen and the groups that fit them (issue #52,
+    item 4), where they used to be read as 19 single years and give wrong truths."""
+    frame = single_year_table([str(a) for a in range(0, 95, 5)])
+    with pytest.raises(StudyDataError) as error:
+        study(tmp_path, frame, disparities=[])
+    message = str(error.value)
+    assert message.startswith("config key studies.s.age.bands: single-years reads")
+    assert "'0', '5', '10', '15', '20', '25', '30', '35' and 11 more" in message
+    assert "step by 5: no label holds ages 1-4 (between '0' and '5')" in message
+    assert "studies.s.age.bands: {'0': [0, 5], '5': [5, 10], '10': [10, 15]," in message
+    assert "'90': [90, null]}" in message
+    assert "\n" not in message
+
+
+def test_the_proposed_groups_are_accepted(tmp_path):
+    """The mapping the refusal proposes, given as age.bands, runs."""
+    frame = single_year_table([str(a) for a in range(0, 95, 5)])
+    bands = {str(a): [a, a + 5] for a in range(0, 90, 5)} | {"90": [90, None]}
+    age = {"column": "age", "standard_population": str(STANDARD), "bands": bands}
+    definition, strata = study(tmp_path, frame, disparities=[], age=age)
+    edges = age_adjustment(definition, strata).edges
+    assert len(edges) == 18 and list(edges)[-1] == "85+"  # '85' and '90': the standard's 85+
+
+
+def test_bands_that_leave_ages_out_are_refused(tmp_path):
+    """A mapping that leaves 40-59 out: refused, naming the two bands, the ages left out,
+    the labels and bands that meet."""
+    first = single_year_table()["age"].str.extract(r"(\d+)", expand=False).astype(int)
+    frame = single_year_table()
+    frame["age"] = np.select([first < 40, first < 60], ["young", "middle"], "old")
+    frame = frame[frame["age"] != "middle"]
+    frame = frame.groupby(["area", "age", "region"], as_index=False)[["pop", "deaths"]].sum()
+    bands = {"young": [0, 40], "old": [60, None]}
+    age = {"column": "age", "standard_population": str(STANDARD), "bands": bands}
+    with pytest.raises(StudyDataError) as error:
+        study(tmp_path, frame, disparities=[], age=age)
+    message = str(error.value)
+    assert message.startswith(
+        "config key studies.s.age.bands: bands 'young' (ages 0-39) and 'old' (ages 60+) of "
+        "column 'age' leave ages 40-59 out"
+    )
+    assert "the column holds 'young', 'old'" in message
+    assert "studies.s.age.bands: {'young': [0, 60], 'old': [60, null]}" in message
+
+
+def test_consecutive_single_years_from_a_later_age_are_accepted(tmp_path):
+    """Consecutive single years still pass, also when the table starts above age 0 and
+    ends with an open band or a closed year."""
+    for ages in ([str(a) for a in range(20, 90)] + ["90+"], [str(a) for a in range(20, 101)]):
+        definition, strata = study(tmp_path, single_year_table(ages), disparities=[])
+        edges = age_adjustment(definition, strata).edges
+        assert next(iter(edges.values())) == (20, 21)
+
+
 # ---- hostile configs: the real path, snakemake stopping before any job ---------------------
 def _bands(**edges):
     return {"column": "age", "standard_population": "data/us_standard_population_2000.csv",
@@ -195,6 +251,18 @@ HOSTILE = {
         ["0-6", "7-14"],
         "studies.mine.age.bands: band '0-6'",
         "merge the table's ages into bands on those edges",
+    ),
+    "five-year groups written as numbers": (
+        {},
+        [str(a) for a in range(0, 95, 5)],
+        "studies.mine.age.bands: single-years reads each whole-number label",
+        "studies.mine.age.bands: {'0': [0, 5], '5': [5, 10]",
+    ),
+    "bands leaving ages out": (
+        {"age": _bands(**{"0-39": [0, 40], "60+": [60, None]})},
+        ["0-39", "60+"],
+        "studies.mine.age.bands: bands '0-39' (ages 0-39) and '60+' (ages 60+)",
+        "leave ages 40-59 out",
     ),
     "bands overlapping": (
         {"age": _bands(**{"0-9": [0, 10], "5-14": [5, 15]})},

@@ -147,17 +147,88 @@ def label_bands(definition: StudyDefinition, strata: pd.DataFrame) -> dict[str, 
     ordered = in_age_order(bands)
     distinct = [label for k, label in enumerate(ordered)  # labels of the same ages: one band
                 if k == 0 or bands[label] != bands[ordered[k - 1]]]  # fmt: skip
+    seen = [label for label in ordered if label in distinct]
     for left, right in zip(distinct, distinct[1:], strict=False):
         past = bands[left][1]
         if past is None or past > bands[right][0]:
             raise StudyDataError(
                 f"config key {key}: bands {left!r} ({_ages(*bands[left])}) and {right!r} "
-                f"({_ages(*bands[right])}) of column {column!r} overlap; expected bands "
-                "that share no age: give each label its own ages (age.bands.<label>: "
-                "[first, past]; labels given the same ages are adjusted as one band) or "
-                "merge the overlapping rows into one label"
+                f"({_ages(*bands[right])}) of column {column!r} overlap (the column holds "
+                f"{_listed(seen)}); expected bands that share no age: give each label its "
+                "own ages (age.bands.<label>: [first, past]; labels given the same ages are "
+                "adjusted as one band) or merge the overlapping rows into one label"
             )
+    gaps = [(left, right) for left, right in zip(distinct, distinct[1:], strict=False)
+            if bands[left][1] < bands[right][0]]  # fmt: skip
+    if gaps:
+        raise StudyDataError(_gap_message(definition, bands, distinct, gaps))
     return {label: bands[label] for label in ordered}
+
+
+def _fitting(
+    bands: Mapping[str, tuple], distinct: list[str], single_years: bool
+) -> dict[str, list]:
+    """Bands that fit the labels: each band from its first age to the next band's first age
+    (so none leaves an age out); a whole-number label read as one year under
+    ``single-years`` is read as a group named by its first age (the last one open)."""
+    fitted = {}
+    for k, label in enumerate(distinct):
+        first, past = bands[label]
+        following = bands[distinct[k + 1]][0] if k + 1 < len(distinct) else None
+        if single_years and WHOLE_AGE.fullmatch(label):
+            past = following
+        elif following is not None:
+            past = following
+        fitted[label] = [first, past]
+    return fitted
+
+
+def _mapping(fitted: Mapping[str, list]) -> str:
+    """``{'0': [0, 5], '5': [5, 10], ..., '90': [90, null]}`` (a YAML flow mapping), the
+    first bands and the last when there are many."""
+
+    def entry(label):
+        first, past = fitted[label]
+        return f"{label!r}: [{first}, {'null' if past is None else past}]"
+
+    labels = list(fitted)
+    shown = [entry(label) for label in labels]
+    if len(shown) > SHOWN + 1:
+        shown = [*shown[:SHOWN], f"... ({len(labels) - SHOWN - 1} more)", shown[-1]]
+    return "{" + ", ".join(shown) + "}"
+
+
+def _gap_message(
+    definition: StudyDefinition, bands: Mapping[str, tuple], distinct: list[str], gaps: list
+) -> str:
+    """The refusal of bands that leave ages out: the labels seen, the first ages left out
+    and the bands that fit the labels."""
+    name, column = definition.name, definition.age
+    key = f"studies.{name}.age.bands"
+    left, right = gaps[0]
+    missing = _ages(bands[left][1], bands[right][0])  # the first ages left out
+    more = f" (and {len(gaps) - 1} more gap{'s' if len(gaps) > 2 else ''})" if len(gaps) > 1 else ""
+    fitted = _mapping(_fitting(bands, distinct, definition.single_years))
+    if definition.single_years:
+        starts = [bands[label][0] for label in distinct]
+        steps = {b - a for a, b in zip(starts, starts[1:], strict=False)}
+        pattern = f" step by {steps.pop()}" if len(steps) == 1 else " are not consecutive"
+        return (
+            f"config key {key}: {SINGLE_YEARS} reads each whole-number label of column "
+            f"{column!r} as one year of age, but its labels ({_listed(distinct)}){pattern}: "
+            f"no label holds {missing} (between {left!r} and {right!r})"
+            f"{more}; expected consecutive single years (0, 1, 2, ...); if each label names "
+            f"the first age of a group, give the groups in place of {SINGLE_YEARS}: "
+            f"studies.{name}.age.bands: {fitted}"
+        )
+    return (
+        f"config key {key}: bands {left!r} ({_ages(*bands[left])}) and {right!r} "
+        f"({_ages(*bands[right])}) of column {column!r} leave {missing} "
+        f"out{more} (the column holds {_listed(distinct)}); expected bands that leave no age "
+        "out from the first to the last: give each label the ages it holds so that the "
+        f"bands meet, such as studies.{name}.age.bands: {fitted}, or add the table's rows "
+        "of the ages left out"
+    )
 
 
 class AgeAdjustment(NamedTuple):
