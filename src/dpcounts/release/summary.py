@@ -184,21 +184,44 @@ def write_summary(folder: Path, request, strata, cal, synthetic, guarantee: str)
 
     fips = fips_column(request, keys)
     lines += ["", "## Map", ""]
-    if fips is None:
+    study_map = _study_map(request)
+    if study_map is not None:  # drawn by the utility report, beside this file
         lines.append(
-            "No map: no key column of 5-digit county FIPS codes (name one with `--fips-column`)."
+            f"The study's map (`studies.{request.study.name}.geometry`), true and synthetic "
+            f"area rates, is `{study_map}` (read in `utility.md`):"
         )
+        lines += ["", f"![true and synthetic area rates on the study's map]({study_map})"]
+    if fips is None:
+        if study_map is None:
+            lines.append(
+                "No map: no key column of 5-digit county FIPS codes (name one with "
+                "`--fips-column`), and no study with a geometry (`--study`)."
+            )
     else:
         frame_path = request.county_frame or DEFAULT_COUNTY_FRAME
         note = _county_map(folder, frame_path, keys, fips, strata.counts, synthetic)
         if note.endswith(".png"):
             written.append(note)
+            lines += [""] * (study_map is not None)
             lines.append(f"![original and synthetic totals by county]({note})")
         else:
-            lines.append(f"No map: {note}")
+            lines += [""] * (study_map is not None)
+            lines.append(f"No {'county ' if study_map else ''}map: {note}")
     (folder / "summary.md").write_text("\n".join(lines) + "\n")
     written.append("summary.md")
     return written
+
+
+def _study_map(request) -> str | None:
+    """The name of the study's map that the utility report draws into the same folder
+    (:func:`dpcounts.release.promise.write_map`: a study with a geometry and an area), or
+    None."""
+    study = request.study
+    if study is None or study.definition.geometry is None or study.definition.area is None:
+        return None
+    from dpcounts.release.promise import MAP
+
+    return MAP
 
 
 def check_county_frame(request, keys: pd.DataFrame) -> None:

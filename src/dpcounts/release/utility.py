@@ -170,14 +170,15 @@ class Utility:
             theirs = np.nanmedian(self.rank_correlation.reference)
             if np.isnan(ours) or np.isnan(theirs):
                 out["rank_correlation"] = (
-                    f"the rank correlation of the areas (`{self.area}`) is undefined: their "
-                    "true rates, or a table's, are all equal"
+                    f"the {crude_rank_title()} (`{self.area}`) is undefined: their "
+                    "true crude rates, or a table's, are all equal"
                 )
             else:
                 lost = KINDS["correlation"].distance(ours, theirs)
                 out["rank_correlation"] = (
                     f"the sets rank the {self.true_area_rates.size} areas (`{self.area}`) "
-                    f"with Spearman's rho {ours:.3f} (median) against the true rates, "
+                    f"by their crude rates with Spearman's rho {ours:.3f} (median) against "
+                    "the true crude rates, "
                     f"synthesis with no privacy with {theirs:.3f}: "
                     + ("privacy costs " if ours < theirs else "a difference of ")
                     + f"{lost:.3f}"
@@ -219,7 +220,8 @@ class Utility:
             prior = self.prior["rank_correlation"]
             if np.isfinite(prior) and ours <= prior:
                 out["prior:rank_correlation"] = (
-                    f"the sets rank the areas no better (rho {ours:.3f}, median) than the prior "
+                    f"the sets rank the areas' crude rates no better (rho {ours:.3f}, median) "
+                    "than the prior "
                     f"alone ({prior:.3f}): at this epsilon they tell users nothing about the "
                     "ranking that the prior does not"
                 )
@@ -526,6 +528,7 @@ def _number(value) -> str:
 def markdown(report: Utility, name: str) -> str:
     """utility.md: one page, what each number means, the verdicts and the tables."""
     r = report
+    rank_title = crude_rank_title()
     plural = "s" if r.sets > 1 else ""
     lines = [
         "# Utility of the release: what the synthetic sets kept",
@@ -557,8 +560,9 @@ def markdown(report: Utility, name: str) -> str:
             else "- **rMSE**: root mean squared error of the strata SMRs (observed / expected "
             "count, a ratio); 0 is perfect."
         ),
-        "- **rank correlation**: Spearman's rho between a table's and the true crude rates "
-        "of the areas; 1 keeps every area's rank. Area: " + r.area_rule + ".",
+        f"- **{rank_title}**: Spearman's rho between a table's and the true crude rates "
+        "of the areas (events / population of each area, not age-adjusted); 1 keeps every "
+        "area's rank. Area: " + r.area_rule + ".",
         "- **totals**: per value of each key, the sum of its strata; mean absolute "
         "difference from the true totals over the key's values.",
         "",
@@ -569,7 +573,7 @@ def markdown(report: Utility, name: str) -> str:
     ]
     if r.rank_correlation is not None:
         lines.append(
-            f"| rank correlation (`{r.area}`) | {_band(r.rank_correlation.synthetic, 3)} "
+            f"| {rank_title} (`{r.area}`) | {_band(r.rank_correlation.synthetic, 3)} "
             f"| {_band(r.rank_correlation.reference, 3)} |"
         )
     for totals in r.totals:
@@ -614,6 +618,19 @@ def markdown(report: Utility, name: str) -> str:
             lines.append(f"| and {len(frame) - TABLE_ROWS} more (utility.csv) | | | |")
     lines += ["", "Every number, per key and group: `utility.csv`."]
     return "\n".join(lines) + "\n"
+
+
+def crude_rank_title() -> str:
+    """The name of this report's rank correlation, of the areas' crude rates: the measure's
+    title as the guide gives it (:func:`dpcounts.studies.stage.measures.study_measure_list`),
+    of the crude area rates, in lower case (``rank correlation of the crude area rates``),
+    so that it is never read as the guide's age-adjusted one of a study with ages."""
+    from dpcounts.studies.stage.measures import MEASURES
+
+    title = next(m.title for m in MEASURES if m.name == "rank_correlation")
+    title = title.replace("age-adjusted ", "").replace("crude ", "")
+    title = title.replace("area rates", "crude area rates")
+    return title[:1].lower() + title[1:]
 
 
 def _band(values: np.ndarray, digits: int = 3) -> str:
