@@ -14,7 +14,11 @@ The rules, as ``config/README.md`` states them:
   ``85+``, ``Under 40``) unless ``age.bands`` gives it; with ``age.bands: single-years`` a
   label holding one whole number (``7``, ``7 years``, ``7.0``) is that single year of age.
   Labels that ``age.bands`` gives the same ages are adjusted as one band (coarser bands
-  for a sparse table); bands of different ages must not overlap.
+  for a sparse table); bands of different ages must not overlap, nor leave ages out
+  between the first and the last (a table may start above age 0, and its last band may be
+  open). So ``single-years`` refuses whole-number labels that are not consecutive years
+  (``0, 5, ..., 90``: five-year groups named by their first age), naming the labels and
+  the bands that fit them (``{'0': [0, 5], ..., '90': [90, null]}``).
 * With ``single-years`` the standard population is split into single years of age
   (:func:`single_year_standard`): **each closed group's population is spread evenly over
   its single years** (US 2000: ages 1-4 get 15,191,619 / 4 each). The standard's open top
@@ -109,7 +113,8 @@ def _single_year(label: str) -> tuple[int, int | None]:
 def label_bands(definition: StudyDefinition, strata: pd.DataFrame) -> dict[str, tuple]:
     """Label -> (first age, first age past; None = open) of every value of the age column,
     in the order of their ages. Refuses a label that cannot be read, a band given in
-    ``age.bands`` that no stratum has, an empty band and bands that overlap."""
+    ``age.bands`` that no stratum has, an empty band, bands that overlap and bands that
+    leave ages out between the first and the last (:func:`_gap_message`)."""
     name, column = definition.name, definition.age
     key = f"studies.{name}.age.bands"
     labels = list(strata[column].astype(str).unique())
