@@ -231,7 +231,7 @@ def test_the_study_s_denominator_reaches_the_release(tmp_path, in_checkout, priv
     (tmp_path / "my_study.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     spec = f"{tmp_path / 'my_study.yaml'}:lips"
     common = ("--mechanism", "pg", "--epsilon", "4", "--strata", "input", "--dataset",
-              "lips", "--budget", "20", "--quiet")  # fmt: skip
+              "lips", "--budget", "20", "--quiet", "--release-without-guide")  # fmt: skip
     code, _, stderr = run("synthesize", "--study", spec, "--out", str(tmp_path / "out"), *common)
     assert code == 0, stderr
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())

@@ -235,6 +235,13 @@ def _add_strata_options(syn: argparse.ArgumentParser, required) -> None:
         "--method must be one of the study's arms. Replaces --input, --keys and the column, "
         "prior and truncation options",
     )
+    io.add_argument(
+        "--release-without-guide",
+        action="store_true",
+        help="with --study: release although the study's guide is missing or judged other "
+        "settings, another table or older measures than the entry's today (without it, such "
+        "a release is refused before anything is read or spent); the private summary says so",
+    )
     required.add_argument(
         "--input",
         type=Path,
@@ -1012,6 +1019,8 @@ def _request(args, **extra):
         prior_source=args.prior_source,
         rounding=args.rounding,
     )
+    if getattr(args, "release_without_guide", False) and args.study is None:
+        raise _Usage("--release-without-guide applies to --study CONFIG:NAME only")
     if args.study is not None:
         table = _from_study(args, table)
     elif table["denominator"] is None:
@@ -1053,9 +1062,14 @@ def _from_study(args, given: dict) -> dict:
     try:
         study = load_study(args.study)
         study.arm(args.mechanism, args.method)
+        if not args.release_without_guide:
+            study.check_guide()  # before any count is read and before the ledger
     except StudySourceError as err:
         raise _Usage(str(err)) from None
-    return study.request_fields(args.mechanism) | {"study": study}
+    return study.request_fields(args.mechanism) | {
+        "study": study,
+        "release_without_guide": args.release_without_guide,
+    }
 
 
 class _Usage(Exception):

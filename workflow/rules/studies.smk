@@ -203,6 +203,9 @@ rule study_summary:
         summary="results/studies/{study}/summary.parquet",
         area_rates="results/studies/{study}/area_rates.parquet",
         guide="results/studies/{study}/guide.csv",
+        # what the guide judged (the entry, its files' bytes, the measures' version):
+        # `dpcounts synthesize --study` refuses a guide that is missing or stale
+        fingerprint="results/studies/{study}/guide.json",
     log:
         "logs/studies/{study}/summary.log",
     benchmark:

@@ -1,4 +1,5 @@
-"""A study's summary, map rates and epsilon guide, from its cached chunks."""
+"""A study's summary, map rates and epsilon guide, from its cached chunks, and the guide's
+fingerprint (``guide.json``: what it judged, checked by ``dpcounts synthesize --study``)."""
 
 import json
 import logging
@@ -9,6 +10,7 @@ import pandas as pd
 from dpcounts.fast_exit import fast_exit
 from dpcounts.io import atomic_path, write_parquet
 from dpcounts.studies.stage.definition import study_definition
+from dpcounts.studies.stage.fingerprint import write_fingerprint
 from dpcounts.studies.stage.guide import study_guide
 from dpcounts.studies.stage.measures import study_measures
 from dpcounts.studies.stage.summary import area_rates, summarise_study
@@ -42,4 +44,5 @@ with atomic_path(snakemake.output.guide) as tmp:
     spent = json.loads(Path(snakemake.input.prior).read_text())["epsilon_prior"]
     guide = study_guide(d, strata, summary, spent, calibrations)
     guide.to_csv(tmp, index=False, lineterminator="\n", float_format="%.6g")
+write_fingerprint(d, snakemake.output.fingerprint)
 fast_exit()  # outputs written: skip the interpreter's teardown

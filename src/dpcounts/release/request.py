@@ -152,6 +152,10 @@ class ReleaseRequest:
     #: the study whose entry decides the table, keys, prior and settings (``--study``,
     #: :mod:`.study_source`), or None
     study: StudySource | None = None
+    #: the steward's word that the release goes ahead although the study's guide is missing
+    #: or stale (``--release-without-guide``; :meth:`.StudySource.check_guide`); the
+    #: private summary says so
+    release_without_guide: bool = False
     prior_epsilon: float | None = None
     rounding: str = "refuse"  # fractional counts: refuse, or round to nearest (half to even)
     #: the dataset's budget: stored in the ledger if it has none (then every later release

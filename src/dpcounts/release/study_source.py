@@ -18,6 +18,14 @@ holds the workflow's schema, with the given file merged over it (Snakemake's
 ``--configfile``), every default filled from the schema. Paths in the config are relative
 to that checkout, where ``snakemake`` runs, and so is the study's guide,
 ``results/studies/<name>/guide.csv``.
+
+A release rests on a guide that judged the entry as it is today: the study stage writes
+what it judged beside the guide (``guide.json``,
+:mod:`dpcounts.studies.stage.fingerprint`), and :meth:`StudySource.check_guide` refuses,
+before any count is read and before the ledger, a guide that is missing or whose
+fingerprint differs from the entry's, naming the keys that differ (never a value) and the
+command that runs the study. ``--release-without-guide`` releases anyway; the private
+summary says so.
 """
 
 from __future__ import annotations
@@ -73,6 +81,60 @@ class StudySource:
     def guide_path(self) -> Path:
         """The study's guide, where the workflow writes it."""
         return self.root / "results" / "studies" / self.name / "guide.csv"
+
+    @property
+    def fingerprint_path(self) -> Path:
+        """What the guide judged (:mod:`dpcounts.studies.stage.fingerprint`), beside it."""
+        return self.guide_path.with_name("guide.json")
+
+    def run_command(self, again: bool = False) -> str:
+        """The command that runs the study (docs/your-study.md), from the checkout;
+        ``again``: every job of it, whatever Snakemake's own triggers say."""
+        config = self.config.resolve()
+        try:
+            config = config.relative_to(self.root.resolve())
+        except ValueError:
+            pass
+        force = " --forcerun study_strata" if again else ""
+        return (f"snakemake --cores 2 --configfile {config}{force} -- "
+                f"results/studies/{self.name}/guide.csv")  # fmt: skip
+
+    def guide_problem(self) -> str | None:
+        """Why the guide is not the entry's as it is today (missing, or the keys whose
+        fingerprint differs), or None when it is current."""
+        import json
+
+        from dpcounts.studies.stage.fingerprint import differences, study_fingerprint
+
+        where = Path("results", "studies", self.name, "guide.csv")  # in the checkout
+        if not self.guide_path.is_file():
+            return f"the study has not run (no guide at {where})"
+        if not self.fingerprint_path.is_file():
+            return (f"its guide ({where}) records no fingerprint of what it judged (a guide "
+                    "from before guide.json)")  # fmt: skip
+        try:
+            judged = json.loads(self.fingerprint_path.read_text(encoding="utf-8"))["fingerprint"]
+        except (ValueError, KeyError, TypeError, OSError):
+            return f"its guide's fingerprint ({self.fingerprint_path.name}) cannot be read"
+        changed = differences(judged, study_fingerprint(self.definition))
+        if changed:
+            return (f"its guide ({where}) judged another entry: {', '.join(changed)} "
+                    "changed since the study ran")  # fmt: skip
+        return None
+
+    def check_guide(self) -> None:
+        """StudySourceError, one line, when the guide is missing or stale
+        (:meth:`guide_problem`), naming the command that runs the study."""
+        problem = self.guide_problem()
+        if problem is None:
+            return
+        again = not problem.startswith("the study has not run")
+        raise StudySourceError(
+            f"--study {self.config}:{self.name}: {problem}; nothing was spent. Run the "
+            f"study{' again' if again else ''}: {self.run_command(again)}, then read its "
+            "guide (or give --release-without-guide to release without a current guide: "
+            "the private report says so)"
+        )
 
     def guide(self) -> pd.DataFrame | None:
         """The study's guide (``guide.csv``), or None when the study has not run."""

@@ -141,6 +141,18 @@ def prior_note(request, strata) -> str:
     )
 
 
+def _guide_note(request) -> list[str]:
+    """A line when a study's release went ahead without a current guide
+    (``--release-without-guide``), saying what was wrong with the guide."""
+    if request.study is None or not request.release_without_guide:
+        return []
+    problem = request.study.guide_problem() or "the guide was current all the same"
+    return [
+        f"- **released without a current guide** (`--release-without-guide`): {problem}; "
+        "the utility report's verdicts from the guide are not promises for this release"
+    ]
+
+
 def write_summary(folder: Path, request, strata, cal, synthetic, guarantee: str) -> list:
     """Write summary.md and its figures into ``folder``; return the file names written."""
     keys = strata.keys
@@ -165,6 +177,7 @@ def write_summary(folder: Path, request, strata, cal, synthetic, guarantee: str)
         f"- {sets} synthetic set{'s' if sets > 1 else ''}; root key in `provenance.json`",
         f"- prior rates: {prior_note(request, strata)}",
         f"- {rounding_note(request.rounding, strata.rounding)}",
+        *_guide_note(request),
         "",
         f"## Totals by `{group}`",
         "",
