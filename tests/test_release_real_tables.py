@@ -272,8 +272,10 @@ TESTIS_STUDY = {
     "prior": {"source": "overall"},
     "arms": {"pg": ["certified"], "truncated": ["certified"]},
     "epsilons": [2.0, 8.0, 20.0],
-    "datasets": 20,
-    "datasets_per_job": 20,
+    # 40: at 20 the guide judged its ratios by what they keep of the departure from parity
+    # (issue #52) said "more datasets would decide: about 21", nothing met to release at
+    "datasets": 40,
+    "datasets_per_job": 40,
     "epsilons_per_job": 3,
     "batch": 20,
     "disparities": [
@@ -381,11 +383,16 @@ AUCKLAND_STUDY = {
     "geometry": {"path": "mine/auckland.shp", "key": "unit"},
     "prior": {"source": "overall"},
     "arms": {"pg": ["certified"], "truncated": ["certified"]},
-    "epsilons": [0.5, 2.0, 8.0],
+    # a true 1.17 east / west, 1.21 with no privacy: 21% of its log departure off, lost at
+    # the default 10% (ratios judged by what they keep of the departure from parity, issue
+    # #52); at 60% (about 9% either side) kept from an epsilon above 8, where the median
+    # has left the prior's side
+    "epsilons": [0.5, 2.0, 8.0, 20.0],
     "map_epsilons": [2.0],
+    "guide": {"tolerance": 0.6},
     "datasets": 10,
     "datasets_per_job": 10,
-    "epsilons_per_job": 3,
+    "epsilons_per_job": 4,
     "batch": 10,
     "disparities": [
         {

@@ -51,7 +51,8 @@ def test_met_from_the_epsilon_where_privacy_stops_moving_it_and_the_prior_is_pai
     assert found["verdict"] == "met"
     assert found["epsilon"] == pytest.approx(1.25)  # 1.0 of the sets and the prior's 0.25
     assert "the prior's 0.25 included" in found["reason"]
-    assert (found["within_low"], found["within_high"]) == pytest.approx((1.818, 2.222))
+    # 2.02 x exp(+-0.1 x log 2): a tenth of the true departure from parity either side
+    assert (found["within_low"], found["within_high"]) == pytest.approx((1.8847, 2.1650), 1e-4)
 
 
 def test_synthesis_alone_loses_what_no_epsilon_can_bring_back():
@@ -69,21 +70,72 @@ def test_the_prior_alone_keeps_an_uninformative_measure():
     assert "keeping it says nothing" in found["reason"]
 
 
-def test_a_prior_within_tolerance_of_the_reference_keeps_it_too():
-    """Tokyo's wards against the rest (a steward's trial): truth 1.117, prior 1.0, no
-    privacy 1.11. The prior is 10.5% off the truth but within 10% of the reference, so an
-    arm that returns the prior would be "met": the measure cannot tell, and says so."""
+def test_the_prior_at_parity_does_not_keep_a_true_disparity_of_1117():
+    """Tokyo's wards against the rest (a steward's trial, issue #52): truth 1.117, prior
+    1.0, no privacy 1.11. The old rule, |value / reference - 1| <= 0.1, took a median of
+    1.02 (the prior's own value, near enough) for a kept disparity. Judged by what it keeps
+    of the departure from parity: the values kept are 1.11 x exp(+-0.1 x log 1.117), and
+    1.02 is nearer the prior than the truth, so a larger epsilon is needed."""
     found = verdict(RATIO, rows(1.117, 1.0, 1.11, [1.02, 1.02, 1.02]))
-    assert found["verdict"] == "prior_keeps" and "a tolerance below 0.099" in found["reason"]
-    found = verdict(RATIO, rows(1.117, 1.0, 1.11, [1.02, 1.02, 1.02]), tolerance=0.05)
-    assert found["verdict"] == "beyond_grid"  # a finer tolerance tells the prior apart
+    assert found["verdict"] == "beyond_grid"
+    assert (found["within_low"], found["within_high"]) == pytest.approx((1.0978, 1.1224), 1e-4)
+    # the prior's own value, at every epsilon: never kept
+    assert verdict(RATIO, rows(1.117, 1.0, 1.11, [1.0, 1.0, 1.0]))["verdict"] == "beyond_grid"
+    # a median of 1.01 to 1.03, as the truncated arm gave: not met either
+    assert verdict(RATIO, rows(1.117, 1.0, 1.11, [1.03, 1.01, 1.01]))["verdict"] != "met"
+    # the median keeping the departure within a tenth of it: met
+    assert verdict(RATIO, rows(1.117, 1.0, 1.11, [1.03, 1.112, 1.11]))["verdict"] == "met"
+    assert KINDS["ratio"].kept(1.0, 1.117, 0.1, truth=1.117, prior=1.0) == np.False_
+    assert KINDS["ratio"].kept(1.01, 1.117, 0.1, truth=1.117, prior=1.0) == np.False_
+    assert KINDS["ratio"].kept(1.11, 1.117, 0.1, truth=1.117, prior=1.0) == np.True_
+
+
+def test_a_fall_of_128_percent_kept_at_40_percent_is_not_kept():
+    """The second table of issue #52: a true 0.872 given as 0.947 keeps 40% of the fall
+    (log 0.947 / log 0.872 = 0.40): not met, whatever the interval; the old rule (0.947 /
+    0.872 - 1 = 8.6% <= 10%) called it met."""
+    found = verdict(RATIO, rows(0.872, 1.0, 0.872, [0.947, 0.947, 0.947]))
+    assert found["verdict"] == "beyond_grid"
+    kind = KINDS["ratio"]
+    assert not kind.kept(0.947, 0.872, 0.1, truth=0.872, prior=1.0)
+    assert not kind.kept(0.947, 0.872, 0.1, truth=0.872)  # even without the prior's value
+    assert kind.kept(0.862, 0.872, 0.1, truth=0.872, prior=1.0)
+
+
+def test_a_value_nearer_the_prior_than_the_truth_is_never_kept():
+    """Whatever the tolerance that tells the prior from the truth, a value nearer the
+    prior's value than the truth (on the log scale) is not kept; the window is cut at
+    sqrt(truth x prior). A tolerance that keeps the prior itself cannot tell them apart:
+    the guide says the prior alone keeps it."""
+    kind = KINDS["ratio"]
+    assert verdict(RATIO, rows(1.117, 1.0, 1.11, [1.0, 1.0, 1.0]), tolerance=1.01)[
+        "verdict"] == "prior_keeps"  # fmt: skip
+    for tolerance in (0.1, 0.3, 0.6, 0.9):
+        assert not kind.kept(1.05, 1.117, tolerance, truth=1.117, prior=1.0)
+        assert not kind.kept(1.4, 1.2, tolerance, truth=1.2, prior=1.5)
+        low, high = kind.within(1.117, tolerance, truth=1.117, prior=1.0)
+        assert low >= math.sqrt(1.117) - 1e-12 and high > 1.117
+    # a truth 1.03 whose no-privacy reference is nearer the prior: synthesis loses it
+    found = verdict(RATIO, rows(1.03, 1.0, 1.012, [1.012, 1.012, 1.012]), tolerance=0.2)
+    assert found["verdict"] == "synthesis_loses"
+    assert "infinite nearer the prior than the truth" in found["reason"]
+
+
+def test_truths_near_parity_are_judged_on_an_absolute_band():
+    """A truth within 10% of 1 is held to a tenth of log 1.1 (about 1%), not to a tenth
+    of its own departure: a true 1.01 given as 1.018 is kept (prior unknown); the prior
+    at 1.0 is within that band of 1.005, so the measure is uninformative there."""
+    kind = KINDS["ratio"]
+    assert kind.kept(1.018, 1.01, 0.1, truth=1.01)
+    assert not kind.kept(1.025, 1.01, 0.1, truth=1.01)
+    assert verdict(RATIO, rows(1.005, 1.0, 1.005, [1.0, 1.0, 1.0]))["verdict"] == "prior_keeps"
 
 
 def test_bias_from_truncation_comes_first():
     """True counts outside the bounds, the arm away from the reference at the largest
     epsilon, and the true counts clamped to the bounds away too: that is said even where
     the prior alone keeps the measure."""
-    frame = rows(1.10, 1.12, 1.10, [1.6, 1.45, 1.37], in_bounds=1.36)
+    frame = rows(1.10, 1.105, 1.10, [1.6, 1.45, 1.37], in_bounds=1.36)
     found = verdict(RATIO, frame, outside=0.094)
     assert found["verdict"] == "truncation_bias" and "9.4%" in found["reason"]
     assert "no epsilon brings it back" in found["reason"]
@@ -93,7 +145,7 @@ def test_bias_from_truncation_comes_first():
 def test_the_truncation_bias_names_the_settings_that_change_it():
     """Issue #33 (c): the bounds, not epsilon, hold the measure away; the reason names the
     settings that make the bounds, with their values, and which way widens them."""
-    frame = rows(1.10, 1.12, 1.10, [1.6, 1.45, 1.37], in_bounds=1.36)
+    frame = rows(1.10, 1.105, 1.10, [1.6, 1.45, 1.37], in_bounds=1.36)
     found = verdict(RATIO, frame, outside=0.094)
     assert "truncation.tail (here 0.001)" in found["reason"]
     assert "truncation.inflation (here 1)" in found["reason"]
@@ -179,15 +231,17 @@ def test_needs_more_than_the_grid():
 def test_one_wobble_of_the_median_cannot_make_a_verdict():
     """A median within tolerance whose confidence interval is not (too few datasets) is
     not met: more datasets would decide, and how many: the interval [1.8, 2.4] around a
-    median of 2.1 crosses the tolerance's edge 2.2 (10% above 2.0) by a half-width of 0.3
-    against a distance of 0.1, so 20 x (0.3 / 0.1)^2 = 180 datasets (issue #33 (b))."""
+    median of 2.1 crosses the tolerance's edge 2 x 2^0.1 = 2.1435 (a tenth of the true
+    departure, log 2, above 2.0) by a half-width of 0.3 against a distance of 0.0435, so
+    20 x (0.3 / 0.0435)^2 = 950 datasets (issue #33 (b))."""
     frame = rows(2.0, 1.0, 2.0, [2.1, 2.1, 2.1], halfwidth=0.3)
     found = verdict(RATIO, frame)
-    assert found["verdict"] == "more_datasets" and found["datasets_needed"] == 180
+    assert found["verdict"] == "more_datasets"
+    assert found["datasets_needed"] == math.ceil(20 * (0.3 / (2 * 2**0.1 - 2.1)) ** 2) == 950
     assert "straddles the tolerance" in found["reason"] and "more datasets" in found["reason"]
-    assert "about 180 datasets would" in found["reason"]
+    assert "about 950 datasets would" in found["reason"]
     assert "a larger epsilon" not in found["reason"]
-    assert found["verdict_text"] == "more datasets would decide: about 180 needed (20 run)"
+    assert found["verdict_text"] == "more datasets would decide: about 950 needed (20 run)"
     assert verdict(RATIO, rows(2.0, 1.0, 2.0, [2.1, 2.1, 2.1]))["verdict"] == "met"
 
 

@@ -44,10 +44,31 @@ class Kept:
     #: the study's single tables at the grid's largest epsilon not above this release's:
     #: (that epsilon, the 2.5% and 97.5% quantiles over its datasets), or None
     study_range: tuple[float, float, float] | None = None
+    #: the prior's own value of the measure (the guide's ``prior``), None: not known
+    prior: float | None = None
+    scale: float = 1.0  # an error's: the table's true overall rate
 
     @property
     def kept(self) -> bool:
-        return bool(self.distance <= self.tolerance)
+        """The guide's test (:meth:`dpcounts.studies.stage.measures.Kind.kept`): the
+        sets' median within the tolerance of the reference's; for a ratio, what it keeps
+        of the true departure from parity, never nearer the prior's value than the truth."""
+        from dpcounts.studies.stage.measures import KINDS
+
+        return bool(KINDS[self.kind].kept(
+            np.nanmedian(self.synthetic), np.nanmedian(self.reference), self.tolerance,
+            self.scale, truth=self.truth, prior=self.prior,
+        ))  # fmt: skip
+
+    def _off(self) -> str:
+        """How far the sets' median is from the reference's, against the tolerance."""
+        if self.kind != "ratio":
+            return f"{100 * self.distance:.2g}% against {100 * self.tolerance:.2g}%"
+        if not np.isfinite(self.distance):
+            return (f"nearer the prior's {self.prior:.3g} than the truth: never kept, against "
+                    f"{100 * self.tolerance:.2g}%")  # fmt: skip
+        return (f"{100 * self.distance:.2g}% of the true departure from parity off, against "
+                f"{100 * self.tolerance:.2g}%")  # fmt: skip
 
     def conclusion(self, epsilon: float) -> str:
         """The guide's promise and this release's outcome, in one line. The guide promises
@@ -58,7 +79,7 @@ class Kept:
         outcome = (
             f"this release: {ours:.3g} against {theirs:.3g} with no privacy (truth "
             f"{self.truth:.3g}), {'within' if self.kept else 'beyond'} the tolerance "
-            f"({100 * self.distance:.2g}% against {100 * self.tolerance:.2g}%)"
+            f"({self._off()})"
         )
         if self.guide_verdict is None:
             return f"the guide: not run for this arm; {outcome}"
@@ -130,15 +151,20 @@ def check_promise(study, strata, synthetic: np.ndarray, arm_name: str, n_referen
     out = []
     for m in measures.measures:
         mine, ref = ours[m.name].to_numpy(float), theirs[m.name].to_numpy(float)
-        distance = float(m.kind.distance(np.nanmedian(mine), np.nanmedian(ref), scale))
         row = rows.get(m.name)
+        # the guide's prior value: a ratio nearer it than the truth is never kept
+        true = float(truth[m.name])
+        prior = None if row is None else float(row.get("prior", np.nan))
+        prior = m.kind.judged_prior(true, prior, d.tolerance)
+        distance = float(m.kind.distance(np.nanmedian(mine), np.nanmedian(ref), scale,
+                                         truth=true, prior=prior))  # fmt: skip
         met_from = None if row is None else float(row["epsilon"])
         out.append(
             Kept(
                 name=m.name,
                 title=m.title,
                 kind=m.kind.name,
-                truth=float(truth[m.name]),
+                truth=true,
                 synthetic=mine,
                 reference=ref,
                 distance=distance,
@@ -147,6 +173,8 @@ def check_promise(study, strata, synthetic: np.ndarray, arm_name: str, n_referen
                 guide_text=None if row is None else str(row.get("verdict_text", row["verdict"])),
                 guide_epsilon=met_from,
                 study_range=ranges.get(m.name),
+                prior=prior,
+                scale=scale,
             )
         )
     return out

@@ -14,8 +14,10 @@ truth, the prior alone (the measure of the expected counts n x lambda0) and the
 no-privacy reference (tables drawn with the privacy term removed,
 :mod:`dpcounts.sampling.reference`). Distances are the measure's kind's
 (:class:`dpcounts.studies.stage.measures.Kind`: an error relative to the table's overall true rate,
-a correlation's difference, a ratio's relative difference), against the tolerance t
-(``guide.tolerance``). In this order, the first that holds:
+a correlation's difference; a ratio's what it misses of the true departure from parity on
+the log scale, |log(value / target)| / max(|log truth|, log 1.1), and never kept where it is
+nearer the prior's value than the truth), against the tolerance t (``guide.tolerance``).
+In this order, the first that holds:
 
 1. ``truncation_bias``, *bias from truncation*: a truncated arm, true counts outside its
    bounds, at the grid's largest epsilon the arm still further than t from the no-privacy
@@ -255,17 +257,29 @@ def judge(measure: Measure, rows: pd.DataFrame, *, scale: float, tolerance: floa
     low, high = rows["median_lower"].to_numpy(float), rows["median_upper"].to_numpy(float)
     medians = rows["median"].to_numpy(float)
     inside = (low <= reference) & (reference <= high)
-    near = np.where(inside, 0.0, np.minimum(kind.distance(low, reference, scale),
-                                            kind.distance(high, reference, scale)))  # fmt: skip
-    far = np.maximum(kind.distance(low, reference, scale), kind.distance(high, reference, scale))
-    met = far <= tol
+    # a ratio is judged on what it keeps of the true departure from parity, never nearer
+    # the prior's value than the truth (Kind.kept, as a release's promise check judges it);
+    # where the no-privacy reference is itself nearer the prior, synthesis loses it (below)
+    # and privacy's share is judged around the reference alone; so too where the prior is
+    # within tolerance of the truth (the prior alone keeps it: Kind.judged_prior)
+    free = dict(truth=truth)
+    reference_lost = not kind.kept(reference, truth, tol, scale, truth=truth, prior=prior)
+    told_apart = kind.judged_prior(truth, prior, tol)
+    judged = dict(truth=truth, prior=None if reference_lost else told_apart)
+    d_low = kind.distance(low, reference, scale, **judged)
+    d_high = kind.distance(high, reference, scale, **judged)
+    near = np.where(inside, 0.0, np.minimum(d_low, d_high))
+    far = np.maximum(d_low, d_high)
+    met = kind.kept(low, reference, tol, scale, **judged) & kind.kept(
+        high, reference, tol, scale, **judged
+    )
     first = smallest_epsilon(eps, met)
     releasable_here = math.inf  # the largest epsilon a release allows, where it decides
     total = first + epsilon_prior
     at_largest = float(medians[-1])
     in_bounds = float(rows["truth_in_bounds"].iloc[-1]) if "truth_in_bounds" in rows else truth
-    d_bounds = kind.clamping_distance(in_bounds, truth, reference, scale)
-    within = kind.within(reference, tol, scale)
+    d_bounds = kind.clamping_distance(in_bounds, truth, reference, scale, prior=told_apart)
+    within = kind.within(reference, tol, scale, **judged)
     trunc = truncation or Truncation()
     out = dict(verdict="", epsilon=np.nan, epsilon_privacy=total, epsilon_prior=epsilon_prior,
                tolerance=tol,
@@ -276,9 +290,10 @@ def judge(measure: Measure, rows: pd.DataFrame, *, scale: float, tolerance: floa
                shape_floor_from=trunc.floor_from + epsilon_prior)  # fmt: skip
     privacy = (f"; privacy adds no more than {tol:g} from epsilon {_g(total)} on"
                if np.isfinite(first) else "")  # fmt: skip
-    d_prior = float(kind.distance(prior, truth, scale))
-    d_prior_reference = float(kind.distance(prior, reference, scale))
-    d_reference = float(kind.distance(reference, truth, scale))
+    # the prior's own value against the truth: is it within tolerance (uninformative)?
+    d_prior = float(kind.distance(prior, truth, scale, **free))
+    d_prior_reference = float(kind.distance(prior, reference, scale, **judged))
+    d_reference = float(kind.distance(reference, truth, scale, truth=truth, prior=told_apart))
     largest = f"at the largest epsilon of the grid ({_g(eps[-1] + epsilon_prior)})"
     trend = (f"; it moved from {_g(medians[-2])} at epsilon {_g(eps[-2] + epsilon_prior)}"
              if eps.size > 1 else "")  # fmt: skip
@@ -289,7 +304,14 @@ def judge(measure: Measure, rows: pd.DataFrame, *, scale: float, tolerance: floa
                    "elsewhere")  # fmt: skip
     # clearly nearer the reference at the largest epsilon: its median beyond the previous
     # epsilon's whole interval, towards the reference
-    nearer = eps.size > 1 and float(kind.distance(at_largest, reference, scale)) < near[-2]
+    # (on the distance alone, whichever side of the prior: the trend, not the verdict)
+    before = math.inf
+    if eps.size > 1 and not inside[-2]:
+        before = float(np.min(kind.distance(np.array([low[-2], high[-2]]), reference, scale,
+                                            **free)))  # fmt: skip
+    elif eps.size > 1:
+        before = 0.0
+    nearer = eps.size > 1 and float(kind.distance(at_largest, reference, scale, **free)) < before
     bounds_words = (f"What changes where it goes: {trunc.settings()}, which set the bounds "
                     "(which strata have a lower bound of 0, so the floor of 1/3, and which "
                     "true counts lie outside): a larger tail or an inflation nearer 1 raises "

@@ -4,7 +4,8 @@ registry, :data:`MEASURES`, and the disparities of the study's config.
 Each :class:`Measure` is declared once: its name (the summary's ``metric``), its title and
 unit (the figures'), its :class:`Kind` and its function. The kind decides everything else
 that differs between measures: how far a value is from a target in units of the guide's
-tolerance (:meth:`Kind.distance`), whether the figure draws a truth line and a log scale.
+tolerance (:meth:`Kind.distance`) and whether it is kept (:meth:`Kind.kept`), whether the
+figure draws a truth line and a log scale.
 A new measure is one entry of :data:`MEASURES`, one function and its tests.
 
 * ``rmse`` (error): root mean squared error of the strata rates, per 100,000 (of the
@@ -23,6 +24,7 @@ A new measure is one entry of :data:`MEASURES`, one function and its tests.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -39,6 +41,12 @@ AREA = "area:"
 DISPARITY = "disparity:"
 
 
+#: The absolute band of a ratio's departure from parity, on the log scale: a truth within
+#: 10% of 1 (|log truth| below log 1.1) is judged as if its departure were log 1.1, so a
+#: truth of 1.01 is not held to a window of 1% of its 0.01.
+RATIO_BAND = math.log(1.1)
+
+
 @dataclass(frozen=True)
 class Kind:
     """What kind of quantity a measure is, and so how it is judged and drawn.
@@ -47,7 +55,18 @@ class Kind:
       scale, the scale being the table's overall true rate: the error a value adds to the
       target's, as a share of the rate (less error than the target is no loss);
     * ``correlation`` (1 is perfect): distance |value - target|;
-    * ``ratio`` (a disparity; compared multiplicatively): distance |value / target - 1|.
+    * ``ratio`` (a disparity): what is kept of the true departure from parity, on the log
+      scale: distance |log(value / target)| / max(|log truth|, :data:`RATIO_BAND`), the
+      share of the truth's log departure from 1 that the value misses; and infinite where
+      the value is nearer the prior's value than the truth (|log(value / prior)| <
+      |log(value / truth)|): a disparity the synthesis pulled back to the prior is never
+      kept, however near 1 both are. A truth of 1.117 and a prior of 1.00 at a tolerance
+      of 0.1: the values kept are 1.105 to 1.129 (0.1 x log 1.117 either side); 1.01
+      keeps 9% of the departure and is not kept.
+
+    :meth:`kept` is the one test of the study's guide, its figures' shading
+    (:meth:`within`) and a release's promise check
+    (:func:`dpcounts.release.promise.check_promise`).
     """
 
     name: str
@@ -55,38 +74,93 @@ class Kind:
     log_scale: bool  # the figure's y axis
     rule: str  # the distance, in words, for the docs and the guide's reasons
 
-    def distance(self, value, target, scale: float = 1.0) -> np.ndarray:
-        """How far ``value`` is from ``target``, in the units of the guide's tolerance."""
+    def distance(self, value, target, scale: float = 1.0, *, truth=None,
+                 prior=None) -> np.ndarray:  # fmt: skip
+        """How far ``value`` is from ``target``, in the units of the guide's tolerance. A
+        ratio's is relative to the log departure of ``truth`` (None: the target) and
+        infinite where ``value`` is nearer ``prior`` (the prior's value; None: not
+        judged) than the truth; the other kinds ignore both."""
         value, target = np.asarray(value, dtype=float), np.asarray(target, dtype=float)
         with np.errstate(invalid="ignore", divide="ignore"):
             if self.name == "error":
                 return np.maximum(value - target, 0.0) / scale
             if self.name == "correlation":
                 return np.abs(value - target)
-            return np.abs(value / target - 1)
+            truth = target if truth is None else np.asarray(truth, dtype=float)
+            spread = np.maximum(np.abs(np.log(truth)), RATIO_BAND)
+            out = np.abs(np.log(value / target)) / spread
+            if prior is not None:
+                prior = np.asarray(prior, dtype=float)
+                nearer = np.abs(np.log(value / prior)) < np.abs(np.log(value / truth))
+                out = np.where(nearer, np.inf, out)
+            return out
 
-    def clamping_distance(self, clamped, truth, reference, scale: float = 1.0) -> float:
+    def judged_prior(self, truth, prior, tolerance: float):
+        """The prior's value a ratio is told apart from: ``prior``, but None (not judged)
+        where it is itself within ``tolerance`` of the truth (the measure cannot tell them
+        apart: the guide's *the prior alone keeps it*), or not known, or the kind is not a
+        ratio."""
+        if self.name != "ratio" or prior is None or truth is None:
+            return None
+        prior = float(prior)
+        if not np.isfinite(prior) or self.distance(prior, truth, truth=truth) <= tolerance:
+            return None
+        return prior
+
+    def kept(self, value, target, tolerance: float, scale: float = 1.0, *, truth=None,
+             prior=None) -> np.ndarray:  # fmt: skip
+        """Whether ``value`` keeps ``target`` within ``tolerance`` (:meth:`distance` <=
+        tolerance; for a ratio, relative to ``truth``'s departure from 1 and never nearer
+        ``prior`` than the truth, where the two are told apart: :meth:`judged_prior`)."""
+        prior = self.judged_prior(truth, prior, tolerance)
+        distance = self.distance(value, target, scale, truth=truth, prior=prior)
+        return distance <= tolerance
+
+    def clamping_distance(self, clamped, truth, reference, scale: float = 1.0, *,
+                          prior=None) -> float:  # fmt: skip
         """How far clamping the true counts to truncation bounds alone moves the measure:
         the distance of ``clamped`` (the measure of the clamped counts) from the truth; for
         an error, the error it adds to synthesis's (``reference``), the two independent
         (added in quadrature: sqrt(reference^2 + clamped^2) - reference)."""
         if self.name == "error":
             return float((np.hypot(reference, clamped) - reference) / scale)
-        return float(self.distance(clamped, truth, scale))
+        return float(self.distance(clamped, truth, scale, truth=truth, prior=prior))
 
-    def within(self, target: float, tolerance: float, scale: float = 1.0) -> tuple[float, float]:
-        """The values within ``tolerance`` of ``target`` (:meth:`distance` <= tolerance)."""
+    def within(self, target: float, tolerance: float, scale: float = 1.0, *,
+               truth: float | None = None,
+               prior: float | None = None) -> tuple[float, float]:  # fmt: skip
+        """The values :meth:`kept` within ``tolerance`` of ``target`` (for a ratio, the
+        window ``target`` x exp(+-tolerance x max(|log truth|, log 1.1)), cut at
+        sqrt(truth x prior), the value as near the prior as the truth, on the prior's
+        side)."""
         if self.name == "error":
             return 0.0, target + tolerance * scale
         if self.name == "correlation":
             return target - tolerance, target + tolerance
-        return target * (1 - tolerance), target * (1 + tolerance)
+        prior = self.judged_prior(truth, prior, tolerance)
+        truth = target if truth is None else truth
+        with np.errstate(invalid="ignore", divide="ignore"):
+            step = tolerance * max(abs(float(np.log(truth))), RATIO_BAND)
+            low, high = target * math.exp(-step), target * math.exp(step)
+            middle = float(np.sqrt(truth * prior)) if prior is not None else math.nan
+        if prior is not None and prior != truth and np.isfinite(middle):
+            if prior < truth:
+                low = max(low, middle)
+            else:
+                high = min(high, middle)
+        return low, high
 
 
 KINDS = {
     "error": Kind("error", False, True, "the added error / the overall true rate"),
     "correlation": Kind("correlation", True, False, "|value - target|"),
-    "ratio": Kind("ratio", True, True, "|value / target - 1|"),
+    "ratio": Kind(
+        "ratio",
+        True,
+        True,
+        "|log(value / target)| / max(|log truth|, log 1.1), "
+        "infinite nearer the prior than the truth",
+    ),
 }
 
 
