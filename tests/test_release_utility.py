@@ -342,12 +342,6 @@ def test_the_crude_and_the_age_adjusted_rank_correlations_are_named_apart(tmp_pa
     assert "](utility_map.png)" in summary
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the guide's title of an age-adjusted study's rank correlation is retitled in "
-    "dpcounts.studies.stage.measures.study_measure_list (issue #52, item 5): drop this mark "
-    "with that change",
-)
 def test_the_guides_section_names_its_rank_correlation_age_adjusted(tmp_path, monkeypatch):
     """The guide's section of the same report ranks the study's age-adjusted area rates,
     under the guide's title that says so (never a bare "area rates" beside the crude row)."""

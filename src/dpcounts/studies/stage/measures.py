@@ -249,6 +249,9 @@ def study_measure_list(definition: StudyDefinition) -> tuple[Measure, ...]:
         static = [dataclasses.replace(m, title="rMSE of the strata SMRs",
                                       unit="a ratio, observed / expected")
                   if m.name == "rmse" else m for m in static]  # fmt: skip
+    if definition.age is not None:  # the areas' rates are age-adjusted: say so (issue #52)
+        static = [dataclasses.replace(m, title="Rank correlation of the age-adjusted area rates")
+                  if m.name == "rank_correlation" else m for m in static]  # fmt: skip
     disparities = [
         Measure(
             DISPARITY + spec.name, spec.title, "rate ratio", KINDS["ratio"], _disparity(spec.name)
