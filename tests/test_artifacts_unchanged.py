@@ -22,9 +22,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.process]
 BASELINE = "c711623"
 #: Moved from 9a150eb by issue #52, item 5: a study with age adjustment titles its rank
 #: correlation "of the age-adjusted area rates" (pennlc's guide and measures figures,
-#: which print it; every table unchanged). Before, from c81f900 by issue #52, item 1: ratios judged by what is kept of the departure
-#: from parity (|log(value / target)| <= tolerance x max(|log truth|, log 1.1), never
-#: nearer the prior's value than the truth): the guide.csv rows of the disparities change
+#: which print it; every table unchanged). Before, from c81f900 by issue #52, item 1:
+#: ratios judged by what is kept of the departure from parity (|log(value / target)| <=
+#: tolerance x max(|log truth|, log 1.1), never nearer the prior's value than the
+#: truth): the guide.csv rows of the disparities change
 #: (verdict, verdict_text, epsilon, epsilon_privacy, within_low, within_high,
 #: datasets_needed, reason) and so do the figures that draw them (the studies' measures
 #: and guide figures: verdicts and the tolerance's shading); every other row, table and
