@@ -166,7 +166,7 @@ def study_inputs(rng):
     measures = measure_list()
     frames = []
     for m in measures:
-        centre = {"rmse": 300.0, "rank_correlation": 0.6}.get(m.name, 1.3)
+        centre = {"rmse": 300.0, "relative_error": 0.2, "rank_correlation": 0.6}.get(m.name, 1.3)
         frame = band_rows(rng, [a.name for a in arms], [m.name], STUDY_EPSILONS, centre)
         if m.name == "rmse":  # errors span decades
             scale = 1 + 3000 / STUDY_EPSILONS[np.arange(len(frame)) % len(STUDY_EPSILONS)]
@@ -185,7 +185,8 @@ def study_inputs(rng):
              epsilon_privacy=eps, epsilon_prior=0.5, tolerance=0.05, within_low=0.9,
              within_high=1.5, outside_bounds_share=0.01 if a.mechanism == "truncated" else 0.0)
         for a in arms for m, (verdict, eps) in zip(
-            measures, [("met", 2.0), ("truncation_stalls", np.nan), ("more_datasets", 0.3)],
+            measures, [("met", 2.0), ("synthesis_loses", np.nan), ("truncation_stalls", np.nan),
+                       ("more_datasets", 0.3)],
             strict=True)
     ])  # fmt: skip
     return summary, guide, measures, arms
@@ -438,6 +439,7 @@ def close_totals_report(rng, low: float, high: float):
     return Utility(mechanism="truncated", epsilon=1.0, sets=3, reference_tables=20, strata=160,
                    total=int(total), overall_rate=800.0, totals=(races, sexes),
                    rmse=Compared(rng.uniform(3_800, 3_900, 3), rng.uniform(3_400, 4_700, 20)),
+                   relative_error=Compared(rng.uniform(0.3, 0.4, 3), rng.uniform(0.2, 0.3, 20)),
                    area=None, area_rule="no area", rank_correlation=None, true_area_rates=None,
                    outside=None, prior={"rmse": 2_745.0})  # fmt: skip
 

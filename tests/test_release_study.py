@@ -103,9 +103,11 @@ def test_everything_the_study_says_reaches_the_release(tmp_path, in_checkout, pr
     assert f"the overall rate ({overall:.3g})" in text
     lines = [line for line in text.splitlines() if line.startswith("- **") and "`)" in line]
     names = [line.split("(`")[1].split("`)")[0] for line in lines]
-    from dpcounts.studies.stage.measures import MEASURES
+    from dpcounts.studies.stage.measures import MEASURES, margin_name
 
-    assert names == [m.name for m in MEASURES] + ["disparity:south_vs_north"]  # the registry
+    assert names == [m.name for m in MEASURES] + [margin_name((key,)) for key in KEYS] + [
+        "disparity:south_vs_north"
+    ]  # the registry
     south = truth["state"] == "south"
     units = truth.drop_duplicates(["county", "age"])
     ratio = (truth.loc[south, "deaths"].sum() / units.loc[units["state"] == "south",

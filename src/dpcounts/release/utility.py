@@ -9,9 +9,11 @@ is told apart from the noise of synthesis, which no epsilon removes:
 
 * **totals by each key column** (every key, not only the first): the true total of each
   value against the totals of the sets (mean, min, max over sets) and of the reference;
-  summed up per key as the mean absolute difference from the truth;
+  summed up per key as the mean absolute difference from the truth and as the study's
+  margin, the largest relative error of a value's total (``margin:<key>``);
 * **rMSE of the strata rates** per 100,000 (the study's ``rmse``,
-  :mod:`dpcounts.studies.stage.measures`), median and range over sets and reference tables;
+  :mod:`dpcounts.studies.stage.measures`), median and range over sets and reference tables,
+  and their **relative error** (``relative_error``), every stratum weighing alike;
 * **rank correlation of the area rates** (the study's ``rank_correlation``, Spearman's
   rho of the crude rates of the areas), when an area column exists, chosen by
   :func:`area_column`;
@@ -113,6 +115,21 @@ class KeyTotals:
             out[f"{name}_max"] = values.max(axis=0)
         return pd.DataFrame(out)
 
+    def largest_relative_error(self) -> Compared:
+        """Per table, max over groups of |table's total - true total| / max(true total, 1):
+        the study's ``margin:<key>`` (:mod:`dpcounts.studies.stage.measures`)."""
+        scale = 1.0 / np.maximum(self.truth, 1.0)
+        return Compared(
+            (np.abs(self.synthetic - self.truth) * scale).max(axis=1, initial=0.0),
+            (np.abs(self.reference - self.truth) * scale).max(axis=1, initial=0.0),
+        )
+
+    def furthest_group(self) -> str:
+        """The group whose total the sets miss most often by the largest relative error."""
+        scale = 1.0 / np.maximum(self.truth, 1.0)
+        worst = np.argmax(np.abs(self.synthetic - self.truth) * scale, axis=1)
+        return str(self.groups[np.bincount(worst, minlength=self.groups.size).argmax()])
+
     def mean_absolute_error(self) -> Compared:
         """Per table, the mean over groups of |table's total - true total|."""
         return Compared(
@@ -134,6 +151,7 @@ class Utility:
     overall_rate: float  # per 100,000: the true total over the population
     totals: tuple[KeyTotals, ...]
     rmse: Compared
+    relative_error: Compared
     area: str | None
     area_rule: str  # why this column is the area, or why there is none
     rank_correlation: Compared | None
@@ -151,8 +169,8 @@ class Utility:
         return None if self.outside is None else self.outside / self.strata
 
     def verdicts(self) -> dict[str, str]:
-        """One plain-language line per measure (keys: ``rmse``, ``rank_correlation``,
-        ``total:<key>``, ``outside_bounds``)."""
+        """One plain-language line per measure (keys: ``rmse``, ``relative_error``,
+        ``rank_correlation``, ``total:<key>``, ``margin:<key>``, ``outside_bounds``)."""
         from dpcounts.studies.stage.measures import KINDS
 
         out = {}
@@ -164,6 +182,15 @@ class Utility:
             f"is {_times(ratio)} that of synthesis with no privacy ({_human(theirs)}): privacy "
             f"adds {_human(max(ours - theirs, 0))} {self.unit}, {_human(100 * added, 2)}% of "
             f"the overall rate ({_human(self.overall_rate)})" + self.rmse.noise_note()
+        )
+        ours = np.median(self.relative_error.synthetic)
+        theirs = np.median(self.relative_error.reference)
+        out["relative_error"] = (
+            f"the strata's relative error, every stratum weighing alike (mean |synthetic - "
+            f"true| / max(true, 1), median over sets), is {_percent(ours)}, "
+            f"{_percent(theirs)} with no privacy: privacy adds "
+            f"{_points(KINDS['relative'].distance(ours, theirs))}"
+            + self.relative_error.noise_note()
         )
         if self.rank_correlation is not None:
             ours = np.nanmedian(self.rank_correlation.synthetic)
@@ -191,6 +218,14 @@ class Utility:
                 f"totals by `{totals.key}` ({totals.groups.size} groups): the sets are off by "
                 f"{_human(ours)} events per group (mean absolute difference, median over sets), "
                 f"{_times(error.ratio())} synthesis with no privacy ({_human(theirs)})"
+            )
+            error = totals.largest_relative_error()
+            ours, theirs = np.median(error.synthetic), np.median(error.reference)
+            out[f"margin:{totals.key}"] = (
+                f"the total by `{totals.key}` furthest off is {_percent(ours)} off (the "
+                f"largest relative error over its groups, median over sets; most often "
+                f"`{totals.furthest_group()}`), {_percent(theirs)} with no privacy: privacy "
+                f"adds {_points(KINDS['relative'].distance(ours, theirs))}"
             )
         out.update(self._prior_verdicts())
         if self.outside is not None:
@@ -237,6 +272,9 @@ class Utility:
             frame.insert(0, "measure", "total")
             rows.append(frame)
         rows.append(_scalar_row("rmse", "", 0.0, self.rmse))
+        rows.append(_scalar_row("relative_error", "", 0.0, self.relative_error))
+        for totals in self.totals:
+            rows.append(_scalar_row("margin", totals.key, 0.0, totals.largest_relative_error()))
         if self.rank_correlation is not None:
             rows.append(_scalar_row("rank_correlation", self.area, 1.0, self.rank_correlation))
         if self.outside is not None:
@@ -292,6 +330,16 @@ def _factorize(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order))
     return rank[codes], np.asarray(values)[order]
+
+
+def _percent(share: float) -> str:
+    """A share as a percentage, to three significant digits (0.176 -> 17.6%)."""
+    return f"{_human(100 * float(share))}%"
+
+
+def _points(share: float) -> str:
+    """An added share in percentage points (0.05 -> 5 percentage points)."""
+    return f"{_human(100 * float(share))} percentage points"
 
 
 def _times(ratio: float) -> str:
@@ -460,6 +508,9 @@ def utility_report(
         overall_rate=float(y.sum() / (population.sum() if people is None else people) * per),
         totals=totals,
         rmse=Compared(ours["rmse"].to_numpy(), theirs["rmse"].to_numpy()),
+        relative_error=Compared(
+            ours["relative_error"].to_numpy(), theirs["relative_error"].to_numpy()
+        ),
         area=area,
         area_rule=area_rule,
         rank_correlation=rank,
@@ -563,13 +614,19 @@ def markdown(report: Utility, name: str) -> str:
         f"- **{rank_title}**: Spearman's rho between a table's and the true crude rates "
         "of the areas (events / population of each area, not age-adjusted); 1 keeps every "
         "area's rank. Area: " + r.area_rule + ".",
+        "- **relative error**: the mean over strata of |synthetic - true| / max(true, 1), "
+        "every stratum weighing alike, small or large (the rMSE weighs the largest rates "
+        "most); 0 is perfect.",
         "- **totals**: per value of each key, the sum of its strata; mean absolute "
-        "difference from the true totals over the key's values.",
+        "difference from the true totals over the key's values, and the largest relative "
+        "error of a value's total, |synthetic - true| / max(true, 1) (the study's margin).",
         "",
         f"| measure | synthetic sets ({r.sets}): median [min, max] "
         f"| no-privacy reference ({r.reference_tables}): median [min, max] |",
         "|---|---:|---:|",
         f"| rMSE {r.unit} | {_band(r.rmse.synthetic)} | {_band(r.rmse.reference)} |",
+        f"| relative error of the strata | {_band(r.relative_error.synthetic)} "
+        f"| {_band(r.relative_error.reference)} |",
     ]
     if r.rank_correlation is not None:
         lines.append(
@@ -580,6 +637,11 @@ def markdown(report: Utility, name: str) -> str:
         error = totals.mean_absolute_error()
         lines.append(
             f"| totals by `{totals.key}`: mean absolute difference | {_band(error.synthetic)} "
+            f"| {_band(error.reference)} |"
+        )
+        error = totals.largest_relative_error()
+        lines.append(
+            f"| totals by `{totals.key}`: largest relative error | {_band(error.synthetic)} "
             f"| {_band(error.reference)} |"
         )
     if r.outside is not None:

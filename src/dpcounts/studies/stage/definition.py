@@ -115,6 +115,9 @@ class StudyDefinition:
     #: what ``population`` holds: ``population`` or ``expected`` (expected counts; rates
     #: are SMRs, no count bound; :func:`dpcounts.data.validation.validate_strata`)
     denominator: str = "population"
+    #: the key combinations whose totals are measured beside each key's own
+    #: (``margins``; :func:`dpcounts.studies.stage.measures.margin_keys` lists them all)
+    margins: tuple[tuple[str, ...], ...] = ()
 
     @property
     def per(self) -> float:
@@ -329,6 +332,16 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
                 str(spec.get("label") or ""),
             )
         )
+    margins = []
+    for k, combination in enumerate(get("margins") or []):
+        unknown = [c for c in combination if c not in keys]
+        if unknown or len(set(combination)) != len(combination) or len(combination) < 2:
+            _fail(name, f"margins[{k}]", f"got {list(combination)!r}; expected two or more "
+                  f"distinct keys from {list(keys)}")  # fmt: skip
+        ordered = tuple(c for c in keys if c in combination)  # the keys' order: one name
+        if ordered in margins:
+            _fail(name, f"margins[{k}]", f"{list(combination)!r} is given twice")
+        margins.append(ordered)
     tolerance = _finite_positive(
         name, "guide.tolerance", _filled(name, entry, "guide", "tolerance")
     )
@@ -392,4 +405,5 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
         on_calibration_failure=failure,
         wonder=_filled(name, entry, "format") == "wonder",
         denominator=denominator,
+        margins=tuple(margins),
     )
