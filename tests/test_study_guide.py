@@ -288,6 +288,20 @@ def test_a_measure_met_only_beyond_what_a_release_allows_names_no_epsilon():
     assert found["verdict"] == "met" and found["epsilon"] == 1.0
 
 
+def test_more_datasets_are_not_asked_for_at_an_epsilon_no_release_allows():
+    """At the grid's largest epsilon, 10, the median's interval straddles the tolerance's
+    edge: more datasets would decide, where a release may spend 10; where it allows at
+    most 2.5 per set, more datasets could at best meet it at 10, and the guide says no
+    release keeps it (homicide_1980's md at epsilon 100 against a largest 20.6)."""
+    frame = rows(2.0, 1.0, 2.0, [3.0, 2.6, 2.16], halfwidth=0.02)
+    found = verdict(RATIO, frame, releasable=lambda epsilon: 20.0)
+    assert found["verdict"] == "more_datasets"
+    found = verdict(RATIO, frame, releasable=lambda epsilon: 2.5)
+    assert found["verdict"] == "beyond_release" and math.isnan(found["datasets_needed"])
+    assert found["verdict_text"] == "not met within a release's largest epsilon (2.5)"
+    assert "allows at most 2.5 per set" in found["reason"]
+
+
 @pytest.mark.parametrize("strata", [40, 400])
 def test_the_guide_and_the_release_agree_on_the_largest_epsilon(tmp_path, private_ledger,
                                                                 strata):  # fmt: skip

@@ -45,7 +45,8 @@ In this order, the first that holds:
    beyond it): the guide never endorses an epsilon a release refuses, nor asks for one;
 5. ``more_datasets``, *more datasets would decide*: not so at the largest epsilon, but
    the interval there straddles an edge of the tolerance: the datasets, not epsilon, are
-   too few to tell. ``datasets_needed`` is how many would: a median's confidence
+   too few to tell (``beyond_release`` instead where the grid's largest epsilon is beyond
+   what a release allows: more datasets could at best meet it there). ``datasets_needed`` is how many would: a median's confidence
    interval narrows as 1/sqrt(L) over L datasets, so with h the distance from the median
    to the interval's end beyond the edge (its half-width on that side) and d the
    distance from the median to that edge, the interval clears the edge from
@@ -183,6 +184,12 @@ def truncations(calibrations: pd.DataFrame, outside: dict[str, float]) -> dict[s
             floor_from=smallest_epsilon(share.index.to_numpy(float), share.to_numpy() == 1.0),
         )  # fmt: skip
     return out
+
+
+def _releasable_at(releasable, epsilon: float) -> float:
+    """The largest epsilon per set a release allows with the calibration at ``epsilon``
+    (``releasable``, :func:`judge`'s; None: not judged, infinite)."""
+    return math.inf if releasable is None else float(releasable(epsilon))
 
 
 def smallest_epsilon(epsilons: np.ndarray, met: np.ndarray) -> float:
@@ -362,6 +369,18 @@ def judge(measure: Measure, rows: pd.DataFrame, *, scale: float, tolerance: floa
                 "must be at least twice its rounding bound): no release keeps it; a larger "
                 "tolerance or --delta would"
             )
+    elif near[-1] <= tol and eps[-1] > _releasable_at(releasable, eps[-1]) * (1 + 1e-9):
+        # more datasets could at best meet it at the grid's largest epsilon, which no
+        # release can spend: not endorsed, nor asked for
+        releasable_here = _releasable_at(releasable, eps[-1])
+        out["verdict"] = "beyond_release"
+        out["reason"] = (
+            f"{largest} the median's 95% interval [{_g(low[-1])}, {_g(high[-1])}] straddles "
+            f"the tolerance [{_g(within[0])}, {_g(within[1])}] around {_g(reference)} (no "
+            "privacy), so more datasets might meet it there at best; but a release of this "
+            f"table allows at most {_g(releasable_here)} per set at delta {DEFAULT_DELTA:g}: "
+            "no release keeps it; a larger tolerance or --delta would"
+        )
     elif near[-1] <= tol:
         out["verdict"] = "more_datasets"
         needed = datasets_needed(datasets, at_largest, low[-1], high[-1], within)
