@@ -200,6 +200,9 @@ def feasible_ranges(
     confidence: float = 0.95,
     batch: bool = True,
     max_rounds: int = 10_000,
+    direct_cells: int = 1_000,
+    max_block: int = 200,
+    helpers: int = 32,
 ) -> Ranges:
     """The feasible range of every hidden cell (``mask`` True) of the true ``counts`` (one
     per stratum, the rows of ``keys``), the ``margins`` (default :func:`default_margins` of
@@ -254,72 +257,48 @@ def feasible_ranges(
     residual = np.bincount(entry_group, weights=truth[entry_cell], minlength=groups)
 
     lo, hi = propagate(lo, hi, entry_cell, entry_group, residual, max_rounds)
-    outer_lower, outer_upper = lo.copy(), hi.copy()
     pinned = hi - lo <= TOL
-    result_lower = np.where(pinned, lo, np.nan)
-    result_upper = np.where(pinned, hi, np.nan)
-    method = np.where(pinned, "propagation", "none").astype(object)
     solver = _Solver(truth, lo, hi, pinned, entry_cell[in_lp], entry_group[in_lp], residual)
-    settled_lo, settled_hi = pinned.copy(), pinned.copy()
-
-    def settle():
-        """Sides whose propagated bound some feasible point reaches."""
-        reach_lo = ~settled_lo & (solver.seen_lo <= lo + TOL)
-        reach_hi = ~settled_hi & (solver.seen_hi >= hi - TOL)
-        result_lower[reach_lo] = lo[reach_lo]
-        result_upper[reach_hi] = hi[reach_hi]
-        settled_lo[reach_lo] = True
-        settled_hi[reach_hi] = True
-
-    settle()
+    attack = _Attack(solver, lo, hi, pinned)
     if batch:
         for component in range(solver.components):
             members = solver.members[component]
-            if members.size > 1 and not (settled_lo[members].all() and settled_hi[members].all()):
+            if members.size > 1 and attack.open(members).any():
+                if members.size > direct_cells:
+                    continue  # the blocks' batch LPs below
                 solver.solve(component, -np.ones(members.size))
                 solver.solve(component, np.ones(members.size))
-        settle()
-
-    def solve_cell(j):
-        component = solver.component[j]
-        objective = (solver.members[component] == j).astype(float)
-        if not settled_hi[j]:
-            result_upper[j] = -solver.solve(component, -objective)
-            settled_hi[j] = True
-        if not settled_lo[j]:
-            result_lower[j] = solver.solve(component, objective)
-            settled_lo[j] = True
-        settle()
+        attack.settle()
+    for component in range(solver.components):
+        members = solver.members[component]
+        if members.size > direct_cells and attack.open(members).any():
+            attack.sandwich(component, max_block, helpers)
+    block_lps = solver.lps
 
     status = np.full(n, "exact", dtype=object)
-    open_cells = np.flatnonzero(~(settled_lo & settled_hi))
-    sides = int((~settled_lo).sum() + (~settled_hi).sum())
-    per_cell = 0
+    open_cells = np.flatnonzero(attack.open())
+    sides = int((~attack.settled_lo).sum() + (~attack.settled_hi).sum())
     if max_lps is None or sides <= max_lps:
         for j in open_cells:
-            before = solver.lps
-            solve_cell(j)
-            per_cell += solver.lps - before
+            attack.solve_cell(j)
     else:
         status[open_cells] = "unsampled"
         for j in rng.permutation(open_cells):
-            need = int(not settled_lo[j]) + int(not settled_hi[j])
-            if per_cell + need > max_lps:
+            need = int(not attack.settled_lo[j]) + int(not attack.settled_hi[j])
+            if solver.lps - block_lps + need > max_lps:
                 break
-            before = solver.lps
-            solve_cell(j)
-            per_cell += solver.lps - before
+            attack.solve_cell(j)
             status[j] = "sampled"
-    done = settled_lo & settled_hi & (method == "none")
-    method[done] = "lp"
-    result_lower[~settled_lo] = np.nan
-    result_upper[~settled_hi] = np.nan
+    method = np.where(pinned, "propagation", "none").astype(object)
+    method[~pinned & ~attack.open()] = "lp"
+    result_lower = np.where(attack.settled_lo, attack.result_lo, np.nan)
+    result_upper = np.where(attack.settled_hi, attack.result_hi, np.nan)
     return Ranges(
         cells=cells,
         lower=result_lower,
         upper=result_upper,
-        outer_lower=outer_lower,
-        outer_upper=outer_upper,
+        outer_lower=attack.lo,
+        outer_upper=attack.hi,
         method=method.astype(str),
         status=status.astype(str),
         components=solver.components,
@@ -329,7 +308,9 @@ def feasible_ranges(
             "groups": groups,
             "implied_margins": [tuple(margins[m]) for m in implied],
             "pinned_by_propagation": int(pinned.sum()),
-            "cell_lps": per_cell,
+            "largest_component": max((m.size for m in solver.members), default=0),
+            "lps_before_cells": block_lps,
+            "cell_lps": solver.lps - block_lps,
         },
     )
 
@@ -383,6 +364,7 @@ class _Solver:
 
     def __init__(self, truth, lo, hi, pinned, entry_cell, entry_group, residual):
         self.seen_lo, self.seen_hi = truth.copy(), truth.copy()
+        self.truth = truth
         self.lps = 0
         n, groups = truth.size, residual.size
         residual = residual - np.bincount(
@@ -426,6 +408,27 @@ class _Solver:
         self.seen_lo[members] = np.minimum(self.seen_lo[members], least)
         self.seen_hi[members] = np.maximum(self.seen_hi[members], most)
 
+    def solve_part(self, cells, a, b, bounds, objective) -> float:
+        """min objective . x subject to a x = b within ``bounds`` (-inf if unbounded); a
+        solution of a restriction (``cells`` its columns' cells, the others at their true
+        counts) is a feasible point of the whole and is recorded; a relaxation's
+        (``cells`` None) is not."""
+        self.lps += 1
+        if a.shape[0] == 0:
+            x = np.where(objective > 0, bounds[:, 0], np.where(objective < 0, bounds[:, 1], 0.0))
+            value = float(objective @ np.where(objective == 0, 0.0, x))
+        else:
+            result = linprog(objective, A_eq=a, b_eq=b, bounds=bounds, method="highs")
+            if result.status == 3:
+                return -math.inf
+            if result.status != 0:
+                raise RuntimeError(f"HiGHS failed on an LP: {result.message}")
+            x, value = result.x, float(result.fun)
+        if cells is not None and np.all(np.isfinite(x)):
+            self.seen_lo[cells] = np.minimum(self.seen_lo[cells], x)
+            self.seen_hi[cells] = np.maximum(self.seen_hi[cells], x)
+        return value
+
     def solve(self, component: int, objective: np.ndarray) -> float:
         """min objective . x over the component's LP (inf if unbounded); records the
         solution's values."""
@@ -440,3 +443,131 @@ class _Solver:
         self.seen_lo[members] = np.minimum(self.seen_lo[members], result.x)
         self.seen_hi[members] = np.maximum(self.seen_hi[members], result.x)
         return float(result.fun)
+
+
+def _blocks(a, max_block: int):
+    """(local, block): the equalities (rows of ``a``) kept local and each column's block,
+    the connected components of the columns over the local rows. The local rows are those
+    of at most t cells, t the largest row size whose blocks hold at most ``max_block``
+    cells (binary search; at worst no row is local and every cell is a block)."""
+    size = np.diff(a.indptr)
+    m = a.shape[1]
+
+    def split(threshold):
+        local = size <= threshold
+        part = a[local]
+        graph = sp.bmat([[None, part.T], [part, None]], format="csr", dtype=float)
+        _, label = connected_components(graph, directed=False)
+        return local, np.unique(label[:m], return_inverse=True)[1]
+
+    candidates = np.unique(size)
+    best = (np.zeros(size.size, dtype=bool), np.arange(m))
+    low, high = 0, candidates.size - 1
+    while low <= high:
+        middle = (low + high) // 2
+        local, block = split(candidates[middle])
+        if np.bincount(block).max() <= max_block:
+            best, low = (local, block), middle + 1
+        else:
+            high = middle - 1
+    return best
+
+
+class _Attack:
+    """The state of the computation: each cell's outer bounds (propagated, then cut by the
+    blocks' relaxations), the sides (min, max) settled and their values."""
+
+    def __init__(self, solver, lo, hi, pinned):
+        self.solver = solver
+        self.lo, self.hi = lo.copy(), hi.copy()
+        self.result_lo, self.result_hi = lo.copy(), hi.copy()
+        self.settled_lo, self.settled_hi = pinned.copy(), pinned.copy()
+        self.settle()
+
+    def open(self, cells=None) -> np.ndarray:
+        """Whether each cell (of ``cells``, default all) has a side still open."""
+        open_ = ~(self.settled_lo & self.settled_hi)
+        return open_ if cells is None else open_[cells]
+
+    def settle(self):
+        """Settle the sides whose outer bound some feasible point reaches."""
+        reach_lo = ~self.settled_lo & (self.solver.seen_lo <= self.lo + TOL)
+        reach_hi = ~self.settled_hi & (self.solver.seen_hi >= self.hi - TOL)
+        self.result_lo[reach_lo] = self.lo[reach_lo]
+        self.result_hi[reach_hi] = self.hi[reach_hi]
+        self.settled_lo |= reach_lo
+        self.settled_hi |= reach_hi
+
+    def solve_cell(self, j: int):
+        """The open sides of cell ``j`` by its component's LP."""
+        component = self.solver.component[j]
+        objective = (self.solver.members[component] == j).astype(float)
+        if not self.settled_hi[j]:
+            self.result_hi[j] = -self.solver.solve(component, -objective)
+            self.hi[j] = self.result_hi[j]
+            self.settled_hi[j] = True
+        if not self.settled_lo[j]:
+            self.result_lo[j] = self.solver.solve(component, objective)
+            self.lo[j] = self.result_lo[j]
+            self.settled_lo[j] = True
+        self.settle()
+
+    def sandwich(self, component: int, max_block: int, helpers: int):
+        """Settle what can be of a large component by small LPs (module docstring)."""
+        solver = self.solver
+        members = solver.members[component]
+        a, b, bounds = solver.problems[component]
+        a = a.tocsr()
+        local, block = _blocks(a, max_block)
+        a_local = a[local]
+        blocks = int(block.max()) + 1
+        order = np.argsort(block, kind="stable")
+        start = np.searchsorted(block[order], np.arange(blocks + 1))
+        columns = [order[start[k] : start[k + 1]] for k in range(blocks)]
+        first = a_local.indices[a_local.indptr[:-1]]
+        row_block = block[first]
+        b_local = b[local]
+        a_csc = a.tocsc()
+        x0 = solver.truth[members]
+
+        def restricted(k):
+            chosen = np.concatenate(
+                [columns[(k + h) % blocks] for h in range(min(helpers + 1, blocks))]
+            )
+            sub = a_csc[:, chosen].tocsr()
+            rows = np.flatnonzero(np.diff(sub.indptr) > 0)
+            sub = sub[rows]
+            return chosen, sub, sub @ x0[chosen]
+
+        for k in range(blocks):
+            cols = columns[k]
+            if not self.open(members[cols]).any():
+                continue
+            chosen, sub, rhs = restricted(k)
+            weight = np.isin(chosen, cols).astype(float)
+            for sign in (-1.0, 1.0):
+                solver.solve_part(members[chosen], sub, rhs, bounds[chosen], sign * weight)
+            self.settle()
+            rows = np.flatnonzero(row_block == k)
+            relaxed = a_local[rows][:, cols]
+            for i, col in enumerate(cols):
+                j = members[col]
+                objective = np.zeros(cols.size)
+                objective[i] = 1.0
+                for side in ("lo", "hi"):
+                    if getattr(self, f"settled_{side}")[j]:
+                        continue
+                    sign = 1.0 if side == "lo" else -1.0
+                    value = sign * solver.solve_part(
+                        None, relaxed, b_local[rows], bounds[cols], sign * objective
+                    )
+                    if side == "lo":
+                        self.lo[j] = max(self.lo[j], value)
+                    else:
+                        self.hi[j] = min(self.hi[j], value)
+                    self.settle()
+                    if getattr(self, f"settled_{side}")[j]:
+                        continue
+                    full = (chosen == col).astype(float)
+                    solver.solve_part(members[chosen], sub, rhs, bounds[chosen], sign * full)
+                    self.settle()
