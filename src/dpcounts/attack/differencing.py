@@ -309,6 +309,7 @@ def feasible_ranges(
             "implied_margins": [tuple(margins[m]) for m in implied],
             "pinned_by_propagation": int(pinned.sum()),
             "largest_component": max((m.size for m in solver.members), default=0),
+            "blocks": attack.blocks,
             "lps_before_cells": block_lps,
             "cell_lps": solver.lps - block_lps,
         },
@@ -482,6 +483,7 @@ class _Attack:
         self.lo, self.hi = lo.copy(), hi.copy()
         self.result_lo, self.result_hi = lo.copy(), hi.copy()
         self.settled_lo, self.settled_hi = pinned.copy(), pinned.copy()
+        self.blocks = 0
         self.settle()
 
     def open(self, cells=None) -> np.ndarray:
@@ -521,6 +523,7 @@ class _Attack:
         local, block = _blocks(a, max_block)
         a_local = a[local]
         blocks = int(block.max()) + 1
+        self.blocks += blocks
         order = np.argsort(block, kind="stable")
         start = np.searchsorted(block[order], np.arange(blocks + 1))
         columns = [order[start[k] : start[k + 1]] for k in range(blocks)]
