@@ -51,6 +51,7 @@ The measures (:meth:`Ranges.summary`), over the hidden cells' integer ranges:
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -69,6 +70,9 @@ from dpcounts.baselines.suppression import (
     margin_groups,
 )
 
+#: The restrictions of a block's sides still open after its ``helpers`` blocks take this
+#: many times as many.
+WIDEN = 8
 #: Tolerance of the integer rounding and of a bound reached (above HiGHS's 1e-7).
 TOL = 1e-6
 
@@ -256,7 +260,9 @@ def feasible_ranges(
     groups = int(entry_group.max()) + 1 if entry_group.size else 0
     residual = np.bincount(entry_group, weights=truth[entry_cell], minlength=groups)
 
+    clock = [time.perf_counter()]
     lo, hi = propagate(lo, hi, entry_cell, entry_group, residual, max_rounds)
+    clock.append(time.perf_counter())
     pinned = hi - lo <= TOL
     solver = _Solver(truth, lo, hi, pinned, entry_cell[in_lp], entry_group[in_lp], residual)
     attack = _Attack(solver, lo, hi, pinned)
@@ -274,6 +280,7 @@ def feasible_ranges(
         if members.size > direct_cells and attack.open(members).any():
             attack.sandwich(component, max_block, helpers)
     block_lps = solver.lps
+    clock.append(time.perf_counter())
 
     status = np.full(n, "exact", dtype=object)
     open_cells = np.flatnonzero(attack.open())
@@ -289,6 +296,7 @@ def feasible_ranges(
                 break
             attack.solve_cell(j)
             status[j] = "sampled"
+    clock.append(time.perf_counter())
     method = np.where(pinned, "propagation", "none").astype(object)
     method[~pinned & ~attack.open()] = "lp"
     result_lower = np.where(attack.settled_lo, attack.result_lo, np.nan)
@@ -312,6 +320,9 @@ def feasible_ranges(
             "blocks": attack.blocks,
             "lps_before_cells": block_lps,
             "cell_lps": solver.lps - block_lps,
+            "seconds": dict(
+                zip(("propagation", "components", "cells"), np.diff(clock).tolist(), strict=True)
+            ),
         },
     )
 
@@ -533,9 +544,9 @@ class _Attack:
         a_csc = a.tocsc()
         x0 = solver.truth[members]
 
-        def restricted(k):
+        def restricted(k, count):
             chosen = np.concatenate(
-                [columns[(k + h) % blocks] for h in range(min(helpers + 1, blocks))]
+                [columns[(k + h) % blocks] for h in range(min(count + 1, blocks))]
             )
             sub = a_csc[:, chosen].tocsr()
             rows = np.flatnonzero(np.diff(sub.indptr) > 0)
@@ -546,7 +557,7 @@ class _Attack:
             cols = columns[k]
             if not self.open(members[cols]).any():
                 continue
-            chosen, sub, rhs = restricted(k)
+            chosen, sub, rhs = restricted(k, helpers)
             weight = np.isin(chosen, cols).astype(float)
             for sign in (-1.0, 1.0):
                 solver.solve_part(members[chosen], sub, rhs, bounds[chosen], sign * weight)
@@ -569,6 +580,21 @@ class _Attack:
                     else:
                         self.hi[j] = min(self.hi[j], value)
                     self.settle()
+                    if getattr(self, f"settled_{side}")[j]:
+                        continue
+                    full = (chosen == col).astype(float)
+                    solver.solve_part(members[chosen], sub, rhs, bounds[chosen], sign * full)
+                    self.settle()
+        if WIDEN * helpers <= helpers:
+            return
+        for k in range(blocks):  # the sides still open: restrictions of WIDEN x helpers
+            cols = columns[k]
+            if not self.open(members[cols]).any():
+                continue
+            chosen, sub, rhs = restricted(k, WIDEN * helpers)
+            for col in cols:
+                j = members[col]
+                for side, sign in (("lo", 1.0), ("hi", -1.0)):
                     if getattr(self, f"settled_{side}")[j]:
                         continue
                     full = (chosen == col).astype(float)
