@@ -59,6 +59,19 @@ def _verdict_line(row) -> str:
     return row.verdict_text
 
 
+def _error_limits(rows: pd.DataFrame, verdicts: pd.DataFrame) -> tuple[float, float] | None:
+    """An error's log axis over what its row draws, not the tolerance's shading from 0 (its
+    truth): from below the smallest band, reference or prior value to above the largest
+    or the shading's top (None: nothing positive to draw)."""
+    values = np.concatenate([rows[c].to_numpy(float) for c in
+                             ("lower", "median", "upper", "reference", "prior")]
+                            + [verdicts["within_high"].to_numpy(float)])  # fmt: skip
+    values = values[np.isfinite(values) & (values > 0)]
+    if not values.size:
+        return None
+    return float(values.min()) / 1.5, float(values.max()) * 1.5
+
+
 @styled
 def figure_measures(summary: pd.DataFrame, guide: pd.DataFrame, measures, arms, study: str,
                     adjusted: bool):  # fmt: skip
@@ -78,6 +91,9 @@ def figure_measures(summary: pd.DataFrame, guide: pd.DataFrame, measures, arms, 
                              layout="constrained")  # fmt: skip
     for r, measure in enumerate(measures):
         rows = draws[draws["metric"] == measure.name]
+        limits = None  # an error's (0 is its truth, off a log axis): the row's data
+        if measure.kind.log_scale and not measure.kind.truth_line:
+            limits = _error_limits(rows, guide[guide["measure"] == measure.name])
         for c, arm in enumerate(arms):
             ax = axes[r, c]
             sel = rows[rows["arm"] == arm.name].sort_values("epsilon")
@@ -113,6 +129,8 @@ def figure_measures(summary: pd.DataFrame, guide: pd.DataFrame, measures, arms, 
             ax.set_title("\n".join(notes), fontsize=7.5)
             log_axis(ax.xaxis, minor=False)  # many panels: each tick is laid out and drawn
             if measure.kind.log_scale:
+                if limits is not None:
+                    ax.set_ylim(*limits)
                 log_axis(ax.yaxis, minor=False)
             if c == 0:
                 ax.set_ylabel(f"{_wrapped(measure.title)}\n({measure.unit})", fontsize=8)

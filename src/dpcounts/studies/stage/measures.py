@@ -266,7 +266,7 @@ MEASURES = (
     Measure(
         "relative_error",
         "Relative error of the strata rates",
-        "mean |synthetic - true| / max(true, 1)",
+        "mean |synth. - true| / max(true, 1)",
         KINDS["relative"],
         _relative_error,
     ),  # fmt: skip
@@ -305,7 +305,7 @@ def _margin_measure(keys: tuple[str, ...]) -> Measure:
     words = " and ".join(keys) if len(keys) < 3 else ", ".join(keys[:-1]) + " and " + keys[-1]
     name = margin_name(keys)
     return Measure(name, f"Totals by {words}: largest relative error",
-                   "max |synthetic - true| / max(true, 1)", KINDS["relative"],
+                   "max |synth. - true| / max(true, 1)", KINDS["relative"],
                    _margin(name))  # fmt: skip
 
 
