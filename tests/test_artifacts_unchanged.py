@@ -25,7 +25,8 @@ BASELINE = "a3cf1d2"
 #: of the summaries and guides, the guide.json fingerprints at measures' version 2, the
 #: schema's new studies.<name>.margins in run_config.yaml), the guide no longer asks for
 #: more datasets at an epsilon no release allows (homicide_1980's New Mexico / New York),
-#: and the studies' measures and guide figures draw the new rows. Before, from 9a150eb by issue #52, item 5: a study with age adjustment titles its rank
+#: and the studies' measures and guide figures draw the new rows. Before, from 9a150eb
+#: by issue #52, item 5: a study with age adjustment titles its rank
 #: correlation "of the age-adjusted area rates" (pennlc's guide and measures figures,
 #: which print it; every table unchanged). Before, from c81f900 by issue #52, item 1:
 #: ratios judged by what is kept of the departure from parity (|log(value / target)| <=

@@ -46,11 +46,12 @@ In this order, the first that holds:
 5. ``more_datasets``, *more datasets would decide*: not so at the largest epsilon, but
    the interval there straddles an edge of the tolerance: the datasets, not epsilon, are
    too few to tell (``beyond_release`` instead where the grid's largest epsilon is beyond
-   what a release allows: more datasets could at best meet it there). ``datasets_needed`` is how many would: a median's confidence
-   interval narrows as 1/sqrt(L) over L datasets, so with h the distance from the median
-   to the interval's end beyond the edge (its half-width on that side) and d the
-   distance from the median to that edge, the interval clears the edge from
-   ``L_needed = ceil(L x (h / d)^2)`` datasets on (both edges crossed: the larger);
+   what a release allows: more datasets could at best meet it there).
+   ``datasets_needed`` is how many would: a median's confidence interval narrows as
+   1/sqrt(L) over L datasets, so with h the distance from the median to the interval's end
+   beyond the edge (its half-width on that side) and d the distance from the median to that
+   edge, the interval clears the edge from ``L_needed = ceil(L x (h / d)^2)`` datasets on
+   (both edges crossed: the larger);
 6. ``shape_floor``, *the shape is at its floor: no epsilon helps*: a truncated arm whose
    gamma shapes are all at their floor at the largest epsilon (1/3 where a stratum's
    lower bound is 0, Kerman, and 1e-3 elsewhere;
