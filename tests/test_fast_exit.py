@@ -7,6 +7,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 SCRIPT = """
 import atexit, logging, sys, tempfile
 from pathlib import Path
@@ -35,6 +37,7 @@ def run(tmp_path, mode):
     )
 
 
+@pytest.mark.process
 def test_fast_exit_flushes_runs_exit_handlers_and_cleans_up(tmp_path):
     done = run(tmp_path, "ok")
     assert done.returncode == 0, done.stderr
@@ -44,6 +47,7 @@ def test_fast_exit_flushes_runs_exit_handlers_and_cleans_up(tmp_path):
     assert not Path((tmp_path / "scratch").read_text()).exists()
 
 
+@pytest.mark.process
 def test_an_error_before_fast_exit_fails_the_job_as_usual(tmp_path):
     failed = run(tmp_path, "fail")
     assert failed.returncode == 1

@@ -134,6 +134,7 @@ def test_median_interval_covers_the_median_as_often_as_it_says():
     assert all(np.isnan(median_interval([np.nan])))
 
 
+@pytest.mark.process
 def test_median_interval_order_statistic_is_scipys_binomial_quantile():
     """The interval's order statistic is ``scipy.stats.binom.ppf(q, n, 1/2)`` for the
     levels in use, computed exactly (at a tie, where the cdf equals q, the exact answer:
