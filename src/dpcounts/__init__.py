@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import importlib
 
+# the papers' mechanisms and the baselines, in the one registry before any use
+from dpcounts.privacy import families as _families  # noqa: F401
+
 __version__ = "0.2.0"
 
 _PUBLIC = {

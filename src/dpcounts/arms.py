@@ -3,12 +3,12 @@
 - A **mechanism** draws synthetic counts given their total: ``md``
   (multinomial-Dirichlet, Quick (2021), Section 2.1), ``pg`` (Poisson-gamma, Quick (2021),
   Section 2.2) or ``truncated`` (truncated PG, Quick (2022), Section 2.3); the one list is
-  :data:`dpcounts.calibration.MECHANISMS`.
+  the registry's (:mod:`dpcounts.mechanisms.registry`).
 - A **calibration method** chooses a mechanism's hyperparameters for an epsilon:
-  ``paper``, ``exact`` or ``certified`` (:data:`dpcounts.calibration.METHODS`).
+  ``paper``, ``exact`` or ``certified`` (each family's ``methods`` in the registry).
 - A **baseline** perturbs the counts themselves and has no calibration: ``geometric``
   (two-sided geometric output perturbation, the baseline Study 1 adds to Quick (2021)'s
-  Section 3).
+  Section 3), registered as a study arm beside the mechanisms.
 - A **prior** says where a PG arm's prior rates come from (:data:`PRIORS`); ``None`` is
   the study's own (``studies.<name>.prior`` in the config).
 - An **arm** (:class:`Arm`) is one line of a study's figures, the thing a legend names: a
@@ -25,10 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dpcounts.calibration import MECHANISMS, METHODS
+from dpcounts.mechanisms import registry
 
-#: Arms that perturb the counts and have no calibration (no method).
-BASELINES = ("geometric",)
 #: Study 1's priors (Quick (2021), Section 3): ``national`` (y. / sum n in every county),
 #: ``state`` (the state rates of the truth, treated as public) and ``sanitised`` (the
 #: state rates released with geometric noise, eq 19, paid from the arm's epsilon).
@@ -49,16 +47,19 @@ class Arm:
     title: str = ""
 
     def __post_init__(self) -> None:
-        if self.mechanism in BASELINES:
+        if self.mechanism in registry.baselines():
             if self.method is not None:
                 raise ValueError(f"baseline {self.mechanism!r} has no calibration method")
-        elif self.mechanism not in MECHANISMS:
+        elif self.mechanism not in registry.names():
             raise ValueError(
-                f"mechanism must be one of {MECHANISMS} or a baseline {BASELINES}, got "
-                f"{self.mechanism!r}"
+                f"mechanism must be one of {registry.names()} or a baseline "
+                f"{registry.baselines()}, got {self.mechanism!r}"
             )
-        elif self.method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        elif self.method not in registry.family(self.mechanism).methods:
+            raise ValueError(
+                f"method must be one of {registry.family(self.mechanism).methods} for "
+                f"{self.mechanism}, got {self.method!r}"
+            )
         if self.prior is not None and self.prior not in PRIORS:
             raise ValueError(f"prior must be one of {PRIORS} or None, got {self.prior!r}")
         if not self.name:
@@ -70,7 +71,7 @@ class Arm:
     @property
     def baseline(self) -> bool:
         """Whether the arm perturbs the counts instead of drawing from a calibration."""
-        return self.mechanism in BASELINES
+        return self.mechanism in registry.baselines()
 
 
 def arm_named(arms, name: str) -> Arm:
@@ -85,12 +86,20 @@ def arm_named(arms, name: str) -> Arm:
 #: The symbol epsilon in plain text (tables, such as the guide's ``arm_label``); figures
 #: write it in mathtext (:data:`dpcounts.plots.style.EPSILON`), which draws the same glyph.
 EPSILON_TEXT = "ε"
-MECHANISM_NAMES = {"md": "MD", "pg": "PG", "truncated": "Truncated PG"}
 #: Each calibration method in words; ``{epsilon}`` stands for the symbol as the medium
 #: writes it (:data:`EPSILON_TEXT` in tables, mathtext in figures).
 METHOD_WORDS = {"paper": "paper calibration, nominal {epsilon}", "exact": "exact bivariate",
                 "certified": "certified"}  # fmt: skip
-BASELINE_NAMES = {"geometric": "geometric output perturbation"}
+
+
+def mechanism_name(mechanism: str) -> str:
+    """A mechanism's or baseline's title in the registry (``Truncated PG``); an unknown
+    name in words."""
+    if mechanism in registry.names():
+        return registry.family(mechanism).title
+    if mechanism in registry.baselines():
+        return registry.baseline(mechanism).title
+    return human(mechanism)
 
 
 def human(key: str) -> str:
@@ -101,12 +110,12 @@ def human(key: str) -> str:
 def mechanism_title(mechanism: str, method: str | None, epsilon: str = EPSILON_TEXT) -> str:
     """``Truncated PG (certified)``, from a mechanism and calibration method (``epsilon``:
     how the medium writes the symbol)."""
-    if mechanism in BASELINE_NAMES:
-        return BASELINE_NAMES[mechanism].capitalize()
-    if mechanism == "md":
-        return "MD (exact alpha)"  # Quick (2021), eq 5: paper and certified are one calibration
-    words = METHOD_WORDS[method].format(epsilon=epsilon)
-    return f"{MECHANISM_NAMES.get(mechanism, human(mechanism))} ({words})"
+    if mechanism in registry.baselines():
+        return registry.baseline(mechanism).title.capitalize()
+    own = registry.family(mechanism).method_titles if mechanism in registry.names() else {}
+    # md: Quick (2021), eq 5: paper and certified are one calibration, its exact alpha
+    words = own.get(method) or METHOD_WORDS.get(method, human(str(method))).format(epsilon=epsilon)
+    return f"{mechanism_name(mechanism)} ({words})"
 
 
 def arm_title(arm: Arm, epsilon: str = EPSILON_TEXT) -> str:

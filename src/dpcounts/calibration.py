@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-MECHANISMS = ("md", "pg", "truncated")
-METHODS = ("paper", "certified", "exact")
+from dpcounts.mechanisms.registry import family
+
 #: A release's delta unless the steward gives --delta; a study's guide judges what a
 #: release at it can use.
 DEFAULT_DELTA = 1e-12
@@ -73,10 +73,10 @@ class Calibration:
     inflation: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.mechanism not in MECHANISMS:
-            raise ValueError(f"mechanism must be one of {MECHANISMS}, got {self.mechanism!r}")
-        if self.method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        kind = family(self.mechanism)  # the registry's record (an unknown name: refused)
+        if self.method not in kind.methods:
+            raise ValueError(f"method must be one of {list(kind.methods)} for "
+                             f"{self.mechanism}, got {self.method!r}")  # fmt: skip
         for name in _ARRAY_FIELDS:
             dtype = np.int64 if name in ("lower", "upper") else float
             object.__setattr__(self, name, _frozen_array(getattr(self, name), name, dtype))
@@ -89,9 +89,9 @@ class Calibration:
                 raise ValueError(f"Calibration.{name} has {arr.size} cells, a has {size}")
         if (self.lower is None) != (self.upper is None):
             raise ValueError("Calibration needs both lower and upper bounds, or neither")
-        if self.mechanism == "truncated" and self.lower is None:
-            raise ValueError("a truncated calibration needs lower and upper bounds")
-        if self.mechanism != "md" and self.b is None:
+        if kind.bounded and self.lower is None:
+            raise ValueError(f"a {self.mechanism} calibration needs lower and upper bounds")
+        if kind.uses_prior and self.b is None:
             raise ValueError(f"a {self.mechanism} calibration needs gamma rates b")
 
     @property
@@ -120,7 +120,7 @@ class Calibration:
 
         For md every cell has the same p, so it cancels once the total is fixed; zeros.
         """
-        if self.mechanism == "md":
+        if not family(self.mechanism).uses_prior:
             return np.zeros(self.n_cells)
         return np.log(self.population) - np.log(self.b + 2.0 * self.population)
 
@@ -182,16 +182,16 @@ class Calibration:
                 "(select one epsilon's rows first)"
             )
         rows = frame.sort_values("cell")
-        truncated = mechanism == "truncated"
+        truncated, prior = family(mechanism).bounded, family(mechanism).uses_prior
         return cls(
             mechanism,
             method,
             float(rows["epsilon"].iloc[0]),
             int(rows["total"].iloc[0]),
             rows["a"].to_numpy(),
-            None if mechanism == "md" else rows["b"].to_numpy(),
+            rows["b"].to_numpy() if prior else None,
             population,
-            None if mechanism == "md" else prior_rate,
+            prior_rate if prior else None,
             rows["lower"].to_numpy() if truncated else None,
             rows["upper"].to_numpy() if truncated else None,
             tail=float(rows["tail"].iloc[0]) if truncated else None,

@@ -21,8 +21,8 @@ import textwrap
 from pathlib import Path
 
 from dpcounts import __version__
-from dpcounts.calibration import MECHANISMS, METHODS
 from dpcounts.data.rounding import ROUNDING
+from dpcounts.mechanisms import registry
 
 DESCRIPTION = """\
 Release differentially private synthetic counts of a table of strata.
@@ -383,12 +383,13 @@ def _add_strata_options(syn: argparse.ArgumentParser, required) -> None:
     )
     required.add_argument(
         "--mechanism",
-        choices=MECHANISMS,
-        help="md: multinomial-Dirichlet; pg: Poisson-gamma; truncated: truncated Poisson-gamma",
+        choices=registry.names(),
+        help="md: multinomial-Dirichlet; pg: Poisson-gamma; truncated: truncated Poisson-gamma"
+        " (every mechanism of dpcounts.mechanisms.registry)",
     )
     mech.add_argument(
         "--method",
-        choices=METHODS,
+        choices=registry.methods(),
         default=DEFAULTS["method"],
         help="calibration: certified (proven; default), paper (the papers' closed forms) or "
         "exact (smallest shapes whose exact bivariate ratio stays within epsilon); paper and "

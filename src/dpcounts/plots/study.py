@@ -10,6 +10,7 @@ import pandas as pd
 import dpcounts.plots.style as _style
 from dpcounts.arms import Arm
 from dpcounts.design import at_epsilon
+from dpcounts.mechanisms import registry
 from dpcounts.plots.style import (
     EPSILON,
     METHOD_LABELS,
@@ -57,6 +58,11 @@ def _verdict_line(row) -> str:
     """The guide's verdict in its own words (guide.csv's ``verdict_text``,
     :func:`dpcounts.studies.stage.guide.verdict_text`): the figures say what the table says."""
     return row.verdict_text
+
+
+def _bounded(arm: Arm) -> bool:
+    """Whether the arm's mechanism has truncation bounds (the registry's word)."""
+    return not arm.baseline and registry.family(arm.mechanism).bounded
 
 
 def _error_limits(rows: pd.DataFrame, verdicts: pd.DataFrame) -> tuple[float, float] | None:
@@ -117,7 +123,7 @@ def figure_measures(summary: pd.DataFrame, guide: pd.DataFrame, measures, arms, 
                 ax.plot(sel["epsilon"], sel["median"], color=colours[arm.name], lw=1.6,
                         ls=_style.arm_style(arm)["linestyle"],
                         label="median over the datasets")  # fmt: skip
-                if arm.mechanism == "truncated" and "truth_in_bounds" in sel:
+                if _bounded(arm) and "truth_in_bounds" in sel:
                     ax.plot(sel["epsilon"], sel["truth_in_bounds"], color=colours[arm.name],
                             ls=":", lw=1.4,
                             label="truth clamped to the truncation bounds")  # fmt: skip

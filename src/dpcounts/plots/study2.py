@@ -18,6 +18,7 @@ import pandas as pd
 
 from dpcounts.arms import Arm, arm_named
 from dpcounts.design import at_epsilon
+from dpcounts.mechanisms import registry
 from dpcounts.plots.style import (
     EPSILON,
     EXP_PM_EPSILON,
@@ -31,6 +32,11 @@ from dpcounts.plots.style import (
 )
 from dpcounts.studies.study2 import toy
 from dpcounts.units import PER_100K
+
+
+def _bounded(arm: Arm) -> bool:
+    """Whether the arm's mechanism has truncation bounds (the registry's word)."""
+    return not arm.baseline and registry.family(arm.mechanism).bounded
 
 
 def _colours(arms) -> dict[str, str]:
@@ -162,7 +168,7 @@ def figure_county_rates(area_rates: pd.DataFrame, epsilons, arms, primary: Arm, 
     truth = _county_table(area_rates, "truth")
     prior = _county_table(area_rates, "prior")
     colours = _colours(arms)
-    drawn = [arm for arm in arms if arm.mechanism != "truncated"] + [primary]
+    drawn = [arm for arm in arms if not _bounded(arm)] + [primary]
     fig, axes = plt.subplots(1, len(epsilons), figsize=(5.2 * len(epsilons), 4.8), squeeze=False)
     for ax, eps in zip(axes[0], epsilons, strict=True):
         for arm in drawn:
@@ -231,7 +237,7 @@ def _metric_panel(ax, summary, metric, arms, primary, title, prior_label):
     colours = _colours(arms)
     for arm in arms:
         line = rows[rows["arm"] == arm.name].sort_values("epsilon")
-        if line.empty or arm.mechanism != "truncated":
+        if line.empty or not _bounded(arm):
             continue
         color = colours[arm.name]
         style = arm_style(arm)["linestyle"]

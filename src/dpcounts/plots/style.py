@@ -90,9 +90,7 @@ def math(text: str) -> str:
 
 # ---- the project's vocabulary -----------------------------------------------------------
 # One vocabulary (dpcounts.arms), its epsilon written in mathtext here.
-MECHANISM_NAMES = _arms.MECHANISM_NAMES
 METHOD_LABELS = {key: words.format(epsilon=EPSILON) for key, words in _arms.METHOD_WORDS.items()}
-BASELINE_NAMES = _arms.BASELINE_NAMES
 human = _arms.human
 
 

@@ -23,7 +23,7 @@ import numbers
 
 import numpy as np
 
-from dpcounts.calibration import MECHANISMS, METHODS, Calibration
+from dpcounts.calibration import Calibration
 from dpcounts.mechanisms.multinomial_dirichlet import md_alpha
 from dpcounts.mechanisms.poisson_gamma import gamma_rates
 from dpcounts.mechanisms.truncation import (
@@ -113,32 +113,36 @@ def calibrate(
         min(0.001, 1/I), inflation xi >= 1 widens the bounds
 
     Returns a :class:`~dpcounts.calibration.Calibration`; b = a / prior_rate (None for md).
+    The family's own function (:mod:`dpcounts.mechanisms.registry`) chooses the values.
     """
-    if mechanism not in MECHANISMS:
-        raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    from dpcounts.mechanisms.registry import family, methods, names
+
+    found = family(mechanism)
+    if method not in found.methods:
+        raise ValueError(
+            f"method must be one of {list(found.methods)} for mechanism {mechanism!r}, got "
+            f"{method!r}" + (f" (of {list(methods())})" if method not in methods() else "")
+        )
     epsilon = _validate_epsilon(epsilon)
     total = _validate_total(total)
     population = _validate_population(population)
-    if mechanism != "truncated" and (tail is not None or inflation != 1.0):
-        raise ValueError("tail and inflation apply to mechanism='truncated' only")
+    settings = {"tail": tail, "inflation": inflation}
+    if not found.bounded and (tail is not None or inflation != 1.0):
+        bounded = [f"mechanism={name!r}" for name in names() if family(name).bounded]
+        raise ValueError(f"tail and inflation apply to {' or '.join(bounded)} only, not "
+                         f"{mechanism!r}")  # fmt: skip
+    settings = {k: v for k, v in settings.items() if k in found.settings}
+    if found.uses_prior:
+        prior_rate = _validate_prior_rate(prior_rate, total, population)
+    cal = found.calibrate(epsilon, total, population, prior_rate, method, settings)
+    return _checked(cal)
 
-    if mechanism == "md":
-        if method == "exact":
-            raise ValueError(
-                "mechanism 'md' has method='paper' (= 'certified': Quick (2021), eq 5 is exact)"
-            )
-        a = md_alpha(epsilon, total, population.size)
-        # The populations ride along (public) so posterior_rates can report per-person rates.
-        return _checked(Calibration("md", method, epsilon, total, a, population=population))
 
-    prior_rate = _validate_prior_rate(prior_rate, total, population)
-    if mechanism == "pg":
-        return _checked(_calibrate_pg(epsilon, total, population, prior_rate, method))
-    return _checked(
-        _calibrate_truncated(epsilon, total, population, prior_rate, method, tail, inflation)
-    )
+def calibrate_md(epsilon, total, population, prior_rate, method) -> Calibration:
+    """md's calibration (Quick (2021), eq 5; every method the same alpha)."""
+    a = md_alpha(epsilon, total, population.size)
+    # The populations ride along (public) so posterior_rates can report per-person rates.
+    return Calibration("md", method, epsilon, total, a, population=population)
 
 
 def _checked(cal: Calibration) -> Calibration:
@@ -153,7 +157,8 @@ def _checked(cal: Calibration) -> Calibration:
     return cal
 
 
-def _calibrate_pg(epsilon, total, population, prior_rate, method) -> Calibration:
+def calibrate_pg(epsilon, total, population, prior_rate, method) -> Calibration:
+    """pg's calibration (shapes by ``method``, rates b = a / prior_rate)."""
     if method == "paper":
         a = pg_paper_shapes(epsilon, total, population, prior_rate)
     else:
@@ -168,9 +173,10 @@ def _calibrate_pg(epsilon, total, population, prior_rate, method) -> Calibration
     return Calibration("pg", method, epsilon, total, a, b, population, prior_rate)
 
 
-def _calibrate_truncated(
-    epsilon, total, population, prior_rate, method, tail, inflation
+def calibrate_truncated(
+    epsilon, total, population, prior_rate, method, tail=None, inflation=1.0
 ) -> Calibration:
+    """truncated's calibration: bounds from the prior's expected counts, then shapes."""
     expected = population * prior_rate
     if tail is None:
         tail = default_tail(population.size)

@@ -27,6 +27,7 @@ import pandas as pd
 
 from dpcounts.calibration import Calibration
 from dpcounts.data.validation import key_order
+from dpcounts.mechanisms import registry
 from dpcounts.release.request import Budget
 
 
@@ -66,14 +67,14 @@ class Design:
         from dpcounts.privacy.calibrate import calibrate
 
         kwargs = {"method": self.method}
-        if self.mechanism == "truncated":
+        if registry.family(self.mechanism).bounded:
             kwargs.update(tail=self.tail, inflation=self.inflation)
         return calibrate(
             self.mechanism,
             self.budget.epsilon_per_set,
             total,
             population,
-            None if self.mechanism == "md" else prior_rate,
+            prior_rate if registry.family(self.mechanism).uses_prior else None,
             **kwargs,
         )
 
@@ -300,7 +301,7 @@ def estimate_cost(cal: Calibration, tv_target: float, sets: int = 1) -> Cost:
     # both tails of a window; the 2^-FLOOR_BITS floor bounds the span when tail = 0
     z = float(-ndtri(max(tail, 2.0**-FLOOR_BITS)))
     spread = 2.0 * z
-    if cal.mechanism == "md":
+    if not registry.family(cal.mechanism).uses_prior:  # md: the Dirichlet's even weights
         share = np.full(n_cells, 1.0 / n_cells)
     else:
         expected = np.asarray(cal.population, float) * np.asarray(cal.prior_rate, float)

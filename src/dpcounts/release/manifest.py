@@ -14,6 +14,8 @@ import json
 import math
 from importlib import resources
 
+from dpcounts.mechanisms import registry as _registry
+
 #: Manifest format version; bump when a field changes meaning (1: before issue #12; 2:
 #: before ``strata_list``; 3: ``strata_list.source`` "cross-product" was the unstated
 #: default and claimed a list "not a function of the counts"; now the steward's declaration;
@@ -51,23 +53,25 @@ DENOMINATOR_STATEMENTS = {
 #: Purpose of a release, by whether its randomness came from a user seed.
 PURPOSE = {False: "publication", True: "reproducible test, not for publication"}
 
-CERTIFIED = {
-    ("md", "paper"),
-    ("md", "certified"),
-    ("pg", "certified"),
-    ("truncated", "certified"),
-}
-PROOFS = {
-    "md": "Quick (2021), eq 5 (Machanavajjhala et al. 2008), confirmed by the exact audit",
-    "pg": "docs/privacy.md, certified calibration (kappa_i + kappa_j <= epsilon per set)",
-    "truncated": "docs/privacy.md, certified calibration (kappa_i + kappa_j <= epsilon per set)",
-}
-
 
 def status(mechanism: str, method: str) -> str:
-    """``certified`` when the pair has a proof (:data:`CERTIFIED`), else ``nominal``: the
-    one place a release's status is decided (:attr:`.design.Design.status`, ``verify``)."""
-    return "certified" if (mechanism, method) in CERTIFIED else "nominal"
+    """``certified`` when the registry's family proves the method
+    (:attr:`dpcounts.mechanisms.registry.Family.certified`), else ``nominal``: the one
+    place a release's status is decided (:attr:`.design.Design.status`, ``verify``)."""
+    known = mechanism in _registry.names() and _registry.family(mechanism).is_certified(method)
+    return "certified" if known else "nominal"
+
+
+def certified_pairs() -> list[tuple[str, str]]:
+    """Every (mechanism, method) pair the registry certifies, in its order."""
+    return [(f.name, m) for f in map(_registry.family, _registry.names()) for m in f.certified]
+
+
+def schema() -> dict:
+    """:data:`SCHEMA` with the mechanisms and methods the registry knows today."""
+    properties = {**SCHEMA["properties"], "mechanism": {"enum": list(_registry.names())},
+                  "method": {"enum": list(_registry.methods())}}  # fmt: skip
+    return {**SCHEMA, "properties": properties}
 
 
 def check_method(request) -> None:
@@ -92,10 +96,15 @@ def check_method(request) -> None:
             "--prior, --sanitised-prior-by and --prior-epsilon apply to --mechanism pg and "
             f"truncated only; {request.mechanism!r} uses no prior"
         )
-    if request.mechanism != "truncated" and (request.tail is not None or request.inflation != 1):
+    bounded = _registry.family(request.mechanism).bounded
+    if not bounded and (request.tail is not None or request.inflation != 1):
         raise ReleaseError(
             f"--tail and --inflation apply to --mechanism truncated only, not {request.mechanism!r}"
         )
+
+
+def _proof(mechanism: str, method: str) -> str:
+    return _registry.family(mechanism).certified[method]
 
 
 def audited_ratios() -> dict:
@@ -115,7 +124,7 @@ def guarantee(mechanism: str, method: str, budget_dict: dict) -> dict:
                 f"manifest) is ({eps:g}, {delta:g})-differentially private under the "
                 "neighbouring relation stated here"
             ),
-            "proof": PROOFS[mechanism] + "; composition and delta: docs/privacy.md",
+            "proof": _proof(mechanism, method) + "; composition and delta: docs/privacy.md",
             "audited_worst_ratio": None,
         }
     worst = audited_ratios()["ratios"][f"{mechanism}/{method}"]
@@ -179,8 +188,9 @@ SCHEMA = {
         "dpcounts_release_format": {"const": RELEASE_FORMAT},
         "dpcounts_version": _STRING,
         "purpose": {"enum": list(PURPOSE.values())},
-        "mechanism": {"enum": ["md", "pg", "truncated"]},
-        "method": {"enum": ["paper", "certified", "exact"]},
+        # the registry's at import; schema() gives today's (a mechanism registered since)
+        "mechanism": {"enum": list(_registry.names())},
+        "method": {"enum": list(_registry.methods())},
         "guarantee": {
             "type": "object",
             "additionalProperties": False,

@@ -12,6 +12,7 @@ import pandas as pd
 
 import dpcounts
 from dpcounts.io import sha256_file, write_json
+from dpcounts.mechanisms import registry
 from dpcounts.release import folder, manifest
 from dpcounts.release.design import Design
 from dpcounts.release.manifest import RELEASE_FORMAT, SYNTHETIC_COUNT
@@ -213,7 +214,7 @@ def finish_manifest(tmp: Path, info, prior_table, prior_block, design: Design) -
         },
         "truncation": (
             {"tail": info["tail"], "inflation": design.inflation}
-            if design.mechanism == "truncated"
+            if registry.family(design.mechanism).bounded
             else None
         ),
         "strata": info["strata"],

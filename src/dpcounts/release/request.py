@@ -184,7 +184,9 @@ class ReleaseRequest:
 
     @property
     def needs_prior(self) -> bool:
-        return self.mechanism != "md"
+        from dpcounts.mechanisms import registry
+
+        return registry.family(self.mechanism).uses_prior
 
     @property
     def strata_source(self) -> str:

@@ -169,9 +169,11 @@ class StudySource:
             rounding=d.rounding,
             wonder=d.wonder,
         )
-        if mechanism == "truncated":
+        from dpcounts.mechanisms import registry
+
+        if registry.family(mechanism).bounded:
             fields |= dict(tail=d.tail, inflation=d.inflation)
-        if mechanism == "md":
+        if not registry.family(mechanism).uses_prior:
             return fields
         if prior.source == "overall":
             fields["sanitised_prior_by"] = ()

@@ -730,8 +730,9 @@ def utility_figure(report: Utility):
     from matplotlib.figure import Figure
     from matplotlib.layout_engine import TightLayoutEngine
 
+    from dpcounts.arms import mechanism_name
     from dpcounts.io import FIGURE_DPI
-    from dpcounts.plots.style import MECHANISM_NAMES, RC, eps_equals
+    from dpcounts.plots.style import RC, eps_equals
 
     panels = len(report.totals) + 1
     columns = min(3, panels)
@@ -745,7 +746,7 @@ def utility_figure(report: Utility):
             _totals_panel(ax, totals, report)
         for ax in axes.flat[panels:]:
             ax.set_visible(False)
-        mechanism = MECHANISM_NAMES.get(report.mechanism, report.mechanism)
+        mechanism = mechanism_name(report.mechanism)
         fig.suptitle(
             f"The strata rates' error and the totals per key\n{report.sets} synthetic "
             f"set{'s' if report.sets > 1 else ''} ({mechanism}, "

@@ -60,8 +60,9 @@ import pandas as pd
 
 from dpcounts.data.validation import key_codes_by_entry, key_runs, key_sort_codes
 from dpcounts.io import sha256_file
+from dpcounts.mechanisms import registry
 from dpcounts.release import folder
-from dpcounts.release.manifest import RELEASE_FORMAT, SCHEMA, SYNTHETIC_COUNT, status
+from dpcounts.release.manifest import RELEASE_FORMAT, SYNTHETIC_COUNT, schema, status
 from dpcounts.release.signature import SIGNATURE
 
 #: Relative tolerance of the recomputed privacy bound against ``epsilon_per_set``.
@@ -890,7 +891,7 @@ def _manifest_checks(release: _Release):
             },
         )
     )  # fmt: skip
-    errors = sorted(jsonschema.Draft202012Validator(SCHEMA).iter_errors(data), key=str)
+    errors = sorted(jsonschema.Draft202012Validator(schema()).iter_errors(data), key=str)
     if errors:
         first = errors[0]
         where = "/".join(str(p) for p in first.absolute_path) or "(top)"
@@ -1197,7 +1198,7 @@ def _synthetic_checks(release: _Release):
         release.key_runs()  # before the sets' batches are held: the peak is one or the other
         references = [_Key(release.key_column("hyperparameters", k)) for k in keys]
         hyper_pop = _floats(hyper, "population")
-        if m["mechanism"] == "truncated":
+        if registry.family(m["mechanism"]).bounded:
             lower, upper = _floats(hyper, "lower"), _floats(hyper, "upper")
     rows = counted = whole_count = 0
     first_bad_whole = first_bad_set = None
@@ -1266,7 +1267,7 @@ def _synthetic_checks(release: _Release):
                 for k in np.unique(expected_set[~good])[:5]:
                     if len(bad_sets) < 5 and int(k) not in bad_sets:
                         bad_sets.append(int(k))
-            if m["mechanism"] == "truncated":
+            if registry.family(m["mechanism"]).bounded:
                 inside = (counts >= lower[stratum]) & (counts <= upper[stratum])
                 inside_count += int(inside.sum())
                 bad = bad or not inside.all()
@@ -1336,7 +1337,7 @@ def _synthetic_checks(release: _Release):
             _check("synthetic", "strata", FAIL,
                   f"not compared: {len(hyper)} hyperparameter rows, expected {strata}")
         )  # fmt: skip
-    if m["mechanism"] == "truncated" and comparable and shape_ok:
+    if registry.family(m["mechanism"]).bounded and comparable and shape_ok:
         out.append(
             _check(
                 "synthetic", "bounds", OK if inside_count == counted else FAIL,
@@ -1349,12 +1350,6 @@ def _synthetic_checks(release: _Release):
 
 # --- 3. hyperparameters --------------------------------------------------------------------
 
-_COLUMNS = {
-    "md": ["a", "population"],
-    "pg": ["a", "b", "population", "prior_rate"],
-    "truncated": ["a", "b", "population", "prior_rate", "lower", "upper"],
-}
-
 
 def _hyper_checks(release: _Release):
     m = release.manifest
@@ -1366,7 +1361,8 @@ def _hyper_checks(release: _Release):
     grouped_by = [  # a sanitised prior's attribute columns follow the keys
         c for c in (prior.get("groups") or []) if prior.get("kind") == "sanitised" and c not in keys
     ]
-    expected = [*keys, *grouped_by, *_COLUMNS[mechanism]]
+    family = registry.family(mechanism)  # the manifest's schema check passed: known
+    expected = [*keys, *grouped_by, *family.hyperparameters]
     if list(hyper.columns) != expected or len(hyper) != strata:
         out.append(
             _check("hyperparameters", "columns", FAIL,
@@ -1379,13 +1375,13 @@ def _hyper_checks(release: _Release):
     repeats = release.key_runs()[1]
     out.append(
         _check("hyperparameters", "columns", OK if good_a and not repeats else FAIL,
-              f"{name}: {strata} rows, keys and {_COLUMNS[mechanism]}; "
+              f"{name}: {strata} rows, keys and {list(family.hyperparameters)}; "
               + (f"a in [{_g(a.min())}, {_g(a.max())}], all > 0" if good_a
                  else "some a are not finite and > 0")
               + (f"; {repeats} row(s) repeat the keys of another: not one row per stratum"
                  if repeats else ""))
     )  # fmt: skip
-    if mechanism == "md":
+    if not family.uses_prior:
         return out, True
     b, rate = _floats(hyper, "b"), _floats(hyper, "prior_rate")
     worst = _worst_relative(b, a / rate)
@@ -1397,7 +1393,7 @@ def _hyper_checks(release: _Release):
             {"worst_relative": worst},
         )
     )  # fmt: skip
-    if mechanism == "truncated":
+    if family.bounded:
         lower, upper = _floats(hyper, "lower"), _floats(hyper, "upper")
         whole = np.all((lower == np.round(lower)) & (upper == np.round(upper)))
         ordered = np.all((0 <= lower) & (lower <= upper))
@@ -1561,25 +1557,17 @@ def _sanitised_checks(release: _Release, hyper: pd.DataFrame, rate: np.ndarray) 
 
 
 def recomputed_epsilon(mechanism: str, total: int, hyper: pd.DataFrame) -> tuple[float, str]:
-    """The per-set epsilon the published hyperparameters prove (docs/privacy.md), and how.
+    """The per-set epsilon the published hyperparameters prove (docs/privacy.md), and how:
+    the family's privacy map (:attr:`dpcounts.mechanisms.registry.Family.privacy_map`).
 
     md: the smallest alpha gives ``log(1 + total / min alpha)`` (Quick (2021), eq 5:
     eps-DP iff ``min alpha >= total / (e^eps - 1)``). pg and truncated: the sum of the two
     largest kappa of :func:`dpcounts.privacy.certified.certified_epsilon` (untruncated:
     L = 0, U = total).
     """
-    from dpcounts.privacy.certified import certified_epsilon
-
-    a = _floats(hyper, "a")
-    if mechanism == "md":
-        return math.log1p(total / float(a.min())), "log(1 + total / min alpha)"
-    if mechanism == "truncated":
-        lower, upper = _floats(hyper, "lower"), _floats(hyper, "upper")
-        how = "kappa_i + kappa_j from a, lower, upper, total"
-    else:
-        lower, upper = np.zeros(a.size), np.full(a.size, float(total))
-        how = "kappa_i + kappa_j from a, total (L = 0, U = total)"
-    return certified_epsilon(a, total, lower, upper), how
+    family = registry.family(mechanism)
+    columns = {c: _floats(hyper, c) for c in family.hyperparameters}
+    return family.privacy_map(total, columns)
 
 
 def _signs(m: dict) -> list[str]:

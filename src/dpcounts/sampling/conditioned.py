@@ -139,6 +139,7 @@ from pathlib import Path
 import numpy as np
 
 from dpcounts.calibration import Calibration
+from dpcounts.mechanisms.registry import family
 
 #: Tail mass cut from each side of every node's pmf.
 TAIL = 1e-16
@@ -990,7 +991,7 @@ class ConditionedSampler:
         s_hi = clamped + cal.a
         s_back = s_hi - clamped
         s_lo = (clamped - (s_hi - s_back)) + (cal.a - s_back)
-        md = cal.mechanism == "md"
+        md = not family(cal.mechanism).uses_prior  # a Dirichlet's: no rates
         population = np.ones(n_cells) if md else np.asarray(cal.population, dtype=float)
         rates = np.zeros(n_cells) if md else np.asarray(cal.b, dtype=float)
         rho_hi, rho_lo = np.empty(n_cells), np.empty(n_cells)

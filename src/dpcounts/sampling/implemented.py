@@ -39,6 +39,7 @@ from fractions import Fraction
 import numpy as np
 
 from dpcounts.calibration import Calibration
+from dpcounts.mechanisms.registry import family
 from dpcounts.sampling.enumeration import compositions
 
 _TWO53 = 1 << 53
@@ -203,7 +204,7 @@ def ideal_pmf(y, cal: Calibration, *, exact: bool = False) -> tuple[np.ndarray, 
     support = _support(cal)
     shape = [Fraction(int(v)) for v in np.asarray(cal.clamp(np.asarray(y)))]
     shape = [s + Fraction(float(a)) for s, a in zip(shape, cal.a, strict=True)]
-    if cal.mechanism == "md":
+    if not family(cal.mechanism).uses_prior:  # md: one success probability
         success = [Fraction(1)] * cal.n_cells
     else:
         success = [

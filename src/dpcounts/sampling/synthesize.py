@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpcounts.calibration import Calibration
+from dpcounts.mechanisms.registry import family
 from dpcounts.sampling.conditioned import (
     ConditionedSampler,
     check_count_rows,
@@ -50,13 +51,26 @@ def synthesize(y, cal: Calibration, size: int, rng: np.random.Generator) -> np.n
     counts = check_counts(y, cal)
     size = _check_draw_args(size, rng)
     check_feasible(cal)
-    if cal.mechanism == "md" and not cal.truncated:
-        if not np.all(np.isfinite(cal.a)) or np.any(cal.a <= 0):
-            raise ValueError("cal.a (the Dirichlet alphas) must be finite and positive")
-        theta = rng.dirichlet(counts + cal.a, size=size)
-        # normalise away round-off so multinomial's sum(pvals) <= 1 check always passes
-        theta /= theta.sum(axis=1, keepdims=True)
-        return rng.multinomial(cal.total, theta).astype(np.int64)
+    return family(cal.mechanism).draw(counts, cal, size, rng)  # the family's sampler
+
+
+def draw_dirichlet_multinomial(counts, cal: Calibration, size: int, rng) -> np.ndarray:
+    """md's sampler: theta ~ Dir(y + alpha), then Multinomial(y., theta), ``size`` rows
+    (``counts`` checked, :func:`synthesize` checks them); with bounds, the conditioned
+    sampler's."""
+    if cal.truncated:
+        return draw_conditioned(counts, cal, size, rng)
+    if not np.all(np.isfinite(cal.a)) or np.any(cal.a <= 0):
+        raise ValueError("cal.a (the Dirichlet alphas) must be finite and positive")
+    theta = rng.dirichlet(counts + cal.a, size=size)
+    # normalise away round-off so multinomial's sum(pvals) <= 1 check always passes
+    theta /= theta.sum(axis=1, keepdims=True)
+    return rng.multinomial(cal.total, theta).astype(np.int64)
+
+
+def draw_conditioned(counts, cal: Calibration, size: int, rng) -> np.ndarray:
+    """pg's and truncated's sampler: the exact conditioned sampler
+    (:class:`~dpcounts.sampling.conditioned.ConditionedSampler`), ``size`` rows."""
     return ConditionedSampler(counts, cal).draw(size, rng)
 
 
@@ -87,7 +101,7 @@ def posterior_rates_of_counts(
     every cell and ``size`` a non-negative int. The same draws as :func:`posterior_rates`.
     """
     population = cal.population
-    if cal.mechanism == "md":
+    if not family(cal.mechanism).uses_prior:  # md: theta ~ Dir(y + alpha)
         theta = rng.dirichlet(counts + cal.a, size=size)
         return theta * cal.total / population[None, :]
     shape = cal.clamp(counts) + cal.a
@@ -109,7 +123,7 @@ def posterior_rates_per_dataset(ys, cal: Calibration, rng: np.random.Generator) 
     _check_draw_args(1, rng)
     if cal.population is None or np.any(cal.population <= 0):
         raise ValueError("posterior rates need cal.population, positive in every cell")
-    if cal.mechanism == "md":
+    if not family(cal.mechanism).uses_prior:  # md: normalised gammas
         rates = rng.gamma(counts + cal.a)
         rates /= rates.sum(axis=1, keepdims=True)  # theta, in place: the same operations
         rates *= cal.total

@@ -17,14 +17,9 @@ from pathlib import Path
 
 from dpcounts.arms import Arm, arm_named
 from dpcounts.design import GridError, chunk_labels, epsilon_chunks, grid_from_config
+from dpcounts.mechanisms import registry
 from dpcounts.units import DENOMINATORS, rate_scale, rate_unit
 
-#: Mechanism -> the calibration methods a study may run it with.
-METHODS = {
-    "md": ("paper", "certified"),  # the same alpha: Quick (2021), eq 5 is exact
-    "pg": ("paper", "exact", "certified"),
-    "truncated": ("paper", "exact", "certified"),
-}
 PRIOR_SOURCES = ("overall", "sanitised", "file", "column")
 ROUNDING = ("refuse", "nearest")
 ON_FAILURE = ("fail", "skip")
@@ -213,13 +208,14 @@ def _age_bands(name: str, bands) -> dict[str, tuple[int, int | None]] | None:
 
 
 def _arm(key: str, mechanism, method, name: str = "", title: str = "") -> Arm:
-    if mechanism not in METHODS:
+    if mechanism not in registry.names():
         raise StudyConfigError(
-            f"config key {key}: unknown mechanism {mechanism!r}; expected {list(METHODS)}"
+            f"config key {key}: unknown mechanism {mechanism!r}; expected {list(registry.names())}"
         )
-    if method not in METHODS[mechanism]:
+    methods = registry.family(mechanism).methods
+    if method not in methods:
         raise StudyConfigError(
-            f"config key {key}: got method {method!r}; {mechanism} has {list(METHODS[mechanism])}"
+            f"config key {key}: got method {method!r}; {mechanism} has {list(methods)}"
         )
     return Arm(mechanism, method, name, title=title)
 

@@ -95,6 +95,7 @@ import numpy as np
 import pandas as pd
 
 from dpcounts.calibration import DEFAULT_DELTA
+from dpcounts.mechanisms.registry import family
 from dpcounts.studies.stage.measures import Measure
 
 #: Summary rows about calibrations, not measured on draws: no guide criterion.
@@ -475,10 +476,10 @@ def epsilon_guide(summary: pd.DataFrame, measures, *, overall_rate: float, toler
                 _releasable, arm, mechanism, total=table[0], n_cells=table[1],
                 calibrations=calibrations))  # fmt: skip
             verdict = judge(measure, group, scale=overall_rate, tolerance=tolerance,
-                            epsilon_prior=0.0 if mechanism == "md" else epsilon_prior,
-                            datasets=datasets,
+                            epsilon_prior=epsilon_prior if family(mechanism).uses_prior
+                            else 0.0, datasets=datasets,
                             truncation=truncated_arms.get(arm, Truncation())
-                            if mechanism == "truncated" else None,
+                            if family(mechanism).bounded else None,
                             releasable=releasable)  # fmt: skip
             rows.append({"arm": arm, "arm_label": label, "measure": measure.name, **verdict})
     return pd.DataFrame(rows, columns=GUIDE_COLUMNS[1:])
@@ -514,7 +515,7 @@ def _releasable(
     """:func:`releasable_epsilon` of ``arm`` at the grid's ``epsilon``: its calibration
     there for a truncated arm (inf where the study kept none: not judged), else the full
     windows."""
-    if mechanism != "truncated":
+    if not family(mechanism).bounded:
         return releasable_epsilon(total, n_cells)
     if calibrations is None or not len(calibrations):
         return math.inf

@@ -17,6 +17,7 @@ import pandas as pd
 from dpcounts.arms import Arm
 from dpcounts.calibration import FRAME_COLUMNS, Calibration
 from dpcounts.design import at_epsilon
+from dpcounts.mechanisms import registry
 from dpcounts.studies.stage.definition import StudyDefinition
 from dpcounts.studies.stage.measures import Measures
 
@@ -40,7 +41,7 @@ def calibrate_arm(
     population = strata[definition.population].to_numpy(dtype=float)
     prior = strata["prior_rate"].to_numpy(dtype=float)
     options = {}
-    if arm.mechanism == "truncated":
+    if registry.family(arm.mechanism).bounded:
         tail = definition.tail if definition.tail is not None else 1.0 / len(strata)
         options = {"tail": tail, "inflation": definition.inflation}
     return calibrate(arm.mechanism, epsilon, total, population, prior, method=arm.method,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from dpcounts.mechanisms import registry
 from dpcounts.studies.metrics import BAND_COLUMNS, median_interval, pooled_mean, summarise_frame
 from dpcounts.studies.stage.definition import StudyDefinition
 from dpcounts.studies.stage.measures import Measures
@@ -96,7 +97,8 @@ def summarise_study(
         # the prior alone: each arm's limit as epsilon shrinks, n x lambda0 for PG and
         # truncated PG, the uniform table y. / I for MD (its Dirichlet weights are equal)
         uniform = measures.values(np.full(y.size, y.sum() / y.size), y).iloc[0]
-        md = {arm.name for arm in definition.arms if arm.mechanism == "md"}
+        md = {arm.name for arm in definition.arms
+              if not arm.baseline and not registry.family(arm.mechanism).uses_prior}  # fmt: skip
         pairs = zip(draws["arm"], draws["metric"], strict=True)
         draws["prior"] = [(uniform if arm in md else prior)[metric] for arm, metric in pairs]
         if reference is not None and len(reference):
