@@ -186,6 +186,7 @@ def test_one_margin_propagation_is_exact(seed):
     assert np.allclose(result.lower, direct.lower) and np.allclose(result.upper, direct.upper)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(3))
 def test_blocks_agree_with_the_whole_lp(seed):
     # a component with linking margins (b x c, b x d, c x d over every a): the blocks'
@@ -199,6 +200,17 @@ def test_blocks_agree_with_the_whole_lp(seed):
     assert np.allclose(whole.upper, blocks.upper, atol=1e-7)
 
 
+@pytest.mark.process
+def test_blocks_over_two_processes_agree_with_the_whole_lp():
+    counts, mask, keys = random_table(101, shape=(12, 2, 2, 3))
+    whole = feasible_ranges(counts, mask, keys)
+    shared = feasible_ranges(counts, mask, keys, direct_cells=0, max_block=12, helpers=2, workers=2)
+    assert shared.meta["blocks"] > 4
+    assert np.allclose(whole.lower, shared.lower, atol=1e-7)
+    assert np.allclose(whole.upper, shared.upper, atol=1e-7)
+
+
+@pytest.mark.slow
 def test_sampled_shares_cover_the_exact_ones():
     counts, mask, keys = random_table(7, shape=(20, 2, 2, 3))
     exact = feasible_ranges(counts, mask, keys, batch=False)

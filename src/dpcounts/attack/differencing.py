@@ -13,7 +13,7 @@ integer range is [ceil(min - TOL), floor(max + TOL)], with :data:`TOL` = 1e-6 ab
 default feasibility tolerance of 1e-7 (a vertex may be fractional: the equalities of a
 three-way table are not totally unimodular).
 
-:func:`feasible_ranges` computes them in four steps, each exact:
+:func:`feasible_ranges` computes them in steps, each exact:
 
 1. bound propagation: for every group, a cell's bounds are tightened to the group's
    residual less the other cells' bounds, until no bound changes (the bounds stay integers,
@@ -21,20 +21,27 @@ three-way table are not totally unimodular).
    whose bounds meet is pinned; the propagated bounds contain the LP's range;
 2. the remaining cells fall into independent connected components (cells linked by
    sharing a group); each component is one LP (SciPy's HiGHS, ``linprog(method="highs")``),
-   the pinned cells' values moved to the right-hand side;
-3. per component two batch LPs, the least and the largest sum of its cells: every LP's
-   solution is a feasible point, and a cell whose value at some feasible point (the true
-   counts are one) reaches its propagated bound has that bound as its exact min or max;
-4. two LPs per cell, min and max, for the sides still open (each solution again settles
-   the other cells it reaches).
+   the pinned cells' values moved to the right-hand side, a margin whose keys are a subset
+   of another's left out (:func:`implied_margins`: its equalities are sums of the other's).
+   A component of one equality needs no LP (its propagated bounds are its ranges);
+3. every LP's solution is a feasible point, and a cell whose value at some feasible point
+   (the true counts are one) reaches its outer bound has that bound as its exact min or
+   max. A component of at most ``direct_cells`` cells gets two batch LPs, the least and the
+   largest sum of its cells; a larger one is split into blocks (:func:`_blocks`: the
+   cells linked by the equalities of few cells, e.g. one county's, each block at most
+   ``max_block`` cells; the equalities of many cells, e.g. a race x age total over every
+   county, link the blocks). Per block, small LPs only:
 
-``max_lps`` budgets step 4: with more open sides than ``max_lps``, a uniform random sample
-of the open cells (``rng``, a numpy Generator) is solved, in a random order until the next
-cell would exceed the budget, and the shares are estimated (stratified: the cells settled
-by steps 1 to 3 counted exactly, the sample standing for the open ones) with a Wilson
-interval (:func:`scipy.stats.binomtest`) and a t interval for the mean width. The result
-(:class:`Ranges`) says of each cell whether it was settled exactly, sampled or left
-unsampled.
+   * a restriction: the block and its next ``helpers`` blocks free, every other cell at
+     its true count, every equality kept; its solutions (the least and the largest sum of
+     the block, then each open side of each cell) are feasible points of the whole;
+   * a relaxation: the block alone with its own equalities (the linking ones dropped); its
+     min and max of a cell are outer bounds;
+
+   a side whose restriction reaches its relaxation's bound is exact; the sides still open
+   are retried with :data:`WIDEN` times as many helpers;
+4. two LPs of the whole component per cell, min and max, for the sides still open (each
+   solution again settles the other cells it reaches).
 
 The measures (:meth:`Ranges.summary`), over the hidden cells' integer ranges:
 
@@ -207,13 +214,18 @@ def feasible_ranges(
     direct_cells: int = 1_000,
     max_block: int = 200,
     helpers: int = 32,
+    workers: int = 1,
 ) -> Ranges:
     """The feasible range of every hidden cell (``mask`` True) of the true ``counts`` (one
     per stratum, the rows of ``keys``), the ``margins`` (default :func:`default_margins` of
     the key columns) published exactly. The attacker's bounds of each cell are
     ``bounds = (lower, upper)`` (one per stratum) or else ``rule.bounds(counts, mask)``
     (default rule: :class:`SuppressionRule()`). ``max_lps`` (None: no limit) and ``rng``:
-    the budget of per-cell LPs and the sample beyond it (module docstring)."""
+    the budget of step 4's LPs and the sample beyond it; ``batch``: step 3's batch LPs of
+    the small components; ``direct_cells``, ``max_block``, ``helpers``: which components
+    are split into blocks, the blocks' size and each restriction's helper blocks (module
+    docstring); ``workers``: processes sharing a large component's blocks. The ranges do
+    not depend on these settings, only the time to get them."""
     counts = check_counts(counts)
     mask = check_mask(mask, counts.size)
     if margins is None:
@@ -278,7 +290,7 @@ def feasible_ranges(
     for component in range(solver.components):
         members = solver.members[component]
         if members.size > direct_cells and attack.open(members).any():
-            attack.sandwich(component, max_block, helpers)
+            attack.sandwich(component, max_block, helpers, workers)
     block_lps = solver.lps
     clock.append(time.perf_counter())
 
@@ -420,27 +432,6 @@ class _Solver:
         self.seen_lo[members] = np.minimum(self.seen_lo[members], least)
         self.seen_hi[members] = np.maximum(self.seen_hi[members], most)
 
-    def solve_part(self, cells, a, b, bounds, objective) -> float:
-        """min objective . x subject to a x = b within ``bounds`` (-inf if unbounded); a
-        solution of a restriction (``cells`` its columns' cells, the others at their true
-        counts) is a feasible point of the whole and is recorded; a relaxation's
-        (``cells`` None) is not."""
-        self.lps += 1
-        if a.shape[0] == 0:
-            x = np.where(objective > 0, bounds[:, 0], np.where(objective < 0, bounds[:, 1], 0.0))
-            value = float(objective @ np.where(objective == 0, 0.0, x))
-        else:
-            result = linprog(objective, A_eq=a, b_eq=b, bounds=bounds, method="highs")
-            if result.status == 3:
-                return -math.inf
-            if result.status != 0:
-                raise RuntimeError(f"HiGHS failed on an LP: {result.message}")
-            x, value = result.x, float(result.fun)
-        if cells is not None and np.all(np.isfinite(x)):
-            self.seen_lo[cells] = np.minimum(self.seen_lo[cells], x)
-            self.seen_hi[cells] = np.maximum(self.seen_hi[cells], x)
-        return value
-
     def solve(self, component: int, objective: np.ndarray) -> float:
         """min objective . x over the component's LP (inf if unbounded); records the
         solution's values."""
@@ -525,78 +516,139 @@ class _Attack:
             self.settled_lo[j] = True
         self.settle()
 
-    def sandwich(self, component: int, max_block: int, helpers: int):
-        """Settle what can be of a large component by small LPs (module docstring)."""
+    def sandwich(self, component: int, max_block: int, helpers: int, workers: int = 1):
+        """Settle what can be of a large component by its blocks' small LPs (module
+        docstring), over ``workers`` processes (each a share of the blocks; their feasible
+        points and outer bounds merged)."""
         solver = self.solver
         members = solver.members[component]
         a, b, bounds = solver.problems[component]
         a = a.tocsr()
         local, block = _blocks(a, max_block)
-        a_local = a[local]
         blocks = int(block.max()) + 1
         self.blocks += blocks
-        order = np.argsort(block, kind="stable")
-        start = np.searchsorted(block[order], np.arange(blocks + 1))
-        columns = [order[start[k] : start[k + 1]] for k in range(blocks)]
-        first = a_local.indices[a_local.indptr[:-1]]
-        row_block = block[first]
-        b_local = b[local]
-        a_csc = a.tocsc()
-        x0 = solver.truth[members]
+        problem = (a, b, bounds, solver.truth[members], local, block, helpers)
+        state = {
+            "lo": self.lo[members],
+            "hi": self.hi[members],
+            "seen_lo": solver.seen_lo[members],
+            "seen_hi": solver.seen_hi[members],
+            "settled_lo": self.settled_lo[members],
+            "settled_hi": self.settled_hi[members],
+        }
+        if workers <= 1 or blocks < 2 * workers:
+            outs = [_sandwich(problem, np.arange(blocks), state)]
+        else:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
 
-        def restricted(k, count):
-            chosen = np.concatenate(
-                [columns[(k + h) % blocks] for h in range(min(count + 1, blocks))]
-            )
-            sub = a_csc[:, chosen].tocsr()
-            rows = np.flatnonzero(np.diff(sub.indptr) > 0)
-            sub = sub[rows]
-            return chosen, sub, sub @ x0[chosen]
+            shares = np.array_split(np.arange(blocks), workers)
+            context = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(workers, mp_context=context) as pool:
+                outs = list(pool.map(_sandwich, [problem] * workers, shares, [state] * workers))
+        merged = {
+            "lo": np.max([o["lo"] for o in outs], axis=0),
+            "hi": np.min([o["hi"] for o in outs], axis=0),
+            "seen_lo": np.min([o["seen_lo"] for o in outs], axis=0),
+            "seen_hi": np.max([o["seen_hi"] for o in outs], axis=0),
+        }
+        self.lo[members], self.hi[members] = merged["lo"], merged["hi"]
+        solver.seen_lo[members], solver.seen_hi[members] = merged["seen_lo"], merged["seen_hi"]
+        solver.lps += sum(o["lps"] for o in outs)
+        self.settle()
 
-        for k in range(blocks):
-            cols = columns[k]
-            if not self.open(members[cols]).any():
-                continue
-            chosen, sub, rhs = restricted(k, helpers)
-            weight = np.isin(chosen, cols).astype(float)
-            for sign in (-1.0, 1.0):
-                solver.solve_part(members[chosen], sub, rhs, bounds[chosen], sign * weight)
-            self.settle()
-            rows = np.flatnonzero(row_block == k)
-            relaxed = a_local[rows][:, cols]
-            for i, col in enumerate(cols):
-                j = members[col]
+
+def _lp(a, b, bounds, objective):
+    """(min objective . x subject to a x = b within bounds, x); (-inf, None) if unbounded."""
+    if a.shape[0] == 0:
+        x = np.where(objective > 0, bounds[:, 0], np.where(objective < 0, bounds[:, 1], 0.0))
+        return float(objective @ np.where(objective == 0, 0.0, x)), None
+    result = linprog(objective, A_eq=a, b_eq=b, bounds=bounds, method="highs")
+    if result.status == 3:
+        return -math.inf, None
+    if result.status != 0:
+        raise RuntimeError(f"HiGHS failed on an LP: {result.message}")
+    return float(result.fun), result.x
+
+
+def _sandwich(problem, share, state) -> dict:
+    """Step 3 on the blocks ``share`` of one large component (module docstring): the
+    component's equalities ``a x = b``, its cells' ``bounds`` and true counts ``x0``, its
+    ``local`` rows and each cell's ``block``; ``state`` the component's cells' outer
+    bounds, least and largest values at feasible points and settled sides. Returns the
+    state after, with ``lps`` the number of LPs solved."""
+    a, b, bounds, x0, local, block, helpers = problem
+    state = {name: value.copy() for name, value in state.items()}
+    lo, hi, seen_lo, seen_hi = state["lo"], state["hi"], state["seen_lo"], state["seen_hi"]
+    settled = {"lo": state["settled_lo"], "hi": state["settled_hi"]}
+    lps = 0
+    blocks = int(block.max()) + 1
+    order = np.argsort(block, kind="stable")
+    start = np.searchsorted(block[order], np.arange(blocks + 1))
+    columns = [order[start[k] : start[k + 1]] for k in range(blocks)]
+    a_local, b_local = a[local], b[local]
+    row_order = np.argsort(block[a_local.indices[a_local.indptr[:-1]]], kind="stable")
+    row_block = block[a_local.indices[a_local.indptr[:-1]]][row_order]
+    row_start = np.searchsorted(row_block, np.arange(blocks + 1))
+    a_csc = a.tocsc()
+
+    def settle(cells):
+        for side, seen, outer, sign in (("lo", seen_lo, lo, 1.0), ("hi", seen_hi, hi, -1.0)):
+            reach = sign * (seen[cells] - outer[cells]) <= TOL
+            settled[side][cells] |= reach
+
+    def restricted(k, count):
+        chosen = np.concatenate([columns[(k + h) % blocks] for h in range(min(count + 1, blocks))])
+        sub = a_csc[:, chosen].tocsr()
+        sub = sub[np.flatnonzero(np.diff(sub.indptr) > 0)]
+        return chosen, sub, sub @ x0[chosen]
+
+    def restriction(chosen, sub, rhs, objective):
+        nonlocal lps
+        lps += 1
+        _, x = _lp(sub, rhs, bounds[chosen], objective)
+        if x is not None:
+            seen_lo[chosen] = np.minimum(seen_lo[chosen], x)
+            seen_hi[chosen] = np.maximum(seen_hi[chosen], x)
+            settle(chosen)
+
+    def is_open(cols):
+        return not (settled["lo"][cols].all() and settled["hi"][cols].all())
+
+    for k in share:
+        cols = columns[k]
+        if not is_open(cols):
+            continue
+        chosen, sub, rhs = restricted(k, helpers)
+        weight = np.isin(chosen, cols).astype(float)
+        for sign in (-1.0, 1.0):
+            restriction(chosen, sub, rhs, sign * weight)
+        rows = row_order[row_start[k] : row_start[k + 1]]
+        relaxed = a_local[rows][:, cols]
+        for i, col in enumerate(cols):
+            for side, sign in (("lo", 1.0), ("hi", -1.0)):
+                if settled[side][col]:
+                    continue
                 objective = np.zeros(cols.size)
-                objective[i] = 1.0
-                for side in ("lo", "hi"):
-                    if getattr(self, f"settled_{side}")[j]:
-                        continue
-                    sign = 1.0 if side == "lo" else -1.0
-                    value = sign * solver.solve_part(
-                        None, relaxed, b_local[rows], bounds[cols], sign * objective
-                    )
-                    if side == "lo":
-                        self.lo[j] = max(self.lo[j], value)
-                    else:
-                        self.hi[j] = min(self.hi[j], value)
-                    self.settle()
-                    if getattr(self, f"settled_{side}")[j]:
-                        continue
-                    full = (chosen == col).astype(float)
-                    solver.solve_part(members[chosen], sub, rhs, bounds[chosen], sign * full)
-                    self.settle()
-        if WIDEN * helpers <= helpers:
-            return
-        for k in range(blocks):  # the sides still open: restrictions of WIDEN x helpers
+                objective[i] = sign
+                lps += 1
+                value = sign * _lp(relaxed, b_local[rows], bounds[cols], objective)[0]
+                if side == "lo":
+                    lo[col] = max(lo[col], value)
+                else:
+                    hi[col] = min(hi[col], value)
+                settle(cols[i : i + 1])
+                if not settled[side][col]:
+                    restriction(chosen, sub, rhs, sign * (chosen == col).astype(float))
+    if WIDEN * helpers > helpers:
+        for k in share:  # the sides still open: restrictions of WIDEN x helpers
             cols = columns[k]
-            if not self.open(members[cols]).any():
+            if not is_open(cols):
                 continue
             chosen, sub, rhs = restricted(k, WIDEN * helpers)
             for col in cols:
-                j = members[col]
                 for side, sign in (("lo", 1.0), ("hi", -1.0)):
-                    if getattr(self, f"settled_{side}")[j]:
-                        continue
-                    full = (chosen == col).astype(float)
-                    solver.solve_part(members[chosen], sub, rhs, bounds[chosen], sign * full)
-                    self.settle()
+                    if not settled[side][col]:
+                        restriction(chosen, sub, rhs, sign * (chosen == col).astype(float))
+    state["lps"] = lps
+    return state
