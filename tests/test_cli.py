@@ -112,6 +112,7 @@ def test_help_explains_every_option_and_the_unit_of_privacy(tmp_path):
     assert "--seed" not in text.replace("--insecure-test-seed", "")
 
 
+@pytest.mark.slow
 def test_manifest_files_and_private_folder(strata_csv, tmp_path, private_area):
     out = tmp_path / "release"
     printed = ok(
@@ -153,6 +154,7 @@ def test_manifest_files_and_private_folder(strata_csv, tmp_path, private_area):
         assert np.all(rows["count"].to_numpy() <= hyper["upper"].to_numpy())
 
 
+@pytest.mark.slow
 def test_private_dir_is_where_the_steward_says_and_never_in_the_release(
     strata_csv, tmp_path, private_area, private_ledger
 ):
@@ -170,6 +172,7 @@ def test_private_dir_is_where_the_steward_says_and_never_in_the_release(
     assert len(private_ledger.read_text().splitlines()) == 1  # the refusal spent nothing
 
 
+@pytest.mark.slow
 def test_a_private_folder_left_beside_the_release_is_warned_about(strata_csv, tmp_path):
     """Private folders of earlier dpcounts versions sit beside their release: publishing the
     parent publishes them, so a release next to one says so."""
@@ -246,6 +249,7 @@ def test_a_reader_that_goes_away_gets_no_traceback(strata_csv, tmp_path):
     assert "Traceback" not in stderr and "BrokenPipe" not in stderr
 
 
+@pytest.mark.slow
 def test_ledger_command_shows_the_spending(strata_csv, tmp_path):
     base = ["synthesize", "--input", "counts.csv", *KEYS, "--mechanism", "md", "--quiet"]
     ok(*base, "--epsilon", "0.5", "--out", "a", cwd=tmp_path)
@@ -256,6 +260,7 @@ def test_ledger_command_shows_the_spending(strata_csv, tmp_path):
     assert "counts.csv" in text and "0.75" in text
 
 
+@pytest.mark.slow
 def test_dataset_names_add_up_tables_and_the_ledger_command_shows_them(strata_csv, tmp_path):
     """Deaths by region x age, then by region: two tables of the same events, one name."""
     STRATA.groupby("region", as_index=False)[["count", "population"]].sum().to_csv(
@@ -288,6 +293,7 @@ def test_dataset_names_add_up_tables_and_the_ledger_command_shows_them(strata_cs
     assert bad.returncode == 2 and "--dataset: a dataset name is" in bad.stderr
 
 
+@pytest.mark.slow
 def test_wonder_export_with_county_map(tmp_path, private_folder):
     ok(
         "synthesize", "--input", str(WONDER_FIXTURE), "--wonder", "--keys", "county_code",
@@ -306,6 +312,7 @@ def test_wonder_export_with_county_map(tmp_path, private_folder):
     assert "crude_rate" not in synthetic.columns and "county" not in synthetic.columns
 
 
+@pytest.mark.slow
 def test_the_default_county_frame_is_the_projects_data_folder(tmp_path, private_folder):
     """Without --county-frame the map uses data/counties_1980.parquet of the folder dpcounts
     runs in; where there is none, the private summary says so and how to give one."""
@@ -349,6 +356,7 @@ def test_a_county_frame_that_cannot_map_the_table_is_refused_before_spending(
     assert not private_ledger.exists() or not private_ledger.read_text().strip()
 
 
+@pytest.mark.slow
 def test_pennlc_by_county_and_age_with_a_sanitised_prior(tmp_path, private_folder):
     """The shipped Pennsylvania strata, summed over race and sex for eight counties."""
     strata = pd.read_parquet(REPO / "data" / "pennlc_strata.parquet")
@@ -543,6 +551,7 @@ def test_calibrate_prints_the_promise_and_spends_nothing(
     assert nominal.returncode == 2 and "--allow-nominal" in nominal.stderr
 
 
+@pytest.mark.slow
 def test_calibrate_previews_the_ledger_account_and_never_writes_it(
     strata_csv, tmp_path, private_ledger, private_area
 ):
@@ -598,6 +607,7 @@ def test_fractional_counts_are_refused_naming_the_rounding_option(tmp_path):
         assert sorted(p.name for p in tmp_path.iterdir()) == ["counts.csv"]
 
 
+@pytest.mark.slow
 def test_rounding_nearest_releases_the_rounded_table(tmp_path, private_folder):
     """--rounding nearest is a preprocessing and nothing else: the release equals, byte for
     byte, the release of the table rounded half to even beforehand (same test seed)."""
@@ -670,6 +680,7 @@ def test_the_cli_and_the_study_stage_round_and_refuse_alike(tmp_path):
     assert study.set_index(["region", "age"])["count"].to_dict() == expected
 
 
+@pytest.mark.slow
 def test_set_budget_and_calibrate_predicts_a_public_refusal(strata_csv, tmp_path, private_ledger):
     """dpcounts ledger --set-budget stores a budget every release is checked against; with a
     sanitised prior, calibrate refuses what synthesize refuses before spending (#26)."""

@@ -133,6 +133,7 @@ def test_help_fits_a_screen_and_help_all_shows_every_option(tmp_path, command):
     assert max(map(len, full.splitlines())) <= 100  # no paragraph left unwrapped
 
 
+@pytest.mark.slow
 # --- the input's format: a semicolon CSV is read, a spreadsheet is refused with a hint ------
 @pytest.mark.parametrize("delimiter", [";", "\t", "|"])
 def test_a_csv_with_another_delimiter_is_read_with_it(tmp_path, delimiter):
@@ -215,6 +216,7 @@ def test_utility_numbers_are_written_as_a_reader_writes_them(value, digits, show
     assert _human(value, digits) == shown
 
 
+@pytest.mark.slow
 def test_a_release_under_no_stored_budget_says_so_in_one_line(tmp_path):
     TABLE.to_csv(tmp_path / "t.csv", index=False)
     release = ("synthesize", "--input", str(tmp_path / "t.csv"), *COLUMNS, "--epsilon", "1",

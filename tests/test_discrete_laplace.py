@@ -255,6 +255,7 @@ def test_chacha_generator():
         assert chi_square_pvalue(sample_discrete_laplace(scale, 100_000, rng), scale) > ALPHA
 
 
+@pytest.mark.slow
 # --- agreement with OpenDP's sampler -----------------------------------------------------------
 @pytest.mark.parametrize("float_scale", [2 / 0.3, 1.0, 0.5, 40.0])
 def test_two_sample_against_opendp(float_scale):

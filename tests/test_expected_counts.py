@@ -210,6 +210,7 @@ def test_a_zero_expected_count_is_refused_before_anything_is_spent(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_calibrate_takes_expected_counts(tmp_path):
     code, stdout, stderr = run(
         "calibrate", "--input", write(tmp_path), "--keys", "district", "--count-column", "obs",
@@ -226,6 +227,7 @@ def in_checkout(monkeypatch):
     monkeypatch.chdir(REPO)  # where snakemake runs: the config's paths are relative to it
 
 
+@pytest.mark.slow
 def test_the_study_s_denominator_reaches_the_release(tmp_path, in_checkout, private_area):
     config = {"studies": {"lips": entry(write(tmp_path))}}
     (tmp_path / "my_study.yaml").write_text(yaml.safe_dump(config, sort_keys=False))

@@ -243,6 +243,7 @@ def pseudo_posterior_tables(rng) -> dict[str, pd.DataFrame]:
 
 
 # ---- each family ---------------------------------------------------------------------------
+@pytest.mark.slow
 def test_the_study_stage_figures():
     rng = np.random.default_rng(RNG_SEED)
     summary, guide, measures, arms = study_inputs(rng)
@@ -250,6 +251,7 @@ def test_the_study_stage_figures():
     assert_clean(study.figure_guide(guide, measures, arms, STUDY_EPSILONS, "s"))
 
 
+@pytest.mark.slow
 def test_study1_figures():
     rng = np.random.default_rng(RNG_SEED)
     assert_clean(study1.figure_rmse(study1_summary(rng)))
@@ -262,6 +264,7 @@ def test_study1_figures():
     assert_clean(study1.figure_appendix_disparities(older))
 
 
+@pytest.mark.slow
 def test_study2_figures():
     rng = np.random.default_rng(RNG_SEED)
     summary = study2_summary(rng)
@@ -328,6 +331,7 @@ def test_whole_numbers_are_drawn_as_steps_at_whole_numbers_and_one_value_as_one_
     plt.close(fig)
 
 
+@pytest.mark.slow
 def test_maps_of_rates_use_one_colour_map():
     rng = np.random.default_rng(RNG_SEED)
     codes = [f"{k:05d}" for k in range(1, 9)]
@@ -386,7 +390,9 @@ def release_utility(rng, mechanism: str, zero: bool):
     return utility_report(keys, counts, population, sets, cal, rng, area="county_code")
 
 
-@pytest.mark.parametrize("zero", [True, False], ids=["symlog", "log"])
+@pytest.mark.parametrize(
+    "zero", [True, pytest.param(False, marks=pytest.mark.slow)], ids=["symlog", "log"]
+)
 def test_the_release_utility_figure(zero):
     """The steward's utility.png: plain numbers on its log (or symlog, totals of 0) axes,
     key names in words, epsilon as a symbol, every group's label inside its panel."""
@@ -444,6 +450,7 @@ def close_totals_report(rng, low: float, high: float):
                    outside=None, prior={"rmse": 2_745.0})  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("low", "high"), [(147_245, 148_963), (14_724, 14_896), (880, 920),
                                           (1_472_450, 1_489_630), (2_000_000, 2_900_000),
                                           (147_900, 148_300)])  # fmt: skip
@@ -508,6 +515,7 @@ def test_tick_values_are_plain_below_a_million_and_powers_of_ten_from_it(value, 
     assert plain_number(value) == label
 
 
+@pytest.mark.slow
 def test_one_arm_has_one_colour_and_label_in_every_figure_module():
     """An arm's colour comes from what it is (dpcounts.plots.style.arm_style), never from
     its place in a figure's list: untruncated PG is the same blue in the study stage's,

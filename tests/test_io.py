@@ -48,6 +48,7 @@ def test_figures_are_byte_reproducible(tmp_path):
         assert (tmp_path / f"a.{ext}").read_bytes() == (tmp_path / f"b.{ext}").read_bytes()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layout", ["constrained", "tight_layout", None])
 def test_figures_laid_out_once_are_the_pixels_savefig_gives(tmp_path, layout):
     """save_figure lays a figure out and measures its crop once for all its formats: the

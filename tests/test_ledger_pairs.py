@@ -102,6 +102,7 @@ def _refused(req: ReleaseRequest, private_ledger: Path) -> str:
 # -- the five re-encodings of issue #50 ------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_same_strata_re_encoded_under_five_new_names_are_refused(
     released, tmp_path, private_ledger
 ):
@@ -122,6 +123,7 @@ def test_the_same_strata_re_encoded_under_five_new_names_are_refused(
     assert [e.dataset for e in ledger.entries()] == ["us-deaths"]
 
 
+@pytest.mark.slow
 def test_new_dataset_declares_other_people_over_the_same_pairs(released, tmp_path, private_ledger):
     frame = REENCODINGS["a county code prefixed"](released)
     path = write(frame, tmp_path / "v.parquet")
@@ -140,6 +142,7 @@ def test_new_dataset_declares_other_people_over_the_same_pairs(released, tmp_pat
     assert "(and it matches 1 other dataset(s))" in text
 
 
+@pytest.mark.slow
 def test_a_genuinely_different_table_under_a_new_name_is_released(
     released, tmp_path, private_ledger
 ):
@@ -150,6 +153,7 @@ def test_a_genuinely_different_table_under_a_new_name_is_released(
     assert Ledger(private_ledger).spent("other-deaths")[0] == 1.0
 
 
+@pytest.mark.slow
 def test_another_cause_over_the_same_populations_is_released(tmp_path, private_ledger):
     """The shipped Pennsylvania lung-cancer table, then another cause of the same size
     over the same populations (counts drawn afresh at the table's own rates by race, sex
@@ -173,6 +177,7 @@ def test_another_cause_over_the_same_populations_is_released(tmp_path, private_l
     assert "dataset pa-lung" in text
 
 
+@pytest.mark.slow
 def test_expected_count_denominators_are_compared_too(tmp_path, private_ledger):
     frame = deaths().rename(columns={"population": "expected"})
     frame["expected"] = frame["expected"] * 3.7e-4

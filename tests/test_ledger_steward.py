@@ -152,6 +152,7 @@ def test_set_budget_in_another_ledger_is_refused(spent, tmp_path):
         Ledger(tmp_path / "other.jsonl").set_budget("US-DEATHS-1999", 5.0)
 
 
+@pytest.mark.slow
 def test_another_home_is_another_steward_and_the_docs_say_so(
     spent, tmp_path, private_ledger, monkeypatch
 ):
@@ -166,6 +167,7 @@ def test_another_home_is_another_steward_and_the_docs_say_so(
     assert "another steward" in privacy and "XDG_DATA_HOME" in privacy
 
 
+@pytest.mark.slow
 def test_a_second_ledger_refuses_a_known_table_under_a_new_name(spent, tmp_path, private_ledger):
     other = tmp_path / "other.jsonl"
     text = _refused(
@@ -215,6 +217,7 @@ def test_no_variant_of_a_spent_table_is_released(spent, tmp_path, private_ledger
         assert "dataset us-deaths-1999" in text and "--new-dataset" in text
 
 
+@pytest.mark.slow
 def test_a_table_over_other_strata_is_released_under_a_new_name(spent, tmp_path, private_ledger):
     """Other strata, other people: other states, whose counts and populations are their
     own (the same counts and populations under other codes are the same people, #50)."""
@@ -226,6 +229,7 @@ def test_a_table_over_other_strata_is_released_under_a_new_name(spent, tmp_path,
     assert Ledger(private_ledger).spent("other-deaths")[0] == 1.0
 
 
+@pytest.mark.slow
 def test_calibrate_previews_the_refusals_of_the_index(spent, tmp_path, private_ledger):
     from dpcounts.release.preview import preview
 
@@ -261,6 +265,7 @@ def test_normalisation():
     assert not np.array_equal(fingerprint(a, secret), fingerprint(a, b"j" * 32))
 
 
+@pytest.mark.slow
 def test_a_large_table_is_fingerprinted_in_bounded_memory():
     """1M strata: 8 MB of hashes, computed per distinct value."""
     from dpcounts.ledger_index import fingerprint
@@ -275,6 +280,7 @@ def test_a_large_table_is_fingerprinted_in_bounded_memory():
 # -- rebuild only adds ----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_rebuild_keeps_a_deleted_line_whose_private_folder_is_gone(
     tmp_path, private_ledger, private_area, private_folder
 ):

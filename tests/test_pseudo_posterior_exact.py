@@ -113,6 +113,7 @@ def test_saved_tables_keep_how_the_draws_were_made(exact):
     np.testing.assert_array_equal(loaded.draws["mu"], exact.draws["mu"])
 
 
+@pytest.mark.slow
 def test_nuts_on_the_same_model_agrees_with_the_exact_draws(exact, data):
     """NUTS samples the same model (same gamma prior): equal mean and sd within MC error."""
     nuts = fit_weighted(*data, "poisson", SETTINGS, np.random.default_rng(5), method="nuts")

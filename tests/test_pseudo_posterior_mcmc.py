@@ -27,7 +27,7 @@ def counts():
 
 # The Poisson pseudo posterior is conjugate: by default it is drawn exactly; "nuts" runs
 # NUTS on the same model. Both must show the same properties.
-@pytest.fixture(scope="module", params=["exact", "nuts"])
+@pytest.fixture(scope="module", params=["exact", pytest.param("nuts", marks=pytest.mark.slow)])
 def method(request):
     return request.param
 
@@ -85,6 +85,7 @@ def overdispersed():
     return simulate_counts(200, components, np.random.default_rng(12))
 
 
+@pytest.mark.slow
 def test_negbin_is_fitted_by_nuts_and_passes_reachable_checks(overdispersed):
     y = overdispersed
     fit = fit_weighted(y, np.ones(y.size), "negbin", NEGBIN, np.random.default_rng(7))
@@ -97,6 +98,7 @@ def test_negbin_is_fitted_by_nuts_and_passes_reachable_checks(overdispersed):
     check_convergence(fit, ConvergenceThresholds(max_rhat=1.1, min_ess=50), "unweighted")
 
 
+@pytest.mark.slow
 def test_negbin_fit_with_impossible_checks_raises_convergence_error(overdispersed):
     settings = StudySettings(
         family="negbin",

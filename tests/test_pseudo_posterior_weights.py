@@ -141,6 +141,7 @@ def test_reweighting_by_hand():
     assert result.bounds_after == pytest.approx([2.0, 1.4, 2.0])
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.floats(0.01, 1.0), st.floats(0.1, 20.0)), min_size=2, max_size=40))
 def test_reweighting_raises_every_weight_and_keeps_the_maximum(pairs):

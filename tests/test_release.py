@@ -68,6 +68,7 @@ def listing(folder):
 
 
 # --- 1. composition ------------------------------------------------------------------
+@pytest.mark.slow
 def test_epsilon_is_the_total_shared_by_the_sets(csv, tmp_path):
     info = build_release(request_for(csv, tmp_path / "out", epsilon=1.5, sets=3))
     budget = info["budget"]
@@ -84,6 +85,7 @@ def test_epsilon_is_the_total_shared_by_the_sets(csv, tmp_path):
 
 
 # --- 2. the prior --------------------------------------------------------------------
+@pytest.mark.slow
 def test_sanitised_prior_spends_its_share_and_adds_noise(tmp_path):
     STRATA.drop(columns="prior_rate").to_csv(tmp_path / "s.csv", index=False)
     out = tmp_path / "out"
@@ -111,6 +113,7 @@ def test_sanitised_prior_spends_its_share_and_adds_noise(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_sanitised_prior_without_columns_is_the_public_overall_rate(tmp_path):
     STRATA.drop(columns="prior_rate").to_csv(tmp_path / "s.csv", index=False)
     info = build_release(request_for(tmp_path / "s.csv", tmp_path / "o", sanitised_prior_by=()))
@@ -155,6 +158,7 @@ def test_keys_that_clash_with_the_release_columns_are_refused(tmp_path, reserved
         build_release(request_for(tmp_path / "s.csv", tmp_path / "o", keys=(reserved, "region")))
 
 
+@pytest.mark.slow
 def test_only_named_columns_reach_the_release(csv, tmp_path):
     build_release(request_for(csv, tmp_path / "o"))
     synthetic = pd.read_parquet(tmp_path / "o" / "synthetic.parquet")
@@ -162,6 +166,7 @@ def test_only_named_columns_reach_the_release(csv, tmp_path):
 
 
 # --- 4. randomness -------------------------------------------------------------------
+@pytest.mark.slow
 def test_releases_draw_from_chacha_keyed_by_the_operating_system(csv, tmp_path, private_folder):
     info = build_release(request_for(csv, tmp_path / "o", test_seed=None))
     assert info["purpose"] == "publication"
@@ -173,6 +178,7 @@ def test_releases_draw_from_chacha_keyed_by_the_operating_system(csv, tmp_path, 
     assert int(provenance["root_key"]).bit_length() > 200  # 256 random bits, not a small seed
 
 
+@pytest.mark.slow
 def test_a_test_seed_is_reproducible_and_marked_not_for_publication(csv, tmp_path):
     one = build_release(request_for(csv, tmp_path / "one", test_seed=42))
     build_release(request_for(csv, tmp_path / "two", test_seed=42))
@@ -184,6 +190,7 @@ def test_a_test_seed_is_reproducible_and_marked_not_for_publication(csv, tmp_pat
     assert set(one) == {*SCHEMA["required"], "denominator"}
 
 
+@pytest.mark.slow
 def test_set_k_does_not_depend_on_the_number_of_sets(csv, tmp_path):
     # Same budget per set (epsilon scales with the sets), so the same calibration.
     build_release(request_for(csv, tmp_path / "two", sets=2, epsilon=2.0))
@@ -203,6 +210,7 @@ def test_nominal_methods_need_an_explicit_opt_in(csv, tmp_path):
     assert "nominal, not a guarantee" in info["guarantee"]["statement"]
 
 
+@pytest.mark.slow
 def test_default_is_certified(csv, tmp_path):
     info = build_release(request_for(csv, tmp_path / "o"))
     assert info["method"] == "certified" and info["guarantee"]["status"] == "certified"
@@ -220,6 +228,7 @@ def test_manifest_states_delta_and_the_neighbouring_relation(csv, tmp_path):
 
 
 # --- 8. ledger -----------------------------------------------------------------------
+@pytest.mark.slow
 def test_ledger_adds_up_releases_and_enforces_a_budget(csv, tmp_path, private_ledger):
     build_release(request_for(csv, tmp_path / "a", epsilon=1.0))
     shuffled = tmp_path / "shuffled.parquet"  # same strata, other row order and format
@@ -242,6 +251,7 @@ def _by_region(tmp_path):
     return path
 
 
+@pytest.mark.slow
 def test_a_dataset_name_adds_up_the_releases_of_its_tables(
     csv, tmp_path, private_ledger, private_area
 ):
@@ -322,6 +332,7 @@ def test_a_table_released_under_a_name_is_refused_without_it_before_anything(
 
 
 # --- 9. private files apart from the release ---------------------------------------------
+@pytest.mark.slow
 def test_release_folder_holds_only_what_the_manifest_lists(csv, tmp_path, private_area):
     info = build_release(request_for(csv, tmp_path / "out", sets=2))
     listed = {entry["path"] for entry in info["files"].values()}
@@ -336,6 +347,7 @@ def test_release_folder_holds_only_what_the_manifest_lists(csv, tmp_path, privat
     assert oct((tmp_path / "out").stat().st_mode & 0o777) == "0o755"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("umask", [0o077, 0o002])
 def test_public_files_carry_one_fixed_time_and_fixed_modes(tmp_path, private_folder, umask):
     """The files were written after the sampler was built and the sets drawn, so their
@@ -372,6 +384,7 @@ def test_public_files_carry_one_fixed_time_and_fixed_modes(tmp_path, private_fol
         assert oct(private.stat().st_mode & 0o777) == "0o700"
 
 
+@pytest.mark.slow
 def test_the_default_private_area_is_in_the_home_without_xdg(csv, tmp_path, monkeypatch):
     monkeypatch.delenv("XDG_DATA_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
@@ -380,6 +393,7 @@ def test_the_default_private_area_is_in_the_home_without_xdg(csv, tmp_path, monk
     assert listing(area) == [f"out-{info['seed_commitment'][:16]}"]
 
 
+@pytest.mark.slow
 def test_releases_never_share_a_private_folder(csv, tmp_path, private_area):
     """Same --out name in two places, and one --out replaced with --force: each release
     gets its own private folder, and a replaced release's key is kept."""
@@ -395,6 +409,7 @@ def test_releases_never_share_a_private_folder(csv, tmp_path, private_area):
         assert hashlib.sha256(opened).hexdigest() == info["seed_commitment"]
 
 
+@pytest.mark.slow
 def test_private_dir_puts_the_private_folder_where_it_says(csv, tmp_path, private_area):
     keys = tmp_path / "vault" / "2026"
     build_release(request_for(csv, tmp_path / "out", private_dir=keys))
@@ -416,6 +431,7 @@ def test_private_dir_puts_the_private_folder_where_it_says(csv, tmp_path, privat
     assert (photos / "holiday.jpg").read_text() == "precious"
 
 
+@pytest.mark.slow
 def test_no_public_file_names_the_private_folder(csv, tmp_path, private_area, private_folder):
     """A path can name the steward (a user name): the public folder never holds it."""
     STRATA.drop(columns="prior_rate").to_csv(tmp_path / "n.csv", index=False)
@@ -434,6 +450,7 @@ def test_no_public_file_names_the_private_folder(csv, tmp_path, private_area, pr
 
 
 # --- 10. row order ---------------------------------------------------------------------
+@pytest.mark.slow
 def test_release_ignores_and_hides_the_input_row_order(csv, tmp_path):
     build_release(request_for(csv, tmp_path / "a"))
     STRATA.iloc[::-1].to_csv(tmp_path / "r.csv", index=False)
@@ -445,6 +462,7 @@ def test_release_ignores_and_hides_the_input_row_order(csv, tmp_path):
 
 
 # --- 11. the output folder ---------------------------------------------------------------
+@pytest.mark.slow
 def test_force_replaces_only_a_dpcounts_release(csv, tmp_path):
     out = tmp_path / "out"
     build_release(request_for(csv, out, sets=2))
@@ -485,6 +503,7 @@ def test_a_failure_while_writing_leaves_nothing(csv, tmp_path, monkeypatch, priv
     assert not private_area.exists() or listing(private_area) == []
 
 
+@pytest.mark.slow
 def test_stale_partials_of_dead_processes_are_removed(csv, tmp_path, private_area):
     dead = tmp_path / ".out.999999999.abc123.partial"
     dead.mkdir()
@@ -504,6 +523,7 @@ def test_stale_partials_of_dead_processes_are_removed(csv, tmp_path, private_are
     assert not dead_private.exists() and len(listing(private_area)) == 1
 
 
+@pytest.mark.slow
 def test_empty_out_folder_is_taken_over(csv, tmp_path):
     (tmp_path / "out").mkdir()
     build_release(request_for(csv, tmp_path / "out"))
@@ -536,6 +556,7 @@ def test_huge_epsilon_is_refused_clearly(csv, tmp_path):
         build_release(request_for(csv, tmp_path / "o", mechanism="md", epsilon=2000.0))
 
 
+@pytest.mark.slow
 def test_a_sampler_too_large_is_refused_before_it_is_built(tmp_path):
     frame = STRATA.assign(count=10**12, population=10**13)
     frame.to_csv(tmp_path / "s.csv", index=False)
@@ -573,6 +594,7 @@ def test_a_refusal_for_size_names_only_options_that_would_help(csv, tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow
 def test_a_release_forecast_beyond_max_minutes_is_refused_with_the_time_it_needs(csv, tmp_path):
     """Issue #27: the fixed work limit is gone; a release is refused on its forecast time on
     this machine, which the steward can raise, and the message says by how much."""
@@ -585,6 +607,7 @@ def test_a_release_forecast_beyond_max_minutes_is_refused_with_the_time_it_needs
 
 
 # --- dpcounts calibrate: the promise before the draw ----------------------------------------
+@pytest.mark.slow
 def test_preview_shows_the_calibration_a_release_publishes(csv, tmp_path, private_ledger):
     from dpcounts.release.preview import format_preview, preview
 
@@ -612,6 +635,7 @@ def test_preview_of_a_sanitised_prior_says_why_there_is_no_calibration(tmp_path)
 # --- issue #26: the budget a steward sets is the budget spent ------------------------------
 
 
+@pytest.mark.slow
 def test_swapped_key_columns_are_one_table_bound_to_its_name(csv, tmp_path, private_ledger):
     """--keys code region then --keys region code: one table id, so one binding (#26, 1)."""
     build_release(request_for(csv, tmp_path / "a", dataset="s-deaths"))
@@ -631,6 +655,7 @@ def test_the_table_id_ignores_the_file_type_and_spaces(csv, tmp_path):
     assert text.dataset_id() == typed.dataset_id()
 
 
+@pytest.mark.slow
 def test_a_stored_budget_is_checked_on_every_later_release(csv, tmp_path, private_ledger):
     """Three releases with --budget 1.5 on the first alone never reach epsilon 1.5 (#26, 2)."""
     build_release(request_for(csv, tmp_path / "a", dataset="s-deaths", budget=1.5))
@@ -644,6 +669,7 @@ def test_a_stored_budget_is_checked_on_every_later_release(csv, tmp_path, privat
     assert Ledger(private_ledger).spent("s-deaths")[0] == pytest.approx(1.4)
 
 
+@pytest.mark.slow
 def test_a_deleted_or_cut_ledger_is_refused_and_rebuilt_from_the_private_folders(
     csv, tmp_path, private_ledger, private_area
 ):

@@ -34,6 +34,7 @@ def test_the_audit_at_the_default_prior_share_says_it_is_exact_within_a_window()
     assert window_for(0.1, 2, 1e-6) == 290  # what "negligible" would cost at the default
 
 
+@pytest.mark.slow
 def test_the_summary_names_a_sanitised_prior(tmp_path):
     STRATA.drop(columns="prior_rate").to_csv(tmp_path / "n.csv", index=False)
     for mechanism, by in (("pg", ("region",)), ("truncated", ())):

@@ -37,6 +37,7 @@ def test_certified_whole_releases_keep_their_total(mechanism):
         checked += 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("mechanism", "population", "groups"),
     [("pg", [120.0, 300.0, 80.0], [0, 1, 1]), ("truncated", [120.0, 300.0], [0, 1])],

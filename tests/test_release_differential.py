@@ -85,11 +85,16 @@ DIFFERING = dict(epsilon=8.0, sets=3)
 @pytest.mark.parametrize(
     "changes",
     [
-        dict(mechanism="md", test_seed=3, **DIFFERING),
+        pytest.param(dict(mechanism="md", test_seed=3, **DIFFERING), marks=pytest.mark.slow),
         dict(mechanism="pg", test_seed=2, **DIFFERING),
-        dict(mechanism="truncated", test_seed=18, sets=3),
-        dict(mechanism="pg", output_format="csv", test_seed=2, **DIFFERING),
-        dict(mechanism="pg", strata="input", test_seed=2, **DIFFERING),
+        pytest.param(dict(mechanism="truncated", test_seed=18, sets=3), marks=pytest.mark.slow),
+        pytest.param(
+            dict(mechanism="pg", output_format="csv", test_seed=2, **DIFFERING),
+            marks=pytest.mark.slow,
+        ),
+        pytest.param(
+            dict(mechanism="pg", strata="input", test_seed=2, **DIFFERING), marks=pytest.mark.slow
+        ),
     ],
     ids=["md", "pg", "truncated", "pg-csv", "pg-declared"],
 )

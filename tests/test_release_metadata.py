@@ -82,10 +82,15 @@ def leaks(folder: Path) -> list[str]:
 @pytest.mark.parametrize(
     "changes",
     [
-        dict(mechanism="md"),
+        pytest.param(dict(mechanism="md"), marks=pytest.mark.slow),
         dict(mechanism="pg", prior_source=PRIOR_SOURCE),
-        dict(mechanism="pg", sanitised_prior_by=("county",), sets=2),  # writes prior.parquet
-        dict(mechanism="truncated", output_format="csv", prior_source=PRIOR_SOURCE),
+        pytest.param(  # writes prior.parquet
+            dict(mechanism="pg", sanitised_prior_by=("county",), sets=2), marks=pytest.mark.slow
+        ),
+        pytest.param(
+            dict(mechanism="truncated", output_format="csv", prior_source=PRIOR_SOURCE),
+            marks=pytest.mark.slow,
+        ),
     ],
     ids=["md", "pg", "pg-sanitised-prior", "truncated-csv"],
 )
@@ -104,6 +109,7 @@ def test_no_metadata_of_a_parquet_input_reaches_the_release(tmp_path, changes):
     assert not failed(verify_release(tmp_path / "out"))
 
 
+@pytest.mark.slow
 def test_no_part_of_a_wonder_footer_reaches_the_release(tmp_path):
     text = WONDER.read_text()
     text = text.replace("made-up test fixture", f"made-up test fixture {MARKERS['wonder']}")
@@ -131,6 +137,7 @@ def test_no_part_of_a_wonder_footer_reaches_the_release(tmp_path):
     assert leaks(tmp_path / "out") == []
 
 
+@pytest.mark.slow
 def test_verify_fails_a_release_whose_parquet_embeds_metadata(tmp_path):
     """A release made by a writer that kept the input's attrs (as before the fix) fails."""
     source = marked_parquet(tmp_path / "marked.parquet")

@@ -131,6 +131,7 @@ def test_every_prior_the_steward_brings_needs_its_source(tmp_path):
         assert strata.prior_groups == ["age"] and strata.prior_declared == SOURCE
 
 
+@pytest.mark.slow
 def test_genuine_group_priors_pass_and_own_ones_do_not():
     """Over 3,000 random tables of 2 to 100 groups (counts drawn around public group
     rates, with and without spread between strata, the prior at or off the truth's level,

@@ -51,6 +51,7 @@ def disguises(frame: pd.DataFrame, rng) -> dict[str, np.ndarray]:
     }
 
 
+@pytest.mark.slow
 def test_no_disguise_of_the_counts_passes_as_grouped():
     """Over 40 random tables per size (240 in all) every disguise varies stratum by
     stratum, and the count-fit check alone lets some through (the finding)."""

@@ -82,6 +82,7 @@ def test_a_fall_kept_at_40_percent_is_not_kept(tmp_path, monkeypatch):
     assert not unknown.kept
 
 
+@pytest.mark.slow
 def test_a_disparity_kept_within_the_tolerance_is_kept(tmp_path, monkeypatch):
     """A true 1.12 released as 1.10 misses 16% of the log departure (log(1.12 / 1.10) /
     log 1.12): kept at a tolerance of 20%, not at 10%."""

@@ -94,6 +94,7 @@ def test_a_failed_tilt_no_longer_refuses_some_tables_of_a_calibration():
         assert release_sampler(np.array([first, 1236 - first]), cal, tau).tv_bound <= tau
 
 
+@pytest.mark.slow
 def test_neighbouring_tables_both_release(tmp_path):
     for name, counts in (("y", [143, 127]), ("x", [142, 128])):
         path = tmp_path / f"{name}.csv"
@@ -147,6 +148,7 @@ def test_a_target_below_the_rounding_floor_is_refused_for_every_table(tmp_path, 
     assert messages[0] == messages[1]  # nothing in it depends on the counts
 
 
+@pytest.mark.slow
 def test_a_ledger_inside_the_release_folders_is_refused(tmp_path, private_ledger):
     path = tmp_path / "s.csv"
     TWO_CELLS.assign(count=[143, 127]).to_csv(path, index=False)
@@ -235,6 +237,7 @@ def test_md_refuses_prior_options_instead_of_spending_on_nothing(tmp_path, optio
         build_release(request_for(path, tmp_path / "out", mechanism="md", **option))
 
 
+@pytest.mark.slow
 def test_the_preview_marks_its_count_dependent_line_private(tmp_path):
     from dpcounts.release.preview import format_preview, preview
 
@@ -247,6 +250,7 @@ def test_the_preview_marks_its_count_dependent_line_private(tmp_path):
     assert math.isfinite(float(text.split("floating-point error at most ")[1].split()[0]))
 
 
+@pytest.mark.slow
 def test_an_epsilon_whose_exponential_overflows_is_refused_not_crashed(tmp_path):
     """epsilon 800: e^800 overflowed (OverflowError, exit 1) in the tv target."""
     from dpcounts.release.preview import preview
@@ -259,6 +263,7 @@ def test_an_epsilon_whose_exponential_overflows_is_refused_not_crashed(tmp_path)
             attempt(request)
 
 
+@pytest.mark.slow
 def test_the_whole_release_audit_covers_the_instance_that_crashed():
     """The exact audit of the whole release (every table with the total, every neighbour,
     the implemented sampler) on the crash instance: it crashed before; now every table
@@ -304,6 +309,7 @@ class _RefusesOneTable(Design):
         return super().sampler(counts, cal, progress)
 
 
+@pytest.mark.slow
 def test_the_audit_counts_a_refusal_for_one_table_as_an_output_its_neighbour_lacks():
     """A release that stops for y = (143, 127) and not for its neighbours is not DP for any
     delta < 1; the exact audit reports it (no release is an output of its own) instead of
@@ -318,6 +324,7 @@ def test_the_audit_counts_a_refusal_for_one_table_as_an_output_its_neighbour_lac
     assert audit.unmatched == pytest.approx(1.0) and audit.delta == pytest.approx(1.0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [3, 4, 5])
 def test_whole_release_audits_at_totals_in_the_hundreds(seed):
     """Two strata, a total in the hundreds (0.9 to 1.3 times what the prior expects), random
@@ -339,6 +346,7 @@ def test_whole_release_audits_at_totals_in_the_hundreds(seed):
         assert audit.epsilon <= 1.0 and audit.delta <= 1e-12 and audit.unmatched <= 1e-12
 
 
+@pytest.mark.slow
 def test_the_ledger_records_each_release_guarantee_and_budgets_only_certified_ones(tmp_path):
     path = tmp_path / "s.csv"
     TWO_CELLS.assign(count=[143, 127]).to_csv(path, index=False)
@@ -372,6 +380,7 @@ def test_a_sampler_refusal_states_no_number_that_depends_on_the_counts(tmp_path,
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_the_study_sampler_draws_for_every_table_of_the_instance_that_crashed():
     """The study (default) mode shared the unchecked tilt: 128 of the 271 tables of the
     crash instance raised, so a study on such strata stopped; with the checked tilt every

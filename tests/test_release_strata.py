@@ -54,6 +54,7 @@ def published_strata(folder):
     return pd.read_parquet(folder / "hyperparameters.parquet")[list(KEYS)]
 
 
+@pytest.mark.slow
 def test_a_full_cross_product_is_released_and_says_what_was_declared(tmp_path):
     info = release(tmp_path, FULL, "full", strata="cross-product")
     assert info["strata_list"]["source"] == "cross-product"
@@ -72,6 +73,7 @@ def test_a_table_without_its_zero_rows_is_refused_naming_them_and_spends_nothing
     assert Ledger(tmp_path / "ledger.jsonl").entries() == []
 
 
+@pytest.mark.slow
 def test_neighbours_without_their_zero_rows_publish_one_list_from_a_public_file(tmp_path):
     """y has no event in (n, b), its neighbour x (the event of (s, b) moved there) none in
     (s, b), and each leaves out its zero row: as given they would publish different
@@ -110,6 +112,7 @@ def test_the_list_refuses_what_it_does_not_hold(tmp_path):
         release(tmp_path, counts, "d", strata=tmp_path / "nopop.csv")
 
 
+@pytest.mark.slow
 def test_nested_keys_are_declared_and_the_manifest_says_so(tmp_path):
     nested = FULL.assign(  # each age in one region; the prior by region
         age=["a", "b", "c", "d", "e", "f"], prior_rate=[0.004] * 3 + [0.006] * 3
@@ -189,7 +192,7 @@ def test_the_library_has_no_default_list_of_strata(tmp_path):
     assert not (tmp_path / "o").exists() and not (tmp_path / "ledger.jsonl").exists()
 
 
-@pytest.mark.parametrize("shown", ["False", "True"])
+@pytest.mark.parametrize("shown", ["False", pytest.param("True", marks=pytest.mark.slow)])
 def test_a_wonder_export_without_zero_values_needs_a_public_list(tmp_path, shown):
     """CDC WONDER states in its footer whether rows with zero deaths were exported; without
     them the release's strata would say which counties had deaths."""
@@ -245,6 +248,7 @@ COUNTIES = pd.DataFrame(
 )
 
 
+@pytest.mark.slow
 def test_the_cross_product_check_cannot_see_a_county_without_events(tmp_path):
     """The auditor's case. y (C's one event exists) misses the combination (C, m), so
     ``--strata cross-product`` refuses it; its neighbour x (the event moved to A) has no row

@@ -78,6 +78,7 @@ def synthesize(spec, out, *extra):
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_everything_the_study_says_reaches_the_release(tmp_path, in_checkout, private_area):
     code, _, stderr = synthesize(study(tmp_path), tmp_path / "out")
     assert code == 0, stderr
@@ -122,6 +123,7 @@ def test_everything_the_study_says_reaches_the_release(tmp_path, in_checkout, pr
     assert theirs == pytest.approx(general.loc["rmse", "reference_median"], rel=1e-2)
 
 
+@pytest.mark.slow
 def test_a_new_measure_reaches_the_report_without_touching_the_release(
     tmp_path, in_checkout, private_area, monkeypatch
 ):
@@ -168,6 +170,7 @@ def test_a_wrong_study_is_one_line_naming_the_fix(tmp_path, in_checkout):
     assert code == 2 and "studies.causes.population_keys" in stderr
 
 
+@pytest.mark.slow
 def test_calibrate_takes_the_study_too(tmp_path, in_checkout, private_ledger):
     code, stdout, stderr = run(
         "calibrate", "--study", study(tmp_path, prior={"source": "overall"}), "--mechanism",

@@ -103,6 +103,7 @@ RUN = "snakemake --cores 2 --configfile my_study.yaml"
 TARGET = "-- results/studies/causes/guide.csv"
 
 
+@pytest.mark.slow
 def test_a_study_that_never_ran_is_refused(checkout, private_ledger, private_area):
     spec = checkout()
     out = checkout.work / "out"
@@ -113,6 +114,7 @@ def test_a_study_that_never_ran_is_refused(checkout, private_ledger, private_are
         assert "nothing was spent" in stderr and "--release-without-guide" in stderr
 
 
+@pytest.mark.slow
 def test_a_prior_changed_since_the_study_ran_is_refused(checkout, private_ledger, private_area):
     judged(checkout.work, checkout())
     spec = checkout(prior={"source": "sanitised", "by": ["state", "age"], "epsilon": 0.3})
@@ -133,6 +135,7 @@ def test_a_table_whose_bytes_changed_is_refused(checkout, private_ledger, privat
     assert "judged another entry: table (its bytes) changed since the study ran" in stderr
 
 
+@pytest.mark.slow
 def test_a_guide_from_before_fingerprints_and_older_measures_are_refused(
     checkout, private_ledger, private_area, monkeypatch
 ):
@@ -163,6 +166,7 @@ def test_layout_settings_and_a_moved_checkout_leave_the_guide_current(checkout):
     study.check_guide()
 
 
+@pytest.mark.slow
 def test_the_option_releases_and_the_private_summary_says_so(
     checkout, private_ledger, private_folder
 ):

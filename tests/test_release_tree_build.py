@@ -103,7 +103,9 @@ def national_like(mechanism: str, n_cells: int, seed: int):
 
 
 @pytest.mark.parametrize("mechanism", ["truncated", "pg", "md"])
-@pytest.mark.parametrize("n_cells, seed", [(2, 1), (3, 2), (257, 3), (2_001, 4)])
+@pytest.mark.parametrize(
+    "n_cells, seed", [(2, 1), (3, 2), (257, 3), pytest.param(2_001, 4, marks=pytest.mark.slow)]
+)
 @pytest.mark.parametrize("tail", [1e-16, 1e-3])
 def test_compiled_build_stores_the_sequential_tree_bit_for_bit(mechanism, n_cells, seed, tail):
     counts, cal = national_like(mechanism, n_cells, seed)
@@ -124,6 +126,7 @@ def test_compiled_build_stores_the_sequential_tree_bit_for_bit(mechanism, n_cell
     assert full_ops >= ops
 
 
+@pytest.mark.slow
 def test_serial_and_parallel_builds_store_the_same_tree(monkeypatch):
     """Small tables are built in one thread, large ones on every core: the same tree."""
     from dpcounts.sampling import conditioned
@@ -178,6 +181,7 @@ def built_work(sampler: ConditionedSampler) -> float:
     return work
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mechanism", ["truncated", "pg", "md"])
 def test_the_public_forecast_follows_the_work_the_build_does(mechanism, monkeypatch):
     """Issue #27: the forecast (from public numbers only) was 20-40 times the work; it
@@ -305,6 +309,7 @@ def test_leaves_walked_in_chunks_store_and_draw_the_sequential_tree(
             assert np.array_equal(whole.draw(4, first), built.draw(4, second))
 
 
+@pytest.mark.slow
 def test_streamed_tilt_moments_match_the_window_weights():
     """The release tilt's moments, streamed per cell in compiled code (issue #36: no
     window-by-entry arrays), agree with the default mode's padded window weights, from

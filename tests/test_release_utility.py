@@ -64,9 +64,12 @@ def synthetic_sets(out: Path, info: dict) -> pd.DataFrame:
 
 
 # --- where it goes ------------------------------------------------------------------------
-@pytest.mark.parametrize("changes", [dict(mechanism="md"), dict(mechanism="pg"),
-                                     dict(mechanism="truncated"),
-                                     dict(mechanism="pg", output_format="csv")],
+@pytest.mark.parametrize("changes", [pytest.param(dict(mechanism="md"), marks=pytest.mark.slow),
+                                     dict(mechanism="pg"),
+                                     pytest.param(dict(mechanism="truncated"),
+                                                  marks=pytest.mark.slow),
+                                     pytest.param(dict(mechanism="pg", output_format="csv"),
+                                                  marks=pytest.mark.slow)],
                          ids=["md", "pg", "truncated", "pg-csv"])  # fmt: skip
 def test_the_report_is_private_and_its_totals_are_the_input_and_the_sets(
     counts_csv, tmp_path, changes
@@ -112,6 +115,7 @@ def test_the_report_is_private_and_its_totals_are_the_input_and_the_sets(
     assert (private / "utility.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_a_test_seeded_release_reports_the_same_numbers(counts_csv, tmp_path):
     _, first = release(counts_csv, tmp_path / "a")
     _, second = release(counts_csv, tmp_path / "b")
@@ -126,6 +130,7 @@ def rmse_ratio(private: Path) -> float:
     return float(row["synthetic_median"]) / float(row["reference_median"])
 
 
+@pytest.mark.slow
 def test_rmse_is_near_the_reference_at_a_huge_epsilon_and_far_above_at_a_tiny_one(
     counts_csv, tmp_path
 ):
@@ -139,6 +144,7 @@ def test_rmse_is_near_the_reference_at_a_huge_epsilon_and_far_above_at_a_tiny_on
     assert "outside the range of the 20 no-privacy tables" in (tiny / "utility.md").read_text()
 
 
+@pytest.mark.slow
 def test_sets_no_better_than_the_prior_alone_get_a_word(counts_csv, tmp_path):
     """Issue #26 (6): sets further from the truth than the prior alone, with no word. At 0.01
     per set md's sets are no closer to the true strata rates than its own prior (the total
@@ -150,6 +156,7 @@ def test_sets_no_better_than_the_prior_alone_get_a_word(counts_csv, tmp_path):
     assert words not in (huge / "utility.md").read_text()
 
 
+@pytest.mark.slow
 def test_truncated_reports_the_share_of_true_counts_outside_the_bounds(tmp_path):
     """Counts far above their prior fall above U: the report's share is the one computed
     here from the published bounds (rows of hyperparameters in key order)."""
@@ -248,6 +255,7 @@ def test_the_area_rule_and_the_reference_size():
 
 
 # --- a real public table ------------------------------------------------------------------
+@pytest.mark.slow
 def test_a_real_table_ranks_its_counties(tmp_path):
     """NCOVR homicides (public) of Pennsylvania's 67 counties by decade: the FIPS column
     is the area; the sets' rank correlation and the reference's are reported."""
@@ -311,6 +319,7 @@ def age_study_release(tmp_path):
     return request.private_folder(info["seed_commitment"])
 
 
+@pytest.mark.slow
 def test_the_crude_and_the_age_adjusted_rank_correlations_are_named_apart(tmp_path, monkeypatch):
     """The report's top rows rank the areas' crude rates, the guide's section the study's
     age-adjusted ones: each row says which, in the words of the guide's measure title; and
@@ -342,6 +351,7 @@ def test_the_crude_and_the_age_adjusted_rank_correlations_are_named_apart(tmp_pa
     assert "](utility_map.png)" in summary
 
 
+@pytest.mark.slow
 def test_the_guides_section_names_its_rank_correlation_age_adjusted(tmp_path, monkeypatch):
     """The guide's section of the same report ranks the study's age-adjusted area rates,
     under the guide's title that says so (never a bare "area rates" beside the crude row)."""
@@ -352,6 +362,7 @@ def test_the_guides_section_names_its_rank_correlation_age_adjusted(tmp_path, mo
     assert line.startswith("- **Rank correlation of the age-adjusted area rates** ("), line
 
 
+@pytest.mark.slow
 def test_a_release_without_a_map_says_why(counts_csv, tmp_path):
     _, private = release(counts_csv, tmp_path / "release")
     summary = (private / "summary.md").read_text()

@@ -87,7 +87,9 @@ def read(out: Path, name: str) -> pd.DataFrame:
 # --- real releases ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", sorted(KINDS))
+@pytest.mark.parametrize(
+    "kind", [k if k == "pg" else pytest.param(k, marks=pytest.mark.slow) for k in sorted(KINDS)]
+)
 def test_certified_releases_of_every_kind_verify(tmp_path, kind):
     out = release(tmp_path, **KINDS[kind])
     checks = verify_release(out)
@@ -111,6 +113,7 @@ def test_certified_releases_of_every_kind_verify(tmp_path, kind):
     assert code == 0 and stdout.strip().splitlines()[-1].startswith("PASSED:")
 
 
+@pytest.mark.slow
 def test_a_nominal_release_passes_but_says_it_promises_nothing(tmp_path):
     out = release(tmp_path, method="paper", allow_nominal=True)
     checks, manifest = report(out)
@@ -122,6 +125,7 @@ def test_a_nominal_release_passes_but_says_it_promises_nothing(tmp_path):
     assert code == 0 and "NOMINAL" in last and "promises nothing proven" in last
 
 
+@pytest.mark.slow
 def test_json_lists_the_checks_for_machines(tmp_path):
     out = release(tmp_path)
     code, stdout, _ = run("verify", "--json", str(out))
@@ -136,6 +140,7 @@ def test_json_lists_the_checks_for_machines(tmp_path):
 # --- tampering: each caught by its own check -------------------------------------------------
 
 
+@pytest.mark.slow
 def test_an_unlisted_file_fails_the_listing(tmp_path):
     out = release(tmp_path)
     (out / "notes.txt").write_text("published by mistake")
@@ -145,6 +150,7 @@ def test_an_unlisted_file_fails_the_listing(tmp_path):
     assert run("verify", str(out))[0] == 1
 
 
+@pytest.mark.slow
 def test_a_changed_byte_fails_the_hash(tmp_path):
     out = release(tmp_path, output_format="csv")
     path = out / "synthetic.csv"
@@ -157,6 +163,7 @@ def test_a_changed_byte_fails_the_hash(tmp_path):
     assert run("verify", str(out))[0] == 1
 
 
+@pytest.mark.slow
 def test_a_set_that_misses_the_total_fails_the_sums_not_the_hash(tmp_path):
     out = release(tmp_path, sets=2)
     synthetic = read(out, "synthetic")
@@ -170,6 +177,7 @@ def test_a_set_that_misses_the_total_fails_the_sums_not_the_hash(tmp_path):
     assert run("verify", str(out))[0] == 1
 
 
+@pytest.mark.slow
 def test_a_lowered_shape_fails_the_privacy_bound(tmp_path):
     out = release(tmp_path)
     hyper = read(out, "hyperparameters")
@@ -185,6 +193,7 @@ def test_a_lowered_shape_fails_the_privacy_bound(tmp_path):
     assert run("verify", str(out))[0] == 1
 
 
+@pytest.mark.slow
 def test_an_epsilon_total_that_disagrees_with_its_parts_fails_the_budget(tmp_path):
     out = release(tmp_path, sets=2)
     manifest = manifest_of(out)
@@ -195,6 +204,7 @@ def test_an_epsilon_total_that_disagrees_with_its_parts_fails_the_budget(tmp_pat
     assert "total 0.5 vs prior 0 + 2 x 0.5 = 1" in by_name(checks)["promise/epsilon"].detail
 
 
+@pytest.mark.slow
 def test_a_nominal_pair_claimed_certified_fails_the_status(tmp_path):
     out = release(tmp_path, method="paper", allow_nominal=True)
     manifest = manifest_of(out)
@@ -276,6 +286,7 @@ def set_manifest(out: Path, manifest: dict) -> None:
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2))
 
 
+@pytest.mark.slow
 def test_the_confidential_table_as_synthetic_passes_and_the_summary_says_what_that_means(
     tmp_path,
 ):
@@ -299,6 +310,7 @@ def test_the_confidential_table_as_synthetic_passes_and_the_summary_says_what_th
     assert "Unsigned: no signature.json" in last
 
 
+@pytest.mark.slow
 def test_a_huge_sets_count_is_compared_with_the_file_before_anything_is_allocated(tmp_path):
     out = release(tmp_path)
     manifest = manifest_of(out)
@@ -314,6 +326,7 @@ def test_a_huge_sets_count_is_compared_with_the_file_before_anything_is_allocate
     assert "holds 6 rows, the manifest says 6000000" in detail
 
 
+@pytest.mark.slow
 def test_a_manifest_nested_too_deeply_is_one_line_and_exit_2(tmp_path):
     out = release(tmp_path)
     depth = 100_000
@@ -327,6 +340,7 @@ def test_a_manifest_nested_too_deeply_is_one_line_and_exit_2(tmp_path):
     assert run("verify", str(out))[0] == 2
 
 
+@pytest.mark.slow
 def test_a_table_symlinked_outside_the_folder_fails(tmp_path):
     out = release(tmp_path)
     outside = tmp_path / "elsewhere.parquet"
@@ -372,6 +386,7 @@ def test_every_number_of_the_promise_is_checked(tmp_path, budget, why):
     assert run("verify", str(out))[0] == 1
 
 
+@pytest.mark.slow
 def test_a_rewritten_statement_fails(tmp_path):
     out = release(tmp_path, epsilon=2.0)
     manifest = manifest_of(out)
@@ -382,6 +397,7 @@ def test_a_rewritten_statement_fails(tmp_path):
     assert "guarantee.statement" in by_name(checks)["promise/statement"].detail
 
 
+@pytest.mark.slow
 def test_keys_are_coded_by_the_values_the_rows_hold_not_the_dictionary(tmp_path):
     """The hyperparameters' text keys are coded once per value of their Parquet dictionary:
     a value of the dictionary that no row holds (here a text, not a number) changes

@@ -115,6 +115,7 @@ def emitted(tmp_path_factory) -> dict[tuple[str, str], list[str]]:
     return found
 
 
+@pytest.mark.slow
 def test_every_emitted_check_is_registered(emitted):
     unregistered = []
     for topic, name in emitted:
@@ -125,6 +126,7 @@ def test_every_emitted_check_is_registered(emitted):
     assert unregistered == []
 
 
+@pytest.mark.slow
 def test_every_registered_check_is_emitted_by_the_corpus(emitted):
     never = [
         f"{spec.topic}/{spec.name}"

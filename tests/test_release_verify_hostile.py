@@ -120,6 +120,7 @@ def test_manifest_fields_are_shown_escaped_and_capped(tmp_path):
     assert data["passed"] is False
 
 
+@pytest.mark.slow
 def test_a_file_listed_under_another_name_fails_and_its_name_is_escaped(tmp_path):
     out = release(tmp_path)
     manifest = manifest_of(out)
@@ -132,6 +133,7 @@ def test_a_file_listed_under_another_name_fails_and_its_name_is_escaped(tmp_path
     assert not any(line.startswith("PASSED") for line in text.splitlines()[:-1])
 
 
+@pytest.mark.slow
 def test_an_unlisted_file_named_with_escapes_is_shown_escaped(tmp_path):
     out = release(tmp_path)
     (out / "notes\n  ok      fine\nPASSED: x\x1b[2J").write_text("x")
@@ -142,6 +144,7 @@ def test_an_unlisted_file_named_with_escapes_is_shown_escaped(tmp_path):
     assert [line for line in text.splitlines() if line.startswith("PASSED")] == []
 
 
+@pytest.mark.slow
 def test_the_bounds_are_decided_from_the_manifest_before_a_file_is_read(tmp_path):
     out = release(tmp_path)
     (out / "synthetic.parquet").write_bytes(b"never read")
@@ -153,7 +156,15 @@ def test_the_bounds_are_decided_from_the_manifest_before_a_file_is_read(tmp_path
     assert f"strata {MAX_STRATA + 1} is more than" in by_name(checks)["files/bounds"].detail
 
 
-@pytest.mark.parametrize("name", ["huge texts", "long keys", "footer bomb", "nested column"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param("huge texts", marks=pytest.mark.slow),
+        "long keys",
+        pytest.param("footer bomb", marks=pytest.mark.slow),
+        pytest.param("nested column", marks=pytest.mark.slow),
+    ],
+)
 def test_each_bomb_is_refused_by_the_bound_about_it(tmp_path, name):
     out = release(tmp_path)
     HOSTILE[name](out)
@@ -168,6 +179,7 @@ def test_each_bomb_is_refused_by_the_bound_about_it(tmp_path, name):
     assert why in by_name(checks)[topic].detail
 
 
+@pytest.mark.slow
 def test_hyperparameters_that_repeat_a_stratum_fail(tmp_path):
     out = release(tmp_path)
     manifest = manifest_of(out)

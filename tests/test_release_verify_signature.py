@@ -66,6 +66,7 @@ def lower_the_prior_epsilon(out: Path) -> None:
 # --- the edited sanitised manifest ---------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_an_edited_sanitised_prior_epsilon_is_not_checkable_and_fails_the_signature(tmp_path, keys):
     private, public = keys
     out = release(tmp_path, **SANITISED, sign_key=private)
@@ -101,6 +102,7 @@ def test_an_edited_sanitised_prior_epsilon_is_not_checkable_and_fails_the_signat
 # --- signed and unsigned ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_an_unsigned_release_says_it_is_unsigned_and_fails_with_a_key(tmp_path, keys):
     out = release(tmp_path)
     code, last, printed = closing(out)
@@ -111,7 +113,9 @@ def test_an_unsigned_release_says_it_is_unsigned_and_fails_with_a_key(tmp_path, 
     assert code == 1 and "FAIL    signature: no signature.json: the folder is unsigned" in printed
 
 
-@pytest.mark.parametrize("kind", sorted(KINDS))
+@pytest.mark.parametrize(
+    "kind", [k if k == "pg" else pytest.param(k, marks=pytest.mark.slow) for k in sorted(KINDS)]
+)
 def test_a_signed_untouched_release_passes_verify_with_its_key(tmp_path, keys, kind):
     private, public = keys
     out = release(tmp_path, **KINDS[kind], sign_key=private)
@@ -128,6 +132,7 @@ def test_a_signed_untouched_release_passes_verify_with_its_key(tmp_path, keys, k
     assert json.loads(as_json(checks, out, manifest))["signature"] == "verified"
 
 
+@pytest.mark.slow
 def test_a_changed_byte_of_a_public_table_fails_the_signature(tmp_path, keys):
     private, public = keys
     out = release(tmp_path, sign_key=private)
@@ -142,6 +147,7 @@ def test_a_changed_byte_of_a_public_table_fails_the_signature(tmp_path, keys):
     assert closing(out, "--key", str(public))[0] == 1
 
 
+@pytest.mark.slow
 def test_a_careful_forger_who_relists_the_hash_fails_the_signature_alone(tmp_path, keys):
     """A table replaced and its new SHA-256 listed: every content check passes, the
     signature of the manifest does not."""
@@ -154,6 +160,7 @@ def test_a_careful_forger_who_relists_the_hash_fails_the_signature_alone(tmp_pat
     assert failures(verify_release(out, public)) == ["files/signature"]
 
 
+@pytest.mark.slow
 def test_another_stewards_key_or_a_key_in_the_folder_proves_nothing(tmp_path, keys):
     private, public = keys
     out = release(tmp_path, sign_key=private)
@@ -168,6 +175,7 @@ def test_another_stewards_key_or_a_key_in_the_folder_proves_nothing(tmp_path, ke
     assert "lies inside the release folder" in detail
 
 
+@pytest.mark.slow
 def test_a_signature_file_that_is_not_one_fails_even_without_a_key(tmp_path, keys):
     out = release(tmp_path, sign_key=keys[0])
     signature = json.loads((out / SIGNATURE).read_text())
@@ -180,6 +188,7 @@ def test_a_signature_file_that_is_not_one_fails_even_without_a_key(tmp_path, key
     assert failures(verify_release(out)) == ["files/signature"]
 
 
+@pytest.mark.slow
 def test_a_signed_folder_whose_manifest_is_unreadable_is_not_said_unsigned(tmp_path, keys):
     out = release(tmp_path, sign_key=keys[0])
     manifest = manifest_of(out)
@@ -189,6 +198,7 @@ def test_a_signed_folder_whose_manifest_is_unreadable_is_not_said_unsigned(tmp_p
     assert code == 1 and "Unsigned" not in last and "The signature was not looked at." in last
 
 
+@pytest.mark.slow
 def test_summary_never_says_backed_of_anything(tmp_path):
     """No kind of release has its closing line say the numbers "back" anything: what was
     recomputed is named as recomputed, the rest as taken on trust."""
@@ -218,6 +228,7 @@ def test_keygen_makes_a_private_key_for_its_owner_alone_and_never_replaces_one(t
     assert private.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_synthesize_signs_and_verify_checks_from_the_command_line(tmp_path):
     from test_release import STRATA
 
@@ -237,6 +248,7 @@ def test_synthesize_signs_and_verify_checks_from_the_command_line(tmp_path):
     assert code == 2 and "is a private key" in printed
 
 
+@pytest.mark.slow
 def test_a_key_inside_the_release_or_readable_by_others_is_refused_before_any_spend(
     tmp_path, keys, private_ledger
 ):

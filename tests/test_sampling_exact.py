@@ -131,6 +131,7 @@ def lambda_route_pmf(y, cal: Calibration) -> np.ndarray:
     )
 
 
+@pytest.mark.slow
 def test_lambda_route_differs_from_the_release_when_b_over_n_differ():
     # Why the tree exists: gamma rates + one multinomial (Quick (2022), eq 7) integrates the rates
     # out *after* conditioning on the total, the mechanism analysed for privacy does it before.

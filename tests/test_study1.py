@@ -153,6 +153,7 @@ def test_stack_age_groups_rejects_bad_input():
         stack_age_groups({"45-54": _summary().assign(age_group="x")})
 
 
+@pytest.mark.slow
 def test_appendix_figures_say_the_truth_is_modelled():
     import matplotlib.pyplot as plt
 

@@ -73,6 +73,7 @@ def test_the_pennlc_table_flags_each_county_by_the_urban_rule(pennlc, counties, 
     np.testing.assert_array_equal(flags["max"], (density > statewide).loc[flags.index])
 
 
+@pytest.mark.slow
 def test_pennlc_disparities_are_ratios_of_age_adjusted_rates_by_hand(
     tmp_path, pennlc, counties, standard
 ):
@@ -121,6 +122,7 @@ def test_truncated_shapes_are_orders_of_magnitude_smaller_on_pennlc(pennlc):
     assert truncated.a.max() * 100 < untruncated.a.min()
 
 
+@pytest.mark.slow
 def test_standin_has_the_papers_shape_and_total(pennlc, standard):
     counties = sorted(pennlc["county"].unique())
     urban = pd.Series([k % 3 == 0 for k in range(len(counties))], index=counties)

@@ -85,6 +85,7 @@ def test_the_single_year_standard_spreads_each_group_evenly():
     assert np.allclose(standard_weights(single, bands), standard_weights(standard, bands))
 
 
+@pytest.mark.slow
 def test_single_years_rates_follow_the_stated_rule(tmp_path):
     definition, strata = study(tmp_path)
     measures = study_measures(definition, strata)
@@ -126,6 +127,7 @@ def test_single_years_rates_follow_the_stated_rule(tmp_path):
     assert np.isfinite(values.to_numpy(dtype=float)).all()
 
 
+@pytest.mark.slow
 def test_explicit_bands_on_the_standards_edges_are_unchanged(tmp_path):
     """Five-year labels without the shorthand: the weights are standard_weights' as
     before, and the shorthand gives the same rates (spreading evenly keeps each group's
@@ -217,6 +219,7 @@ def test_bands_that_leave_ages_out_are_refused(tmp_path):
     assert "studies.s.age.bands: {'young': [0, 60], 'old': [60, null]}" in message
 
 
+@pytest.mark.slow
 def test_consecutive_single_years_from_a_later_age_are_accepted(tmp_path):
     """Consecutive single years still pass, also when the table starts above age 0 and
     ends with an open band or a closed year."""

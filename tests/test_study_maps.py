@@ -262,6 +262,7 @@ def test_a_custom_projection_is_footnoted_by_its_parameters():
     plt.close(fig)
 
 
+@pytest.mark.slow
 def test_outlines_are_the_lines_geopandas_draws():
     """The maps' outlines (one collection made once per figure) are, segment for segment
     and style for style, what ``GeoSeries.plot`` draws of the same boundaries (which also

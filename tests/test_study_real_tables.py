@@ -242,6 +242,7 @@ def sids_run(sids_folder, tmp_path_factory):
     return work, attributes(sids_folder / "sids2.shp"), seconds
 
 
+@pytest.mark.slow
 def test_the_sids_source_is_what_its_metadata_says(sids_folder):
     """The columns mean what sids2.html says: SIDR74/79 are SID/BIR per 1,000."""
     dbf = attributes(sids_folder / "sids2.shp")
@@ -349,6 +350,7 @@ def stl_run(stl_folder, tmp_path_factory):
     return work, attributes(stl_folder / "stl_hom.shp"), seconds
 
 
+@pytest.mark.slow
 def test_the_stl_csv_and_shapefile_agree(stl_folder):
     """The CSV the analyst uses holds the shapefile's counts, and HR = HC / PO x 100,000."""
     table, _ = stl_long_table(stl_folder / "stl_hom.csv")

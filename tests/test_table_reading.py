@@ -203,6 +203,7 @@ def test_study_strata_with_numeric_ids_are_in_numeric_order(tmp_path):
     assert strata["count"].tolist() == [4, 2, 3, 1]
 
 
+@pytest.mark.slow
 def test_a_release_with_numeric_ids_is_in_numeric_order_and_verifies(tmp_path):
     frame = pd.DataFrame(
         {

@@ -22,7 +22,9 @@ def same_as_scipy(q: float, mean: np.ndarray) -> None:
 
 
 @pytest.mark.parametrize("q", QUANTILES)
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize(
+    "seed", [0, *(pytest.param(seed, marks=pytest.mark.slow) for seed in (1, 2))]
+)
 def test_random_means_give_scipys_quantiles(q, seed):
     rng = np.random.default_rng(seed)
     mean = np.exp(rng.uniform(np.log(1e-8), np.log(1e6), 20_000))
@@ -73,6 +75,7 @@ def test_outside_its_domain_scipy_computes_it_all(q, mean):
     assert np.asarray(ours).tobytes() == np.asarray(theirs).tobytes()
 
 
+@pytest.mark.slow
 def test_a_national_tables_repeated_means_give_scipys_quantiles():
     """Above DISTINCT_FROM means, each distinct mean is computed once and spread back."""
     from dpcounts.mechanisms.truncation import DISTINCT_FROM

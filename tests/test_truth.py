@@ -315,6 +315,7 @@ def test_related_truth_matches_its_total(correlation):
     assert np.allclose(np.log(older["rate"]), older["log_national"] + parts.sum(axis=1))
 
 
+@pytest.mark.slow
 def test_related_truth_correlates_with_the_reference_on_the_log_scale():
     counties, edges = grid(12)
     params = replace(

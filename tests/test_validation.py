@@ -82,6 +82,7 @@ def test_many_offenders_are_summarised():
         validate_strata(frame)
 
 
+@pytest.mark.slow
 @given(
     st.lists(
         st.tuples(st.integers(0, 10_000), st.integers(1, 10**7)),
@@ -119,6 +120,7 @@ def test_values_out_of_range_are_refused(count, population, message):
         validate_strata(frame, source="x.csv")
 
 
+@pytest.mark.slow
 @given(
     st.lists(
         st.tuples(st.sampled_from(["a", "b", "01", "1"]), st.integers(0, 3), st.booleans()),
