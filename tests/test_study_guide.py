@@ -378,6 +378,7 @@ def two_groups(areas: int, population: int, rates=(0.01, 0.02), seed=0) -> pd.Da
     return pd.DataFrame(out, columns=["area", "group", "y", "n"])
 
 
+@pytest.mark.slow
 def test_a_table_with_large_counts_keeps_its_disparity_only_where_a_release_can(tmp_path):
     """Thousands of events per group, an overall prior (disparity 1, against a true 2):
     privacy moves the disparity less than 10% from epsilon 31.6 of the grid on (the overall
@@ -558,6 +559,7 @@ def test_a_new_measure_is_one_entry_and_one_function(tmp_path, monkeypatch):
     assert not [line for line in ax.get_lines() if line.get_label() == "truth"]
 
 
+@pytest.mark.slow
 def test_a_study_in_one_process_writes_each_unit_as_its_own_job_would(tmp_path):
     """simulate_study (the bundled job) writes, file for file, what each calibration
     chunk, draw chunk and the reference give when run alone with their own streams."""
