@@ -108,7 +108,7 @@ def test_the_papers_families_are_the_registrys():
     assert pg.certified.keys() == {"certified"} and not pg.bounded
     assert truncated.bounded and truncated.settings == ("tail", "inflation")
     assert truncated.hyperparameters[-2:] == ("lower", "upper")
-    assert registry.baselines() == ("geometric",)
+    assert registry.baselines() == ("geometric", "suppression")
 
 
 @pytest.mark.parametrize("mechanism", ["md", "pg", "truncated"])

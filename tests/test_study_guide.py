@@ -271,7 +271,8 @@ def test_an_error_is_judged_by_what_privacy_adds_to_synthesis():
 def test_every_verdict_has_its_words():
     assert set(VERDICTS) == {"met", "beyond_release", "beyond_grid", "synthesis_loses",
                              "prior_keeps", "truncation_bias", "more_datasets", "shape_floor",
-                             "truncation_stalls"}  # fmt: skip
+                             "truncation_stalls", "suppression_keeps",
+                             "suppression_loses"}  # fmt: skip
 
 
 def test_a_measure_met_only_beyond_what_a_release_allows_names_no_epsilon():

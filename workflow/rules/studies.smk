@@ -189,9 +189,36 @@ else:
                 "../scripts/study_bundle.py"
 
 
+rule study_suppression:
+    # the suppression arm (config `studies.<name>.suppression`): one table, no epsilon
+    input:
+        unpack(study_inputs),
+        strata="results/studies/{study}/strata.parquet",
+    output:
+        "results/studies/{study}/suppression.json",
+    log:
+        "logs/studies/{study}/suppression.log",
+    benchmark:
+        "logs/benchmarks/studies/{study}/suppression.tsv"
+    priority: 1
+    conda:
+        DPCOUNTS_ENV
+    threads: 1
+    params:
+        seed=config["seed"],
+        entry=study_entry,
+    script:
+        "../scripts/study_suppression.py"
+
+
 rule study_summary:
     input:
         unpack(study_inputs),
+        suppression=lambda w: (
+            [f"results/studies/{w.study}/suppression.json"]
+            if STUDIES[w.study].suppression
+            else []
+        ),
         strata="results/studies/{study}/strata.parquet",
         prior="results/studies/{study}/prior.json",
         reference="results/studies/{study}/reference.parquet",
@@ -222,6 +249,11 @@ rule study_summary:
 rule study_figures:
     input:
         summary="results/studies/{study}/summary.parquet",
+        suppression=lambda w: (
+            [f"results/studies/{w.study}/suppression.json"]
+            if STUDIES[w.study].suppression
+            else []
+        ),
         area_rates="results/studies/{study}/area_rates.parquet",
         guide="results/studies/{study}/guide.csv",
         geometry=lambda w: (

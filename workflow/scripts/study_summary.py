@@ -42,7 +42,12 @@ sums = read_all(snakemake.input.area_sums)
 write_parquet(area_rates(d, strata, measures, sums), snakemake.output.area_rates)
 with atomic_path(snakemake.output.guide) as tmp:
     spent = json.loads(Path(snakemake.input.prior).read_text())["epsilon_prior"]
-    guide = study_guide(d, strata, summary, spent, calibrations)
+    suppression = (
+        json.loads(Path(snakemake.input.suppression[0]).read_text())
+        if snakemake.input.suppression
+        else None
+    )
+    guide = study_guide(d, strata, summary, spent, calibrations, suppression)
     guide.to_csv(tmp, index=False, lineterminator="\n", float_format="%.6g")
 write_fingerprint(d, snakemake.output.fingerprint)
 fast_exit()  # outputs written: skip the interpreter's teardown

@@ -60,6 +60,10 @@ def _verdict_line(row) -> str:
     return row.verdict_text
 
 
+#: The legend's words for the suppression arm's line.
+SUPPRESSION_LABEL = "suppression (small counts not shown, completed)"
+
+
 def _bounded(arm: Arm) -> bool:
     """Whether the arm's mechanism has truncation bounds (the registry's word)."""
     return not arm.baseline and registry.family(arm.mechanism).bounded
@@ -80,13 +84,16 @@ def _error_limits(rows: pd.DataFrame, verdicts: pd.DataFrame) -> tuple[float, fl
 
 @styled
 def figure_measures(summary: pd.DataFrame, guide: pd.DataFrame, measures, arms, study: str,
-                    adjusted: bool):  # fmt: skip
+                    adjusted: bool, headline=()):  # fmt: skip
     """Each measure (rows; :class:`~dpcounts.studies.stage.measures.Measure` values, in order) for
     each arm (columns; :class:`~dpcounts.arms.Arm` values) against epsilon: the arm's median
     and 95% band over the datasets, the no-privacy reference (grey) with the values within
     tolerance of it (shaded), the truth (dashed; not for errors, whose truth is 0), the
-    prior alone (dash-dot), and the guide's verdict in the corner. A truncated arm's panel
-    says what share of the true counts lies outside its bounds."""
+    prior alone (dash-dot), suppression's value where the study has a suppression arm
+    (dotted, gold: the table as an agency publishes it today), and the guide's verdict in
+    the corner. A truncated arm's panel says what share of the true counts lies outside its
+    bounds. ``headline``: the guide's comparison with suppression, a line each, under the
+    title (:func:`dpcounts.studies.stage.suppression.headline`)."""
     draws = summary[~summary["metric"].isin(CALIBRATION_METRICS)]
     measures = [m for m in measures if m.name in set(draws["metric"])]
     arms = [a for a in arms if a.name in set(draws["arm"])]
@@ -117,6 +124,9 @@ def figure_measures(summary: pd.DataFrame, guide: pd.DataFrame, measures, arms, 
                 if measure.kind.truth_line:
                     ax.axhline(ref["truth"], color="black", ls="--", lw=1, label="truth")
                 ax.axhline(ref["prior"], color="#8c564b", ls="-.", lw=1, label="prior alone")
+                if len(verdict) and np.isfinite(v.get("suppression", np.nan)):
+                    ax.axhline(v.suppression, color="#b8860b", ls=":", lw=1.6,
+                               label=SUPPRESSION_LABEL)  # fmt: skip
                 ax.fill_between(sel["epsilon"], sel["lower"], sel["upper"],
                                 color=colours[arm.name], alpha=0.35, lw=0, zorder=1,
                                 label="95% band over the datasets")  # fmt: skip
@@ -152,8 +162,9 @@ def figure_measures(summary: pd.DataFrame, guide: pd.DataFrame, measures, arms, 
     kind = "age-adjusted" if adjusted else "crude"
     prior = guide["epsilon_prior"].max() if len(guide) else 0.0
     paid = f"; arms with a prior also pay its {EPSILON} = {prior:g}" if prior else ""
+    lines = "".join(f"\n{line}" for line in headline)
     fig.suptitle(f"{study_heading(study)}: what the synthetic tables keep, against {EPSILON}\n"
-                 f"(area and group rates {kind}{paid})", fontsize=10)  # fmt: skip
+                 f"(area and group rates {kind}{paid}){lines}", fontsize=10)  # fmt: skip
     return fig
 
 

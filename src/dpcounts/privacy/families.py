@@ -83,3 +83,5 @@ register(Family(
     settings=("tail", "inflation"),
 ))  # fmt: skip
 register_baseline(Baseline("geometric", "geometric output perturbation"))
+# what agencies publish today: one table, no epsilon (dpcounts.studies.stage.suppression)
+register_baseline(Baseline("suppression", "suppression of small counts"))

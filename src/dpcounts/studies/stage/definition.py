@@ -72,6 +72,27 @@ class Prior:
 
 
 @dataclass(frozen=True)
+class Suppression:
+    """The study's suppression arm (``suppression``): the rule
+    (:class:`dpcounts.baselines.suppression.SuppressionRule`), the analyst's completion of
+    a hidden count, and the margins published beside the table (tuples of key or attribute
+    columns), which the differencing attack knows."""
+
+    low: int
+    high: int
+    show_zeros: bool
+    complementary: str | None
+    completion: str
+    published: tuple[tuple[str, ...], ...]
+
+    @property
+    def rule(self):
+        from dpcounts.baselines.suppression import SuppressionRule
+
+        return SuppressionRule(self.low, self.high, self.show_zeros, self.complementary)
+
+
+@dataclass(frozen=True)
 class StudyDefinition:
     name: str
     title: str  # its name in Study 2's figure headings (default: the name)
@@ -113,6 +134,8 @@ class StudyDefinition:
     #: the key combinations whose totals are measured beside each key's own
     #: (``margins``; :func:`dpcounts.studies.stage.measures.margin_keys` lists them all)
     margins: tuple[tuple[str, ...], ...] = ()
+    #: the suppression arm (``suppression``; None: the study has none)
+    suppression: Suppression | None = None
 
     @property
     def per(self) -> float:
@@ -338,6 +361,25 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
         if ordered in margins:
             _fail(name, f"margins[{k}]", f"{list(combination)!r} is given twice")
         margins.append(ordered)
+    suppression = None
+    if get("suppression") is not None:
+        spec = {key: _filled(name, entry, "suppression", key) for key in (
+            "low", "high", "show_zeros", "complementary", "completion", "published")}  # fmt: skip
+        if spec["high"] < spec["low"]:
+            _fail(name, "suppression.high", f"got {spec['high']}, below low {spec['low']}; "
+                  "expected low <= high (CDC WONDER: 1 and 9)")  # fmt: skip
+        published = spec["published"]
+        if published is None:  # every key's and every pair of keys' totals
+            from itertools import combinations
+
+            published = [[key] for key in keys] + [list(p) for p in combinations(keys, 2)]
+        for k, columns in enumerate(published):
+            unknown = [c for c in columns if c not in (*keys, *attributes)]
+            if unknown:
+                _fail(name, f"suppression.published[{k}]", f"{unknown} are not key or "
+                      f"attribute columns; expected columns of {[*keys, *attributes]}")  # fmt: skip
+        spec["published"] = tuple(tuple(map(str, columns)) for columns in published)
+        suppression = Suppression(**spec)
     tolerance = _finite_positive(
         name, "guide.tolerance", _filled(name, entry, "guide", "tolerance")
     )
@@ -402,4 +444,5 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
         wonder=_filled(name, entry, "format") == "wonder",
         denominator=denominator,
         margins=tuple(margins),
+        suppression=suppression,
     )

@@ -114,13 +114,16 @@ VERDICTS = {
     "truncation_stalls": "no nearer with epsilon: a larger one may not help; tail or "
     "inflation change it",
     "beyond_grid": "a larger epsilon is needed (beyond the grid)",
+    # the suppression arm's (dpcounts.studies.stage.suppression): one table, no epsilon
+    "suppression_keeps": "suppression keeps it",
+    "suppression_loses": "suppression loses it",
 }
 GUIDE_COLUMNS = ["study", "arm", "arm_label", "measure", "verdict", "verdict_text",
                  "epsilon", "epsilon_privacy", "epsilon_prior", "tolerance",
                  "truth", "prior", "reference", "within_low", "within_high",
                  "median_at_largest", "datasets", "datasets_needed",
                  "outside_bounds_share", "truth_in_bounds", "shape_floor_from",
-                 "reason"]  # fmt: skip
+                 "reason", "suppression", "epsilon_vs_suppression"]  # fmt: skip
 
 
 def verdict_text(verdict: str, epsilon: float = float("nan"), datasets: int | None = None,
@@ -527,10 +530,14 @@ def _releasable(
 
 
 def study_guide(definition, strata: pd.DataFrame, summary: pd.DataFrame,
-                epsilon_prior: float, calibrations: pd.DataFrame) -> pd.DataFrame:  # fmt: skip
+                epsilon_prior: float, calibrations: pd.DataFrame,
+                suppression: dict | None = None) -> pd.DataFrame:  # fmt: skip
     """:func:`epsilon_guide` of a study: its measures and arms, its rMSE scaled by the
     table's true overall rate, ``epsilon_prior`` the budget its prior spent,
-    ``calibrations`` its arms' calibrations (table form, an ``arm`` column first)."""
+    ``calibrations`` its arms' calibrations (table form, an ``arm`` column first);
+    ``suppression``: its suppression arm's result
+    (:func:`dpcounts.studies.stage.suppression.suppression_result`), whose rows and
+    comparison columns it adds (:func:`dpcounts.studies.stage.suppression.compare`)."""
     from dpcounts.studies.stage.measures import overall_rate, study_measure_list
 
     overall = overall_rate(definition, strata)
@@ -540,4 +547,16 @@ def study_guide(definition, strata: pd.DataFrame, summary: pd.DataFrame,
                           datasets=definition.datasets, calibrations=calibrations,
                           arms=definition.arms, table=(total, len(strata)))  # fmt: skip
     guide.insert(0, "study", definition.name)
+    if suppression is not None:
+        from dpcounts.studies.stage.suppression import compare
+
+        mechanisms = {arm.name: arm.mechanism for arm in definition.arms}
+
+        def releasable(arm: str, epsilon: float) -> float:
+            return _releasable(arm, mechanisms[arm], epsilon, total=total,
+                               n_cells=len(strata), calibrations=calibrations)  # fmt: skip
+
+        guide = compare(guide, summary, suppression, study_measure_list(definition),
+                        tolerance=definition.tolerance, scale=overall,
+                        releasable=releasable)[GUIDE_COLUMNS]  # fmt: skip
     return guide
