@@ -14,7 +14,7 @@ from test_study_guide import run_study, two_groups
 from workflow_helpers import filled_definition
 
 from dpcounts.studies.stage.definition import StudyConfigError
-from dpcounts.studies.stage.measures import KINDS, Measure, study_measures
+from dpcounts.studies.stage.measures import ATTACK, KINDS, Measure, study_measures
 from dpcounts.studies.stage.suppression import ARM, compare, headline, suppression_result
 
 BASE = {"table": "t.csv", "keys": ["area", "group"], "count": "y", "population": "n",
@@ -58,7 +58,7 @@ def test_the_completed_table_is_scored_by_every_measure_and_attacked(tmp_path):
     assert result["suppressed"] == hidden.size and result["strata"] == 12
     completed = frame["y"].to_numpy(float)
     completed[np.isin(frame["y"], hidden)] = 5.0  # the midpoint of 1..9
-    expected = measures.values(completed, frame["y"].to_numpy()).iloc[0]
+    expected = measures.values(completed, frame["y"].to_numpy()).iloc[0].drop(list(ATTACK))
     assert result["measures"] == pytest.approx(expected.to_dict())
     # by hand: 0.5 x |5 - 3| ... the relative error over the 12 strata
     error = np.abs(completed - frame["y"]) / np.maximum(frame["y"], 1)
@@ -113,7 +113,8 @@ def test_each_dp_arm_is_set_against_suppression_from_the_epsilon_it_is_as_near()
     row = by_arm.loc[ARM]
     assert row["verdict"] == "suppression_loses" and row["suppression"] == 0.3  # 0.3 > 0.1
     lines = headline(out, result, [ERROR])
-    assert lines == ["differencing pins 40% of the 5 suppressed counts exactly (80% to "
+    assert lines == ["suppression keeps 0 of the 1 measures",
+                     "differencing pins 40% of the 5 suppressed counts exactly (80% to "
                      "within one)"]  # fmt: skip
 
 
@@ -156,3 +157,36 @@ def test_pennlc_as_the_issue_measured_it():
     assert summary["cells"] == 351 and summary["pinned"]["count"] == 185
     assert summary["within_one"]["estimate"] == pytest.approx(0.76, abs=0.005)
     assert summary["mean_width"]["estimate"] == pytest.approx(1.39, abs=0.005)
+
+
+def test_the_attacker_reads_one_synthetic_table_as_the_truth():
+    """Of the true counts 1 to 9 (3, 7, 1, 9), a table giving 3, 8, 0 and 9 has two exact
+    (3 and 9) and four within one, and so has one giving 2.5, 6.49, 1.5 and 9; counts
+    outside 1..9 are not scored; a fractional value (the prior's expected count) is
+    rounded half up."""
+    from dpcounts.studies.stage.measures import attack_shares
+
+    truth = np.array([0, 3, 7, 1, 9, 40])
+    tables = np.array([[5, 3, 8, 0, 9, 0], [0, 2.5, 6.49, 1.5, 9, 40]])
+    shares = attack_shares(tables, truth, 1, 9)
+    assert shares["attack:exact"].tolist() == [0.5, 0.5]  # 2.5 -> 3, 6.49 -> 6, 1.5 -> 2
+    assert shares["attack:within_one"].tolist() == [1.0, 1.0]
+    assert np.isnan(attack_shares(tables, np.array([0, 10, 20, 0, 0, 40]), 1, 9)[
+        "attack:exact"]).all()  # fmt: skip
+
+
+def test_a_study_with_suppression_scores_the_attack_but_judges_it_not(tmp_path):
+    from dpcounts.plots.study import figure_attack
+    from dpcounts.studies.stage.measures import ATTACK
+
+    d, summary, guide = run_study(tmp_path, two_groups(6, 300), epsilons=[1.0, 100.0],
+                                  suppression={})  # fmt: skip
+    attack = summary[summary["metric"].isin(ATTACK)]
+    assert len(attack) == 2 * len(ATTACK) and (attack["truth"] == 1.0).all()
+    assert not guide["measure"].isin(ATTACK).any()
+    result = {"rule": {"low": 1, "high": 9}, "attack": {"cells": 12, "pinned": {
+        "estimate": 0.25}, "within_one": {"estimate": 0.5}}}  # fmt: skip
+    figure = figure_attack(summary, result, d.arms, "s")
+    gold = [line for ax in figure.axes for line in ax.get_lines()
+            if line.get_label().startswith("differencing")]  # fmt: skip
+    assert sorted({line.get_ydata()[0] for line in gold}) == [0.25, 0.5]

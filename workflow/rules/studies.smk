@@ -7,7 +7,11 @@ STUDY_FIGURES = ["measures", "guide"]
 
 # Lambdas, not defs: `snakemake --lint` wants named functions in common.smk only.
 study_maps = lambda name: bool(STUDIES[name].geometry and STUDIES[name].map_epsilons)
-study_figure_stems = lambda name: STUDY_FIGURES + (["maps"] if study_maps(name) else [])
+study_figure_stems = lambda name: (
+    STUDY_FIGURES
+    + (["maps"] if study_maps(name) else [])
+    + (["attack"] if STUDIES[name].suppression else [])
+)
 STUDIES_ENABLED = [
     name
     for name, entry in config.get("studies", {}).items()
@@ -45,6 +49,7 @@ study_inputs = lambda w: {
 localrules:
     study_summary,
     study_figures,
+    study_attack,
     study_maps,
     studies,
 
@@ -278,6 +283,29 @@ rule study_figures:
         provenance=study_provenance,
     script:
         "../scripts/study_figures.py"
+
+
+rule study_attack:
+    # the differencing attack on the suppressed table against the DP arms' tables
+    input:
+        summary="results/studies/{study}/summary.parquet",
+        suppression="results/studies/{study}/suppression.json",
+    output:
+        report_figures(
+            "studies/{study}/attack", "study_attack.rst", "Studies", "{study}"
+        ),
+    log:
+        "logs/studies/{study}/attack.log",
+    benchmark:
+        "logs/benchmarks/studies/{study}/attack.tsv"
+    priority: 1
+    conda:
+        DPCOUNTS_ENV
+    params:
+        entry=study_entry,
+        provenance=study_provenance,
+    script:
+        "../scripts/study_attack.py"
 
 
 rule study_maps:

@@ -23,8 +23,8 @@ from dpcounts.plots.style import (
 )
 from dpcounts.studies.stage.guide import CALIBRATION_METRICS
 
-__all__ = ["METHOD_LABELS", "arm_title", "arm_colours", "figure_measures", "figure_guide",
-           "figure_maps", "plain_log_ticks"]  # fmt: skip
+__all__ = ["METHOD_LABELS", "arm_title", "arm_colours", "figure_attack", "figure_measures",
+           "figure_guide", "figure_maps", "plain_log_ticks"]  # fmt: skip
 
 
 def _summary_titles(summary: pd.DataFrame) -> dict[str, str]:
@@ -165,6 +165,76 @@ def figure_measures(summary: pd.DataFrame, guide: pd.DataFrame, measures, arms, 
     lines = "".join(f"\n{line}" for line in headline)
     fig.suptitle(f"{study_heading(study)}: what the synthetic tables keep, against {EPSILON}\n"
                  f"(area and group rates {kind}{paid}){lines}", fontsize=10)  # fmt: skip
+    return fig
+
+
+@styled
+def figure_attack(summary: pd.DataFrame, result: dict, arms, study: str):
+    """What an attacker recovers of the small true counts (the ones suppression hides), for
+    each arm (columns) against epsilon: the share a synthetic table gives exactly (top)
+    and to within one (bottom), median and 95% band over the datasets, beside the
+    no-privacy reference (grey), the prior alone (dash-dot) and differencing on the
+    suppressed table (dotted gold: the share its published margins pin exactly, and to
+    within one; :mod:`dpcounts.attack.differencing`)."""
+    from dpcounts.studies.stage.measures import ATTACK
+
+    draws = summary[summary["metric"].isin(ATTACK)]
+    arms = [a for a in arms if a.name in set(draws["arm"])]
+    colours = arm_colours(arms)
+    attack = result["attack"]
+    pinned = {
+        "attack:exact": attack.get("pinned", {}).get("estimate", np.nan),
+        "attack:within_one": attack.get("within_one", {}).get("estimate", np.nan),
+    }
+    titles = {"attack:exact": "guessed exactly", "attack:within_one": "guessed within one"}
+    rule = result["rule"]
+    fig, axes = plt.subplots(2, len(arms), figsize=(2.9 * len(arms) + 1.3, 5.6),
+                             squeeze=False, sharex=True, sharey=True,
+                             layout="constrained")  # fmt: skip
+    for r, metric in enumerate(ATTACK):
+        for c, arm in enumerate(arms):
+            ax = axes[r, c]
+            sel = draws[(draws["metric"] == metric) & (draws["arm"] == arm.name)]
+            sel = sel.sort_values("epsilon")
+            if len(sel):
+                ref = sel.iloc[0]
+                ax.axhline(ref["reference"], color="0.45", lw=1.2, label="no privacy (reference)")
+                ax.axhline(ref["prior"], color="#8c564b", ls="-.", lw=1,
+                           label="the prior alone (its expected count, rounded)")  # fmt: skip
+                ax.fill_between(sel["epsilon"], sel["lower"], sel["upper"],
+                                color=colours[arm.name], alpha=0.35, lw=0,
+                                label="95% band over the datasets")  # fmt: skip
+                ax.plot(sel["epsilon"], sel["median"], color=colours[arm.name], lw=1.6,
+                        ls=_style.arm_style(arm)["linestyle"],
+                        label="median over the datasets (one set read as the truth)")  # fmt: skip
+            if np.isfinite(pinned[metric]):
+                ax.axhline(
+                    pinned[metric],
+                    color="#b8860b",
+                    ls=":",
+                    lw=1.8,
+                    label="differencing the suppressed table (its published margins)",
+                )
+            ax.set_ylim(-0.02, 1.02)
+            log_axis(ax.xaxis, minor=False)
+            if r == 0:
+                ax.set_title(arm_title(arm), fontsize=8)
+            if c == 0:
+                ax.set_ylabel(f"share of the true counts {rule['low']}-{rule['high']}\n"
+                              f"{titles[metric]}", fontsize=8)  # fmt: skip
+            if r == 1:
+                ax.set_xlabel(f"{EPSILON} of the synthetic table", fontsize=8)
+            ax.tick_params(which="both", labelsize=7)
+    legend = {}
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            legend.setdefault(label, handle)
+    fig.legend(legend.values(), legend.keys(), loc="outside lower center", ncols=2, fontsize=8,
+               frameon=False)  # fmt: skip
+    cells = attack.get("cells", 0)
+    fig.suptitle(f"{study_heading(study)}: what an attacker recovers of the {cells} true "
+                 f"counts {rule['low']}-{rule['high']}, against {EPSILON}",
+                 fontsize=10)  # fmt: skip
     return fig
 
 

@@ -342,6 +342,9 @@ class Measures:
     strata: int | None = None
     #: a margin measure's name -> (each stratum's value code, the number of values)
     margins: Mapping[str, tuple[np.ndarray, int]] = dataclasses.field(default_factory=dict)
+    #: (low, high): the small true counts an attacker guesses from each table (the study's
+    #: suppression range), scored as :data:`ATTACK` columns beside the measures; None: not
+    attack: tuple[int, int] | None = None
 
     def on(self, strata: np.ndarray, truth) -> tuple[Measures, np.ndarray]:
         """(these measures of tables given at ``strata`` only, every other count 0 in the
@@ -368,7 +371,30 @@ class Measures:
         counts = np.atleast_2d(np.asarray(counts, dtype=float))
         truth = np.asarray(truth, dtype=float)
         rates = np.atleast_2d(self.rates.rates(counts))
-        return pd.DataFrame({m.name: m.function(self, counts, truth, rates) for m in self.measures})
+        out = {m.name: m.function(self, counts, truth, rates) for m in self.measures}
+        if self.attack is not None:
+            out.update(attack_shares(counts, truth, *self.attack))
+        return pd.DataFrame(out)
+
+
+#: The attacker's columns (:func:`attack_shares`): not measures of utility, so the guide
+#: judges none of them; the study's attack figure draws them against suppression's.
+ATTACK = ("attack:exact", "attack:within_one")
+
+
+def attack_shares(counts, truth, low: int, high: int) -> dict[str, np.ndarray]:
+    """Per table (row of ``counts``), the share of the strata whose true count is in [low,
+    high] (the counts suppression hides) that the table gives exactly, and to within one:
+    the attacker who reads one synthetic set as the truth (a count rounded half up, as
+    :func:`dpcounts.attack.guesses.prior_guess` rounds the prior's expected counts). NaN
+    without such a stratum."""
+    counts = np.atleast_2d(np.asarray(counts, dtype=float))
+    truth = np.asarray(truth, dtype=float)
+    small = (truth >= low) & (truth <= high)
+    if not small.any():
+        return {name: np.full(len(counts), np.nan) for name in ATTACK}
+    miss = np.abs(np.floor(counts[:, small] + 0.5) - truth[small])
+    return {"attack:exact": (miss == 0).mean(axis=1), "attack:within_one": (miss <= 1).mean(axis=1)}
 
 
 def overall_rate(definition: StudyDefinition, strata: pd.DataFrame) -> float:
@@ -431,5 +457,7 @@ def study_measures(definition: StudyDefinition, strata: pd.DataFrame) -> Measure
             codes = np.unique(codes, return_inverse=True)[1].reshape(-1)
             size = int(codes.max()) + 1 if codes.size else 0
         margins[margin_name(keys)] = (codes, size)
+    spec = definition.suppression
+    attack = None if spec is None else (spec.low, spec.high)
     return Measures(rates, population, areas, study_measure_list(definition), definition.per,
-                    margins=margins)  # fmt: skip
+                    margins=margins, attack=attack)  # fmt: skip

@@ -46,7 +46,9 @@ def suppression_result(definition, strata: pd.DataFrame, measures, rng) -> dict:
     mask = rule.suppress(y, keys, spec.published) if rule.complementary else rule.suppress(y)
     expected = strata[definition.population].to_numpy(float) * strata["prior_rate"].to_numpy(float)
     completed = rule.complete(y, mask, spec.completion, expected)
-    values = measures.values(completed, y).iloc[0]
+    from dpcounts.studies.stage.measures import ATTACK
+
+    values = measures.values(completed, y).iloc[0].drop(list(ATTACK), errors="ignore")
     ranges = feasible_ranges(y, mask, keys, spec.published, rule=rule, max_lps=MAX_LPS, rng=rng)
     return {
         "study": definition.name,
@@ -168,8 +170,11 @@ def headline(guide: pd.DataFrame, result: dict, measures=()) -> list[str]:
     suppression keeps (or the ones it never does within a release's epsilon, by their
     titles in ``measures``), then what differencing recovers."""
     titles = {m.name: m.title for m in measures}
-    kept = guide[(guide["arm"] == ARM) & (guide["verdict"] == "suppression_keeps")]["measure"]
-    out = []
+    mine = guide[guide["arm"] == ARM]
+    kept = mine[mine["verdict"] == "suppression_keeps"]["measure"]
+    words = ", ".join(titles.get(name, name) for name in kept)
+    out = [f"suppression keeps {len(kept)} of the {len(mine)} measures"
+           + (f": {words}" if len(kept) else "")]  # fmt: skip
     for _, rows in guide[guide["arm"] != ARM].groupby("arm", sort=False):
         rows = rows[rows["measure"].isin(set(kept))]
         if not len(rows):
