@@ -21,7 +21,7 @@ from scipy import stats
 # Figures are drawn off screen, as in the workflow's jobs (the Snakefile sets MPLBACKEND).
 matplotlib.use("Agg")
 
-#: `make test-fast` sets this: every unit and property test, in process only.
+#: `make test-fast` sets this: the unit and property tests not marked slow, in process only.
 FAST_LANE = os.environ.get("DPCOUNTS_TEST_LANE") == "fast"
 
 
