@@ -200,6 +200,19 @@ def test_blocks_agree_with_the_whole_lp(seed):
     assert np.allclose(whole.upper, blocks.upper, atol=1e-7)
 
 
+def test_lps_without_presolve_agree(monkeypatch):
+    # a large component's LPs run without HiGHS's presolve: the same ranges
+    from dpcounts.attack import differencing
+
+    counts, mask, keys = random_table(5)
+    default = feasible_ranges(counts, mask, keys, batch=False)
+    monkeypatch.setattr(differencing, "PRESOLVE_CELLS", 0)
+    without = feasible_ranges(counts, mask, keys, batch=False)
+    assert default.meta["cell_lps"] > 5
+    assert np.allclose(default.lower, without.lower, atol=1e-7)
+    assert np.allclose(default.upper, without.upper, atol=1e-7)
+
+
 @pytest.mark.process
 def test_blocks_over_two_processes_agree_with_the_whole_lp():
     counts, mask, keys = random_table(101, shape=(12, 2, 2, 3))

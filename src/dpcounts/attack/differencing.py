@@ -80,6 +80,8 @@ from dpcounts.baselines.suppression import (
 #: The restrictions of a block's sides still open after its ``helpers`` blocks take this
 #: many times as many.
 WIDEN = 8
+#: A component's LP of more cells runs without HiGHS's presolve.
+PRESOLVE_CELLS = 5_000
 #: Tolerance of the integer rounding and of a bound reached (above HiGHS's 1e-7).
 TOL = 1e-6
 
@@ -390,6 +392,7 @@ class _Solver:
         self.seen_lo, self.seen_hi = truth.copy(), truth.copy()
         self.truth = truth
         self.lps = 0
+        self.presolve_cells = PRESOLVE_CELLS
         n, groups = truth.size, residual.size
         residual = residual - np.bincount(
             entry_group, weights=np.where(pinned, truth, 0.0)[entry_cell], minlength=groups
@@ -437,7 +440,10 @@ class _Solver:
         solution's values."""
         a, b, bounds = self.problems[component]
         self.lps += 1
-        result = linprog(objective, A_eq=a, b_eq=b, bounds=bounds, method="highs")
+        # HiGHS's presolve spends minutes removing the dependent equalities of a large
+        # component (the pairs' totals share their one-key sums); the LP without it, seconds
+        options = {"presolve": False} if bounds.shape[0] > self.presolve_cells else {}
+        result = linprog(objective, A_eq=a, b_eq=b, bounds=bounds, method="highs", options=options)
         if result.status == 3:
             return -math.inf
         if result.status != 0:
