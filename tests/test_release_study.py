@@ -203,3 +203,23 @@ def test_a_set_beyond_the_tolerance_is_read_against_the_studys_own_tables():
     assert "NOT kept, though promised" in kept(1.14, None).conclusion(13.3)
     below = kept(1.30, spread).conclusion(5.0)
     assert "not promised at this epsilon (the guide: from 13.3)" in below
+
+
+@pytest.mark.slow
+def test_the_private_report_says_what_suppression_would_keep_and_lose(
+    tmp_path, in_checkout, private_area
+):
+    """A study with a suppression arm: the release's utility report states what the
+    table suppressed under the same rule keeps, what differencing pins with the study's
+    published margins, and what the release's sets give the same attacker (issue #53)."""
+    spec = study(tmp_path, suppression={"enabled": True, "published": [["county"], ["state"]]})
+    code, _, stderr = synthesize(spec, tmp_path / "out")
+    assert code == 0, stderr
+    (utility,) = private_area.glob("*/utility.md")
+    text = utility.read_text()
+    assert "## Against suppression (Suppression (counts 1-9 not shown), study `causes`)" in text
+    hidden = int(((table()["deaths"] >= 1) & (table()["deaths"] <= 9)).sum())
+    assert f"this table would hide {hidden} of its 72 counts" in text
+    assert "With the margins the study publishes beside it (county; state)" in text
+    assert re.search(r"this release's sets give \d+% of the true counts 1-9 exactly", text)
+    assert not any("suppression" in p.name for p in (tmp_path / "out").iterdir())  # private

@@ -22,12 +22,13 @@ BASE = {"table": "t.csv", "keys": ["area", "group"], "count": "y", "population":
 
 
 def test_the_default_rule_is_cdc_wonders_with_every_key_and_pair_published():
-    d = filled_definition("s", BASE | {"suppression": {}})
+    d = filled_definition("s", BASE | {"suppression": {"enabled": True}})
     s = d.suppression
     assert (s.low, s.high, s.show_zeros, s.complementary) == (1, 9, True, None)
     assert s.completion == "midpoint"
     assert s.published == (("area",), ("group",), ("area", "group"))
     assert filled_definition("s", BASE).suppression is None
+    assert filled_definition("s", BASE | {"suppression": {"low": 2}}).suppression is None
 
 
 @pytest.mark.parametrize(
@@ -37,7 +38,7 @@ def test_the_default_rule_is_cdc_wonders_with_every_key_and_pair_published():
 )  # fmt: skip
 def test_a_wrong_suppression_is_refused_naming_its_key(spec, key, words):
     with pytest.raises(StudyConfigError, match=key) as error:
-        filled_definition("s", BASE | {"suppression": spec})
+        filled_definition("s", BASE | {"suppression": {"enabled": True, **spec}})
     assert words in str(error.value)
 
 
@@ -51,7 +52,7 @@ def table() -> pd.DataFrame:
 
 def test_the_completed_table_is_scored_by_every_measure_and_attacked(tmp_path):
     frame = table()
-    d = filled_definition("s", BASE | {"suppression": {}}, base=tmp_path)
+    d = filled_definition("s", BASE | {"suppression": {"enabled": True}}, base=tmp_path)
     measures = study_measures(d, frame)
     result = suppression_result(d, frame, measures, np.random.default_rng(0))
     hidden = np.array([3, 7, 1, 2, 9])  # the counts 1 to 9; the zero is shown
@@ -127,7 +128,7 @@ def test_the_guide_of_a_study_with_suppression_has_its_rows(tmp_path):
     from dpcounts.studies.stage.table import load_study_table
 
     d, summary, _ = run_study(tmp_path, two_groups(6, 300), epsilons=[1.0, 100.0],
-                              suppression={})  # fmt: skip
+                              suppression={"enabled": True})  # fmt: skip
     strata = load_study_table(d)
     strata["prior_rate"], spent = prior_rates(d, strata, job_rng(1, "prior"))
     result = suppression_result(d, strata, study_measures(d, strata), np.random.default_rng(1))
@@ -180,7 +181,7 @@ def test_a_study_with_suppression_scores_the_attack_but_judges_it_not(tmp_path):
     from dpcounts.studies.stage.measures import ATTACK
 
     d, summary, guide = run_study(tmp_path, two_groups(6, 300), epsilons=[1.0, 100.0],
-                                  suppression={})  # fmt: skip
+                                  suppression={"enabled": True})  # fmt: skip
     attack = summary[summary["metric"].isin(ATTACK)]
     assert len(attack) == 2 * len(ATTACK) and (attack["truth"] == 1.0).all()
     assert not guide["measure"].isin(ATTACK).any()

@@ -118,8 +118,6 @@ def study_entry(spec: dict) -> dict:
                "arms": {"md": ["paper"]}}  # fmt: skip
     # an optional object the spec gives (geometry) gets its own keys' defaults too
     given = {"geometry": {"path": "g.gpkg"}} if isinstance(spec.get("geometry"), dict) else {}
-    if isinstance(spec.get("suppression"), dict):
-        given["suppression"] = {}
     config = {"studies": {"s": {**minimal, **given}}}
     check_config(config, REPO / "workflow/schemas/config.schema.yaml")
     defaults = {k: v for k, v in config["studies"]["s"].items() if k not in minimal}

@@ -256,3 +256,56 @@ def markdown(kept: list[Kept], study, arm_name: str, epsilon: float, sets: int) 
     for k in kept:
         lines.append(f"- **{k.title}** (`{k.name}`): {k.conclusion(epsilon)}")
     return lines
+
+
+def suppression_lines(study, strata, synthetic: np.ndarray, prior_rate, rng) -> list[str]:
+    """The section of utility.md on what suppression under the study's rule would have
+    kept of this table, how many of its hidden counts differencing pins with the margins
+    the study publishes, and what this release's sets give an attacker of the same counts
+    (issue #53); [] when the study has no suppression arm. ``prior_rate``: the release's
+    prior rates (for a completion by the prior; None: the overall rate)."""
+    d = study.definition
+    if d.suppression is None:
+        return []
+    from dpcounts.studies.stage.measures import attack_shares, overall_rate, study_measures
+    from dpcounts.studies.stage.suppression import label, suppression_result
+
+    frame = study_frame(study, strata)
+    y = strata.counts
+    people = frame[d.population].to_numpy(float)
+    frame["prior_rate"] = (np.full(y.size, y.sum() / people.sum()) if prior_rate is None
+                           else np.asarray(prior_rate, dtype=float))  # fmt: skip
+    measures = study_measures(d, frame)
+    result = suppression_result(d, frame, measures, rng)
+    truth = measures.values(y, y).iloc[0]
+    scale = overall_rate(d, frame)
+    kept = [m.title for m in measures.measures
+            if result["measures"].get(m.name) is not None
+            and m.kind.kept(result["measures"][m.name], truth[m.name], d.tolerance, scale,
+                            truth=truth[m.name])]  # fmt: skip
+    attack, rule = result["attack"], result["rule"]
+    ours = attack_shares(synthetic, y, rule["low"], rule["high"])
+    lines = [
+        "", f"## Against suppression ({label(result)}, study `{study.name}`)", "",
+        f"Suppressed under the study's rule, this table would hide {result['suppressed']} of "
+        f"its {result['strata']} counts, each completed by the {result['completion']}; that "
+        f"table keeps {len(kept)} of the study's {len(measures.measures)} measures against "
+        f"the truth at the guide's tolerance" + (f" ({', '.join(kept)})" if kept else "")
+        + ".",
+    ]  # fmt: skip
+    if attack.get("cells"):
+        published = "; ".join(" x ".join(m) for m in result["published"])
+        lines.append(
+            f"With the margins the study publishes beside it ({published}), differencing "
+            f"(linear programming, SciPy's HiGHS) pins {attack['pinned']['estimate']:.0%} of "
+            f"the hidden counts exactly and {attack['within_one']['estimate']:.0%} to within "
+            "one."
+        )
+    exact, within = np.nanmedian(ours["attack:exact"]), np.nanmedian(ours["attack:within_one"])
+    if np.isfinite(exact):
+        lines.append(
+            f"Read as the truth, this release's sets give {exact:.0%} of the true counts "
+            f"{rule['low']}-{rule['high']} exactly and {within:.0%} to within one (median over "
+            f"the {len(synthetic)} set(s))."
+        )
+    return lines

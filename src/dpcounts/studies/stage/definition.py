@@ -362,7 +362,7 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
             _fail(name, f"margins[{k}]", f"{list(combination)!r} is given twice")
         margins.append(ordered)
     suppression = None
-    if get("suppression") is not None:
+    if _filled(name, entry, "suppression", "enabled"):
         spec = {key: _filled(name, entry, "suppression", key) for key in (
             "low", "high", "show_zeros", "complementary", "completion", "published")}  # fmt: skip
         if spec["high"] < spec["low"]:
