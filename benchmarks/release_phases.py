@@ -42,7 +42,7 @@ PHASES = [
     ("dpcounts.release.sequence", "check_prior_fit", "check: count-fit check"),
     ("dpcounts.release.inputs.Strata", "identities", "table's ids (side by side)"),
     ("dpcounts.release.sequence.Release", "account", "account: ledger"),
-    ("dpcounts.ledger_index", "fingerprint", "account: overlap fingerprint"),
+    ("dpcounts.ledger.index", "fingerprint", "account: overlap fingerprint"),
     ("dpcounts.ledger.Ledger", "spend", "account: Ledger.spend"),
     ("dpcounts.release.sequence.Release", "draw", "draw"),
     ("dpcounts.sampling.conditioned", "release_sampler", "draw: build sampler"),

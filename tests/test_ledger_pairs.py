@@ -4,7 +4,7 @@ The steward's index recognised a table by its keys only: the same strata release
 under a new dataset name after re-encoding their keys (a constant key column added, F/M
 written female/male or 2/1, state and county joined into one FIPS code, a county code
 prefixed) opened a fresh budget each time. The index now also keeps each table's multiset
-of (denominator, count) pairs (:func:`dpcounts.ledger_index.pair_fingerprint`). Every test
+of (denominator, count) pairs (:func:`dpcounts.ledger.index.pair_fingerprint`). Every test
 of a refusal here failed on the code before it (the five re-encodings were released).
 """
 
@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from dpcounts.ledger import Ledger, LedgerError, steward_home
-from dpcounts.ledger_index import PAIR_SHARE, pair_fingerprint, shared_pairs
+from dpcounts.ledger.index import PAIR_SHARE, pair_fingerprint, shared_pairs
 from dpcounts.release import ReleaseError, ReleaseRequest, build_release
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -231,7 +231,7 @@ def _share(a_counts, a_pop, b_counts, b_pop, zeros: bool) -> float:
 
 
 def test_the_share_that_other_people_reach_on_the_shipped_table():
-    """The measurement behind PAIR_SHARE (ledger_index's docstring): in 50 draws of
+    """The measurement behind PAIR_SHARE (dpcounts.ledger.index's docstring): in 50 draws of
     another cause at the same rates over the same populations, strata with events share
     far less than a half (with zero-count strata kept they would share about a half);
     the same people with half of their counts moved by one still match."""
@@ -274,7 +274,7 @@ def test_pairs_are_a_multiset_normalised_as_numbers_and_keyed():
 
 
 def test_shared_pairs_counts_with_multiplicity_across_chunks(monkeypatch):
-    from dpcounts import ledger_index
+    from dpcounts.ledger import index as ledger_index
 
     monkeypatch.setattr(ledger_index, "_CHUNK", 7)
     rng = np.random.default_rng(1)

@@ -1,4 +1,4 @@
-"""Issue #34, item 2: one budget per dataset per steward (dpcounts.ledger_index).
+"""Issue #34, item 2: one budget per dataset per steward (dpcounts.ledger.index).
 
 Every test here failed on the code before it: a second ledger file (``--ledger``,
 ``$DPCOUNTS_LEDGER``) opened a fresh budget for a spent dataset; names were compared with
@@ -251,7 +251,7 @@ def test_the_index_holds_no_key_in_clear(spent):
 
 
 def test_normalisation():
-    from dpcounts.ledger_index import fingerprint, normal_name, normal_value
+    from dpcounts.ledger.index import fingerprint, normal_name, normal_value
 
     assert normal_name(" US-Deaths-1999 ") == normal_name("us-deaths-1999")
     assert {normal_value(v) for v in ("01001", 1001, 1001.0, " 1001 ", "1001.00")} == {"1001"}
@@ -268,7 +268,7 @@ def test_normalisation():
 @pytest.mark.slow
 def test_a_large_table_is_fingerprinted_in_bounded_memory():
     """1M strata: 8 MB of hashes, computed per distinct value."""
-    from dpcounts.ledger_index import fingerprint
+    from dpcounts.ledger.index import fingerprint
 
     n = 1_000_000
     ages = np.array([f"{5 * i:02d}-{5 * i + 4:02d}" for i in range(20)])

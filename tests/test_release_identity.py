@@ -267,7 +267,7 @@ def test_text_keys_sort_as_before(values):
 def reference_fingerprint(keys: pd.DataFrame, secret: bytes) -> np.ndarray:
     """The overlap fingerprint of the steward's index as dpcounts 0.2 computed it, column
     operations in numpy (equal values of other types, 1 == 1.0 == True, hash as the first)."""
-    from dpcounts.ledger_index import _mix, _value_hash, normal_value
+    from dpcounts.ledger.index import _mix, _value_hash, normal_value
 
     columns = []
     for name in keys.columns:
@@ -289,7 +289,7 @@ def test_the_overlap_fingerprint_is_that_of_the_row_by_row_code(kind):
     """The compiled fingerprint, of the key columns or of the release's coded keys (the
     columns as categoricals), is the fingerprint computed before (the index's stored
     fingerprints stay comparable)."""
-    from dpcounts.ledger_index import fingerprint
+    from dpcounts.ledger.index import fingerprint
 
     for seed in range(3):
         strata = nasty_strata(seed, 3, n=60, kinds=[kind, "text", "int"])

@@ -183,7 +183,7 @@ def _add_ledger_options(group, dataset_group=None) -> None:
         "~/.local/share/dpcounts/ledger.jsonl); keep it private. A dataset already known to "
         "the steward's index is refused in any ledger but its own",
     )
-    # issue #34: one budget per dataset per steward (dpcounts.ledger_index)
+    # issue #34: one budget per dataset per steward (dpcounts.ledger.index)
     group.add_argument(
         "--new-dataset",
         action="store_true",

@@ -1,6 +1,6 @@
 """Compiled loops of a table's identities (issue #36): the bytes of its rows for
 :meth:`dpcounts.release.inputs.Strata.dataset_id` and the per-stratum hashes of
-:func:`dpcounts.ledger_index.fingerprint`, one pass over the rows instead of a column
+:func:`dpcounts.ledger.index.fingerprint`, one pass over the rows instead of a column
 operation per piece of text.
 
 Both compute exactly what the column-by-column code computed (the tests compare them with
@@ -52,7 +52,7 @@ def row_bytes(rows, codes, data, offsets, bases, separator, out):  # pragma: no 
 
 @numba.njit(cache=CACHE)
 def stratum_hashes(codes, hashes, bases):  # pragma: no cover
-    """Per row, :func:`dpcounts.ledger_index.fingerprint`'s hash of a stratum: its values'
+    """Per row, :func:`dpcounts.ledger.index.fingerprint`'s hash of a stratum: its values'
     hashes (value t of column j is ``hashes[bases[j] + codes[j, r]]``) sorted, then mixed
     into a state that starts at the number of columns (splitmix64's finaliser)."""
     columns, n = codes.shape

@@ -5,7 +5,7 @@ SipHash-2-4 (Aumasson and Bernstein, "SipHash: a fast short-input PRF", 2012) is
 pseudorandom function of a 128-bit key, made for short messages: without the key its
 outputs cannot be told from random ones, so the index's hashes of (population, count)
 pairs cannot be matched against guessed pairs without the home's secret, from which the
-key is derived (:func:`dpcounts.ledger_index.pair_fingerprint`). A message here is 16
+key is derived (:func:`dpcounts.ledger.index.pair_fingerprint`). A message here is 16
 bytes, the two numbers' 64-bit floats, little-endian; the loop is SipHash-2-4 of such a
 message exactly (the tests check the reference test vector of 16 bytes). It runs in
 compiled code, a few tens of nanoseconds a stratum, where a BLAKE2b call from Python

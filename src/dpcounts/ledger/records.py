@@ -66,7 +66,7 @@ class Entry:
     #: the release's private folder, whose provenance.json records this entry
     private: str | None = None
     #: the steward declared that the dataset counts other people than the datasets its
-    #: table overlaps (``--new-dataset``, :mod:`dpcounts.ledger_index`)
+    #: table overlaps (``--new-dataset``, :mod:`dpcounts.ledger.index`)
     new_dataset: bool = False
     #: restored by :meth:`Ledger.rebuild` from the steward's index, or kept by it, while
     #: its private folder is gone: spent, record lost

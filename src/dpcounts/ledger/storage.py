@@ -1,6 +1,6 @@
 """The ledger file: :class:`Ledger` reads, checks and appends its lines, under a lock.
 
-One budget per dataset per steward: the steward's index (:mod:`dpcounts.ledger_index`, in
+One budget per dataset per steward: the steward's index (:mod:`dpcounts.ledger.index`, in
 :func:`steward_home`) binds every dataset name (compared without regard to case and spaces)
 and every released table to one ledger file, refuses a table whose strata overlap another
 dataset's unless the steward declares new people (``new_dataset``), and keeps a copy of
@@ -39,6 +39,8 @@ from dpcounts.ledger.budget import (
     _previous,
     _totals,
 )
+from dpcounts.ledger.index import OVERLAP_SHARE, PAIR_SHARE, Index, normal_name
+from dpcounts.ledger.index import State as IndexState
 from dpcounts.ledger.records import (
     _SHA256,
     Entry,
@@ -58,8 +60,6 @@ from dpcounts.ledger.records import (
     _table_record,
     check_name,
 )
-from dpcounts.ledger_index import OVERLAP_SHARE, PAIR_SHARE, Index, normal_name
-from dpcounts.ledger_index import State as IndexState
 
 
 def steward_home() -> Path:
@@ -86,7 +86,7 @@ class Ledger:
     ``private_area``: the folder of the releases' private folders by default (the
     steward's ``private/``), whose records the ledger is checked against; ``heads``: the
     folder of the head records (the steward's ``ledger-heads/``); ``index``: the folder of
-    the steward's index (``index/``, :mod:`dpcounts.ledger_index`), which binds every
+    the steward's index (``index/``, :mod:`dpcounts.ledger.index`), which binds every
     dataset and table to one ledger file and keeps a copy of every entry."""
 
     def __init__(
@@ -172,7 +172,7 @@ class Ledger:
         under the budget key (or when this release is nominal): a budget then refuses.
         ``private``: the release's private folder, which records the entry.
 
-        The steward's index (:mod:`dpcounts.ledger_index`) is checked too, under its lock
+        The steward's index (:mod:`dpcounts.ledger.index`) is checked too, under its lock
         taken before the ledger's: a dataset name known in another ledger file, or spelt
         otherwise (letter case, spaces), is refused; so is a table known in another ledger
         file, one whose strata (``keys``, a data frame of the key columns, one row a

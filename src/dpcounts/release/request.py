@@ -165,7 +165,7 @@ class ReleaseRequest:
     ledger: Path | None = None
     #: the steward's declaration that the dataset counts other people than the released
     #: datasets whose strata its table overlaps (``--new-dataset``, recorded in the
-    #: ledger; :mod:`dpcounts.ledger_index`)
+    #: ledger; :mod:`dpcounts.ledger.index`)
     new_dataset: bool = False
     max_memory: int = DEFAULT_MAX_MEMORY
     max_minutes: float = DEFAULT_MAX_MINUTES
