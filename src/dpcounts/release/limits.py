@@ -5,11 +5,10 @@ the options that would let it run."""
 from __future__ import annotations
 
 import math
-import os
 
 from dpcounts.release.design import Design, estimate_cost
 from dpcounts.release.inputs import Strata
-from dpcounts.release.request import ReleaseError
+from dpcounts.release.request import ReleaseError, machine_memory
 
 #: Multiply-adds a second that no laptop of the last decade falls below, on all its cores
 #: and on one: a forecast at this rate within the limits needs no measurement of the
@@ -47,7 +46,7 @@ def check_cost(request, design: Design, strata: Strata, cal, measure: bool = Fal
     where = ", ".join(f"{k}={v!r}" for k, v in strata.keys.iloc[cost.widest].items())
     ways = []  # only what would let this release run
     raises = []  # larger limits: useful only if every limit exceeded can be raised
-    if over_memory and cost.bytes <= _physical_memory():
+    if over_memory and cost.bytes <= machine_memory():  # one reading of the machine
         raises.append(f"--max-memory {math.ceil(cost.bytes / 2**30 * 10) / 10:g}")
     if over_time and seconds <= _LONGEST_SUGGESTED:
         raises.append(f"--max-minutes {math.ceil(seconds / 60.0):d}")
@@ -66,14 +65,6 @@ def check_cost(request, design: Design, strata: Strata, cal, measure: bool = Fal
 
 #: A forecast longer than this is not worth suggesting a larger --max-minutes for.
 _LONGEST_SUGGESTED = 24 * 3600.0
-
-
-def _physical_memory() -> float:
-    """Bytes of memory this machine has (infinite where the system does not say)."""
-    try:
-        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):
-        return math.inf
 
 
 def _fits_truncated(
