@@ -126,3 +126,25 @@ def test_each_familys_privacy_map_proves_its_certified_calibration(mechanism):
 def test_the_schema_enums_are_the_registrys():
     text = enums.SCHEMA.read_text()
     assert enums.render(text) == text, "run python tools/write_schema_enums.py (make format)"
+
+
+def test_a_release_refuses_a_calibration_its_own_map_does_not_prove(toy):
+    """The release checks its certified calibration with the family's privacy map, the one
+    verify recomputes, before drawing: the papers' families pass; a family whose
+    calibration leaks more than its epsilon is refused, naming the bound."""
+    from types import SimpleNamespace
+
+    from dpcounts.release.request import ReleaseError
+    from dpcounts.release.sequence import check_privacy_map
+
+    request = SimpleNamespace(input="t.csv")
+    population = np.full(6, 5_000.0)
+    for mechanism in ("md", "pg", "truncated"):
+        check_privacy_map(request, calibrate(mechanism, 1.0, 300, population, method="certified"))
+    leaky = Calibration("toy", "proven", 1.0, 300, np.full(6, 300 / math.expm1(1.0) / 2),
+                        population=population)  # fmt: skip
+    with pytest.raises(ReleaseError, match=r"proves epsilon 1\.48\d+ per set \(the toy.s own"):
+        check_privacy_map(request, leaky)
+    check_privacy_map(
+        request, Calibration("toy", "paper", 1.0, 300, leaky.a, population=population)
+    )  # nominal: no claim

@@ -32,6 +32,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+#: Relative tolerance of a privacy map's epsilon against the epsilon per set it must prove
+#: (floating-point sums only): the release's own check and ``dpcounts verify``'s.
+BOUND_RTOL = 1e-9
+
 
 @dataclass(frozen=True)
 class Family:
@@ -53,6 +57,14 @@ class Family:
 
     def is_certified(self, method: str) -> bool:
         return method in self.certified
+
+    def proven_epsilon(self, cal) -> tuple[float, str]:
+        """(epsilon, how): the privacy map of a calibration of this family, from the
+        columns it publishes (:attr:`hyperparameters`), as ``dpcounts verify`` recomputes it
+        from the published file."""
+        names = ("a", "b", "population", "prior_rate", "lower", "upper")
+        columns = {name: getattr(cal, name) for name in names}
+        return self.privacy_map(cal.total, {c: columns[c] for c in self.hyperparameters})
 
     @property
     def bounded(self) -> bool:

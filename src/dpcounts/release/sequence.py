@@ -128,12 +128,32 @@ def checked_calibration(request, design: Design, strata: Strata, rates, measure:
         check_feasible(cal)
     except ValueError as err:
         raise ReleaseError(f"{request.input}: cannot calibrate: {err}") from err
+    check_privacy_map(request, cal)
     forecast = check_cost(request, design, strata, cal, measure=measure)
     try:  # public, like the limits above: a target the sampler may miss for some counts
         floor = design.check_tv_target(cal)
     except ValueError as err:
         raise ReleaseError(f"{request.input}: {err}") from err
     return cal, forecast, floor
+
+
+def check_privacy_map(request, cal) -> None:
+    """A certified calibration's own privacy map (the registry's, the one ``dpcounts verify``
+    recomputes from the published hyperparameters) proves its epsilon per set: refused
+    (ReleaseError) otherwise, before anything is drawn. A nominal calibration claims no
+    proof: not checked."""
+    from dpcounts.mechanisms import registry
+    from dpcounts.release.manifest import status
+
+    if status(cal.mechanism, cal.method) != "certified":
+        return
+    bound, how = registry.family(cal.mechanism).proven_epsilon(cal)
+    if not bound <= cal.epsilon * (1 + registry.BOUND_RTOL):
+        raise ReleaseError(
+            f"{request.input}: the {cal.mechanism}/{cal.method} calibration proves epsilon "
+            f"{bound:.12g} per set ({how}), more than the {cal.epsilon:.12g} it was made for: "
+            "refused before anything is drawn (a bug: please report it)"
+        )
 
 
 def check_before_prior(request, design: Design, strata: Strata) -> None:

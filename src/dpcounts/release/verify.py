@@ -66,7 +66,7 @@ from dpcounts.release.manifest import RELEASE_FORMAT, SYNTHETIC_COUNT, schema, s
 from dpcounts.release.signature import SIGNATURE
 
 #: Relative tolerance of the recomputed privacy bound against ``epsilon_per_set``.
-BOUND_RTOL = 1e-9
+BOUND_RTOL = registry.BOUND_RTOL  # the release's own check of its calibration uses it too
 #: Relative tolerance of the budget's arithmetic (sums and products of decimals).
 BUDGET_RTOL = 1e-9
 #: Relative tolerance of quantities the release computes by one division or a copy.
