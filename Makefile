@@ -37,10 +37,12 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $(STAMP)
 
-# The report test drives a real headless Chromium: as root on Debian, installed when missing
-# (CHROMIUM_INSTALL=no to skip); elsewhere that test is skipped and says why.
+# The report test drives a real headless Chromium, and the intervals test the real R with
+# epitools: as root on Debian, installed when missing (CHROMIUM_INSTALL=no, R_INSTALL=no to
+# skip); elsewhere those tests are skipped and say why.
 test: $(STAMP)
 	bash tools/ensure_chromium.sh
+	bash tools/ensure_r.sh
 	$(BIN)/python -m pytest -q
 
 # The edit loop: the unit and property tests, in process (no CLI, Snakemake or browser),

@@ -191,3 +191,16 @@ def test_a_study_with_suppression_scores_the_attack_but_judges_it_not(tmp_path):
     gold = [line for ax in figure.axes for line in ax.get_lines()
             if line.get_label().startswith("differencing")]  # fmt: skip
     assert sorted({line.get_ydata()[0] for line in gold}) == [0.25, 0.5]
+
+
+def test_the_attacker_with_a_releases_sets_takes_the_mode_over_them():
+    """Sets of 2 tables: rows 0-1 and 2-3 are releases (their shares on rows 0 and 2), row
+    4 an incomplete one (NaN); the mode of (3, 4) is 3 (ties to the smaller), of (5, 5) 5."""
+    from dpcounts.studies.stage.measures import mode_shares
+
+    truth = np.array([3, 5, 20])
+    tables = np.array([[3, 5, 20], [4, 6, 19], [2, 5, 0], [2, 5, 0], [3, 5, 20]])
+    shares = mode_shares(tables, truth, 1, 9, 2)
+    exact, within = shares["attack:mode_exact"], shares["attack:mode_within_one"]
+    assert exact[[0, 2]].tolist() == [1.0, 0.5] and within[[0, 2]].tolist() == [1.0, 1.0]
+    assert np.isnan(exact[[1, 3, 4]]).all() and np.isnan(within[[1, 3, 4]]).all()

@@ -173,12 +173,14 @@ def figure_attack(summary: pd.DataFrame, result: dict, arms, study: str):
     """What an attacker recovers of the small true counts (the ones suppression hides), for
     each arm (columns) against epsilon: the share a synthetic table gives exactly (top)
     and to within one (bottom), median and 95% band over the datasets, beside the
-    no-privacy reference (grey), the prior alone (dash-dot) and differencing on the
+    no-privacy reference (grey), the prior alone (dash-dot), the mode over a release's sets
+    (dots: each group of ``sets`` datasets one release) and differencing on the
     suppressed table (dotted gold: the share its published margins pin exactly, and to
     within one; :mod:`dpcounts.attack.differencing`)."""
-    from dpcounts.studies.stage.measures import ATTACK
+    from dpcounts.studies.stage.measures import ATTACK, MODE
 
-    draws = summary[summary["metric"].isin(ATTACK)]
+    draws = summary[summary["metric"].isin(ATTACK + MODE)]
+    sets = result.get("sets", 1)
     arms = [a for a in arms if a.name in set(draws["arm"])]
     colours = arm_colours(arms)
     attack = result["attack"]
@@ -207,6 +209,12 @@ def figure_attack(summary: pd.DataFrame, result: dict, arms, study: str):
                 ax.plot(sel["epsilon"], sel["median"], color=colours[arm.name], lw=1.6,
                         ls=_style.arm_style(arm)["linestyle"],
                         label="median over the datasets (one set read as the truth)")  # fmt: skip
+            mode = draws[(draws["metric"] == MODE[r]) & (draws["arm"] == arm.name)]
+            mode = mode[mode["median"].notna()].sort_values("epsilon")
+            if len(mode):
+                words = f"median over releases of {sets} sets (the mode over them)"
+                ax.plot(mode["epsilon"], mode["median"], color=colours[arm.name], lw=1.0,
+                        marker="o", ms=2.5, label=words)  # fmt: skip
             if np.isfinite(pinned[metric]):
                 ax.axhline(
                     pinned[metric],

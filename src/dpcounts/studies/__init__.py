@@ -10,7 +10,10 @@ One wing of the library, above the mechanisms and samplers it judges:
   Pennsylvania);
 - :mod:`.pseudo_posterior`: Hu, Savitsky and Williams (2020), the pseudo-posterior
   synthesizers;
-- :mod:`.metrics`: the error measures the papers' studies share.
+- :mod:`.metrics`: the error measures the papers' studies share;
+- :mod:`.intervals`: the standard no-privacy intervals of rates (exact Poisson) and of
+  directly age-adjusted rates (Fay and Feuer's gamma interval, as R epitools'
+  ``ageadjust.direct``), the reference an analyst's interval from a release is set against.
 
 Nothing below this wing (mechanisms, sampling, the release) imports it, except the
 release's report of a study it was given (``dpcounts synthesize --study``).

@@ -84,6 +84,7 @@ class Suppression:
     complementary: str | None
     completion: str
     published: tuple[tuple[str, ...], ...]
+    sets: int = 5  # the release's sets the attacker takes the mode over
 
     @property
     def rule(self):
@@ -364,7 +365,8 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
     suppression = None
     if _filled(name, entry, "suppression", "enabled"):
         spec = {key: _filled(name, entry, "suppression", key) for key in (
-            "low", "high", "show_zeros", "complementary", "completion", "published")}  # fmt: skip
+            "low", "high", "show_zeros", "complementary", "completion", "published",
+            "sets")}  # fmt: skip
         if spec["high"] < spec["low"]:
             _fail(name, "suppression.high", f"got {spec['high']}, below low {spec['low']}; "
                   "expected low <= high (CDC WONDER: 1 and 9)")  # fmt: skip

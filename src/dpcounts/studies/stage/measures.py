@@ -345,6 +345,8 @@ class Measures:
     #: (low, high): the small true counts an attacker guesses from each table (the study's
     #: suppression range), scored as :data:`ATTACK` columns beside the measures; None: not
     attack: tuple[int, int] | None = None
+    #: the sets of a release the attacker takes the mode over (:func:`mode_shares`)
+    attack_sets: int = 1
 
     def on(self, strata: np.ndarray, truth) -> tuple[Measures, np.ndarray]:
         """(these measures of tables given at ``strata`` only, every other count 0 in the
@@ -380,6 +382,8 @@ class Measures:
 #: The attacker's columns (:func:`attack_shares`): not measures of utility, so the guide
 #: judges none of them; the study's attack figure draws them against suppression's.
 ATTACK = ("attack:exact", "attack:within_one")
+#: The attacker's columns from the mode over a release's sets (:func:`mode_shares`).
+MODE = ("attack:mode_exact", "attack:mode_within_one")
 
 
 def attack_shares(counts, truth, low: int, high: int) -> dict[str, np.ndarray]:
@@ -395,6 +399,29 @@ def attack_shares(counts, truth, low: int, high: int) -> dict[str, np.ndarray]:
         return {name: np.full(len(counts), np.nan) for name in ATTACK}
     miss = np.abs(np.floor(counts[:, small] + 0.5) - truth[small])
     return {"attack:exact": (miss == 0).mean(axis=1), "attack:within_one": (miss <= 1).mean(axis=1)}
+
+
+def mode_shares(tables, truth, low: int, high: int, sets: int) -> dict[str, np.ndarray]:
+    """The attacker who has ``sets`` synthetic sets of one release: each group of ``sets``
+    consecutive tables (rows) is one release, each small true count (in [low, high]) is
+    guessed by its most frequent value over the group
+    (:func:`dpcounts.attack.guesses.mode_guess`), and the group's shares guessed exactly
+    and within one are written on its first row, NaN on the others and on the rows of an
+    incomplete last group (so a summary over the rows is one over releases)."""
+    from dpcounts.attack.guesses import mode_guess
+
+    tables = np.atleast_2d(tables)
+    truth = np.asarray(truth)
+    out = {name: np.full(len(tables), np.nan) for name in MODE}
+    small = (truth >= low) & (truth <= high)
+    if not small.any():
+        return out
+    for first in range(0, len(tables) - sets + 1, sets):
+        group = np.round(tables[first : first + sets][:, small]).astype(np.int64)
+        miss = np.abs(mode_guess(group) - truth[small])
+        out["attack:mode_exact"][first] = np.mean(miss == 0)
+        out["attack:mode_within_one"][first] = np.mean(miss <= 1)
+    return out
 
 
 def overall_rate(definition: StudyDefinition, strata: pd.DataFrame) -> float:
@@ -460,4 +487,5 @@ def study_measures(definition: StudyDefinition, strata: pd.DataFrame) -> Measure
     spec = definition.suppression
     attack = None if spec is None else (spec.low, spec.high)
     return Measures(rates, population, areas, study_measure_list(definition), definition.per,
-                    margins=margins, attack=attack)  # fmt: skip
+                    margins=margins, attack=attack,
+                    attack_sets=1 if spec is None else spec.sets)  # fmt: skip

@@ -19,7 +19,7 @@ from dpcounts.calibration import FRAME_COLUMNS, Calibration
 from dpcounts.design import at_epsilon
 from dpcounts.mechanisms import registry
 from dpcounts.studies.stage.definition import StudyDefinition
-from dpcounts.studies.stage.measures import Measures
+from dpcounts.studies.stage.measures import Measures, mode_shares
 
 STATUS_COLUMNS = ["arm", "epsilon", "ok", "error"]
 log = logging.getLogger(__name__)
@@ -120,7 +120,10 @@ def draw_and_measure(
     frames, area_sum = [], np.zeros(len(measures.areas))
     for start in range(0, n_datasets, batch):
         z = sampler.draw(min(batch, n_datasets - start), rng)
-        frames.append(measures.values(z, y))
+        values = measures.values(z, y)
+        if measures.attack is not None and measures.attack_sets > 1:  # the mode over sets
+            values = values.assign(**mode_shares(z, y, *measures.attack, measures.attack_sets))
+        frames.append(values)
         if measures.areas:
             area_sum += measures.area_rates(z).sum(axis=0)
     return pd.concat(frames, ignore_index=True), area_sum

@@ -100,7 +100,9 @@ def summarise_study(
         md = {arm.name for arm in definition.arms
               if not arm.baseline and not registry.family(arm.mechanism).uses_prior}  # fmt: skip
         pairs = zip(draws["arm"], draws["metric"], strict=True)
-        draws["prior"] = [(uniform if arm in md else prior)[metric] for arm, metric in pairs]
+        # (the mode over sets, mode_shares, has no value for one table: NaN)
+        draws["prior"] = [(uniform if arm in md else prior).get(metric, np.nan)
+                          for arm, metric in pairs]  # fmt: skip
         if reference is not None and len(reference):
             ref = summarise_frame(reference.melt(var_name="metric"), ["metric"])
             draws = draws.merge(ref.rename(columns=REFERENCE_COLUMNS), on="metric", how="left")

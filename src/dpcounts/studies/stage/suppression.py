@@ -60,6 +60,7 @@ def suppression_result(definition, strata: pd.DataFrame, measures, rng) -> dict:
         },  # fmt: skip
         "completion": spec.completion,
         "published": [list(m) for m in spec.published],
+        "sets": spec.sets,
         "strata": int(y.size),
         "suppressed": int(mask.sum()),
         "suppressed_primary": int(rule.primary(y).sum()),
