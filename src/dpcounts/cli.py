@@ -795,6 +795,40 @@ def _verify_arguments(ver: argparse.ArgumentParser) -> None:
     )
 
 
+def _estimate_arguments(est: argparse.ArgumentParser) -> None:
+    """The arguments of ``dpcounts estimate``."""
+    est.add_argument("release", type=Path, metavar="RELEASE_DIR", help="the public release folder")
+    est.add_argument("--by", nargs="+", required=True, metavar="KEY",
+                     help="the key columns whose groups are estimated (strata pooled)")  # fmt: skip
+    est.add_argument("--level", type=float, default=0.9, help="the intervals' level (0.9)")
+    est.add_argument("--method", choices=("combining",), default="combining",
+                     help="combining: the combining rules for fully synthetic data")  # fmt: skip
+    est.add_argument("--out", type=Path, metavar="FILE", help="a CSV file (default: stdout)")
+
+
+def _estimate(args) -> int:
+    from dpcounts.release.estimate import estimate
+    from dpcounts.release.verify import NotARelease
+
+    try:
+        table = estimate(args.release, args.by, args.level, args.method)
+    except (NotARelease, ValueError, OSError) as err:
+        print(f"dpcounts estimate: error: {err}", file=sys.stderr)
+        return 2
+    text = table.to_csv(index=False, lineterminator="\n", float_format="%.6g")
+    if args.out is None:
+        sys.stdout.write(text)
+    else:
+        from dpcounts.io import atomic_path
+
+        with atomic_path(args.out) as tmp:
+            tmp.write_text(text)
+        words = (f"wrote {args.out}: {len(table)} groups of {', '.join(args.by)}, from "
+                 f"{table['sets'].iloc[0]} synthetic sets of {args.release} alone")  # fmt: skip
+        print(words, file=sys.stderr)
+    return 0
+
+
 def _keygen_arguments(key: argparse.ArgumentParser) -> None:
     """The arguments of ``dpcounts keygen``."""
     key.add_argument(
@@ -865,6 +899,18 @@ def build_parser() -> argparse.ArgumentParser:
             formatter_class=argparse.RawDescriptionHelpFormatter,
             allow_abbrev=False,
             add_help=False,
+        )
+    )
+    _estimate_arguments(
+        commands.add_parser(
+            "estimate",
+            help="an analyst's group rates and intervals from a release folder alone",
+            description="Estimate the rate of each group of a release's strata, with an "
+            "interval from its synthetic sets by the combining rules for fully synthetic data "
+            "(Raghunathan, Reiter and Rubin 2003). Reads nothing but the public folder, and "
+            "refuses one that dpcounts verify rejects. Writes a tidy table (the group's keys, "
+            "estimate, lower, upper, variance, df, adjusted, method, sets) to --out or stdout.",
+            allow_abbrev=False,
         )
     )
     _keygen_arguments(
@@ -1185,6 +1231,7 @@ def main(argv: list[str] | None = None) -> int:
             "ledger": _ledger,
             "verify": _verify,
             "keygen": _keygen,
+            "estimate": _estimate,
         }
         return handler[args.command](args)
     except KeyboardInterrupt:
