@@ -137,7 +137,11 @@ def test_a_study_of_observed_vs_expected_reports_smrs(lips_run):
     assert (rmse["median"] > 0).all() and (rmse["median"] < 10).all()  # SMR units
 
     guide = pd.read_csv(results / "guide.csv")
-    assert set(guide["verdict"]) <= set(VERDICTS) and len(guide) == 2 * 3
+    # two arms x the rMSE, the relative error, the ranking, the key's margin, the disparity
+    measures = {"rmse", "relative_error", "rank_correlation", "margin:district",
+                "disparity:outdoor"}  # fmt: skip
+    assert set(guide["verdict"]) <= set(VERDICTS) and len(guide) == 2 * len(measures)
+    assert set(guide["measure"]) == measures
     for stem in ("measures", "guide"):
         assert (work / "figures/studies" / STUDY / f"{stem}.png").stat().st_size > 1000
 

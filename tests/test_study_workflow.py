@@ -89,7 +89,8 @@ def test_the_guide_covers_every_arm_and_measure(study_run):
     work, _ = study_run
     guide = pd.read_csv(work / "results/studies/mine/guide.csv")
     arms = {"pg_certified", "truncated_certified", "truncated_paper"}
-    measures = {"rmse", "rank_correlation", "disparity:south_vs_north"}
+    measures = {"rmse", "relative_error", "rank_correlation", "margin:tract", "margin:period",
+                "disparity:south_vs_north"}  # fmt: skip
     assert set(guide["arm"]) <= arms and {"pg_certified", "truncated_certified"} <= set(
         guide["arm"]
     )
