@@ -134,9 +134,4 @@ def _numbers(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def interval_text(row) -> str:
-    """One group's estimate and interval in words (``12.3 [10.1, 14.6]``)."""
-    return f"{row['estimate']:.4g} [{row['lower']:.4g}, {row['upper']:.4g}]"
-
-
-__all__ = ["COLUMNS", "METHODS", "combine", "estimate", "interval_text"]
+__all__ = ["COLUMNS", "METHODS", "combine", "estimate"]
