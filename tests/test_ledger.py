@@ -17,6 +17,7 @@ import pytest
 
 import dpcounts
 from dpcounts.ledger import (
+    Charge,
     Entry,
     Ledger,
     LedgerError,
@@ -69,12 +70,10 @@ def test_default_path_falls_back_to_local_share(monkeypatch, tmp_path, xdg):
 def test_spend_entries_spent_round_trip(tmp_path):
     ledger = Ledger(tmp_path / "deep" / "er" / "ledger.jsonl")
     assert ledger.entries() == [] and ledger.spent(A) == (0.0, 0.0, 0)
-    first = ledger.spend(A, 0.5, 1e-6, label="a.csv", release="out/a1", time=T0)
-    other = ledger.spend(B, 2.0, 0.0, label="b.csv")
+    first = ledger.spend(Charge(A, 0.5, 1e-6), label="a.csv", release="out/a1", time=T0)
+    other = ledger.spend(Charge(B, 2.0, 0.0), label="b.csv")
     second = ledger.spend(
-        A.upper(),
-        0.25,
-        0.0,
+        Charge(A.upper(), 0.25, 0.0),
         release="out/a2",
         time=datetime(2024, 5, 2, 14, 0, 0, 987).replace(tzinfo=timezone(timedelta(hours=2))),
     )
@@ -114,7 +113,7 @@ def test_new_ledger_file_is_private(tmp_path, umask):
     old = os.umask(umask)
     try:
         ledger = Ledger(tmp_path / "sub" / "ledger.jsonl")
-        ledger.spend(A, 1.0, 0.0)
+        ledger.spend(Charge(A, 1.0, 0.0))
     finally:
         os.umask(old)
     assert stat.S_IMODE(ledger.path.stat().st_mode) == 0o600
@@ -122,13 +121,13 @@ def test_new_ledger_file_is_private(tmp_path, umask):
 
 def test_budget_refusal_names_dataset_spending_budget_and_request(tmp_path):
     ledger = Ledger(tmp_path / "ledger.jsonl")
-    ledger.spend(A, 2.0, 1e-7, budget=5.0, label="deaths.csv")
-    ledger.spend(A, 2.5, 0.0, budget=5.0, label="deaths.csv")
-    ledger.spend(B, 100.0, 0.0)  # another dataset's spending does not count
+    ledger.spend(Charge(A, 2.0, 1e-7, budget=5.0), label="deaths.csv")
+    ledger.spend(Charge(A, 2.5, 0.0, budget=5.0), label="deaths.csv")
+    ledger.spend(Charge(B, 100.0, 0.0))  # another dataset's spending does not count
     before = ledger.path.read_bytes()
 
     with pytest.raises(LedgerError) as info:
-        ledger.spend(A, 1.0, 0.0, budget=5.0)
+        ledger.spend(Charge(A, 1.0, 0.0, budget=5.0))
     message = str(info.value)
     assert "deaths.csv" in message and A[:12] in message and A[:13] not in message
     assert "2 releases" in message
@@ -138,20 +137,20 @@ def test_budget_refusal_names_dataset_spending_budget_and_request(tmp_path):
     assert "remaining: 0.5" in message
     assert ledger.path.read_bytes() == before  # nothing recorded
 
-    ledger.spend(A, 0.5, 0.0, budget=5.0)  # exactly up to the budget is allowed
+    ledger.spend(Charge(A, 0.5, 0.0, budget=5.0))  # exactly up to the budget is allowed
     assert ledger.spent(A)[0] == 5.0
     with pytest.raises(LedgerError, match="3 releases"):
-        ledger.spend(A, 1e-9, 0.0, budget=5.0)  # the tolerance is for rounding only
+        ledger.spend(Charge(A, 1e-9, 0.0, budget=5.0))  # the tolerance is for rounding only
 
 
 def test_budget_tolerates_float_rounding_only(tmp_path):
     ledger = Ledger(tmp_path / "ledger.jsonl")
-    ledger.spend(A, 0.1, 0.0, budget=0.3)
-    ledger.spend(A, 0.2, 0.0, budget=0.3)  # 0.1 + 0.2 == 0.30000000000000004
+    ledger.spend(Charge(A, 0.1, 0.0, budget=0.3))
+    ledger.spend(Charge(A, 0.2, 0.0, budget=0.3))  # 0.1 + 0.2 == 0.30000000000000004
     with pytest.raises(LedgerError, match="unlabelled"):
-        ledger.spend(A, 1e-10, 0.0, budget=0.3)
+        ledger.spend(Charge(A, 1e-10, 0.0, budget=0.3))
     with pytest.raises(LedgerError, match="0 releases"):
-        ledger.spend(B, 0.4, 0.0, budget=0.3)  # a single request over the budget
+        ledger.spend(Charge(B, 0.4, 0.0, budget=0.3))  # a single request over the budget
     assert ledger.spent(A)[2] == 2 and ledger.entries(B) == []
 
 
@@ -159,7 +158,7 @@ def test_budget_tolerates_float_rounding_only(tmp_path):
 def test_invalid_epsilon_is_refused_by_value(tmp_path, epsilon):
     ledger = Ledger(tmp_path / "ledger.jsonl")
     with pytest.raises(ValueError, match="epsilon") as info:
-        ledger.spend(A, epsilon, 0.0)
+        ledger.spend(Charge(A, epsilon, 0.0))
     assert repr(epsilon) in str(info.value) or repr(float(epsilon)) in str(info.value)
     assert not ledger.path.exists()
 
@@ -168,7 +167,7 @@ def test_invalid_epsilon_is_refused_by_value(tmp_path, epsilon):
 def test_invalid_delta_is_refused_by_value(tmp_path, delta):
     ledger = Ledger(tmp_path / "ledger.jsonl")
     with pytest.raises(ValueError, match="delta") as info:
-        ledger.spend(A, 1.0, delta)
+        ledger.spend(Charge(A, 1.0, delta))
     assert repr(delta) in str(info.value)
     assert not ledger.path.exists()
 
@@ -187,8 +186,9 @@ def test_invalid_delta_is_refused_by_value(tmp_path, delta):
 def test_other_invalid_arguments(tmp_path, kwargs, match):
     ledger = Ledger(tmp_path / "ledger.jsonl")
     args = {"dataset": A, "epsilon": 1.0, "delta": 0.0, **kwargs}
+    record = {k: args.pop(k) for k in ("time", "label") if k in args}
     with pytest.raises(ValueError, match=match):
-        ledger.spend(**args)
+        ledger.spend(Charge(**args), **record)
     assert not ledger.path.exists()
 
 
@@ -224,7 +224,7 @@ def test_corrupt_line_is_reported_with_file_and_line(tmp_path, bad, expected):
         assert expected in message
     before = path.read_bytes()
     with pytest.raises(LedgerError, match="line 3"):
-        ledger.spend(B, 1.0, 0.0)  # no spending on top of a damaged ledger
+        ledger.spend(Charge(B, 1.0, 0.0))  # no spending on top of a damaged ledger
     assert path.read_bytes() == before
 
 
@@ -240,7 +240,7 @@ def test_truncated_last_line_is_reported_not_dropped(tmp_path, cut):
     assert "Expected one complete JSON object per line" in message
     before = path.read_bytes()
     with pytest.raises(LedgerError, match="line 3"):
-        ledger.spend(A, 1.0, 0.0)
+        ledger.spend(Charge(A, 1.0, 0.0))
     assert path.read_bytes() == before
 
     path.write_text(path.read_text()[: -cut or None] + _line(epsilon=2.0) + "\n")  # repaired
@@ -252,7 +252,7 @@ def test_truncated_last_line_is_reported_not_dropped(tmp_path, cut):
 _WORKER = """
 import sys, time
 from pathlib import Path
-from dpcounts.ledger import Ledger, LedgerError
+from dpcounts.ledger import Charge, Ledger, LedgerError
 
 path, dataset, table, worker, n, epsilon, budget, barrier = sys.argv[1:]
 budget = None if budget == "none" else float(budget)
@@ -265,7 +265,7 @@ ledger = Ledger(path)
 ok = 0
 for i in range(int(n)):
     try:
-        ledger.spend(dataset, float(epsilon), 1e-9, table=table, budget=budget,
+        ledger.spend(Charge(dataset, float(epsilon), 1e-9, table=table, budget=budget),
                      release=f"{worker}-{i}")
         ok += 1
     except LedgerError:
@@ -286,14 +286,24 @@ def _race(
     path = tmp_path / "ledger.jsonl"
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", _WORKER, str(path), dataset(w), table(w) or "-", str(w),
-             str(spends), str(epsilon(w)),
-             "none" if budget is None else str(budget), str(barrier)],
+            [
+                sys.executable,
+                "-c",
+                _WORKER,
+                str(path),
+                dataset(w),
+                table(w) or "-",
+                str(w),
+                str(spends),
+                str(epsilon(w)),
+                "none" if budget is None else str(budget),
+                str(barrier),
+            ],
             stdout=subprocess.PIPE,
             text=True,
         )
         for w in range(workers)
-    ]  # fmt: skip
+    ]
     deadline = time.monotonic() + 120
     while len(list(barrier.glob("ready-*"))) < workers and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -343,9 +353,11 @@ def test_concurrent_spends_never_jointly_exceed_the_budget(
 def test_format_summary_tables(tmp_path):
     ledger = Ledger(tmp_path / "ledger.jsonl")
     assert "No releases recorded" in format_summary(ledger)
-    ledger.spend(A, 1.0, 1e-6, label="old-name.csv", release="rel/one", time=T0)
-    ledger.spend(B, 0.5, 0.0, label="b.csv", time=T0 + timedelta(hours=1))
-    ledger.spend(A, 0.25, 0.0, label="deaths.csv", release="rel/two", time=T0 + timedelta(days=3))
+    ledger.spend(Charge(A, 1.0, 1e-6), label="old-name.csv", release="rel/one", time=T0)
+    ledger.spend(Charge(B, 0.5, 0.0), label="b.csv", time=T0 + timedelta(hours=1))
+    ledger.spend(
+        Charge(A, 0.25, 0.0), label="deaths.csv", release="rel/two", time=T0 + timedelta(days=3)
+    )
 
     lines = format_summary(ledger).splitlines()
     assert str(ledger.path) in lines[0]
@@ -353,8 +365,14 @@ def test_format_summary_tables(tmp_path):
     assert header == ["label", "dataset", "releases", "epsilon", "delta", "first", "last"]
     row_a = next(line for line in lines if A[:12] in line).split()
     assert row_a == [
-        "deaths.csv", A[:12], "2", "1.25", "1e-06", "2024-05-01T12:00:00Z", "2024-05-04T12:00:00Z"
-    ]  # fmt: skip
+        "deaths.csv",
+        A[:12],
+        "2",
+        "1.25",
+        "1e-06",
+        "2024-05-01T12:00:00Z",
+        "2024-05-04T12:00:00Z",
+    ]
     row_b = next(line for line in lines if B[:12] in line).split()
     assert row_b == ["b.csv", B[:12], "1", "0.5", "0", *["2024-05-01T13:00:00Z"] * 2]
     assert A[:13] not in "\n".join(lines) and "Releases:" not in lines
@@ -390,8 +408,8 @@ def test_format_summary_tables(tmp_path):
 def test_format_summary_rejects_ambiguous_prefix(tmp_path):
     ledger = Ledger(tmp_path / "ledger.jsonl")
     twin = A[:20] + ("e" if A[20] == "f" else "f") * 44  # shares 20 hex digits with A
-    ledger.spend(A, 1.0, 0.0)
-    ledger.spend(twin, 2.0, 0.0)
+    ledger.spend(Charge(A, 1.0, 0.0))
+    ledger.spend(Charge(twin, 2.0, 0.0))
     with pytest.raises(LedgerError, match="ambiguous"):
         format_summary(ledger, A[:12])
     row = next(line for line in format_summary(ledger, A[:21]).splitlines() if A[:12] in line)
@@ -406,19 +424,19 @@ def test_a_nominal_release_is_marked_and_no_budget_is_checked_across_it(tmp_path
     against a budget it would understate the spending, so --budget refuses once one is
     recorded for the dataset (or for a nominal release itself); the summary marks it."""
     ledger = Ledger(tmp_path / "ledger.jsonl")
-    ledger.spend(A, 0.5, 0.0, label="a.csv", guarantee="certified")
+    ledger.spend(Charge(A, 0.5, 0.0, guarantee="certified"), label="a.csv")
     with pytest.raises(LedgerError, match="this release is nominal"):
-        ledger.spend(A, 0.5, 0.0, budget=5.0, guarantee="nominal")
+        ledger.spend(Charge(A, 0.5, 0.0, budget=5.0, guarantee="nominal"))
     assert ledger.spent(A) == (0.5, 0.0, 1) and ledger.budgets() == {}  # nothing recorded
-    ledger.spend(A, 0.5, 0.0, guarantee="nominal")  # without a budget: recorded, marked
+    ledger.spend(Charge(A, 0.5, 0.0, guarantee="nominal"))  # without a budget: recorded, marked
     with pytest.raises(LedgerError, match="1 earlier release of it is nominal"):
-        ledger.spend(A, 0.1, 0.0, budget=5.0, guarantee="certified")
-    ledger.spend(B, 0.1, 0.0, budget=5.0, guarantee="certified")  # other tables unaffected
+        ledger.spend(Charge(A, 0.1, 0.0, budget=5.0, guarantee="certified"))
+    ledger.spend(Charge(B, 0.1, 0.0, budget=5.0, guarantee="certified"))  # other tables unaffected
     summary = format_summary(ledger)
     assert "2 (1 nominal)" in summary and "bounds nothing" in summary
     assert [e.guarantee for e in Ledger(ledger.path).entries(A)] == ["certified", "nominal"]
     with pytest.raises(ValueError, match="guarantee"):
-        ledger.spend(A, 0.1, 0.0, guarantee="proven")
+        ledger.spend(Charge(A, 0.1, 0.0, guarantee="proven"))
 
 
 # -- dataset names: tables of the same people add up -------------------------------------
@@ -431,9 +449,9 @@ def test_a_name_adds_up_the_releases_of_its_tables(tmp_path):
     """Deaths by county x age, then by county x sex: two tables of the same events, whose
     releases compose (moving one event moves at most one event in each table)."""
     ledger = Ledger(tmp_path / "ledger.jsonl")
-    age = ledger.spend(NAME, 1.0, 1e-9, table=A, label="age.csv", time=T0)
-    sex = ledger.spend(NAME, 0.5, 1e-9, table=B, label="sex.csv", time=T0)
-    ledger.spend(C, 4.0, 0.0, label="other.csv")  # another dataset's table: not added
+    age = ledger.spend(Charge(NAME, 1.0, 1e-9, table=A), label="age.csv", time=T0)
+    sex = ledger.spend(Charge(NAME, 0.5, 1e-9, table=B), label="sex.csv", time=T0)
+    ledger.spend(Charge(C, 4.0, 0.0), label="other.csv")  # another dataset's table: not added
     assert age.dataset == NAME and age.table == A and age.named and age.short == A[:12]
     assert ledger.entries(NAME) == [age, sex]
     assert ledger.spent(NAME) == (1.5, 2e-9, 2)
@@ -448,34 +466,34 @@ def test_a_name_adds_up_the_releases_of_its_tables(tmp_path):
 
 def test_a_names_budget_counts_every_table_and_what_they_spent_before_it(tmp_path):
     ledger = Ledger(tmp_path / "ledger.jsonl")
-    ledger.spend(C, 2.0, 0.0, label="age-sex.csv")  # released before names existed
-    ledger.spend(NAME, 1.5, 0.0, table=A, budget=5.0, label="age.csv")
-    ledger.spend(NAME, 1.0, 0.0, table=B, budget=5.0, label="sex.csv")
+    ledger.spend(Charge(C, 2.0, 0.0), label="age-sex.csv")  # released before names existed
+    ledger.spend(Charge(NAME, 1.5, 0.0, table=A, budget=5.0), label="age.csv")
+    ledger.spend(Charge(NAME, 1.0, 0.0, table=B, budget=5.0), label="sex.csv")
     before = ledger.path.read_bytes()
 
     with pytest.raises(LedgerError) as info:  # C's earlier 2.0 comes along with the name
-        ledger.spend(NAME, 1.0, 0.0, table=C, budget=5.0, label="age-sex.csv")
+        ledger.spend(Charge(NAME, 1.0, 0.0, table=C, budget=5.0), label="age-sex.csv")
     message = str(info.value)
     assert NAME in message and all(t[:12] in message for t in (A, B, C))
     assert "3 releases already spent epsilon = 4.5" in message and "budget epsilon = 5" in message
     assert "remaining: 0.5" in message and "Nothing was recorded" in message
     assert ledger.path.read_bytes() == before
     with pytest.raises(LedgerError, match="2 releases"):  # a new table: 2.5 + 3 > 5
-        ledger.spend(NAME, 3.0, 0.0, table=hashlib.sha256(b"d").hexdigest(), budget=5.0)
+        ledger.spend(Charge(NAME, 3.0, 0.0, table=hashlib.sha256(b"d").hexdigest(), budget=5.0))
     assert ledger.path.read_bytes() == before
 
-    ledger.spend(NAME, 0.5, 0.0, table=C, budget=5.0)  # exactly up to the budget
+    ledger.spend(Charge(NAME, 0.5, 0.0, table=C, budget=5.0))  # exactly up to the budget
     assert ledger.spent(NAME) == (5.0, 0.0, 4) and ledger.spent(C) == (5.0, 0.0, 4)
     with pytest.raises(LedgerError, match="4 releases"):
-        ledger.spend(NAME, 1e-9, 0.0, table=A, budget=5.0)
+        ledger.spend(Charge(NAME, 1e-9, 0.0, table=A, budget=5.0))
 
 
 @pytest.mark.parametrize("budget", [None, 100.0])
 def test_a_table_is_bound_to_the_name_it_was_released_under(tmp_path, budget):
     ledger = Ledger(tmp_path / "ledger.jsonl")
-    ledger.spend(A, 1.0, 0.0, label="age.csv")  # without a name: may be named later
-    ledger.spend(NAME, 1.0, 0.0, table=A, label="age.csv")
-    ledger.spend("other", 1.0, 0.0, table=B)
+    ledger.spend(Charge(A, 1.0, 0.0), label="age.csv")  # without a name: may be named later
+    ledger.spend(Charge(NAME, 1.0, 0.0, table=A), label="age.csv")
+    ledger.spend(Charge("other", 1.0, 0.0, table=B))
     before = ledger.path.read_bytes()
 
     for dataset, table, asked in [
@@ -485,7 +503,7 @@ def test_a_table_is_bound_to_the_name_it_was_released_under(tmp_path, budget):
         ("us-deaths", A, "names dataset us-deaths"),
     ]:
         with pytest.raises(LedgerError) as info:
-            ledger.spend(dataset, 1.0, 0.0, table=table, budget=budget, label="age.csv")
+            ledger.spend(Charge(dataset, 1.0, 0.0, table=table, budget=budget), label="age.csv")
         message = str(info.value)
         assert message.startswith(f"table age.csv ({A[:12]}) was released under --dataset {NAME}")
         assert asked in message and f"release it with --dataset {NAME}" in message
@@ -493,9 +511,9 @@ def test_a_table_is_bound_to_the_name_it_was_released_under(tmp_path, budget):
         assert message.splitlines()[-1] == "Nothing was recorded."
         assert ledger.path.read_bytes() == before
     with pytest.raises(LedgerError, match="--dataset other"):
-        ledger.spend(NAME, 1.0, 0.0, table=B)
+        ledger.spend(Charge(NAME, 1.0, 0.0, table=B))
     assert ledger.path.read_bytes() == before
-    ledger.spend(NAME, 1.0, 0.0, table=A, budget=budget)  # under its name: recorded
+    ledger.spend(Charge(NAME, 1.0, 0.0, table=A, budget=budget))  # under its name: recorded
     assert ledger.spent(NAME) == (3.0, 0.0, 3) and ledger.spent("other") == (1.0, 0.0, 1)
 
 
@@ -507,14 +525,16 @@ def test_old_format_lines_read_as_releases_of_their_table(tmp_path):
     path.write_text("\n".join(old) + "\n")
     ledger = Ledger(path)
     assert [(e.dataset, e.table, e.named) for e in ledger.entries()] == [
-        (A, A, False), (A, A, False), (B, B, False)
-    ]  # fmt: skip
+        (A, A, False),
+        (A, A, False),
+        (B, B, False),
+    ]
     assert ledger.spent(A) == (1.5, 0.0, 2)
-    ledger.spend(NAME, 0.25, 0.0, table=A)
+    ledger.spend(Charge(NAME, 0.25, 0.0, table=A))
     assert ledger.spent(NAME) == (1.75, 0.0, 3) and ledger.spent(B) == (2.0, 0.0, 1)
     assert path.read_text().splitlines()[:3] == old  # never rewritten
     with pytest.raises(LedgerError, match="names no dataset"):
-        ledger.spend(A, 0.1, 0.0)
+        ledger.spend(Charge(A, 0.1, 0.0))
 
 
 @pytest.mark.parametrize(
@@ -538,8 +558,11 @@ def test_a_table_under_two_names_stops_the_ledger(tmp_path):
     path = tmp_path / "ledger.jsonl"
     path.write_text(f"{_line(NAME, table=A)}\n{_line('other', table=A)}\n")  # a hand edit
     ledger = Ledger(path)
-    for call in (lambda: ledger.spent(NAME), lambda: format_summary(ledger),
-                 lambda: ledger.spend(NAME, 1.0, 0.0, table=B)):  # fmt: skip
+    for call in (
+        lambda: ledger.spent(NAME),
+        lambda: format_summary(ledger),
+        lambda: ledger.spend(Charge(NAME, 1.0, 0.0, table=B)),
+    ):
         with pytest.raises(LedgerError, match="two dataset names"):
             call()
 
@@ -559,34 +582,42 @@ def test_a_table_under_two_names_stops_the_ledger(tmp_path):
 def test_invalid_names_and_tables(tmp_path, kwargs, match):
     ledger = Ledger(tmp_path / "ledger.jsonl")
     with pytest.raises(ValueError, match=match):
-        ledger.spend(epsilon=1.0, delta=0.0, **kwargs)
+        ledger.spend(Charge(epsilon=1.0, delta=0.0, **kwargs))
     assert not ledger.path.exists()
     assert check_name("x") == "x" and check_name("deaths/US:1999@cdc+v2_x.y-z")
 
 
 def test_nominal_releases_poison_a_names_budget(tmp_path):
     ledger = Ledger(tmp_path / "ledger.jsonl")
-    ledger.spend(C, 0.5, 0.0, guarantee="nominal")  # an unnamed table, nominal
-    ledger.spend(NAME, 0.5, 0.0, table=A, guarantee="certified")
+    ledger.spend(Charge(C, 0.5, 0.0, guarantee="nominal"))  # an unnamed table, nominal
+    ledger.spend(Charge(NAME, 0.5, 0.0, table=A, guarantee="certified"))
     with pytest.raises(LedgerError, match="this release is nominal"):
-        ledger.spend(NAME, 0.5, 0.0, table=B, budget=5.0, guarantee="nominal")
-    ledger.spend(NAME, 0.5, 0.0, table=B, guarantee="nominal")  # no budget: recorded
+        ledger.spend(Charge(NAME, 0.5, 0.0, table=B, budget=5.0, guarantee="nominal"))
+    ledger.spend(Charge(NAME, 0.5, 0.0, table=B, guarantee="nominal"))  # no budget: recorded
     with pytest.raises(LedgerError, match="1 earlier release of it is nominal") as info:
-        ledger.spend(NAME, 0.1, 0.0, table=A, budget=5.0, guarantee="certified")
+        ledger.spend(Charge(NAME, 0.1, 0.0, table=A, budget=5.0, guarantee="certified"))
     assert NAME in str(info.value)
-    ledger.spend("other", 0.1, 0.0, table=hashlib.sha256(b"d").hexdigest(), budget=5.0)
+    ledger.spend(Charge("other", 0.1, 0.0, table=hashlib.sha256(b"d").hexdigest(), budget=5.0))
     with pytest.raises(LedgerError, match="earlier release of it is nominal"):  # C brings it
-        ledger.spend("other", 0.1, 0.0, table=C, guarantee="certified")  # the stored budget
+        ledger.spend(Charge("other", 0.1, 0.0, table=C, guarantee="certified"))  # the stored budget
 
 
 def test_format_summary_shows_names_with_their_tables(tmp_path):
     ledger = Ledger(tmp_path / "ledger.jsonl")
-    ledger.spend(A, 1.0, 1e-6, label="age.csv", release="rel/1", time=T0)  # before the name
-    ledger.spend(C, 0.5, 0.0, label="other.csv", time=T0 + timedelta(hours=1))
-    ledger.spend(NAME, 0.5, 0.0, table=A, label="age.csv", release="rel/2",
-                 time=T0 + timedelta(days=1))  # fmt: skip
-    ledger.spend(NAME, 2.0, 0.0, table=B, label="sex.csv", release="rel/3",
-                 time=T0 + timedelta(days=2), guarantee="certified")  # fmt: skip
+    ledger.spend(Charge(A, 1.0, 1e-6), label="age.csv", release="rel/1", time=T0)  # before the name
+    ledger.spend(Charge(C, 0.5, 0.0), label="other.csv", time=T0 + timedelta(hours=1))
+    ledger.spend(
+        Charge(NAME, 0.5, 0.0, table=A),
+        label="age.csv",
+        release="rel/2",
+        time=T0 + timedelta(days=1),
+    )
+    ledger.spend(
+        Charge(NAME, 2.0, 0.0, table=B, guarantee="certified"),
+        label="sex.csv",
+        release="rel/3",
+        time=T0 + timedelta(days=2),
+    )
 
     lines = format_summary(ledger).splitlines()
     assert lines[2].split() == ["label", "dataset", "releases", "epsilon", "delta", "first", "last"]
@@ -597,7 +628,7 @@ def test_format_summary_shows_names_with_their_tables(tmp_path):
         ["age.csv", A[:12], "2", "1.5", "1e-06", "2024-05-01T12:00:00Z", "2024-05-02T12:00:00Z"],
         ["sex.csv", B[:12], "1", "2", "0", *["2024-05-03T12:00:00Z"] * 2],
         ["other.csv", C[:12], "1", "0.5", "0", *["2024-05-01T13:00:00Z"] * 2],
-    ]  # fmt: skip
+    ]
     assert lines[5].startswith("  age.csv") and not lines[7].startswith(" ")
     assert "its total adds up its tables" in lines[-2]
 
@@ -606,11 +637,20 @@ def test_format_summary_shows_names_with_their_tables(tmp_path):
         assert C[:12] not in detail and "(2 tables)" in detail
         releases = detail.split("Releases:")[1].strip().splitlines()
         assert releases[0].split() == [
-            "time", "epsilon", "delta", "guarantee", "table", "label", "release", "dpcounts"
-        ]  # fmt: skip
+            "time",
+            "epsilon",
+            "delta",
+            "guarantee",
+            "table",
+            "label",
+            "release",
+            "dpcounts",
+        ]
         assert [r.split()[4:6] for r in releases[2:]] == [
-            [A[:12], "age.csv"], [A[:12], "age.csv"], [B[:12], "sex.csv"]
-        ]  # fmt: skip
+            [A[:12], "age.csv"],
+            [A[:12], "age.csv"],
+            [B[:12], "sex.csv"],
+        ]
     assert "No releases of dataset other" in format_summary(ledger, "other")
     assert "Releases:" in format_summary(ledger, C) and "table" not in format_summary(ledger, C)
 
@@ -619,8 +659,15 @@ def test_format_summary_shows_names_with_their_tables(tmp_path):
 def test_concurrent_releases_of_tables_of_one_name_never_jointly_exceed_its_budget(tmp_path):
     """Twelve workers, each releasing its own table under one name, budget 5: five pass."""
     tables = [hashlib.sha256(f"table {w}".encode()).hexdigest() for w in range(12)]
-    accepted = _race(tmp_path, 12, 1, epsilon=lambda w: 1.0, budget=5.0,
-                     dataset=lambda w: NAME, table=lambda w: tables[w])  # fmt: skip
+    accepted = _race(
+        tmp_path,
+        12,
+        1,
+        epsilon=lambda w: 1.0,
+        budget=5.0,
+        dataset=lambda w: NAME,
+        table=lambda w: tables[w],
+    )
     assert sum(accepted) == 5
     ledger = Ledger(tmp_path / "ledger.jsonl")
     assert ledger.spent(NAME)[::2] == (5.0, 5)
@@ -631,9 +678,14 @@ def test_concurrent_releases_of_tables_of_one_name_never_jointly_exceed_its_budg
 def test_concurrent_named_and_unnamed_releases_of_a_table_bind_it_once(tmp_path):
     """Half the workers release table A without a name, half under NAME: once a named
     release is recorded no unnamed one follows it, and every accepted spend counts."""
-    accepted = _race(tmp_path, 6, 10, epsilon=lambda w: 0.1,
-                     dataset=lambda w: NAME if w % 2 else A,
-                     table=lambda w: A if w % 2 else None)  # fmt: skip
+    accepted = _race(
+        tmp_path,
+        6,
+        10,
+        epsilon=lambda w: 0.1,
+        dataset=lambda w: NAME if w % 2 else A,
+        table=lambda w: A if w % 2 else None,
+    )
     assert all(accepted[w] == 10 for w in range(1, 6, 2))  # named releases always pass
     entries = Ledger(tmp_path / "ledger.jsonl").entries()
     first_named = next(i for i, e in enumerate(entries) if e.named)
@@ -647,18 +699,21 @@ def test_preview_finds_what_spend_finds_and_records_nothing(tmp_path):
     """A table's releases from before it had a name count in the name's preview, as they
     do when the release is spent; the preview's refusals are spend's, and it writes nothing."""
     ledger = Ledger(tmp_path / "ledger.jsonl")
-    ledger.spend(A, 1.0, 1e-12, label="age.csv")  # before the name existed
+    ledger.spend(Charge(A, 1.0, 1e-12), label="age.csv")  # before the name existed
     before = ledger.path.read_bytes()
-    seen = ledger.preview("us-deaths", 1.0, 1e-12, table=A, budget=1.5)
+    seen = ledger.assess(Charge("us-deaths", 1.0, 1e-12, table=A, budget=1.5)).as_dict()
     assert seen["spent"] == {"epsilon": 1.0, "delta": 1e-12, "releases": 1}
     assert seen["after"] == {"epsilon": 2.0, "delta": 2e-12}
     assert seen["refusal"].startswith("privacy budget exceeded for dataset us-deaths")
     with pytest.raises(LedgerError, match="privacy budget exceeded for dataset us-deaths"):
-        ledger.spend("us-deaths", 1.0, 1e-12, table=A, budget=1.5)
+        ledger.spend(Charge("us-deaths", 1.0, 1e-12, table=A, budget=1.5))
     assert ledger.path.read_bytes() == before
-    assert ledger.preview("us-deaths", 0.5, 0.0, table=A, budget=1.5)["refusal"] is None
-    ledger.spend("us-deaths", 0.5, 0.0, table=A, budget=1.5)
-    bound = ledger.preview(A, 0.1, 0.0)  # the table now belongs to us-deaths
+    assert (
+        ledger.assess(Charge("us-deaths", 0.5, 0.0, table=A, budget=1.5)).as_dict()["refusal"]
+        is None
+    )
+    ledger.spend(Charge("us-deaths", 0.5, 0.0, table=A, budget=1.5))
+    bound = ledger.assess(Charge(A, 0.1, 0.0)).as_dict()  # the table now belongs to us-deaths
     assert bound["spent"]["epsilon"] == 1.5 and "--dataset us-deaths" in bound["refusal"]
     with pytest.raises(ValueError, match="budget must be a finite number > 0"):
-        ledger.preview("us-deaths", 0.1, 0.0, table=A, budget=0)
+        ledger.assess(Charge("us-deaths", 0.1, 0.0, table=A, budget=0)).as_dict()

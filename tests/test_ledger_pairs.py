@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpcounts.ledger import Ledger, LedgerError, steward_home
+from dpcounts.ledger import Charge, Ledger, LedgerError, steward_home
 from dpcounts.ledger.index import PAIR_SHARE, pair_fingerprint, shared_pairs
 from dpcounts.release import ReleaseError, ReleaseRequest, build_release
 
@@ -197,16 +197,20 @@ def test_a_table_recorded_without_pairs_gains_them_on_its_next_release(tmp_path)
     ledger = Ledger(tmp_path / "ledger.jsonl")
     keys = frame[list(KEYS)]
     counts = dict(counts=frame["count"], populations=frame["population"])
-    ledger.spend("us-deaths", 0.5, 0.0, table="ab" * 32, keys=keys)
+    ledger.spend(Charge("us-deaths", 0.5, 0.0, table="ab" * 32, keys=keys))
     third = Ledger(tmp_path / "third.jsonl")
     other = _fips(frame)
-    assert third.preview("again", 0.5, 0.0, table="ef" * 32, **counts)["refusal"] is None
-    ledger.spend("us-deaths", 0.5, 0.0, table="ab" * 32, keys=keys, **counts)
+    assert (
+        third.assess(Charge("again", 0.5, 0.0, table="ef" * 32, **counts)).as_dict()["refusal"]
+        is None
+    )
+    ledger.spend(Charge("us-deaths", 0.5, 0.0, table="ab" * 32, keys=keys, **counts))
     with pytest.raises(LedgerError, match="denominators and counts") as info:
-        third.spend("again", 0.5, 0.0, table="ef" * 32, keys=other[["fips", "sex", "age"]],
-                    **counts)  # fmt: skip
+        third.spend(
+            Charge("again", 0.5, 0.0, table="ef" * 32, keys=other[["fips", "sex", "age"]], **counts)
+        )
     assert "dataset us-deaths" in str(info.value)
-    preview = third.preview("again", 0.5, 0.0, table="ef" * 32, **counts)
+    preview = third.assess(Charge("again", 0.5, 0.0, table="ef" * 32, **counts)).as_dict()
     assert "denominators and counts" in preview["refusal"]
     assert Ledger(tmp_path / "third.jsonl").entries() == []
 

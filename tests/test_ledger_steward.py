@@ -9,7 +9,6 @@ spent table were released under ``US-Deaths-1999`` after ``us-deaths-1999``; and
 
 from __future__ import annotations
 
-import inspect
 import shutil
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpcounts.ledger import Ledger, LedgerError, format_summary, steward_home
+from dpcounts.ledger import Charge, Ledger, LedgerError, format_summary, steward_home
 from dpcounts.release import ReleaseError, ReleaseRequest, build_release, load_strata
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,13 +93,20 @@ def spent(tmp_path, private_ledger):
     path = write(deaths(), tmp_path / "deaths.parquet")
     strata = load_strata(request(path, tmp_path / "first", "us-deaths-1999"))
     # (before #34 the ledger took no keys: the tests below then fail on what they check)
-    keys = {"keys": strata.keys} if "keys" in inspect.signature(Ledger.spend).parameters else {}
-    if "counts" in inspect.signature(Ledger.spend).parameters:  # the pairs too (#50)
-        keys |= {"counts": strata.counts, "populations": strata.population}
+    keys = {"keys": strata.keys, "counts": strata.counts, "populations": strata.population}
     Ledger(private_ledger).spend(
-        "us-deaths-1999", 1.0, 1e-12, table=strata.dataset_id(), aliases=strata.legacy_ids(),
-        budget=1.0, label=path.name, guarantee="certified", **keys,
-    )  # fmt: skip
+        Charge(
+            "us-deaths-1999",
+            1.0,
+            1e-12,
+            table=strata.dataset_id(),
+            aliases=strata.legacy_ids(),
+            budget=1.0,
+            guarantee="certified",
+            **keys,
+        ),
+        label=path.name,
+    )
     assert Ledger(private_ledger).spent("us-deaths-1999")[0] == 1.0
     return path
 
@@ -316,7 +322,7 @@ def test_ledgers_written_before_the_index_are_read_into_it(spent, tmp_path, priv
     shutil.rmtree(steward_home() / "index")
     other = Ledger(tmp_path / "other.jsonl")
     with pytest.raises(LedgerError, match="has its budget in the ledger"):
-        other.spend("us-deaths-1999", 0.5, 0.0, table="ab" * 32)
-    other.spend("unrelated", 0.5, 0.0, table="cd" * 32)  # and the index now knows both
+        other.spend(Charge("us-deaths-1999", 0.5, 0.0, table="ab" * 32))
+    other.spend(Charge("unrelated", 0.5, 0.0, table="cd" * 32))  # and the index now knows both
     with pytest.raises(LedgerError, match="has its budget in the ledger"):
         Ledger(tmp_path / "third.jsonl").set_budget("unrelated", 1.0)

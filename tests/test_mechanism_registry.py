@@ -134,17 +134,21 @@ def test_a_release_refuses_a_calibration_its_own_map_does_not_prove(toy):
     calibration leaks more than its epsilon is refused, naming the bound."""
     from types import SimpleNamespace
 
-    from dpcounts.release.request import ReleaseError
-    from dpcounts.release.sequence import check_privacy_map
+    from dpcounts.release.design import Design
+    from dpcounts.release.plan import Plan
+    from dpcounts.release.request import Budget, ReleaseError
 
-    request = SimpleNamespace(input="t.csv")
+    def check(cal):
+        budget = Budget(1.0, 1e-9, 0.0, 1)
+        design = Design(cal.mechanism, cal.method, budget)
+        request = SimpleNamespace(input="t.csv")
+        Plan(request, budget, design, None, None, cal, None, None, None).check_privacy_map()
+
     population = np.full(6, 5_000.0)
     for mechanism in ("md", "pg", "truncated"):
-        check_privacy_map(request, calibrate(mechanism, 1.0, 300, population, method="certified"))
+        check(calibrate(mechanism, 1.0, 300, population, method="certified"))
     leaky = Calibration("toy", "proven", 1.0, 300, np.full(6, 300 / math.expm1(1.0) / 2),
                         population=population)  # fmt: skip
     with pytest.raises(ReleaseError, match=r"proves epsilon 1\.48\d+ per set \(the toy.s own"):
-        check_privacy_map(request, leaky)
-    check_privacy_map(
-        request, Calibration("toy", "paper", 1.0, 300, leaky.a, population=population)
-    )  # nominal: no claim
+        check(leaky)
+    check(Calibration("toy", "paper", 1.0, 300, leaky.a, population=population))  # no claim

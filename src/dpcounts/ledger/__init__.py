@@ -6,8 +6,9 @@ records every release as one JSON line and can refuse a release that would take 
 over its epsilon budget::
 
     ledger = Ledger(default_ledger_path())
-    ledger.spend(table_id, 1.0, 0.0, budget=5.0, label="deaths.csv", release="out/")
-    ledger.spend("us-deaths", 1.0, 0.0, table=table_id, budget=5.0)  # a named dataset
+    ledger.spend(Charge(table_id, 1.0, 0.0, budget=5.0), label="deaths.csv", release="out/")
+    ledger.spend(Charge("us-deaths", 1.0, 0.0, table=table_id, budget=5.0))  # a named dataset
+    ledger.assess(Charge("us-deaths", 2.0, 0.0, table=table_id))  # what a spend would find
     print(format_summary(ledger))
 
 The ledger lives outside any release folder (``default_ledger_path``, in the steward's
@@ -18,8 +19,9 @@ One module per idea, each importing only those above it:
 
 * :mod:`.records`: the line format: a release (:class:`Entry`) or a stored budget
   (``StoredBudget``) a line, parsed and written, every field checked, the hash chain;
-* :mod:`.budget`: the budget rules: the key a release counts against (a dataset name and
-  its tables), the binding of a table to its name, the budget check;
+* :mod:`.budget`: the budget rules: what a release asks (:class:`Charge`), the key it
+  counts against (a dataset name and its tables), the binding of a table to its name, the
+  budget check, and what the ledger finds (:class:`Assessment`);
 * :mod:`.summary`: ``dpcounts ledger``'s table (:func:`format_summary`);
 * :mod:`.storage`: the file itself (:class:`Ledger`): locking, reading, appending and
   syncing, the steward's index, ``--rebuild``.
@@ -27,11 +29,14 @@ One module per idea, each importing only those above it:
 This module re-exports what the rest of dpcounts and its tests use.
 """
 
+from dpcounts.ledger.budget import Assessment, Charge
 from dpcounts.ledger.records import Entry, LedgerError, check_name
 from dpcounts.ledger.storage import Ledger, default_ledger_path, steward_home
 from dpcounts.ledger.summary import format_summary
 
 __all__ = [
+    "Assessment",
+    "Charge",
     "Entry",
     "Ledger",
     "LedgerError",

@@ -19,6 +19,7 @@ the steward's responsibility (docs/privacy.md, Part 4).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from dpcounts.ledger.records import (
@@ -30,6 +31,88 @@ from dpcounts.ledger.records import (
 
 #: Relative tolerance of the budget check (floating-point sums only, not a privacy margin).
 BUDGET_RTOL = 1e-12
+
+
+@dataclass(frozen=True)
+class Charge:
+    """What one release asks of the ledger: (``epsilon``, ``delta``) under a budget key.
+
+    ``dataset`` is the budget key: a dataset name (:func:`.records.check_name`), with
+    ``table`` the id of the table released (and ``aliases``, its other ids, whose releases
+    it adopts), or the table id itself (``table`` None or the same). A table already
+    released under a name is bound to it: a release of it without the name, or under
+    another, is refused.
+
+    ``budget`` stores the dataset's budget when none is stored (the first ``--budget`` of a
+    dataset is its budget), caps this release when smaller than the stored one, and is
+    refused when larger. ``guarantee`` is ``"certified"`` or ``"nominal"``: a nominal
+    release's epsilon bounds nothing, so no budget can be checked once one is recorded
+    under the budget key (or when this release is nominal).
+
+    The steward's index (:mod:`dpcounts.ledger.index`) refuses a dataset name known in
+    another ledger file or spelt otherwise (letter case, spaces); a table known in another
+    ledger file; one whose strata (``keys``, a data frame of the key columns, one row a
+    stratum) overlap those of a table released under another dataset; or one whose strata's
+    ``populations`` (populations or expected counts) and ``counts``, one each a stratum,
+    match those of such a table whatever their keys; unless ``new_dataset`` declares that it
+    counts other people (recorded in the entry).
+    """
+
+    dataset: str
+    epsilon: float
+    delta: float
+    table: str | None = None
+    aliases: tuple[str, ...] = ()
+    budget: float | None = None
+    guarantee: str | None = None
+    keys: object = field(default=None, repr=False, compare=False)
+    counts: object = field(default=None, repr=False, compare=False)
+    populations: object = field(default=None, repr=False, compare=False)
+    new_dataset: bool = False
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """What the ledger finds of a :class:`Charge` (``Ledger.assess``; ``Ledger.spend`` makes
+    the same under its lock and refuses with ``refusal``)."""
+
+    dataset: str
+    table: str
+    #: the budget key the release counts against (a name, or a table id)
+    dataset_key: str
+    #: (epsilon, delta, releases) spent so far under the key
+    spent: tuple[float, float, int]
+    epsilon: float
+    delta: float
+    #: the budget checked (the stored one, capped by the charge's), or the charge's
+    budget: float | None
+    stored_budget: float | None
+    #: the budget a spend stores with this release (the first --budget of a dataset), or None
+    store: float | None
+    #: whether a nominal release is among those added up (then the total bounds nothing)
+    nominal: bool
+    #: the message a spend refuses with, or None
+    refusal: str | None
+
+    @property
+    def after(self) -> tuple[float, float]:
+        """(epsilon, delta) spent under the key with this release."""
+        return math.fsum([self.spent[0], self.epsilon]), math.fsum([self.spent[1], self.delta])
+
+    def as_dict(self) -> dict:
+        """The assessment as ``dpcounts calibrate`` prints and writes it."""
+        spent_eps, spent_delta, n = self.spent
+        after_eps, after_delta = self.after
+        return {
+            "dataset": self.dataset,
+            "table": self.table,
+            "spent": {"epsilon": spent_eps, "delta": spent_delta, "releases": n},
+            "after": {"epsilon": after_eps, "delta": after_delta},
+            "budget": self.budget,
+            "stored_budget": self.stored_budget,
+            "nominal": self.nominal,
+            "refusal": self.refusal,
+        }
 
 
 def _budget_to_check(
@@ -66,20 +149,6 @@ def _owners(entries: list[Entry], path: Path) -> dict[str, str]:
 def _account(entry: Entry, owners: dict[str, str]) -> str:
     """The budget key an entry counts against: its table's name, else its table id."""
     return owners.get(entry.table, entry.dataset)
-
-
-def _checked_account(
-    found: list[Entry], entry: Entry, budget: float | None, path: Path
-) -> list[Entry]:
-    """The entries ``entry`` is checked against (its name's account, and its table's
-    releases before the table had the name), after the binding and budget checks
-    (``LedgerError``)."""
-    owners = _owners(found, path)
-    _check_binding(owners, entry, found)
-    previous = _previous(found, owners, entry)
-    if budget is not None:
-        _check_budget(previous, entry, budget)
-    return previous
 
 
 def _previous(found: list[Entry], owners: dict[str, str], entry: Entry) -> list[Entry]:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
-import math
 import os
 import secrets
 from dataclasses import replace
@@ -29,12 +28,13 @@ from pathlib import Path
 
 from dpcounts.ledger.budget import (
     BUDGET_RTOL,
+    Assessment,
+    Charge,
     _account,
     _budget_to_check,
     _check_binding,
     _check_budget,
     _check_budget_value,
-    _checked_account,
     _owners,
     _previous,
     _totals,
@@ -134,74 +134,46 @@ class Ledger:
 
     def spend(
         self,
-        dataset: str,
-        epsilon: float,
-        delta: float,
+        charge: Charge,
         *,
-        table: str | None = None,
-        aliases: tuple[str, ...] = (),
-        budget: float | None = None,
         label: str | None = None,
         release: str | None = None,
         private: str | None = None,
         time: datetime | None = None,
-        guarantee: str | None = None,
-        keys=None,
-        counts=None,
-        populations=None,
-        new_dataset: bool = False,
     ) -> Entry:
-        """Record a release at (epsilon, delta) and return its entry.
+        """Record the release that asks for ``charge`` and return its entry: :meth:`assess`
+        under the locks, then the append; refused (``LedgerError``, nothing recorded) with the
+        assessment's refusal.
 
-        ``dataset`` is the budget key: a dataset name (:func:`check_name`), with ``table``
-        the id of the table released (and ``aliases``, its other ids, whose releases it
-        adopts), or the table id itself (``table`` None or the same). A table already
-        released under a name is bound to it: a release of it without the name, or under
-        another, is refused (``LedgerError``, nothing recorded).
-
-        The budget checked is the dataset's stored budget (:meth:`set_budget`); ``budget``
-        stores one when none is (the first ``--budget`` of a dataset is its budget), is a
-        cap of this release when smaller than the stored one, and is refused when larger.
-        Refused (``LedgerError``, nothing recorded) if the epsilon already spent on the
-        budget key (for a name: on every table released under it, including ``table``'s
-        releases before it had the name) plus ``epsilon`` would exceed it. Check and
-        append happen under one exclusive lock, so concurrent calls can neither lose
-        entries nor jointly overspend. ``time`` (timezone-aware) defaults to now; it is
-        stored in UTC. ``guarantee`` is ``"certified"`` or ``"nominal"``: a nominal
-        release's epsilon bounds nothing, so no budget can be checked once one is recorded
-        under the budget key (or when this release is nominal): a budget then refuses.
-        ``private``: the release's private folder, which records the entry.
-
-        The steward's index (:mod:`dpcounts.ledger.index`) is checked too, under its lock
-        taken before the ledger's: a dataset name known in another ledger file, or spelt
-        otherwise (letter case, spaces), is refused; so is a table known in another ledger
-        file, one whose strata (``keys``, a data frame of the key columns, one row a
-        stratum) overlap those of a table released under another dataset, or one whose
-        strata's ``populations`` (the denominators: populations or expected counts) and
-        ``counts``, one each a stratum, match those of such a table whatever their keys,
-        unless ``new_dataset`` declares that it counts other people (recorded in the
-        entry). The index records the name, the table's fingerprints and a copy of the
-        entry before the ledger line is written.
-
-        The ledger is checked first (:meth:`check`): a ledger deleted, cut or edited is
-        refused, never reset.
+        The check and the append happen under one exclusive lock, so concurrent calls can
+        neither lose entries nor jointly overspend; the steward's index is locked first.
+        ``time`` (timezone-aware) defaults to now; it is stored in UTC. ``label``: the input's
+        name; ``release`` and ``private``: the release's folders (the private one records the
+        entry). The index records the name, the table's fingerprints and a copy of the entry
+        before the ledger line is written. The ledger is checked first (:meth:`check`): a
+        ledger deleted, cut or edited is refused, never reset.
         """
-        entry = _new_entry(dataset, epsilon, delta, table, label, release, time, guarantee)
+        entry = _new_entry(
+            charge.dataset, charge.epsilon, charge.delta, charge.table, label, release, time,
+            charge.guarantee,
+        )  # fmt: skip
         entry = replace(
             entry,
-            aliases=tuple(_check_table(a) for a in aliases if a != entry.table),
+            aliases=tuple(_check_table(a) for a in charge.aliases if a != entry.table),
             private=private,
-            new_dataset=bool(new_dataset),
+            new_dataset=bool(charge.new_dataset),
             id=secrets.token_hex(16),
         )
-        budget = _check_budget_value(budget)
-        prints = self.index.fingerprint_of(keys, create=True)
-        pairs = self.index.pairs_of(counts, populations, create=True)
+        budget = _check_budget_value(charge.budget)
+        prints = (
+            self.index.fingerprint_of(charge.keys, create=True),
+            self.index.pairs_of(charge.counts, charge.populations, create=True),
+        )
         with self.index.locked() as ix:
             state = self.index.read(ix.read())
             self._index_check(state, entry, None, "name")  # before the ledger is created
             with self._locked_for_append() as f:
-                return self._spend_locked(ix, f, state, entry, budget, (prints, pairs), private)
+                return self._spend_locked(ix, f, state, entry, budget, prints, private)
 
     def _spend_locked(self, ix, f, state, entry, budget, prints, private) -> Entry:
         """:meth:`spend` under the index's lock and the ledger's; ``prints``: the table's
@@ -209,12 +181,10 @@ class Ledger:
         data = f.read()
         book = self._checked_book(data, state)
         records = self._sync(state, book)
-        self._index_check(state, entry, prints, "name")
-        owners = _owners(book.entries, self.path)
-        key = entry.dataset if entry.named else owners.get(entry.table, entry.dataset)
-        store, limit = _budget_to_check(book.budgets.get(key), budget, key)
-        _checked_account(book.entries, entry, limit, self.path)
-        self._index_check(state, entry, prints, "table")
+        verdict = self._assess(state, book, entry, budget, prints)
+        if verdict.refusal is not None:
+            raise LedgerError(verdict.refusal)
+        key, store = verdict.dataset_key, verdict.store
         records += self._new_records(state, entry, prints)
         chain = hashlib.sha256(data)
         lines = []
@@ -278,67 +248,62 @@ class Ledger:
             f"(spent so far: epsilon = {_num(spent[0])} in {spent[2]} release(s))"
         )
 
-    def preview(
-        self,
-        dataset: str,
-        epsilon: float,
-        delta: float,
-        *,
-        table: str | None = None,
-        aliases: tuple[str, ...] = (),
-        budget: float | None = None,
-        guarantee: str | None = None,
-        keys=None,
-        counts=None,
-        populations=None,
-        new_dataset: bool = False,
-    ) -> dict:
-        """What :meth:`spend` with these arguments would find, recording nothing: the
-        budget key's spending so far (``spent``: epsilon, delta, releases), the totals
-        after this release (``after``), the budget checked (``budget``: the stored one,
-        or this call's), and ``refusal``, the message :meth:`spend` would refuse with
-        (the steward's index, binding or budget), or None. A ledger that :meth:`check`
-        refuses raises. Nothing is written, not even the index's secret."""
-        entry = _new_entry(dataset, epsilon, delta, table, None, None, None, guarantee)
+    def assess(self, charge: Charge) -> Assessment:
+        """What :meth:`spend` of ``charge`` would find, recording nothing (``dpcounts
+        calibrate``): the budget key's spending so far, the totals after this release, the
+        budget checked and the refusal :meth:`spend` would make, or None
+        (:class:`~dpcounts.ledger.budget.Assessment`). A ledger that :meth:`check` refuses
+        raises. Nothing is written, not even the index's secret."""
+        entry = _new_entry(
+            charge.dataset, charge.epsilon, charge.delta, charge.table, None, None, None,
+            charge.guarantee,
+        )  # fmt: skip
         entry = replace(
-            entry, aliases=tuple(_check_table(a) for a in aliases), new_dataset=new_dataset
+            entry,
+            aliases=tuple(_check_table(a) for a in charge.aliases),
+            new_dataset=charge.new_dataset,
         )
-        budget = _check_budget_value(budget)
+        budget = _check_budget_value(charge.budget)
         state = self.index.read()
         book = self._read_book(state)
         self._sync(state, book)
         prints = (
-            self.index.fingerprint_of(keys, create=False),
-            self.index.pairs_of(counts, populations, create=False),
+            self.index.fingerprint_of(charge.keys, create=False),
+            self.index.pairs_of(charge.counts, charge.populations, create=False),
         )
+        return self._assess(state, book, entry, budget, prints)
+
+    def _assess(self, state: IndexState, book: _Book, entry: Entry, budget, prints) -> Assessment:
+        """The one assessment of a release ``entry`` against the book and the index as read
+        (``prints``: the table's key and pair fingerprints): :meth:`assess` returns it,
+        :meth:`spend` makes it under the locks and refuses with its refusal. Reads only."""
         found = book.entries
         owners = _owners(found, self.path)
         previous = _previous(found, owners, entry)
         key = entry.dataset if entry.named else owners.get(entry.table, entry.dataset)
-        refusal = limit = None
+        refusal = store = limit = None
         try:
             self._index_check(state, entry, None, "name")
             _check_binding(owners, entry, found)
-            _, limit = _budget_to_check(book.budgets.get(key), budget, key)
+            store, limit = _budget_to_check(book.budgets.get(key), budget, key)
             if limit is not None:
                 _check_budget(previous, entry, limit)
             self._index_check(state, entry, prints, "table")
         except LedgerError as err:
             refusal = str(err)
-        spent_eps, spent_delta, n = _totals(previous)
-        return {
-            "dataset": entry.dataset,
-            "table": entry.table,
-            "spent": {"epsilon": spent_eps, "delta": spent_delta, "releases": n},
-            "after": {
-                "epsilon": math.fsum([spent_eps, entry.epsilon]),
-                "delta": math.fsum([spent_delta, entry.delta]),
-            },
-            "budget": limit if limit is not None else budget,
-            "stored_budget": book.budgets.get(key),
-            "nominal": any(e.guarantee == "nominal" for e in [*previous, entry]),
-            "refusal": refusal,
-        }
+        return Assessment(
+            dataset=entry.dataset,
+            table=entry.table,
+            dataset_key=key,
+            spent=_totals(previous),
+            epsilon=entry.epsilon,
+            delta=entry.delta,
+            budget=limit if limit is not None else budget,
+            stored_budget=book.budgets.get(key),
+            store=store,
+            nominal=any(e.guarantee == "nominal" for e in [*previous, entry]),
+            refusal=refusal,
+        )
 
     def check(self) -> None:
         """Refuse (``LedgerError``, one line) a ledger that lost or changed what it

@@ -25,11 +25,12 @@ files and itself carry one fixed time (1980-01-01) and fixed modes, never the ti
 run (:func:`.folder.fix_public_metadata`). Its list of strata comes from where the steward
 said (``--strata``, no default; :mod:`.strata_list`).
 
-The release is one named sequence, :mod:`.sequence` (read -> check -> account ->
-calibrate -> draw -> write -> report), shared by ``synthesize`` and ``calibrate``
-(:mod:`.preview`, which stops at the account without spending). Each module has one idea:
-:mod:`.request` (options, budget split), :mod:`.study_source` (a study's entry as the
-options), :mod:`.inputs` (reading, checking, sorting), :mod:`.prior_source` and
+A release is planned, then released: :mod:`.plan` (``plan_release(request) -> Plan``,
+every refusal the public inputs decide, the calibration and the plan's privacy map, before
+anything is spent; ``calibrate`` prints it, :mod:`.preview`) and :mod:`.sequence`
+(``release(plan)``: the ledger charged once, then draw -> write -> report). Each module has
+one idea: :mod:`.request` (options, budget split), :mod:`.study_source` (a study's entry as
+the options), :mod:`.inputs` (reading, checking, sorting), :mod:`.prior_source` and
 :mod:`.prior_check` (a public prior's shape and fit), :mod:`.design` (calibration,
 sampler, certified or nominal), :mod:`.limits` (the forecast cost), :mod:`.randomness`
 (ChaCha20 from the operating system), :mod:`.publication` (the files), :mod:`.folder`
@@ -53,7 +54,10 @@ _WHERE = {
     "ReleaseError": "request",
     "ReleaseRequest": "request",
     "Strata": "inputs",
+    "Plan": "plan",
     "build_release": "sequence",
+    "plan_release": "plan",
+    "release": "sequence",
     "load_strata": "inputs",
 }
 __all__ = sorted(_WHERE)

@@ -41,16 +41,18 @@ def _spread(values: np.ndarray) -> dict:
 
 
 def preview(request: ReleaseRequest, hyperparameters: Path | None = None) -> dict:
-    """The promise and the calibration of a release of ``request``: the release's own
-    steps up to the account (:mod:`.sequence`: read, check, account read without
-    spending); optionally write the per-stratum calibration to ``hyperparameters`` (CSV
-    or Parquet)."""
-    from dpcounts.release.sequence import Release
+    """The promise and the calibration of a release of ``request``: its plan
+    (:func:`.plan.plan_release`, the forecast measured on this machine), the count-fit check
+    a release makes, and the ledger's assessment of the plan's charge (read, never
+    written); optionally write the per-stratum calibration to ``hyperparameters`` (CSV or
+    Parquet)."""
+    from dpcounts.release.inputs import check_prior_fit
+    from dpcounts.release.plan import plan_release
 
-    release = Release(request)
-    release.read(releasing=False)
-    release.check(measure=True)
-    strata, design, budget = release.strata, release.design, release.budget
+    plan = plan_release(request, releasing=False, measure=True)
+    check_prior_fit(request, plan.strata)
+    strata, design, budget = plan.strata, plan.design, plan.budget
+    epsilon, delta = plan.privacy_map()
     info = {
         "strata": int(strata.counts.size),
         "total": strata.total,
@@ -58,26 +60,27 @@ def preview(request: ReleaseRequest, hyperparameters: Path | None = None) -> dic
         "method": request.method,
         "budget": budget.as_dict(),
         "guarantee": design.guarantee(),
+        "privacy_map": {"epsilon": epsilon, "delta": delta},
         "sampler_tv_target": design.tv_target,
         "neighbouring_relation": NEIGHBOURS,
         "calibration": None,
         "rounding": rounding_note(request.rounding, strata.rounding),
     }
-    info["ledger"] = release.preview_account()
-    cal = release.cal
+    info["ledger"] = plan.assess()
+    cal = plan.calibration
     if cal is None:  # a sanitised prior: drawn only by a release
         info["calibration_note"] = (
             "the prior is sanitised (noisy group totals drawn by the release), so the "
             "calibration is known only after the release draws it"
         )
         return info
-    calibration = {"a": _spread(cal.a), "prior": release.prior_block["kind"]}
+    calibration = {"a": _spread(cal.a), "prior": plan.prior.block["kind"]}
     if cal.truncated:
         calibration["lower"] = _spread(cal.lower)
         calibration["upper"] = _spread(cal.upper)
         calibration["tail"] = cal.tail
     info["calibration"] = calibration
-    info["sampler_estimate"] = release.forecast | {"rounding_floor": release.floor}
+    info["sampler_estimate"] = plan.forecast | {"rounding_floor": plan.floor}
     if hyperparameters is not None:
         table = strata.keys.reset_index(drop=True).join(cal.hyperparameter_frame())
         hyperparameters = Path(hyperparameters)
@@ -120,6 +123,15 @@ def _account_lines(account: dict, epsilon: float) -> list[str]:
     return lines
 
 
+def _map_line(info: dict) -> str:
+    """The plan's privacy map in words: what its calibration proves, or only claims."""
+    how = "the sets are calibrated for" if info["calibration"] is None else "the calibration proves"
+    if info["guarantee"]["status"] != "certified":
+        how = "nominal: the sets claim (no proof)"
+    epsilon, delta = info["privacy_map"]["epsilon"], info["privacy_map"]["delta"]
+    return f"privacy map: {how} epsilon {epsilon:.6g}, delta {delta:g} for the whole release"
+
+
 def format_preview(info: dict) -> str:
     """The preview as plain text."""
     budget = info["budget"]
@@ -132,6 +144,7 @@ def format_preview(info: dict) -> str:
         f"budget: epsilon {budget['epsilon_total']:g} = prior {budget['epsilon_prior']:g} + "
         f"{budget['sets']} set(s) x {budget['epsilon_per_set']:g}; delta "
         f"{budget['delta_total']:g} = {budget['sets']} x {budget['delta_per_set']:g}",
+        _map_line(info),
         f"sampler total-variation target per set: {info['sampler_tv_target']:.3g}",
         f"unit of privacy: {info['neighbouring_relation']}",
         *_account_lines(info["ledger"], budget["epsilon_total"]),
