@@ -244,7 +244,7 @@ HOSTILE = {
 
 # --- forgeries aimed at one check each --------------------------------------------------------
 # Not bombs: small edits of a valid release's manifest that only one check is about, so that
-# with the folders above the corpus reaches every check of dpcounts.release.verify.CHECKS
+# with the folders above the corpus reaches every check of dpcounts.verify.CHECKS
 # (tests/test_release_verify_checks.py).
 
 

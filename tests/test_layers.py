@@ -51,7 +51,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("data", ("data",)),
     ("studies", ("studies",)),
     ("figures", ("plots",)),
-    ("releases", ("__main__", "cli", "ledger", "release")),
+    ("releases", ("__main__", "cli", "ledger", "release", "verify")),
 )
 FORBIDDEN = ("snakemake",)
 

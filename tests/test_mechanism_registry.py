@@ -56,8 +56,8 @@ def toy():
 def test_a_mechanism_registered_here_is_everywhere_a_mechanism_is_named(toy):
     from dpcounts.cli import build_parser
     from dpcounts.release.manifest import certified_pairs, schema, status
-    from dpcounts.release.verify import recomputed_epsilon
     from dpcounts.studies.stage.definition import config_arms
+    from dpcounts.verify import recomputed_epsilon
 
     # the CLI's choices
     parser = build_parser()

@@ -21,7 +21,7 @@ import pytest
 
 from dpcounts.io import sha256_file
 from dpcounts.release import ReleaseRequest, build_release
-from dpcounts.release.verify import failed, verify_release
+from dpcounts.verify import failed, verify_release
 
 MARKERS = {
     "attrs": "LEAK-ATTRS-7f3a",

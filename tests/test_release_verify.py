@@ -16,7 +16,7 @@ from test_release import STRATA  # the same six strata as the release tests
 
 from dpcounts.io import sha256_file
 from dpcounts.release import ReleaseRequest, build_release
-from dpcounts.release.verify import (
+from dpcounts.verify import (
     FAIL,
     NOMINAL,
     OK,

@@ -1,4 +1,4 @@
-"""The one list of ``dpcounts verify``'s checks (:data:`dpcounts.release.verify.CHECKS`):
+"""The one list of ``dpcounts verify``'s checks (:data:`dpcounts.verify.CHECKS`):
 every check the verifier emits is made from an entry of it, every entry is emitted by
 some release of the corpus (valid releases of each kind, the hostile folders and the
 forgeries of :mod:`hostile_releases`), and what is written from it (``dpcounts verify
@@ -15,17 +15,20 @@ import pytest
 from hostile_releases import FORGED, HOSTILE
 from test_release_verify import KINDS, release
 
+from dpcounts import verify
 from dpcounts.cli import build_parser
-from dpcounts.release import verify
 from dpcounts.release.signature import make_keys
-from dpcounts.release.verify import (
+from dpcounts.verify import (
     CHECKS,
+    OK,
     TOPICS,
     NotARelease,
     UnregisteredCheck,
     registered,
     verify_release,
 )
+from dpcounts.verify.checks import _check, register
+from dpcounts.verify.release import _run
 
 REPO = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location(
@@ -40,13 +43,15 @@ def _literal(node: ast.AST) -> str | None:
 
 
 def test_every_check_is_made_from_an_entry_of_the_list():
-    """Read from the source: ``Check`` is built in ``_check`` alone, and every call of
-    ``_check`` (and of ``_run``, whose name is its topic's failure) names a registered
-    (topic, name) in plain strings, so no check can be emitted under another name."""
-    tree = ast.parse(Path(verify.__file__).read_text())
+    """Read from the source of every module of the package: ``Check`` is built in
+    ``_check`` alone, and every call of ``_check`` (and of ``_run``, whose name is its
+    topic's failure) names a registered (topic, name) in plain strings, so no check can be
+    emitted under another name."""
+    modules = sorted(Path(verify.__file__).parent.glob("*.py"))
+    trees = [ast.parse(path.read_text()) for path in modules]
     keys = {(spec.topic, spec.name) for spec in CHECKS}
     made, named = [], []
-    for function in ast.walk(tree):
+    for function in (node for tree in trees for node in ast.walk(tree)):
         if not isinstance(function, ast.FunctionDef):
             continue
         for node in ast.walk(function):
@@ -79,9 +84,18 @@ def test_an_unregistered_name_is_a_programming_error():
     with pytest.raises(UnregisteredCheck):
         registered("files", "sha256")
     with pytest.raises(UnregisteredCheck):
-        verify._check("files", "a new check", verify.OK, "never registered")
+        _check("files", "a new check", OK, "never registered")
     with pytest.raises(UnregisteredCheck):  # not turned into a release's failure by _run
-        verify._run([], "files", "manifest", lambda r: [verify._check("x", "y", "ok", "")], None)
+        _run([], "files", "manifest", lambda r: [_check("x", "y", "ok", "")], None)
+
+
+def test_a_topic_registers_each_check_once_and_in_a_known_topic():
+    before = list(CHECKS)
+    with pytest.raises(ValueError, match="registered twice"):
+        register(CHECKS[0])
+    with pytest.raises(ValueError, match="is not one of"):
+        register(verify.CheckSpec("signatures", "a new check", "Never registered."))
+    assert CHECKS == before
 
 
 @pytest.fixture(scope="module")

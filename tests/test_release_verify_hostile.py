@@ -24,14 +24,8 @@ import pytest
 from hostile_releases import ESCAPES, HOSTILE, manifest_of, set_manifest
 from test_release_verify import by_name, failures, release
 
-from dpcounts.release.verify import (
-    MAX_STRATA,
-    NotARelease,
-    as_json,
-    format_checks,
-    report,
-    verify_release,
-)
+from dpcounts.verify import NotARelease, as_json, format_checks, report, verify_release
+from dpcounts.verify.readers import MAX_STRATA
 
 DPCOUNTS = Path(sys.executable).parent / "dpcounts"
 #: Beyond the baseline (verifying a tiny valid release): CPU seconds.

@@ -35,7 +35,7 @@ from dpcounts.release.signature import (
     load_public_key,
     make_keys,
 )
-from dpcounts.release.verify import as_json, failed, report, summary, verify_release
+from dpcounts.verify import as_json, failed, report, summary, verify_release
 
 SANITISED = dict(mechanism="pg", sanitised_prior_by=("region",))  # prior: 0.1 of epsilon 1
 

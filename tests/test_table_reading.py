@@ -17,8 +17,8 @@ from workflow_helpers import filled_definition
 from dpcounts.data.rounding import RoundingReport, round_counts
 from dpcounts.data.validation import key_order, read_table, validate_strata
 from dpcounts.release import ReleaseError, ReleaseRequest, build_release, load_strata
-from dpcounts.release.verify import failed, report
 from dpcounts.studies.stage.table import StudyDataError, load_study_table, read_study_table
+from dpcounts.verify import failed, report
 
 #: Places whose names pandas' default NA guessing read as missing values.
 PLACES = ["NA", "N/A", "None", "null", "nan", "Oslo"]

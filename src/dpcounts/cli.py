@@ -772,9 +772,9 @@ def _ledger_arguments(led: argparse.ArgumentParser) -> None:
 
 
 def _verify_checks(full: bool) -> str:
-    """The checks of ``dpcounts verify`` (:data:`dpcounts.release.verify.CHECKS`): their names
+    """The checks of ``dpcounts verify`` (:data:`dpcounts.verify.CHECKS`): their names
     by topic, or with ``full`` what each compares."""
-    from dpcounts.release.verify import describe_checks
+    from dpcounts.verify import describe_checks
 
     more = "" if full else "; what each compares: --help-all"
     head = f"checks, by topic ({{file}}: a listed file{more}):"
@@ -808,7 +808,7 @@ def _estimate_arguments(est: argparse.ArgumentParser) -> None:
 
 def _estimate(args) -> int:
     from dpcounts.release.estimate import estimate
-    from dpcounts.release.verify import NotARelease
+    from dpcounts.verify import NotARelease
 
     try:
         table = estimate(args.release, args.by, args.level, args.method)
@@ -1146,7 +1146,7 @@ def _calibrate(args) -> int:
 
 
 def _verify(args) -> int:
-    from dpcounts.release import verify
+    from dpcounts import verify
 
     verify.return_freed_memory()
     try:

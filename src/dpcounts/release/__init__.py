@@ -46,7 +46,7 @@ from __future__ import annotations
 import importlib
 
 #: Each public name and the module that holds it, imported on first use (PEP 562), so
-#: that ``dpcounts verify`` (``release.verify``) does not pay for the sampler and SciPy.
+#: that ``dpcounts verify`` (``dpcounts.verify``) does not pay for the sampler and SciPy.
 _WHERE = {
     "NEIGHBOURS": "request",
     "Budget": "request",

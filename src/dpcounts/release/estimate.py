@@ -74,7 +74,7 @@ def estimate(folder, by, level: float = 0.9, method: str = "combining") -> pd.Da
     the release in ``folder``, with its interval at ``level``: one row per group, the
     group's keys then :data:`COLUMNS`. Refuses (ValueError) a folder ``dpcounts verify``
     rejects, a key the release does not have, and a release of one set."""
-    from dpcounts.release.verify import FAIL, failed, load_manifest, verify_release
+    from dpcounts.verify import FAIL, failed, load_manifest, verify_release
 
     folder = Path(folder)
     if method not in METHODS:
