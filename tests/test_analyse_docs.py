@@ -124,11 +124,15 @@ def _assert_same(r: pd.DataFrame, ours: pd.DataFrame, what: str) -> None:
 @pytest.mark.slow
 @pytest.mark.process
 def test_the_shell_and_python_give_one_table(practice, python_rates):
-    """The practice release is what the page says (five sets, a test seed), and the shell's
-    county_rates.csv (six digits) is the Python block's table."""
+    """The practice release is what the page says (five sets, a test seed, its manifest
+    pointing to `dpcounts estimate`), and the shell's county_rates.csv (six digits) is the
+    Python block's table."""
     manifest = pd.read_json(practice / "release" / "manifest.json", typ="series")
     assert manifest["sets"] == 5 and manifest["purpose"].startswith("reproducible test")
     assert (practice / "release" / "synthetic.csv").exists()
+    # the manifest's layout of the sets tells its reader where to go (issue #54, item 5)
+    layout = manifest["files"]["synthetic"]["layout"]
+    assert "dpcounts estimate RELEASE --by KEYS" in layout and "docs/analyse.md" in layout
     shell = pd.read_csv(practice / "county_rates.csv")
     assert list(shell.columns) == list(python_rates.columns)
     assert shell["county"].tolist() == python_rates["county"].tolist()
