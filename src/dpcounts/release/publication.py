@@ -44,7 +44,8 @@ def write_release(tmp: Path, request, strata, cal, synthetic, budget, root, salt
         f"long: one row per set and stratum, sorted by set then by the keys {keys}; 'set' "
         f"numbers the sets 0..{sets - 1}, '{SYNTHETIC_COUNT}' is the synthetic count (each "
         f"set sums to the total {cal.total}) and '{request.population_column}' the public "
-        f"{what}",
+        f"{what}. Each group's rate with an interval from the sets: dpcounts estimate "
+        "RELEASE --by KEYS (dpcounts' docs/analyse.md, with an analysis in R)",
     )
     # a sanitised prior grouped by attributes: they follow the keys, so verify can group
     grouped_by = [c for c in request.sanitised_prior_by or () if c not in keys]
