@@ -9,6 +9,7 @@ import math
 import pandas as pd
 
 from dpcounts.mechanisms import registry
+from dpcounts.privacy.composition import compose
 from dpcounts.release.manifest import status
 from dpcounts.verify.checks import (
     BUDGET_RTOL,
@@ -130,7 +131,8 @@ def _promise_checks(release: _Release):
     sets = m["sets"]
     eps_total, eps_prior = budget["epsilon_total"], budget["epsilon_prior"]
     eps_set, eps_synth = budget["epsilon_per_set"], budget["epsilon_synthesis"]
-    composed = eps_prior + sets * eps_set
+    d_total, d_set = budget["delta_total"], budget["delta_per_set"]
+    composed, composed_delta = compose(eps_prior, sets, eps_set, d_set)
     good = (
         _close(eps_total, composed, BUDGET_RTOL)
         and _close(eps_synth, eps_total - eps_prior, BUDGET_RTOL)
@@ -147,17 +149,16 @@ def _promise_checks(release: _Release):
             {"epsilon_total": eps_total, "composed": composed},
         )
     )  # fmt: skip
-    d_total, d_set = budget["delta_total"], budget["delta_per_set"]
     tv = d_set / (1.0 + math.exp(eps_set)) if eps_set <= 700 else 0.0
     good = (
-        _close(d_total, sets * d_set, BUDGET_RTOL)
+        _close(d_total, composed_delta, BUDGET_RTOL)
         and delta["per_set"] == d_set
         and _close(delta["sampler_tv_target"], tv, BUDGET_RTOL)
     )
     out.append(
         _check(
             "promise", "delta", OK if good else FAIL,
-            f"total {_g(d_total)} vs {sets} x {_g(d_set)} = {_g(sets * d_set)}; delta.per_set "
+            f"total {_g(d_total)} vs {sets} x {_g(d_set)} = {_g(composed_delta)}; delta.per_set "
             f"{_g(delta['per_set'])}; sampler_tv_target {_g(delta['sampler_tv_target'])} vs "
             f"per_set / (1 + e^eps_per_set) = {_g(tv)}",
         )
