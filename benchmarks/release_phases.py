@@ -54,8 +54,8 @@ PHASES = [
     ("dpcounts.release.folder", "write_public_parts", "write: synthetic parts"),
     ("dpcounts.release.folder", "write_public_table", "write: table"),
     ("dpcounts.release.sequence._Releasing", "report", "report"),
-    ("dpcounts.release.summary", "write_summary", "report: summary"),
-    ("dpcounts.release.utility", "write_utility", "report: utility"),
+    ("dpcounts.release.report.summary", "write_summary", "report: summary"),
+    ("dpcounts.release.report.utility", "write_utility", "report: utility"),
     ("dpcounts.release.sequence", "finish_manifest", "report: manifest"),
     ("dpcounts.release.folder", "install", "report: install"),
 ]

@@ -211,7 +211,7 @@ def test_the_first_compile_is_announced_and_later_runs_are_silent(tmp_path):
      (0.25, 3, "0.25"), (0.0012345, 3, "0.00123"), (556, 3, "556"), (0, 3, "0")],
 )  # fmt: skip
 def test_utility_numbers_are_written_as_a_reader_writes_them(value, digits, shown):
-    from dpcounts.release.utility import _human
+    from dpcounts.release.report.utility import _human
 
     assert _human(value, digits) == shown
 

@@ -377,7 +377,7 @@ def release_utility(rng, mechanism: str, zero: bool):
     are symlog)."""
     from types import SimpleNamespace
 
-    from dpcounts.release.utility import utility_report
+    from dpcounts.release.report.utility import utility_report
 
     ages, sexes = ["Under 40", "40-59", "60-69", "70+"], ["female", "male"]
     keys = pd.DataFrame([(f"c{c:02d}", a, s) for c in range(40) for a in ages for s in sexes],
@@ -396,7 +396,7 @@ def release_utility(rng, mechanism: str, zero: bool):
 def test_the_release_utility_figure(zero):
     """The steward's utility.png: plain numbers on its log (or symlog, totals of 0) axes,
     key names in words, epsilon as a symbol, every group's label inside its panel."""
-    from dpcounts.release.utility import utility_figure
+    from dpcounts.release.report.utility import utility_figure
 
     rng = np.random.default_rng(RNG_SEED)
     fig = utility_figure(release_utility(rng, "truncated", zero))
@@ -429,7 +429,7 @@ def close_totals_report(rng, low: float, high: float):
     tables' totals lie from ``low`` to ``high`` (the release's "by sex" panel: 147,245 to
     148,963, where the tick labels 147250, 147500, ... ran into each other), beside four
     races far apart."""
-    from dpcounts.release.utility import Compared, KeyTotals, Utility
+    from dpcounts.release.report.utility import Compared, KeyTotals, Utility
 
     def key(name, truth, low, high):
         truth = np.asarray(truth, dtype=float)
@@ -459,7 +459,7 @@ def test_the_release_utility_figure_reads_big_totals_close_together(low, high, t
     own size), has tick labels that do not run into each other (a gap between neighbours),
     each the plain number of its tick on a linear axis (thousands separated, no offset, no
     power of ten), and every text inside the figure."""
-    from dpcounts.release.utility import _write_figure, utility_figure
+    from dpcounts.release.report.utility import _write_figure, utility_figure
 
     report = close_totals_report(np.random.default_rng(RNG_SEED), low, high)
     _write_figure(report, tmp_path / "utility.png")  # the release's own save

@@ -181,7 +181,7 @@ def test_the_check_sees_upward_lazy_relative_and_snakemake_imports():
     assert violations(lazy, "dpcounts.data", is_package=True)
     package = "from dpcounts import plots\n"
     assert violations(package, "dpcounts.mechanisms.poisson_gamma")
-    assert violations("import snakemake\n", "dpcounts.release.summary")
+    assert violations("import snakemake\n", "dpcounts.release.report.summary")
     assert violations("from snakemake.io import Namedlist\n", "dpcounts.cli")
     with pytest.raises(KeyError, match="no layer"):
         layer_of("dpcounts.brand_new_module")

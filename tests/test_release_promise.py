@@ -1,4 +1,4 @@
-"""A release's promise check (``--study``, :func:`dpcounts.release.promise.check_promise`)
+"""A release's promise check (``--study``, :func:`dpcounts.release.report.promise.check_promise`)
 judges a disparity as the study's guide does (issue #52, item 1): by what the sets keep of
 the true departure from parity, on the log scale, and never where they are nearer the
 prior's value than the truth. One function decides both
@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 from workflow_helpers import filled_definition
 
-from dpcounts.release import promise
-from dpcounts.release.promise import Kept, check_promise
+from dpcounts.release.report import promise
+from dpcounts.release.report.promise import Kept, check_promise
 from dpcounts.studies.stage.guide import judge
 from dpcounts.studies.stage.measures import KINDS, Measure
 

@@ -49,7 +49,7 @@ RAW = (REPO / "data" / "raw").resolve()  # the data builder's download cache, gi
 EPI = ("r-cran-epi", "2.47-1", "usr/lib/R/site-library/Epi/data")
 SPDATA = ("r-cran-spdata", "2.2.1-1", "usr/lib/R/site-library/spData/shapes")
 STANDARD = "data/us_standard_population_2000.csv"
-#: The conclusions the report may draw for a measure (dpcounts.release.promise.Kept).
+#: The conclusions the report may draw for a measure (dpcounts.release.report.promise.Kept).
 CONCLUSIONS = (
     "kept, as the guide promised",
     "not within the tolerance, but as one table varies",

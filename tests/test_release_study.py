@@ -185,7 +185,7 @@ def test_a_set_beyond_the_tolerance_is_read_against_the_studys_own_tables():
     """The guide promises the typical table (the median over the study's datasets): a
     single set beyond the tolerance but within the spread of the study's tables at that
     epsilon is said to vary as one table does, not to break the promise."""
-    from dpcounts.release.promise import Kept
+    from dpcounts.release.report.promise import Kept
 
     def kept(value, study_range):
         return Kept(

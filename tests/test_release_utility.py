@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from dpcounts.release import ReleaseRequest, build_release
-from dpcounts.release.utility import (
+from dpcounts.release.report.utility import (
     AREA_MIN_VALUES,
     CSV_COLUMNS,
     FILES,
@@ -324,7 +324,7 @@ def test_the_crude_and_the_age_adjusted_rank_correlations_are_named_apart(tmp_pa
     """The report's top rows rank the areas' crude rates, the guide's section the study's
     age-adjusted ones: each row says which, in the words of the guide's measure title; and
     the summary points to the study's map it drew, with no "No map" beside it."""
-    from dpcounts.release.utility import crude_rank_title
+    from dpcounts.release.report.utility import crude_rank_title
     from dpcounts.studies.stage.measures import MEASURES
 
     monkeypatch.chdir(REPO)  # a study is read from its workflow checkout

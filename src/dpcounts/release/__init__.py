@@ -35,8 +35,8 @@ the options), :mod:`.inputs` (reading, checking, sorting), :mod:`.prior_source` 
 sampler, certified or nominal), :mod:`.limits` (the forecast cost), :mod:`.randomness`
 (ChaCha20 from the operating system), :mod:`.publication` (the files), :mod:`.folder`
 (atomic, locked installation), :mod:`.manifest` (the public manifest and its schema),
-:mod:`.summary` (the steward's summary), :mod:`.utility` and :mod:`.promise` (the
-steward's utility report: what the sets kept, against the study's guide). The steward's
+:mod:`.report` (the steward's private report: the summary, what the sets kept, the
+study's promise). The steward's
 ledger is :mod:`dpcounts.ledger`. This package module holds no working code: it names
 the public entry points and imports each on first use.
 """

@@ -30,6 +30,7 @@ from dpcounts.release import folder, manifest
 from dpcounts.release.design import Design, group_codes
 from dpcounts.release.inputs import Strata, load_strata
 from dpcounts.release.limits import check_cost
+from dpcounts.release.report.summary import check_county_frame
 from dpcounts.release.request import (
     DATASET_REQUIRED,
     Budget,
@@ -37,7 +38,6 @@ from dpcounts.release.request import (
     ReleaseRequest,
     plan_budget,
 )
-from dpcounts.release.summary import check_county_frame
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from dpcounts.release.folder import write_public_table
+from dpcounts.release.report.summary import rounding_note
 from dpcounts.release.request import NEIGHBOURS, ReleaseRequest
-from dpcounts.release.summary import rounding_note
 
 
 def _duration(seconds: float) -> str:

@@ -102,8 +102,8 @@ def write_private(
 ) -> None:
     """The steward's folder: provenance (the root key), the summary of totals and the
     utility report (its reference drawn from the root key's stream ``utility``)."""
-    from dpcounts.release.summary import write_summary
-    from dpcounts.release.utility import write_utility
+    from dpcounts.release.report.summary import write_summary
+    from dpcounts.release.report.utility import write_utility
 
     guarantee = design.guarantee()
     files = write_summary(tmp, request, strata, cal, synthetic, guarantee["statement"])

@@ -82,7 +82,7 @@ class Kind:
 
     :meth:`kept` is the one test of the study's guide, its figures' shading
     (:meth:`within`) and a release's promise check
-    (:func:`dpcounts.release.promise.check_promise`).
+    (:func:`dpcounts.release.report.promise.check_promise`).
     """
 
     name: str

@@ -529,7 +529,7 @@ def write_utility(folder: Path, request, strata, cal, synthetic, rng) -> list[st
     ``folder``; return their names. The area is the study's (``--study``), else follows
     :func:`area_column` with the request's ``--fips-column`` (or a detected FIPS key) and
     ``--group-by``."""
-    from dpcounts.release.summary import fips_column
+    from dpcounts.release.report.summary import fips_column
 
     # one no-privacy reference for the whole report: the general measures and the study's
     # (below) score the same tables, drawn twice from one seed
@@ -551,7 +551,7 @@ def write_utility(folder: Path, request, strata, cal, synthetic, rng) -> list[st
     text = markdown(report, request.input.name)
     names = list(FILES)
     if request.study is not None:  # the study's measures against its guide's promise
-        from dpcounts.release import promise
+        from dpcounts.release.report import promise
         from dpcounts.release.request import plan_budget
 
         budget = plan_budget(request)

@@ -3,7 +3,7 @@
 Written into the steward's private folder (apart from the release, never inside it): it
 shows the original, confidential totals. What the sets kept of the table, measure by
 measure and against synthesis with no privacy, is the utility report beside it
-(:mod:`dpcounts.release.utility`).
+(:mod:`dpcounts.release.report.utility`).
 """
 
 from __future__ import annotations
@@ -227,12 +227,12 @@ def write_summary(folder: Path, request, strata, cal, synthetic, guarantee: str)
 
 def _study_map(request) -> str | None:
     """The name of the study's map that the utility report draws into the same folder
-    (:func:`dpcounts.release.promise.write_map`: a study with a geometry and an area), or
+    (:func:`dpcounts.release.report.promise.write_map`: a study with a geometry and an area), or
     None."""
     study = request.study
     if study is None or study.definition.geometry is None or study.definition.area is None:
         return None
-    from dpcounts.release.promise import MAP
+    from dpcounts.release.report.promise import MAP
 
     return MAP
 
