@@ -959,7 +959,6 @@ def _check_required(parser: _Parser, args) -> None:
 def _synthesize(args) -> int:
     from dpcounts.release import ReleaseError, build_release
     from dpcounts.release.folder import PROVENANCE
-    from dpcounts.release.request import DATASET_REQUIRED
 
     try:
         request = _request(
@@ -981,12 +980,10 @@ def _synthesize(args) -> int:
             sign_key=args.sign_key,
             progress=False if args.quiet else None,
         )
-        if args.dataset is None:
-            raise _Usage(DATASET_REQUIRED)
     except _Usage as err:
         print(f"dpcounts synthesize: error: {err}", file=sys.stderr)
         return 2
-    try:
+    try:  # a missing --dataset is refused by the plan (DATASET_REQUIRED), as any option
         info = build_release(request)
     except ReleaseError as err:
         print(f"dpcounts synthesize: error: {err}", file=sys.stderr)
