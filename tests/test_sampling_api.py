@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from dpcounts import posterior_rates, synthesize
 from dpcounts.calibration import Calibration
-from dpcounts.sampling.conditioned import ConditionedSampler
+from dpcounts.sampling.study_mode import StudySampler
 
 
 @st.composite
@@ -87,7 +87,7 @@ def test_bad_size_and_rng_are_rejected():
 def test_infeasible_bounds_are_rejected():
     bounded = dict(mechanism="truncated", lower=[0, 0, 0], upper=[2, 3, 4])
     with pytest.raises(ValueError, match="infeasible bounds"):
-        ConditionedSampler([5, 5, 0], small_pg(**bounded))
+        StudySampler([5, 5, 0], small_pg(**bounded))
     with pytest.raises(ValueError, match="infeasible bounds"):
         synthesize(
             [5, 5, 0],
@@ -134,7 +134,7 @@ def test_posterior_rates_md_needs_population():
 
 
 def test_sampler_is_reproducible_for_a_seed():
-    sampler = ConditionedSampler([3, 5, 2], small_pg())
+    sampler = StudySampler([3, 5, 2], small_pg())
     first = sampler.draw(50, np.random.default_rng(11))
     again = sampler.draw(50, np.random.default_rng(11))
     assert np.array_equal(first, again)
@@ -147,13 +147,13 @@ def test_zero_total_and_single_cell_edge_cases(mechanism):
     zero = Calibration(
         mechanism=mechanism, method="paper", epsilon=1.0, total=0, a=[1.0, 2.0], **extra, **bounds
     )
-    sampler = ConditionedSampler([0, 0], zero)
+    sampler = StudySampler([0, 0], zero)
     assert np.array_equal(sampler.draw(3, np.random.default_rng(0)), np.zeros((3, 2)))
     assert np.array_equal(synthesize([0, 0], zero, 3, np.random.default_rng(0)), np.zeros((3, 2)))
     one = {k: v[:1] for k, v in (extra | bounds).items()}
     single = Calibration(mechanism=mechanism, method="paper", epsilon=1.0, total=2, a=[1.0], **one)
     assert np.array_equal(
-        ConditionedSampler([2], single).draw(4, np.random.default_rng(0)), np.full((4, 1), 2)
+        StudySampler([2], single).draw(4, np.random.default_rng(0)), np.full((4, 1), 2)
     )
 
 
@@ -208,7 +208,7 @@ def test_count_rows_are_checked_alike_whatever_their_type(dtype):
     """check_count_rows (posterior_rates_per_dataset's check) takes int64 rows as they are
     and converts others; every type is refused alike for a negative count, a fraction and
     a row of another total."""
-    from dpcounts.sampling.conditioned import check_count_rows
+    from dpcounts.sampling.bounds import check_count_rows
 
     cal = Calibration("md", "paper", 1.0, 12, a=[2.0, 2.0, 2.0])
     rows = np.array([[2, 4, 6], [12, 0, 0]], dtype=dtype)

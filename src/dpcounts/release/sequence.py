@@ -15,7 +15,7 @@
   release that fails later still counts), ``calibrate`` reads what it would be;
 * **calibrate**: a sanitised prior is drawn (its budget spent above) and the calibration
   made from it and checked; a refusal now says what was spent;
-* **draw**: the release-mode sampler built and the sets drawn, each from its own stream;
+* **draw**: the release sampler built and the sets drawn, each from its own stream;
 * **write**: the public files and the provenance into partial folders
   (:mod:`.publication`);
 * **report**: the steward's summary and utility report into the private partial, then
@@ -121,7 +121,7 @@ def checked_calibration(request, design: Design, strata: Strata, rates, measure:
     (ReleaseError) when it cannot be drawn within the limits or the sampler's
     total-variation target: every check sees public quantities only. Returns (calibration,
     forecast, the sampler's floating-point floor)."""
-    from dpcounts.sampling.conditioned import check_feasible
+    from dpcounts.sampling.bounds import check_feasible
 
     try:
         cal = design.calibrate(strata.total, strata.population, rates)
