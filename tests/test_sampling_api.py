@@ -229,3 +229,47 @@ def test_count_rows_are_checked_alike_whatever_their_type(dtype):
             check_count_rows(rows + [[0.5, -0.5, 0.0], [0.0, 0.0, 0.0]], cal)
         with pytest.raises(ValueError, match="finite numbers"):
             check_count_rows(rows * np.array([[np.nan, 1, 1], [1, 1, 1]]), cal)
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ([2, -1, 3], "non-negative integers, got minimum -1"),
+        ([2.0, -1.0, 3.0], "non-negative integers, got minimum -1"),
+        ([2.5, 0.5, 1.0], "non-negative integers, got non-whole float64"),
+        ([2.0, np.nan, 1.0], "finite numbers"),
+        (["2", "1", "1"], "finite numbers"),
+    ],
+)
+def test_every_check_of_counts_refuses_alike(bad, message):
+    """Issue #51, item 4: the checks of a vector of counts (a sampler's, check_count_rows,
+    Study 1's datasets, the geometric baseline's, the suppression rule's) are one check,
+    bounds.count_values: the same refusals, each naming what it checks, and whole
+    floating-point counts accepted as the integers they are."""
+    from dpcounts.baselines.geometric import geometric_release, geometric_release_each
+    from dpcounts.baselines.suppression import check_counts as suppression_counts
+    from dpcounts.sampling.bounds import check_count_rows, check_counts
+    from dpcounts.studies.study1 import _checked_rows
+
+    cal = Calibration("md", "paper", 1.0, 4, a=[2.0, 2.0, 2.0])
+    population = np.ones(3)
+    rng = np.random.default_rng(0)
+    checks = {
+        "y": [
+            lambda v: check_counts(v, cal),
+            lambda v: check_count_rows([v], cal),
+            lambda v: _checked_rows(np.array([v]), population),
+            lambda v: geometric_release(v, 1.0, 1, rng),
+        ],
+        "datasets": [lambda v: geometric_release_each(np.array([v]), 1.0, rng)],
+        "counts": [suppression_counts],
+    }
+    for name, calls in checks.items():
+        for call in calls:
+            with pytest.raises(ValueError, match=f"^{name} must hold {message}"):
+                call(np.array(bad))
+    whole = np.array([2.0, 1.0, 1.0])
+    rows = _checked_rows(whole[None, :], population)
+    for counts in (check_counts(whole, cal), suppression_counts(whole), rows[0]):
+        assert counts.dtype == np.int64 and np.array_equal(counts, [2, 1, 1])
+    assert geometric_release(whole, 1.0, 3, rng).sum(axis=1).tolist() == [4, 4, 4]

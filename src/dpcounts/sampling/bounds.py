@@ -3,7 +3,8 @@ many datasets) and a calibration's bounds.
 
 :func:`count_values` is the one check that an array holds counts (finite, non-negative
 integers); :func:`check_counts` and :func:`check_count_rows` add the shape and the total a
-calibration asks for, and every other caller that checks datasets of counts calls it too.
+calibration asks for, and every other check of confidential counts calls it too (Study 1's
+datasets, the geometric baseline's, the suppression rule's table).
 """
 
 from __future__ import annotations
@@ -13,20 +14,24 @@ import numpy as np
 from dpcounts.calibration import Calibration
 
 
-def count_values(arr: np.ndarray) -> np.ndarray:
-    """``arr`` (any shape) as int64 after checking it holds finite, non-negative integers:
-    ``arr`` itself when it is an int64 array already (it needs no conversion and no
-    comparison with one; a study checks the same datasets for every arm and epsilon), else
-    a converted copy."""
+def count_values(values, name: str = "y") -> np.ndarray:
+    """``values`` (an array of any shape) as int64 after checking it holds finite,
+    non-negative integers (integer or whole floating-point numbers): the array itself when
+    it is an int64 array already (it needs no conversion and no comparison with one; a
+    study checks the same datasets for every arm and epsilon), else a converted copy.
+    ``name`` is what the errors call it."""
+    arr = np.asarray(values)
     if arr.dtype == np.int64:
         if np.any(arr < 0):
-            raise ValueError("y must hold non-negative integers")
+            raise ValueError(f"{name} must hold non-negative integers, got minimum {arr.min()}")
         return arr
     if arr.dtype.kind not in "iuf" or not np.all(np.isfinite(arr)):
-        raise ValueError(f"y must hold finite numbers, got dtype {arr.dtype}")
+        raise ValueError(f"{name} must hold finite numbers, got dtype {arr.dtype}")
     counts = arr.astype(np.int64)
-    if np.any(counts != arr) or np.any(counts < 0):
-        raise ValueError("y must hold non-negative integers")
+    if np.any(counts != arr):
+        raise ValueError(f"{name} must hold non-negative integers, got non-whole {arr.dtype}")
+    if np.any(counts < 0):
+        raise ValueError(f"{name} must hold non-negative integers, got minimum {counts.min()}")
     return counts
 
 
