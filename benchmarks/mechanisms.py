@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 from dpcounts.calibration import Calibration
-from dpcounts.sampling.conditioned import ConditionedSampler
+from dpcounts.sampling.study_mode import StudySampler
 from dpcounts.sampling.synthesize import posterior_rates, synthesize
 
 INSTANCES = [(3_085, 11_364), (47_034, 26_116)]
@@ -166,7 +166,7 @@ def sampling_rows(n_cells, total, population, prior_rate, y, calibrations, n_vec
                 row(label, "synthesize (Dirichlet-multinomial), per vector", seconds / n_vectors)
             )
         samplers = []
-        build = best_time(lambda c=cal, out=samplers: out.append(ConditionedSampler(y, c)), repeats)
+        build = best_time(lambda c=cal, out=samplers: out.append(StudySampler(y, c)), repeats)
         sampler = samplers[-1]
         rows.append(row(label, "tree build (once per dataset)", build, ratio=False))
         seconds = best_time(lambda s=sampler: s.draw(n_vectors, rng), repeats)

@@ -7,7 +7,7 @@ Run from the repository root::
 On the shipped Pennsylvania strata (1,071 populated strata, 10,279 cases), for the
 truncated and pg mechanisms with certified calibrations, it times, in one process:
 
-* the *floor*: the default-mode (study) sampler built for the counts and drawing the sets
+* the *floor*: the study sampler built for the counts and drawing the sets
   with numpy's PCG64, i.e. what a release cost before issue #12;
 * the release sampler: ``release_sampler`` (double-double weights, no FFT, rebuilt until its
   total-variation bound meets the target) drawing the same number of sets exactly, each from
@@ -51,7 +51,8 @@ from mechanisms import best_time  # benchmarks/ is on the path when run as a scr
 from dpcounts.privacy.calibrate import calibrate
 from dpcounts.release import ReleaseRequest, build_release
 from dpcounts.release.randomness import RootKey
-from dpcounts.sampling.conditioned import ConditionedSampler, release_sampler
+from dpcounts.sampling.release_mode import release_sampler
+from dpcounts.sampling.study_mode import StudySampler
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -110,7 +111,7 @@ def main() -> None:
             root = RootKey.fresh()
 
             def floor(cal=cal):
-                sampler = ConditionedSampler(y, cal)
+                sampler = StudySampler(y, cal)
                 sampler.draw(args.sets, np.random.default_rng(1))
 
             def release(cal=cal, root=root):

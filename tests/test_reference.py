@@ -53,7 +53,7 @@ def test_the_mechanisms_tend_to_the_reference_as_epsilon_grows(mechanism):
     """At a large epsilon (a, alpha -> 0) a mechanism's draws have the reference's mean
     and variance; at a small one they do not (the test can fail)."""
     from dpcounts.privacy.calibrate import calibrate
-    from dpcounts.sampling.conditioned import ConditionedSampler
+    from dpcounts.sampling.study_mode import StudySampler
 
     y = np.array([30, 5, 0, 60, 12, 9])
     population = np.array([1000.0, 800, 900, 2000, 700, 500])
@@ -63,7 +63,7 @@ def test_the_mechanisms_tend_to_the_reference_as_epsilon_grows(mechanism):
 
     def moments(epsilon):
         cal = calibrate(mechanism, epsilon, int(y.sum()), population, prior, method="certified")
-        draws = ConditionedSampler(y, cal).draw(20_000, rng)
+        draws = StudySampler(y, cal).draw(20_000, rng)
         return draws.mean(axis=0), draws.var(axis=0)
 
     mean, var = moments(200.0)

@@ -24,15 +24,14 @@ from dpcounts.privacy.calibrate import calibrate
 from dpcounts.release import ReleaseError, ReleaseRequest, build_release
 from dpcounts.release.design import Design
 from dpcounts.release.request import Budget
-from dpcounts.sampling.conditioned import (
-    ConditionedSampler,
+from dpcounts.sampling.bounds import check_feasible
+from dpcounts.sampling.release_mode import ReleaseSampler, public_rounding_bound, release_sampler
+from dpcounts.sampling.study_mode import StudySampler
+from dpcounts.sampling.tilt import (
     _solve_tilt_bounded,
-    _solve_tilt_bounded_checked,
-    _window_weights,
-    check_feasible,
-    public_rounding_bound,
-    release_sampler,
+    solve_tilt_bounded_checked,
     window_moments,
+    window_weights,
 )
 
 #: A certified truncated release at the defaults (epsilon 1, delta 1e-12) whose sampler
@@ -72,11 +71,11 @@ def test_the_release_sampler_does_not_crash_where_a_neighbour_releases():
     # product then gives sum = y. no mass inside the kept windows
     lower, upper = check_feasible(cal)
     shape = cal.clamp(np.array([143, 127])) + cal.a
-    moments = window_moments(*_window_weights(shape, cal.log_success(), lower, upper))
+    moments = window_moments(*window_weights(shape, cal.log_success(), lower, upper))
     newton = moments(_solve_tilt_bounded(moments, 270))[0]
-    checked = moments(_solve_tilt_bounded_checked(moments, 270))[0]
+    checked = moments(solve_tilt_bounded_checked(moments, 270))[0]
     assert abs(newton - 270) > 10 and abs(checked - 270) < 1
-    ConditionedSampler(np.array([143, 127]), cal, tail=1e-16, release=True)  # raised before
+    ReleaseSampler(np.array([143, 127]), cal, tail=1e-16)  # raised before
     for first in range(135, 152):
         sampler = release_sampler(np.array([first, 270 - first]), cal, tau)
         assert sampler.tv_bound <= tau
@@ -117,7 +116,7 @@ def test_the_public_rounding_bound_bounds_every_table():
             y = rng.multinomial(total, rng.dirichlet(np.ones(n_cells)))
             for tail in (1e-16, 0.0):
                 try:
-                    sampler = ConditionedSampler(y, cal, tail=tail, release=True)
+                    sampler = ReleaseSampler(y, cal, tail=tail)
                 except RuntimeError:
                     continue
                 assert sampler.rounding_bound <= bound
@@ -392,7 +391,7 @@ def test_the_study_sampler_draws_for_every_table_of_the_instance_that_crashed():
     lower, upper = cal.bounds()
     rng = np.random.default_rng(0)
     for first in range(271):
-        z = ConditionedSampler(np.array([first, 270 - first]), cal).draw(3, rng)
+        z = StudySampler(np.array([first, 270 - first]), cal).draw(3, rng)
         assert (z.sum(axis=1) == 270).all() and (z >= lower).all() and (z <= upper).all()
     # where the bisection found the tilt, the sampler draws the analysed distribution: the
     # exact pmf of the code (its split probabilities) against q(z | y), and a chi-square of
@@ -403,7 +402,7 @@ def test_the_study_sampler_draws_for_every_table_of_the_instance_that_crashed():
     from dpcounts.sampling.implemented import implemented_pmf
 
     y = np.array([143, 127])
-    sampler = ConditionedSampler(y, cal)
+    sampler = StudySampler(y, cal)
     support, pmf = implemented_pmf(sampler)
     exact_support, exact = exact_pmf(y, cal)
     assert np.array_equal(support, exact_support)

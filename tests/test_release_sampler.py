@@ -22,7 +22,6 @@ from conftest import chi_square_p_value, empirical, random_bounds
 from dpcounts import calibrate
 from dpcounts.calibration import Calibration
 from dpcounts.sampling import tree_draw as td
-from dpcounts.sampling.conditioned import ConditionedSampler, release_sampler
 from dpcounts.sampling.enumeration import compositions, exact_pmf
 from dpcounts.sampling.implemented import (
     hockey_stick,
@@ -30,6 +29,8 @@ from dpcounts.sampling.implemented import (
     implemented_pmf,
     total_variation,
 )
+from dpcounts.sampling.release_mode import ReleaseSampler, release_sampler
+from dpcounts.sampling.study_mode import StudySampler
 
 U = 2.0**-53
 N_DRAWS = 20_000
@@ -222,7 +223,7 @@ def case(name):
 @pytest.mark.parametrize("name", list(CHI_SQUARE_CASES))
 def test_release_draws_follow_the_implemented_pmf(name):
     cal, y = case(name)
-    sampler = ConditionedSampler(y, cal, release=True)
+    sampler = ReleaseSampler(y, cal)
     support, probs = implemented_pmf(sampler)
     assert probs.sum() == pytest.approx(1.0, abs=1e-12)
     draws = sampler.draw(N_DRAWS, np.random.default_rng(sum(map(ord, name))))
@@ -231,7 +232,7 @@ def test_release_draws_follow_the_implemented_pmf(name):
 
 def test_release_draws_with_a_chacha_generator():
     cal, y = case("truncated certified I=3")
-    sampler = ConditionedSampler(y, cal, release=True)
+    sampler = ReleaseSampler(y, cal)
     support, probs = implemented_pmf(sampler)
     rng = np.random.Generator(randomgen.ChaCha(seed=2024, rounds=20))
     draws = sampler.draw(N_DRAWS, rng)
@@ -242,7 +243,7 @@ def test_release_draws_with_a_chacha_generator():
 @pytest.mark.parametrize("tail", [1e-16, 1e-3])
 def test_implemented_pmf_is_within_tv_bound_of_the_ideal(name, tail):
     cal, y = case(name)
-    sampler = ConditionedSampler(y, cal, release=True, tail=tail)
+    sampler = ReleaseSampler(y, cal, tail=tail)
     _, implemented = implemented_pmf(sampler, exact=True)
     _, ideal = ideal_pmf(y, cal, exact=True)
     tv = total_variation(implemented, ideal)
@@ -278,7 +279,7 @@ def random_instance(seed: int):
 def test_random_instances_stay_within_their_bound(seed):
     cal, y = random_instance(seed)
     tail = (1e-16, 1e-3, 0.0)[seed % 3]
-    sampler = ConditionedSampler(y, cal, release=True, tail=tail)
+    sampler = ReleaseSampler(y, cal, tail=tail)
     draws = sampler.draw(20, np.random.default_rng(seed))
     lower, upper = cal.bounds()
     assert np.all(draws.sum(axis=1) == cal.total)
@@ -288,10 +289,10 @@ def test_random_instances_stay_within_their_bound(seed):
     assert total_variation(implemented, ideal) <= sampler.tv_bound
 
 
-def test_implemented_pmf_of_the_default_mode_matches_its_draws():
-    # the default mode's exact pmf (counting 53-bit integers) underlies the violation test below
+def test_implemented_pmf_of_the_study_sampler_matches_its_draws():
+    # the study sampler's exact pmf (counting 53-bit integers) underlies the violation test
     cal, y = case("pg paper I=4")
-    sampler = ConditionedSampler(y, cal)
+    sampler = StudySampler(y, cal)
     support, probs = implemented_pmf(sampler)
     draws = sampler.draw(N_DRAWS, np.random.default_rng(77))
     assert chi_square_p_value(empirical(draws, support), probs) > P_VALUE_FLOOR
@@ -300,7 +301,7 @@ def test_implemented_pmf_of_the_default_mode_matches_its_draws():
 def test_coarse_tails_make_the_cut_term_count():
     # tail = 1e-3 cuts real mass: the bound must cover it, and is not absurdly loose
     cal, y = case("pg certified I=2")
-    sampler = ConditionedSampler(y, cal, release=True, tail=1e-3)
+    sampler = ReleaseSampler(y, cal, tail=1e-3)
     _, implemented = implemented_pmf(sampler, exact=True)
     _, ideal = ideal_pmf(y, cal, exact=True)
     tv = total_variation(implemented, ideal)
@@ -345,7 +346,7 @@ def test_exact_delta_of_the_release_sampler(mechanism, method, n_cells, total, e
     for y in data:
         key = tuple(y)
         for tail in tails:
-            sampler = ConditionedSampler(y, cal, release=True, tail=tail)
+            sampler = ReleaseSampler(y, cal, tail=tail)
             pmf[tail][key] = implemented_pmf(sampler, exact=True)[1]
             bound[tail][key] = sampler.tv_bound
         targeted[key] = implemented_pmf(release_sampler(y, cal, 1e-13), exact=True)[1]
@@ -372,7 +373,7 @@ def test_default_sampler_is_not_pure_epsilon_dp():
     epsilon, total = 1.0, 40
     cal = calibrate("pg", epsilon, total, [1000.0, 3000.0], [0.01, 0.002], method="certified")
     pmf = {
-        k: implemented_pmf(ConditionedSampler([k, total - k], cal), exact=True)[1]
+        k: implemented_pmf(StudySampler([k, total - k], cal), exact=True)[1]
         for k in range(total + 1)
     }
     violations = []
@@ -383,13 +384,13 @@ def test_default_sampler_is_not_pure_epsilon_dp():
     assert violations, "expected the default sampler to violate pure eps-DP on this instance"
     # release mode on the same instance: delta within the proven bound
     for k in violations:
-        samplers = [ConditionedSampler([j, total - j], cal, release=True) for j in (k, k - 1)]
+        samplers = [ReleaseSampler([j, total - j], cal) for j in (k, k - 1)]
         p, q = (implemented_pmf(s, exact=True)[1] for s in samplers)
         slack = (1 + math.exp(epsilon)) * max(s.tv_bound for s in samplers)
         assert max(hockey_stick(p, q, epsilon), hockey_stick(q, p, epsilon)) <= slack
 
 
-# --- release_sampler, small cases, default mode unchanged ------------------------------------
+# --- release_sampler, small cases, study sampler unchanged -----------------------------------
 
 
 def pennlc_like(mechanism: str):
@@ -403,13 +404,13 @@ def pennlc_like(mechanism: str):
 def test_release_sampler_meets_its_target_on_a_large_table(mechanism):
     cal, y = pennlc_like(mechanism)
     sampler = release_sampler(y, cal, 1e-13)
-    assert sampler.release and sampler.tv_bound <= 1e-13
+    assert isinstance(sampler, ReleaseSampler) and sampler.tv_bound <= 1e-13
     draws = sampler.draw(20, np.random.default_rng(1))
     assert np.all(draws.sum(axis=1) == cal.total)
     lower, upper = cal.bounds()
     assert np.all((draws >= lower) & (draws <= upper))
-    # the release tree's marginals agree with the default tree's
-    default = ConditionedSampler(y, cal)
+    # the release tree's marginals agree with the study tree's
+    default = StudySampler(y, cal)
     np.testing.assert_allclose(sampler.marginal_means(), default.marginal_means(), atol=1e-6)
     with pytest.raises(ValueError, match="tv_target"):
         release_sampler(y, cal, 1e-40)  # below the double-double rounding term
@@ -419,21 +420,19 @@ def test_release_sampler_meets_its_target_on_a_large_table(mechanism):
 
 def test_release_mode_trivial_cases():
     cal = Calibration(mechanism="md", method="paper", epsilon=1.0, total=5, a=[2.0])
-    sampler = ConditionedSampler([5], cal, release=True)
+    sampler = ReleaseSampler([5], cal)
     assert sampler.tv_bound == 0.0
     assert np.array_equal(sampler.draw(3, np.random.default_rng(0)), np.full((3, 1), 5))
     zero = Calibration(mechanism="md", method="paper", epsilon=1.0, total=0, a=[1.0, 2.0])
-    assert ConditionedSampler([0, 0], zero, release=True).draw(
-        2, np.random.default_rng(0)
-    ).shape == (
+    assert ReleaseSampler([0, 0], zero).draw(2, np.random.default_rng(0)).shape == (
         2,
         2,
     )
 
 
-def test_default_mode_draws_are_unchanged():
-    # the draws of the default mode before release mode existed (simulation studies rely on
-    # them); an instance whose convolutions are all direct, so no FFT library is involved
+def test_study_sampler_draws_are_unchanged():
+    # the study sampler's draws from before the release sampler existed (simulation studies
+    # rely on them); an instance whose convolutions are all direct, so no FFT library is involved
     rng = np.random.default_rng(20240611)
     n_cells, total = 24, 120
     population = np.exp(rng.normal(8.0, 1.0, n_cells))
@@ -450,6 +449,6 @@ def test_default_mode_draws_are_unchanged():
         b=a / prior_rate,
         population=population,
     )
-    draws = ConditionedSampler(y, cal).draw(200, np.random.default_rng(5))
+    draws = StudySampler(y, cal).draw(200, np.random.default_rng(5))
     digest = hashlib.sha256(draws.tobytes()).hexdigest()
     assert digest == "d18f455cd13856844ebff586f02e42b681ad087695e1b232cdc69ab3adb80d99"

@@ -19,15 +19,15 @@ import pytest
 
 from dpcounts import calibrate
 from dpcounts.sampling import tree_draw as td
-from dpcounts.sampling.conditioned import (
+from dpcounts.sampling.release_mode import (
     RELEASE_TAILS,
-    ConditionedSampler,
+    ReleaseSampler,
     release_sampler,
     release_tails,
 )
 
 
-def sequential_tree(sampler: ConditionedSampler, counts, tail: float, stop=None):
+def sequential_tree(sampler: ReleaseSampler, counts, tail: float, stop=None):
     """(values_hi, values_lo, offsets, rounding operations) of the release tree, built one
     node at a time as before the compiled build; the leaves walked to 2^-``stop`` of their
     largest entry (default the build's, :func:`~dpcounts.sampling.tree_draw.walk_stop_bits`)."""
@@ -109,7 +109,7 @@ def national_like(mechanism: str, n_cells: int, seed: int):
 @pytest.mark.parametrize("tail", [1e-16, 1e-3])
 def test_compiled_build_stores_the_sequential_tree_bit_for_bit(mechanism, n_cells, seed, tail):
     counts, cal = national_like(mechanism, n_cells, seed)
-    sampler = ConditionedSampler(counts, cal, tail=tail, release=True)
+    sampler = ReleaseSampler(counts, cal, tail=tail)
     values_hi, values_lo, offsets, ops = sequential_tree(sampler, counts, tail)
     assert np.array_equal(sampler._values, values_hi)
     assert np.array_equal(sampler._values_lo, values_lo)
@@ -129,17 +129,17 @@ def test_compiled_build_stores_the_sequential_tree_bit_for_bit(mechanism, n_cell
 @pytest.mark.slow
 def test_serial_and_parallel_builds_store_the_same_tree(monkeypatch):
     """Small tables are built in one thread, large ones on every core: the same tree."""
-    from dpcounts.sampling import conditioned
+    from dpcounts.sampling import release_mode
 
     counts, cal = national_like("truncated", 5_000, 7)
-    monkeypatch.setattr(conditioned, "_PARALLEL_CELLS", 10**9)
-    serial = ConditionedSampler(counts, cal, tail=1e-16, release=True)
-    monkeypatch.setattr(conditioned, "_PARALLEL_CELLS", 0)
+    monkeypatch.setattr(release_mode, "_PARALLEL_CELLS", 10**9)
+    serial = ReleaseSampler(counts, cal, tail=1e-16)
+    monkeypatch.setattr(release_mode, "_PARALLEL_CELLS", 0)
     threads = numba.get_num_threads()
-    builds = [ConditionedSampler(counts, cal, tail=1e-16, release=True)]
+    builds = [ReleaseSampler(counts, cal, tail=1e-16)]
     try:
         numba.set_num_threads(1)
-        builds.append(ConditionedSampler(counts, cal, tail=1e-16, release=True))
+        builds.append(ReleaseSampler(counts, cal, tail=1e-16))
     finally:
         numba.set_num_threads(threads)
     for parallel in builds:
@@ -169,7 +169,7 @@ def test_release_tails_keep_the_floor_and_drop_only_hopeless_tails():
     assert 1e-16 not in tails and tails == tuple(t for t in RELEASE_TAILS if t <= tails[0])
 
 
-def built_work(sampler: ConditionedSampler) -> float:
+def built_work(sampler: ReleaseSampler) -> float:
     """The multiply-adds the build's convolutions did: the product of the children's
     stored widths at every internal node but the root (which forms one value)."""
     lengths = sampler._lengths.astype(float)
@@ -233,11 +233,11 @@ def test_the_forecast_takes_the_build_at_the_parallel_rate_and_the_rest_at_the_s
 def test_a_level_convolved_in_chunks_stores_the_sequential_tree(mechanism, monkeypatch):
     """Issue #36: a level's convolutions run in chunks of pairs (bounded memory); every
     entry is still the sequential build's."""
-    from dpcounts.sampling import conditioned
+    from dpcounts.sampling import release_mode
 
-    monkeypatch.setattr(conditioned, "_CONVOLVE_ENTRIES", 40)
+    monkeypatch.setattr(release_mode, "_CONVOLVE_ENTRIES", 40)
     counts, cal = national_like(mechanism, 2_001, 4)
-    sampler = ConditionedSampler(counts, cal, tail=1e-16, release=True)
+    sampler = ReleaseSampler(counts, cal, tail=1e-16)
     values_hi, values_lo, offsets, _ = sequential_tree(sampler, counts, 1e-16)
     assert np.array_equal(sampler._values, values_hi)
     assert np.array_equal(sampler._values_lo, values_lo)
@@ -249,13 +249,11 @@ def test_a_spilled_tree_stores_and_draws_what_the_tree_in_memory_does(mechanism,
     """Issue #36: a large tree goes to an unlinked file and is drawn one level at a time:
     the same tree, the same bounds and the same draws from the same generator; nothing is
     left in the folder."""
-    from dpcounts.sampling.conditioned import Spill
+    from dpcounts.sampling.spill import Spill
 
     counts, cal = national_like(mechanism, 3_001, 11)
-    memory = ConditionedSampler(counts, cal, tail=1e-16, release=True)
-    spilled = ConditionedSampler(
-        counts, cal, tail=1e-16, release=True, spill=Spill(tmp_path / "spill", 0.0)
-    )
+    memory = ReleaseSampler(counts, cal, tail=1e-16)
+    spilled = ReleaseSampler(counts, cal, tail=1e-16, spill=Spill(tmp_path / "spill", 0.0))
     assert memory._spilled is None and spilled._spilled is not None
     assert list((tmp_path / "spill").iterdir()) == []  # created unlinked
     assert np.array_equal(memory._values, spilled._values)
@@ -266,9 +264,7 @@ def test_a_spilled_tree_stores_and_draws_what_the_tree_in_memory_does(mechanism,
         first, second = np.random.default_rng(seed), np.random.default_rng(seed)
         assert np.array_equal(memory.draw(3, first), spilled.draw(3, second))
         assert first.random() == second.random()  # the same numbers used
-    big = ConditionedSampler(
-        counts, cal, tail=1e-16, release=True, spill=Spill(tmp_path / "spill", 1e12)
-    )
+    big = ReleaseSampler(counts, cal, tail=1e-16, spill=Spill(tmp_path / "spill", 1e12))
     assert big._spilled is None  # a tree forecast below the limit stays in memory
 
 
@@ -281,18 +277,16 @@ def test_leaves_walked_in_chunks_store_and_draw_the_sequential_tree(
     into the first level at once (the leaves are never all held), in memory or spilled
     (the store moves to the file at the chunk that calls for it): the sequential build's
     tree, its bounds, and the same draws, for an odd number of cells too."""
-    from dpcounts.sampling import conditioned
-    from dpcounts.sampling.conditioned import Spill
+    from dpcounts.sampling import release_mode
+    from dpcounts.sampling.spill import Spill
 
     for n, seed in ((3, 1), (201, 2), (256, 3)):
         counts, cal = national_like(mechanism, n, seed)
-        whole = ConditionedSampler(counts, cal, tail=1e-16, release=True)
+        whole = ReleaseSampler(counts, cal, tail=1e-16)
         with monkeypatch.context() as patch:
-            patch.setattr(conditioned, "_LEAF_CHUNK", chunk)
-            chunked = ConditionedSampler(counts, cal, tail=1e-16, release=True)
-            spilled = ConditionedSampler(
-                counts, cal, tail=1e-16, release=True, spill=Spill(tmp_path / "s", 1.0)
-            )
+            patch.setattr(release_mode, "_LEAF_CHUNK", chunk)
+            chunked = ReleaseSampler(counts, cal, tail=1e-16)
+            spilled = ReleaseSampler(counts, cal, tail=1e-16, spill=Spill(tmp_path / "s", 1.0))
         values_hi, values_lo, offsets, _ = sequential_tree(chunked, counts, 1e-16)
         assert spilled._spilled is not None and chunked._spilled is None
         for built in (chunked, spilled):
@@ -310,13 +304,13 @@ def test_leaves_walked_in_chunks_store_and_draw_the_sequential_tree(
 
 
 @pytest.mark.slow
-def test_streamed_tilt_moments_match_the_window_weights():
+def test_streamed_tilt_moments_match_thewindow_weights():
     """The release tilt's moments, streamed per cell in compiled code (issue #36: no
-    window-by-entry arrays), agree with the default mode's padded window weights, from
+    window-by-entry arrays), agree with the study sampler's padded window weights, from
     point masses through windows thousands wide, shapes below and above 1 and tilts
     far beyond the ratio walk's range (where lgamma takes over)."""
     from dpcounts.sampling import tree_build as tb
-    from dpcounts.sampling.conditioned import _tilted_moments, _window_weights
+    from dpcounts.sampling.tilt import _tilted_moments, window_weights
 
     rng = np.random.default_rng(36)
     for trial in range(200):
@@ -325,7 +319,7 @@ def test_streamed_tilt_moments_match_the_window_weights():
         hi = lo + rng.integers(1, (2, 10, 200, 3000)[trial % 4], n) - 1
         shape = np.exp(rng.normal(0.0, 2.0, n))
         log_p = rng.normal(-1.0, 1.0, n) - np.log(2.0)
-        rows, base = _window_weights(shape, log_p, lo, hi)
+        rows, base = window_weights(shape, log_p, lo, hi)
         for log_c in (0.0, float(rng.normal(0.0, 3.0)), -50.0, 30.0, 400.0, -2000.0):
             mean, var = _tilted_moments(rows, base, log_c)
             for parallel in (False, True):

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from dpcounts import posterior_rates, synthesize
 from dpcounts.calibration import Calibration
-from dpcounts.sampling.conditioned import ConditionedSampler
+from dpcounts.sampling.study_mode import StudySampler
 
 
 @st.composite
@@ -87,7 +87,7 @@ def test_bad_size_and_rng_are_rejected():
 def test_infeasible_bounds_are_rejected():
     bounded = dict(mechanism="truncated", lower=[0, 0, 0], upper=[2, 3, 4])
     with pytest.raises(ValueError, match="infeasible bounds"):
-        ConditionedSampler([5, 5, 0], small_pg(**bounded))
+        StudySampler([5, 5, 0], small_pg(**bounded))
     with pytest.raises(ValueError, match="infeasible bounds"):
         synthesize(
             [5, 5, 0],
@@ -134,7 +134,7 @@ def test_posterior_rates_md_needs_population():
 
 
 def test_sampler_is_reproducible_for_a_seed():
-    sampler = ConditionedSampler([3, 5, 2], small_pg())
+    sampler = StudySampler([3, 5, 2], small_pg())
     first = sampler.draw(50, np.random.default_rng(11))
     again = sampler.draw(50, np.random.default_rng(11))
     assert np.array_equal(first, again)
@@ -147,13 +147,13 @@ def test_zero_total_and_single_cell_edge_cases(mechanism):
     zero = Calibration(
         mechanism=mechanism, method="paper", epsilon=1.0, total=0, a=[1.0, 2.0], **extra, **bounds
     )
-    sampler = ConditionedSampler([0, 0], zero)
+    sampler = StudySampler([0, 0], zero)
     assert np.array_equal(sampler.draw(3, np.random.default_rng(0)), np.zeros((3, 2)))
     assert np.array_equal(synthesize([0, 0], zero, 3, np.random.default_rng(0)), np.zeros((3, 2)))
     one = {k: v[:1] for k, v in (extra | bounds).items()}
     single = Calibration(mechanism=mechanism, method="paper", epsilon=1.0, total=2, a=[1.0], **one)
     assert np.array_equal(
-        ConditionedSampler([2], single).draw(4, np.random.default_rng(0)), np.full((4, 1), 2)
+        StudySampler([2], single).draw(4, np.random.default_rng(0)), np.full((4, 1), 2)
     )
 
 
@@ -208,7 +208,7 @@ def test_count_rows_are_checked_alike_whatever_their_type(dtype):
     """check_count_rows (posterior_rates_per_dataset's check) takes int64 rows as they are
     and converts others; every type is refused alike for a negative count, a fraction and
     a row of another total."""
-    from dpcounts.sampling.conditioned import check_count_rows
+    from dpcounts.sampling.bounds import check_count_rows
 
     cal = Calibration("md", "paper", 1.0, 12, a=[2.0, 2.0, 2.0])
     rows = np.array([[2, 4, 6], [12, 0, 0]], dtype=dtype)
@@ -229,3 +229,47 @@ def test_count_rows_are_checked_alike_whatever_their_type(dtype):
             check_count_rows(rows + [[0.5, -0.5, 0.0], [0.0, 0.0, 0.0]], cal)
         with pytest.raises(ValueError, match="finite numbers"):
             check_count_rows(rows * np.array([[np.nan, 1, 1], [1, 1, 1]]), cal)
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ([2, -1, 3], "non-negative integers, got minimum -1"),
+        ([2.0, -1.0, 3.0], "non-negative integers, got minimum -1"),
+        ([2.5, 0.5, 1.0], "non-negative integers, got non-whole float64"),
+        ([2.0, np.nan, 1.0], "finite numbers"),
+        (["2", "1", "1"], "finite numbers"),
+    ],
+)
+def test_every_check_of_counts_refuses_alike(bad, message):
+    """Issue #51, item 4: the checks of a vector of counts (a sampler's, check_count_rows,
+    Study 1's datasets, the geometric baseline's, the suppression rule's) are one check,
+    bounds.count_values: the same refusals, each naming what it checks, and whole
+    floating-point counts accepted as the integers they are."""
+    from dpcounts.baselines.geometric import geometric_release, geometric_release_each
+    from dpcounts.baselines.suppression import check_counts as suppression_counts
+    from dpcounts.sampling.bounds import check_count_rows, check_counts
+    from dpcounts.studies.study1 import _checked_rows
+
+    cal = Calibration("md", "paper", 1.0, 4, a=[2.0, 2.0, 2.0])
+    population = np.ones(3)
+    rng = np.random.default_rng(0)
+    checks = {
+        "y": [
+            lambda v: check_counts(v, cal),
+            lambda v: check_count_rows([v], cal),
+            lambda v: _checked_rows(np.array([v]), population),
+            lambda v: geometric_release(v, 1.0, 1, rng),
+        ],
+        "datasets": [lambda v: geometric_release_each(np.array([v]), 1.0, rng)],
+        "counts": [suppression_counts],
+    }
+    for name, calls in checks.items():
+        for call in calls:
+            with pytest.raises(ValueError, match=f"^{name} must hold {message}"):
+                call(np.array(bad))
+    whole = np.array([2.0, 1.0, 1.0])
+    rows = _checked_rows(whole[None, :], population)
+    for counts in (check_counts(whole, cal), suppression_counts(whole), rows[0]):
+        assert counts.dtype == np.int64 and np.array_equal(counts, [2, 1, 1])
+    assert geometric_release(whole, 1.0, 3, rng).sum(axis=1).tolist() == [4, 4, 4]

@@ -8,8 +8,8 @@ from conftest import chi_square_p_value, empirical
 from scipy import integrate, stats
 
 from dpcounts.calibration import Calibration
-from dpcounts.sampling.conditioned import ConditionedSampler
 from dpcounts.sampling.enumeration import compositions, exact_pmf
+from dpcounts.sampling.study_mode import StudySampler
 from dpcounts.sampling.synthesize import synthesize
 
 N_DRAWS = 20_000
@@ -77,7 +77,7 @@ def test_tree_sampler_matches_enumeration(name):
     cal, y = CASES[name]
     support, probs = exact_pmf(y, cal)
     rng = np.random.default_rng(sum(map(ord, name)))
-    draws = ConditionedSampler(y, cal).draw(N_DRAWS, rng)
+    draws = StudySampler(y, cal).draw(N_DRAWS, rng)
     counts = empirical(draws, support)
     tv = 0.5 * np.abs(counts / N_DRAWS - probs).sum()
     assert tv < 2 * mc_tv_scale(probs, N_DRAWS)
@@ -97,7 +97,7 @@ def test_synthesize_matches_enumeration(name):
 def test_tree_marginals_equal_enumerated_marginals():
     for cal, y in CASES.values():
         support, probs = exact_pmf(y, cal)
-        sampler = ConditionedSampler(y, cal)
+        sampler = StudySampler(y, cal)
         for cell, (offset, pmf) in enumerate(sampler.marginal_pmfs()):
             values = offset + np.arange(pmf.size)
             truth = np.array([probs[support[:, cell] == v].sum() for v in values])
@@ -161,7 +161,7 @@ def test_nbinom_window_is_scipy_stats_to_the_bit():
     scipy.stats: scipy.stats.nbinom's numbers to the bit, on random parameters over the
     range a study's tilted cells take and on edge ones (success exactly 1, invalid
     parameters giving NaN)."""
-    from dpcounts.sampling.conditioned import nbinom_window
+    from dpcounts.sampling.tilt import nbinom_window
 
     rng = np.random.default_rng(8)
     shape = np.concatenate([10.0 ** rng.uniform(-2, 4, 400), [0.5, 3.0, 0.0, -1.0, 2.0]])

@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from dpcounts.calibration import Calibration
-from dpcounts.sampling.conditioned import ConditionedSampler
+from dpcounts.sampling.study_mode import StudySampler
 
 N_CELLS, TOTAL = 3_000, 11_000
 
@@ -41,7 +41,7 @@ def truncated_sampler(inputs):
         lower=lower,
         upper=upper,
     )
-    return ConditionedSampler(y, cal)
+    return StudySampler(y, cal)
 
 
 def test_rows_are_within_bounds_and_sum_to_the_total(truncated_sampler):
@@ -74,7 +74,7 @@ def test_md_tree_marginal_means_equal_dirichlet_multinomial_means(inputs):
     y = inputs[0]
     alpha = np.random.default_rng(3).uniform(0.2, 5.0, N_CELLS)
     cal = Calibration(mechanism="md", method="paper", epsilon=1.0, total=TOTAL, a=alpha)
-    sampler = ConditionedSampler(y, cal)
+    sampler = StudySampler(y, cal)
     expected = TOTAL * (y + alpha) / (y + alpha).sum()
     np.testing.assert_allclose(sampler.marginal_means(), expected, rtol=1e-8, atol=1e-10)
 
@@ -85,11 +85,11 @@ def test_tree_convolution_is_fftconvolve_bit_for_bit(sizes):
     per-call checks) gives fftconvolve's very bits: the draws of a seed do not move."""
     from scipy.signal import fftconvolve
 
-    from dpcounts.sampling.conditioned import _fft_convolve
+    from dpcounts.sampling.convolution import fft_convolve
 
     rng = np.random.default_rng(sum(sizes))
     a, b = (rng.dirichlet(np.ones(size)) for size in sizes)
-    np.testing.assert_array_equal(_fft_convolve(a, b), fftconvolve(a, b))
+    np.testing.assert_array_equal(fft_convolve(a, b), fftconvolve(a, b))
 
 
 def random_pairs(rng, sizes):
@@ -102,32 +102,32 @@ def random_pairs(rng, sizes):
 def test_batched_tree_convolutions_are_the_pairwise_ones_bit_for_bit():
     """A level's long pairs convolved together (one transform per FFT length, rows of a
     2-D array) give each pair's own convolution's very bits, lengths shared or not."""
-    from dpcounts.sampling.conditioned import _fft_convolve, _fft_convolve_many
+    from dpcounts.sampling.convolution import fft_convolve, fft_convolve_many
 
     rng = np.random.default_rng(36)
     sizes = [(129, 129), (130, 700), (700, 130), (1000, 257), (4097, 5003), (129, 130)]
     sizes += [tuple(rng.integers(129, 3000, 2).tolist()) for _ in range(40)]
     lefts, rights = random_pairs(rng, sizes)
-    batched = _fft_convolve_many(lefts, rights)
+    batched = fft_convolve_many(lefts, rights)
     assert len(batched) == len(sizes)
     for a, b, conv in zip(lefts, rights, batched, strict=True):
-        np.testing.assert_array_equal(conv, _fft_convolve(a, b))
+        np.testing.assert_array_equal(conv, fft_convolve(a, b))
 
 
 def test_tree_convolution_rows_are_the_clipped_padded_pairs_bit_for_bit():
     """A level's long pairs as the rows of one padded array (pocketfft's entry points
     called directly, each length's lefts and rights in one forward transform) hold each
     pair's own scipy.fft convolution, negative round-off clipped, zeros beyond its end."""
-    from dpcounts.sampling.conditioned import _fft_convolve, _fft_convolve_rows
+    from dpcounts.sampling.convolution import fft_convolve, fft_convolve_rows
 
     rng = np.random.default_rng(4)
     sizes = [(129, 129), (129, 130), (130, 129), (700, 130), (4097, 5003), (1, 300)]
     sizes += [tuple(rng.integers(100, 2500, 2).tolist()) for _ in range(30)]
     lefts, rights = random_pairs(rng, sizes)
-    rows = _fft_convolve_rows(lefts, rights)
+    rows = fft_convolve_rows(lefts, rights)
     assert rows.shape == (len(sizes), max(a + b - 1 for a, b in sizes))
     for a, b, row in zip(lefts, rights, rows, strict=True):
-        conv = np.clip(_fft_convolve(a, b), 0.0, None)
+        conv = np.clip(fft_convolve(a, b), 0.0, None)
         np.testing.assert_array_equal(row[: conv.size], conv)
         assert not np.any(row[conv.size :])
 
@@ -182,22 +182,18 @@ def test_remembered_window_moments_are_fresh_ones_bit_for_bit():
     """The tilt solver's moments remember their last tilt, and the leaves take its pmfs:
     whatever was asked before, each answer and each pmf is what a fresh evaluation gives,
     a zero's sign included (a negative zero tilt is not taken for a positive one)."""
-    from dpcounts.sampling.conditioned import (
-        _tilted_probabilities,
-        _window_weights,
-        window_moments,
-    )
+    from dpcounts.sampling.tilt import tilted_probabilities, window_moments, window_weights
 
     rng = np.random.default_rng(11)
     shape = rng.uniform(0.5, 40.0, 60)
     log_p = np.log(rng.uniform(0.1, 0.9, 60))
     start = rng.integers(0, 5, 60)
-    weights = _window_weights(shape, log_p, start, start + rng.integers(0, 300, 60))
+    weights = window_weights(shape, log_p, start, start + rng.integers(0, 300, 60))
     moments = window_moments(*weights)
     for log_c in (0.0, 0.3, 0.3, -0.0, 0.0, -1.25, -1.25):
         assert moments(log_c) == window_moments(*weights)(log_c)
         for got, want in zip(
-            moments.probabilities(log_c), _tilted_probabilities(*weights, log_c), strict=True
+            moments.probabilities(log_c), tilted_probabilities(*weights, log_c), strict=True
         ):
             np.testing.assert_array_equal(got, want)
             assert np.array_equal(np.signbit(got), np.signbit(want))
@@ -208,19 +204,19 @@ def test_log_factorial_table_is_gammaln_bit_for_bit(monkeypatch):
     same bits, on a table's edges and past the largest table kept (computed directly)."""
     from scipy.special import gammaln
 
-    from dpcounts.sampling import conditioned
+    from dpcounts.sampling import tilt
 
     v = np.array([[0, 1, 2, 1023, 1024], [5000, 70_000, 3, 0, 1 << 17]], dtype=np.int64)
-    np.testing.assert_array_equal(conditioned._log_factorial(v), gammaln(v + 1.0))
-    monkeypatch.setattr(conditioned, "_LOG_FACTORIALS", 4096)
-    np.testing.assert_array_equal(conditioned._log_factorial(v), gammaln(v + 1.0))
+    np.testing.assert_array_equal(tilt._log_factorial(v), gammaln(v + 1.0))
+    monkeypatch.setattr(tilt, "_LOG_FACTORIALS", 4096)
+    np.testing.assert_array_equal(tilt._log_factorial(v), gammaln(v + 1.0))
     with pytest.raises(ValueError):
-        conditioned._log_factorials(1024)[0] = 1.0  # shared: read-only
+        tilt._log_factorials(1024)[0] = 1.0  # shared: read-only
 
 
 def test_tree_rows_to_list_is_np_split():
     """The trimmed rows as slices are np.split's pieces, value for value."""
-    from dpcounts.sampling.conditioned import _rows_to_list
+    from dpcounts.sampling.study_mode import _rows_to_list
 
     rng = np.random.default_rng(7)
     prob = rng.random((50, 300))

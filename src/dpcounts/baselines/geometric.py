@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpcounts.privacy.discrete_laplace import geometric_noise
+from dpcounts.sampling.bounds import count_values
 
 
 def project_to_simplex(values, total: float) -> np.ndarray:
@@ -78,19 +79,12 @@ def _post_process(noisy: np.ndarray, totals) -> np.ndarray:
     return out
 
 
-def _check_counts(y) -> np.ndarray:
-    y = np.asarray(y)
-    if np.any(y < 0) or not np.issubdtype(y.dtype, np.integer):
-        raise ValueError("counts must be non-negative integers")
-    return y
-
-
 def geometric_release(y, epsilon: float, size: int, rng: np.random.Generator) -> np.ndarray:
     """``size`` eps-DP synthetic count vectors (rows): y + noise, projected and rounded.
 
     Each row is non-negative and sums to y. = sum(y). The noise uses Delta = 2.
     """
-    y = _check_counts(y)
+    y = count_values(y, "y")
     if y.ndim != 1:
         raise ValueError("y must be a 1-D array of non-negative integer counts")
     if not (isinstance(size, (int, np.integer)) and size >= 1):
@@ -106,7 +100,7 @@ def geometric_release_each(datasets, epsilon: float, rng: np.random.Generator) -
     of all rows is drawn in one call (the exact sampler's fixed cost is paid once). Each
     output row is non-negative and sums to the total of its dataset.
     """
-    datasets = _check_counts(datasets)
+    datasets = count_values(datasets, "datasets")
     if datasets.ndim != 2:
         raise ValueError("datasets must be a 2-D array (one dataset of counts per row)")
     noisy = datasets + geometric_noise(epsilon, datasets.shape, rng)

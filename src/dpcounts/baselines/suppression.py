@@ -40,6 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from dpcounts.sampling.bounds import count_values
+
 #: The complementary suppression methods by name (None: primary suppression only).
 COMPLEMENTARY = ("single-in-margin",)
 #: The analyst's completions of a hidden cell.
@@ -48,17 +50,11 @@ COMPLETIONS = ("missing", "zero", "midpoint", "prior")
 
 def check_counts(counts) -> np.ndarray:
     """``counts`` as a 1-D int64 array of non-negative integers, or a ValueError that says
-    what was expected."""
+    what was expected (:func:`dpcounts.sampling.bounds.count_values`)."""
     array = np.asarray(counts)
     if array.ndim != 1:
         raise ValueError(f"counts must be a 1-D array (one count per stratum), got {array.ndim}-D")
-    if array.size and not np.issubdtype(array.dtype, np.integer):
-        if not np.issubdtype(array.dtype, np.floating) or not np.all(array == np.round(array)):
-            raise ValueError(f"counts must be integers, got dtype {array.dtype}")
-    array = array.astype(np.int64)
-    if np.any(array < 0):
-        raise ValueError(f"counts must be non-negative, got minimum {array.min()}")
-    return array
+    return count_values(array, "counts")
 
 
 def check_mask(mask, size: int) -> np.ndarray:

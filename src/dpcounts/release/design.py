@@ -8,7 +8,7 @@ method, budget split, truncation settings. From it and the strata come, in order
    ``epsilon_prior``; :func:`dpcounts.privacy.sanitised_prior.sanitised_group_prior`);
 2. the calibration at ``epsilon_per_set`` from the total, populations and prior rates,
    never from the counts (:meth:`Design.calibrate`);
-3. one release-mode sampler for the counts (:meth:`Design.sampler`) whose total-variation
+3. one release sampler for the counts (:meth:`Design.sampler`) whose total-variation
    error is at most ``tv_target = delta_per_set / (1 + e^epsilon_per_set)``, which makes
    each set (epsilon_per_set, delta_per_set)-DP (docs/privacy.md).
 
@@ -81,14 +81,14 @@ class Design:
     def check_tv_target(self, cal: Calibration) -> float:
         """The public bound on the sampler's rounding term; ValueError if the target is too close.
 
-        The rounding term of a release-mode sampler depends on the counts (through how far
+        The rounding term of a release sampler depends on the counts (through how far
         its leaves are walked), so a target near it is met for some tables and missed for
         their neighbours: a refusal that depends on the counts, visible as "no release".
-        :func:`~dpcounts.sampling.conditioned.public_rounding_bound` bounds it for every
+        :func:`~dpcounts.sampling.release_mode.public_rounding_bound` bounds it for every
         table from the calibration alone; a release needs ``tv_target`` at least twice
         that, and is refused otherwise (a refusal that depends on public quantities only).
         """
-        from dpcounts.sampling.conditioned import public_rounding_bound
+        from dpcounts.sampling.release_mode import public_rounding_bound
 
         floor = public_rounding_bound(cal)
         if self.tv_target < 2.0 * floor:
@@ -104,7 +104,7 @@ class Design:
     def tv_fix(self, floor: float) -> str:
         """What makes the target at least twice ``floor``, in numbers: the largest epsilon
         per set at this delta, and the delta this epsilon needs (none when above 1)."""
-        from dpcounts.sampling.conditioned import largest_epsilon
+        from dpcounts.sampling.release_mode import largest_epsilon
 
         b = self.budget
         ratio = b.delta_per_set / (2.0 * floor)
@@ -133,9 +133,10 @@ class Design:
         those the prior cannot change. pg/certified's shapes and bounds do not depend on
         the prior, so its calibration and target are checked at a stand-in prior (the
         overall rate); for any other design the target is checked against the least
-        rounding bound of any calibration (:func:`~dpcounts.sampling.conditioned.
+        rounding bound of any calibration (:func:`~dpcounts.sampling.release_mode.
         least_rounding_bound`)."""
-        from dpcounts.sampling.conditioned import check_feasible, least_rounding_bound
+        from dpcounts.sampling.bounds import check_feasible
+        from dpcounts.sampling.release_mode import least_rounding_bound
 
         population = np.asarray(population, dtype=float)
         if self.mechanism == "pg" and self.method == "certified":
@@ -154,13 +155,14 @@ class Design:
             )
 
     def sampler(self, counts, cal: Calibration, progress=None, spill_dir=None, spilled=None):
-        """The release-mode sampler of the sets for these counts (``progress``: called with
+        """The release sampler of the sets for these counts (``progress``: called with
         the fraction of each build done). With ``spill_dir`` (a private folder), a tree
         forecast (:func:`estimate_cost`, public) to need more than :data:`SPILL_SHARE` of
         the machine's memory is kept in an unlinked file there and read one level at a
-        time (:class:`~dpcounts.sampling.conditioned.Spill`); ``spilled``: that forecast's
+        time (:class:`~dpcounts.sampling.spill.Spill`); ``spilled``: that forecast's
         decision, when already made (:func:`.limits.check_cost`)."""
-        from dpcounts.sampling.conditioned import Spill, release_sampler
+        from dpcounts.sampling.release_mode import release_sampler
+        from dpcounts.sampling.spill import Spill
 
         spill = None
         if spilled is None and spill_dir is not None:
@@ -290,7 +292,8 @@ def estimate_cost(cal: Calibration, tv_target: float, sets: int = 1) -> Cost:
     """
     from scipy.special import ndtri
 
-    from dpcounts.sampling.conditioned import check_feasible, release_tails
+    from dpcounts.sampling.bounds import check_feasible
+    from dpcounts.sampling.release_mode import release_tails
     from dpcounts.sampling.tree_build import KEPT
     from dpcounts.sampling.tree_draw import FLOOR_BITS
 

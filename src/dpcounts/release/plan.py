@@ -267,7 +267,7 @@ def _checked_calibration(request, design: Design, strata: Strata, rates, measure
     (ReleaseError) when it cannot be drawn within the limits or the sampler's
     total-variation target: every check sees public quantities only. Returns (calibration,
     forecast, the sampler's floating-point floor)."""
-    from dpcounts.sampling.conditioned import check_feasible
+    from dpcounts.sampling.bounds import check_feasible
 
     try:
         cal = design.calibrate(strata.total, strata.population, rates)

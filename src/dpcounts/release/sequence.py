@@ -12,7 +12,7 @@
 * **prior**: with a sanitised prior, the prior drawn (its budget spent above) and the
   completed plan made from it (:meth:`.plan.Plan.with_prior`); a refusal now says what was
   spent;
-* **draw**: the release-mode sampler built and the sets drawn, each from its own stream;
+* **draw**: the release sampler built and the sets drawn, each from its own stream;
 * **write**: the public files and the provenance into partial folders
   (:mod:`.publication`);
 * **report**: the steward's summary and utility report into the private partial, then

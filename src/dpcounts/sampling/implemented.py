@@ -1,4 +1,5 @@
-"""The distribution a :class:`ConditionedSampler` really draws from, exactly (small instances).
+"""The distribution a sampler of :mod:`dpcounts.sampling.conditioned` really draws from,
+exactly (small instances).
 
 The sampler's privacy is that of the distribution its code implements, not of the ideal
 q(z | y) of :mod:`dpcounts.sampling.enumeration`. This module evaluates the implemented one
@@ -9,12 +10,13 @@ exactly, in rational arithmetic, so the exact (epsilon, delta) of a release can 
   sampler's draw returns it: the product over the tree's splits of the probability of the
   split that leads to z (0 where the code cannot reach z).
 
-  - release mode (``release=True``): a split chooses k with probability exactly
-    w_k / sum_m w_m, w the double-double products that
-    :func:`~dpcounts.sampling.tree_draw.split_weights` forms (called here, so the weights
+  - the release sampler (:class:`~dpcounts.sampling.release_mode.ReleaseSampler`): a
+    split chooses k with probability exactly w_k / sum_m w_m, w the double-double products
+    that :func:`~dpcounts.sampling.tree_draw.split_weights` forms (called here, so the weights
     are the draw's own), each turned into an exact :class:`~fractions.Fraction`;
-  - default mode: the split is a 53-bit inverse CDF (``rng.random() * mass`` against
-    float cumulative sums, :func:`~dpcounts.sampling.tree_draw.draw_tree`). Its choice
+  - the study sampler (:class:`~dpcounts.sampling.study_mode.StudySampler`): the split is
+    a 53-bit inverse CDF (``rng.random() * mass`` against float cumulative sums,
+    :func:`~dpcounts.sampling.tree_draw.draw_tree`). Its choice
     is a non-decreasing function of the 53-bit integer u behind ``rng.random()``, so the
     number of u giving each k is found by bisection: exact probabilities
     (count / 2^53), reproducing the float arithmetic of the compiled loop operation by
@@ -41,6 +43,7 @@ import numpy as np
 from dpcounts.calibration import Calibration
 from dpcounts.mechanisms.registry import family
 from dpcounts.sampling.enumeration import compositions
+from dpcounts.sampling.release_mode import ReleaseSampler
 
 _TWO53 = 1 << 53
 #: Largest support :func:`implemented_pmf` and :func:`ideal_pmf` agree to enumerate.
@@ -69,16 +72,18 @@ def _as_output(probs: list[Fraction], exact: bool) -> np.ndarray:
 def implemented_pmf(sampler, *, exact: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The support and the exact probability that ``sampler.draw`` returns each z.
 
-    ``sampler`` is a :class:`~dpcounts.sampling.conditioned.ConditionedSampler` in either
-    mode. Returns (support rows z, probabilities): floats (each the nearest double of the
-    exact value) or, with ``exact=True``, an object array of :class:`~fractions.Fraction`.
-    The probabilities sum to exactly 1 over the support.
+    ``sampler`` is either sampler (:class:`~dpcounts.sampling.study_mode.StudySampler` or
+    :class:`~dpcounts.sampling.release_mode.ReleaseSampler`). Returns (support rows z,
+    probabilities): floats (each the nearest double of the exact value) or, with
+    ``exact=True``, an object array of :class:`~fractions.Fraction`. The probabilities sum
+    to exactly 1 over the support.
     """
     cal = sampler.calibration
     support = _support(cal)
     if sampler.total == 0 or sampler.n_cells == 1:
         return support, _as_output([Fraction(1)] * support.shape[0], exact)
-    split = _ReleaseSplits(sampler) if sampler.release else _DefaultSplits(sampler)
+    release = isinstance(sampler, ReleaseSampler)
+    split = _ReleaseSplits(sampler) if release else _StudySplits(sampler)
     parents, lefts, rights = sampler._parents, sampler._lefts, sampler._rights
     n_nodes = sampler._offsets.size
     probs = []
@@ -101,7 +106,7 @@ def implemented_pmf(sampler, *, exact: bool = False) -> tuple[np.ndarray, np.nda
 
 
 class _ReleaseSplits:
-    """Exact split probabilities w_k / sum w of the release mode, cached per (node, t)."""
+    """Exact split probabilities w_k / sum w of the release sampler, cached per (node, t)."""
 
     def __init__(self, sampler):
         from dpcounts.sampling.tree_draw import split_weights
@@ -128,8 +133,8 @@ class _ReleaseSplits:
         return weights[k - k_min] / total
 
 
-class _DefaultSplits:
-    """Exact split probabilities of the default mode's 53-bit inverse CDF."""
+class _StudySplits:
+    """Exact split probabilities of the study sampler's 53-bit inverse CDF."""
 
     def __init__(self, sampler):
         self._s = sampler

@@ -4,7 +4,7 @@
 audit analyse: the product of the cells' posterior predictive (truncated) negative
 binomials conditioned on sum z = y. For md that is the Dirichlet-multinomial, drawn
 directly (theta ~ Dir(y + alpha), z ~ Mult(y., theta)); pg and truncated use the exact
-tree sampler :class:`~dpcounts.sampling.conditioned.ConditionedSampler`.
+tree sampler :class:`~dpcounts.sampling.study_mode.StudySampler`.
 
 Quick (2022), eq (7) (gamma rates, then one multinomial) is *not* used for pg or truncated
 releases: it equals the conditioned product only when b_i / n_i is the same in every cell.
@@ -17,15 +17,10 @@ import numpy as np
 
 from dpcounts.calibration import Calibration
 from dpcounts.mechanisms.registry import family
-from dpcounts.sampling.conditioned import (
-    ConditionedSampler,
-    check_count_rows,
-    check_counts,
-    check_feasible,
-)
+from dpcounts.sampling.bounds import check_count_rows, check_counts, check_feasible
+from dpcounts.sampling.study_mode import StudySampler
 
 __all__ = [
-    "ConditionedSampler",
     "posterior_rates",
     "posterior_rates_of_counts",
     "posterior_rates_per_dataset",
@@ -45,7 +40,7 @@ def synthesize(y, cal: Calibration, size: int, rng: np.random.Generator) -> np.n
     """``size`` synthetic count vectors released for data ``y`` under calibration ``cal``.
 
     Returns an int64 array (size, I); every row sums to y. and lies within ``cal.bounds()``.
-    To draw repeatedly for one dataset, build ``ConditionedSampler(y, cal)`` once and call
+    To draw repeatedly for one dataset, build ``StudySampler(y, cal)`` once and call
     its ``draw`` instead (md included).
     """
     counts = check_counts(y, cal)
@@ -70,8 +65,8 @@ def draw_dirichlet_multinomial(counts, cal: Calibration, size: int, rng) -> np.n
 
 def draw_conditioned(counts, cal: Calibration, size: int, rng) -> np.ndarray:
     """pg's and truncated's sampler: the exact conditioned sampler
-    (:class:`~dpcounts.sampling.conditioned.ConditionedSampler`), ``size`` rows."""
-    return ConditionedSampler(counts, cal).draw(size, rng)
+    (:class:`~dpcounts.sampling.study_mode.StudySampler`), ``size`` rows."""
+    return StudySampler(counts, cal).draw(size, rng)
 
 
 def posterior_rates(y, cal: Calibration, size: int, rng: np.random.Generator) -> np.ndarray:

@@ -1,7 +1,8 @@
-"""Compiled, parallel construction of the release-mode tree of :class:`ConditionedSampler`.
+"""Compiled, parallel construction of the tree of the release sampler
+(:class:`~dpcounts.sampling.release_mode.ReleaseSampler`).
 
-The release mode's tree (module docstring of :mod:`dpcounts.sampling.conditioned`, "Release
-mode") is built here in two compiled phases that run on every core numba is given:
+Its tree (module docstring of :mod:`dpcounts.sampling.release_mode`) is built here in two
+compiled phases that run on every core numba is given:
 
 * :func:`build_leaves`: every cell's leaf (its exact-ratio walk, :func:`~dpcounts.sampling.
   tree_draw.leaf_walk`, then :func:`~dpcounts.sampling.tree_draw.trim_dd`), cells split into

@@ -1,4 +1,5 @@
-"""Compiled top-down draws from the convolution tree of :class:`ConditionedSampler`.
+"""Compiled top-down draws from the convolution tree of both samplers
+(:class:`~dpcounts.sampling.conditioned.ConditionedSampler`).
 
 A draw fixes the root at y. and walks down the tree, splitting each node's value t
 between its children with probability proportional to left(k) * right(t - k) (both
@@ -13,8 +14,8 @@ Compiled with numba (cached on disk where numba can write, see
 again). The generator is passed in and advanced in
 place, so the stream is that of the caller's ``rng``.
 
-:func:`draw_tree` is the default mode's draw (a 53-bit inverse CDF per split). The second
-half of the module serves the release mode (``ConditionedSampler(..., release=True)``):
+:func:`draw_tree` is the study sampler's draw (a 53-bit inverse CDF per split). The second
+half of the module serves the release sampler (:mod:`dpcounts.sampling.release_mode`):
 double-double arithmetic, the leaf recurrences and direct convolutions that build its
 tree, and :func:`draw_tree_exact`, whose splits (:func:`exact_choice`) choose k with
 probability exactly w_k / sum w, using only 53-bit integers taken from
@@ -117,12 +118,12 @@ def draw_tree(
 # Release mode: double-double weights and exact splits
 # =========================================================================================
 #
-# Everything below serves ``ConditionedSampler(..., release=True)``; the proofs are in the
-# docstring of :mod:`dpcounts.sampling.conditioned`. A double-double (dd) is a pair of doubles
+# Everything below serves the release sampler (``ReleaseSampler``); the proofs are in the
+# docstring of :mod:`dpcounts.sampling.release_mode`. A double-double (dd) is a pair of doubles
 # (hi, lo) standing for the exact real hi + lo, normalised: hi = fl(hi + lo), so
 # |lo| <= ulp(hi) / 2 <= u |hi| with u = 2^-53. On non-negative normalised operands, away
 # from underflow and overflow, the operations below have relative error at most
-# ``DD_OP_ERROR`` = 16 u^2 (worked out in the conditioned module: mul 8 u^2, add 3 u^2,
+# ``DD_OP_ERROR`` = 16 u^2 (worked out in the release_mode module: mul 8 u^2, add 3 u^2,
 # div 13 u^2, each + O(u^3); the functions' docstrings round these up).
 
 #: u = 2^-53, the unit round-off of a double.
@@ -457,7 +458,7 @@ def walk_stop_bits(tail):
     below 2^-64 of the mass the cut removes: it cannot move the cut but where the cut's
     running sum lies within that of its threshold (its own rounding is 2^-53), so the
     kept entries are those of a walk to 2^-440; the unwalked rest is counted as cut, twice
-    its bound (module docstring of :mod:`dpcounts.sampling.conditioned`, step 4)."""
+    its bound (module docstring of :mod:`dpcounts.sampling.release_mode`, step 4)."""
     if tail <= 0.0:
         return float(STOP_BITS)
     return float(min(STOP_BITS, math.ceil(-math.log2(tail)) + TAIL_MARGIN_BITS))
@@ -546,7 +547,7 @@ def trim_dd(values_hi, values_lo, values_exp, n, tail, trim):
     The entries are (hi + lo) 2^exp for i < n. Returns (first, last, log of the cut mass,
     log of the total mass, log of the rescaling factor); masses are in the entries' own
     units, computed in double from the hi parts (enough for the bound, see the module
-    docstring of :mod:`dpcounts.sampling.conditioned`). Entries first..last are rewritten in
+    docstring of :mod:`dpcounts.sampling.release_mode`). Entries first..last are rewritten in
     place, rescaled, the floored ones set to zero.
     """
     best = -np.inf

@@ -1,5 +1,5 @@
-"""Compiled steps of the default-mode tree build of :class:`~dpcounts.sampling.conditioned.
-ConditionedSampler`, each giving the very bits of the numpy steps it replaces.
+"""Compiled steps of the tree build of the study sampler (:class:`~dpcounts.sampling.
+study_mode.StudySampler`), each giving the very bits of the numpy steps it replaces.
 
 * :func:`direct_convolve`: a level's short pairs, rows of zero-padded 2-D arrays. Each
   output entry adds its products in the order of the right row's index, starting from
@@ -13,7 +13,7 @@ ConditionedSampler`, each giving the very bits of the numpy steps it replaces.
 
 Neither changes a value the tree stores (``tests/test_sampling_large.py`` checks both
 against the numpy steps, and the draws of a seed do not move); they change only how fast
-the default mode builds, which a study pays once per arm and epsilon. numba compiles
+the study sampler builds, which a study pays once per arm and epsilon. numba compiles
 without fast-math, so a product and a sum are never fused into one rounding.
 """
 

@@ -39,6 +39,7 @@ from dpcounts.mechanisms.poisson_gamma import gamma_rates
 from dpcounts.privacy.calibrate import calibrate
 from dpcounts.privacy.paper import pg_paper_shapes_rows
 from dpcounts.privacy.sanitised_prior import StateGroups
+from dpcounts.sampling.bounds import count_values
 from dpcounts.sampling.synthesize import posterior_rates_per_dataset
 from dpcounts.seeding import job_rng
 from dpcounts.studies.metrics import BAND_COLUMNS, group_rate_per_100k, pooled_mean, rmse_per_100k
@@ -146,11 +147,7 @@ def _checked_rows(datasets: np.ndarray, population: np.ndarray) -> np.ndarray:
     positive."""
     if datasets.ndim != 2 or datasets.shape[1] != population.size:
         raise ValueError(f"datasets must be rows of {population.size} counts, got {datasets.shape}")
-    if datasets.dtype.kind not in "iuf" or not np.all(np.isfinite(datasets)):
-        raise ValueError(f"y must hold finite numbers, got dtype {datasets.dtype}")
-    counts = datasets.astype(np.int64)
-    if np.any(counts != datasets) or np.any(counts < 0):
-        raise ValueError("y must hold non-negative integers")
+    counts = count_values(datasets)
     if np.any(population <= 0):
         raise ValueError("cal.population must be positive in every cell")
     return counts

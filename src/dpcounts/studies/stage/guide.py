@@ -496,8 +496,8 @@ def releasable_epsilon(
     windows are the whole ``[0, total]``; truncated, ``calibration`` holds its ``lower`` and
     ``upper`` bounds. Above it the sampler's target is below twice the calibration's
     rounding bound and the release refuses
-    (:func:`dpcounts.sampling.conditioned.largest_epsilon`)."""
-    from dpcounts.sampling.conditioned import largest_epsilon, window_rounding_bound
+    (:func:`dpcounts.sampling.release_mode.largest_epsilon`)."""
+    from dpcounts.sampling.release_mode import largest_epsilon, window_rounding_bound
 
     if calibration is None:
         floor = window_rounding_bound(total, n_cells=n_cells)

@@ -114,9 +114,9 @@ def draw_and_measure(
 
     The exact sampler is built once; draws come ``batch`` at a time.
     """
-    from dpcounts.sampling.conditioned import ConditionedSampler
+    from dpcounts.sampling.study_mode import StudySampler
 
-    sampler = ConditionedSampler(y, cal)
+    sampler = StudySampler(y, cal)
     frames, area_sum = [], np.zeros(len(measures.areas))
     for start in range(0, n_datasets, batch):
         z = sampler.draw(min(batch, n_datasets - start), rng)
