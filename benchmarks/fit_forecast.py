@@ -4,14 +4,14 @@ Run from the repository root, after ``benchmarks/release.py --national``::
 
     .venv/bin/python benchmarks/fit_forecast.py [results/benchmarks/release_national.json]
 
-:meth:`dpcounts.release.design.Cost.seconds` forecasts a release's wall time as
+:meth:`dpcounts.release.cost.Cost.seconds` forecasts a release's wall time as
 
     start + (share x multiply-adds + per entry x tree entries + per step x leaf steps)
             / rate on every core
           + (per stratum + per stratum and set x sets) x strata / rate on one core
 
 from public quantities only (the convolutions' multiply-adds, the tree's entries and the
-leaves' walked steps of :func:`~dpcounts.release.design.estimate_cost`, the strata, the
+leaves' walked steps of :func:`~dpcounts.release.cost.estimate_cost`, the strata, the
 sets) and the machine's convolution rates measured around each run: the compiled build's
 work (convolutions, entries, steps) at the rate on every core, the work per stratum and
 per stratum and set at the rate on one. This script fits those
@@ -19,7 +19,7 @@ six constants to the
 rows the benchmark wrote (each row's measured wall time, its forecast's quantities and its
 rate) by non-negative least squares on relative errors, the convolutions' share at least
 1 (they cannot run faster than the rate measured with their own kernel), and prints them beside the
-constants in ``release/design.py``, with each row's forecast over measured under both. The
+constants in ``release/cost.py``, with each row's forecast over measured under both. The
 fit is in sample: rerun the benchmark to see the new constants on other runs.
 """
 
@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import nnls
 
-from dpcounts.release import design
+from dpcounts.release import cost
 
 REPO = Path(__file__).resolve().parents[1]
 NATIONAL_RESULTS = REPO / "results" / "benchmarks" / "release_national.json"
@@ -82,8 +82,8 @@ def main() -> None:
     rest = wall - terms @ floor
     fitted, _ = nnls(terms / wall[:, None], rest / wall)  # relative errors
     fitted += floor
-    now = np.array([getattr(design, name) for name in NAMES])
-    print("| constant | in design.py | fitted |\n|---|---:|---:|")
+    now = np.array([getattr(cost, name) for name in NAMES])
+    print("| constant | in cost.py | fitted |\n|---|---:|---:|")
     for name, old, new in zip(NAMES, now, fitted, strict=True):
         print(f"| `{name}` | {old:,.4g} | {new:,.4g} |")
     print(

@@ -24,7 +24,7 @@ and 10,054,400 strata of single-year ages over two years; the public prior is th
 rate of each age), on the default path: the input's prior-rate column with its count-fit
 check, no override, the default limits (``--tables`` picks some). For each run it prints
 wall time, CPU time and peak memory (the process's own rusage) beside the release's
-forecast (:func:`dpcounts.release.design.estimate_cost` at the machine's speed measured
+forecast (:func:`dpcounts.release.cost.estimate_cost` at the machine's speed measured
 around the run), and the floor: NumPy drawing as many negative binomials (one per stratum
 and set) in one process, and the ratio of the wall time to that floor divided by the
 cores; then ``dpcounts verify`` of the 1M and 10M truncated releases. numba's kernels are
@@ -198,8 +198,8 @@ NATIONAL_RESULTS = REPO / "results" / "benchmarks" / "release_national.json"
 
 
 def forecast_of(frame: pd.DataFrame, mechanism: str, sets: int, epsilon: float, delta: float):
-    """The release's public forecast (:func:`dpcounts.release.design.estimate_cost`)."""
-    from dpcounts.release.design import estimate_cost
+    """The release's public forecast (:func:`dpcounts.release.cost.estimate_cost`)."""
+    from dpcounts.release.cost import estimate_cost
 
     per_set = epsilon / sets
     cal = calibrate(

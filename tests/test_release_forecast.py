@@ -59,7 +59,7 @@ def release_process(folder: Path, keys, mechanism: str, sets: int) -> tuple[floa
 def measured(national, mechanism: str, sets: int):
     """(forecast, wall seconds, peak bytes, the machine's rate around the run)."""
     from dpcounts.privacy.calibrate import calibrate
-    from dpcounts.release.design import estimate_cost
+    from dpcounts.release.cost import estimate_cost
     from dpcounts.sampling.tree_build import machine_rate
 
     folder, frame, keys = national

@@ -187,7 +187,7 @@ def test_the_public_forecast_follows_the_work_the_build_does(mechanism, monkeypa
     """Issue #27: the forecast (from public numbers only) was 20-40 times the work; it
     must now follow what the build really stores, convolves and walks (issue #36: the
     leaves' steps, a long leaf's walked twice)."""
-    from dpcounts.release.design import estimate_cost
+    from dpcounts.release.cost import estimate_cost
     from dpcounts.sampling import tree_build
 
     steps = []
@@ -214,7 +214,7 @@ def test_the_forecast_takes_the_build_at_the_parallel_rate_and_the_rest_at_the_s
     """The compiled build runs on every core, the work per stratum and set on one: a
     machine whose one core is busy (its parallel rate halved, its serial rate kept) must
     slow the build's share of the forecast only; its serial rate halved, the rest only."""
-    from dpcounts.release.design import _START_SECONDS, estimate_cost
+    from dpcounts.release.cost import _START_SECONDS, estimate_cost
 
     _, cal = national_like("pg", 2_000, 3)
     cost = estimate_cost(cal, 1e-13, sets=4)

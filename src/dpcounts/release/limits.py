@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import math
 
-from dpcounts.release.design import Design, estimate_cost
+from dpcounts.release.cost import estimate_cost
+from dpcounts.release.design import Design
 from dpcounts.release.inputs import Strata
 from dpcounts.release.request import ReleaseError, machine_memory
 
@@ -17,7 +18,7 @@ _SLOWEST_RATE = 2e7
 
 
 def check_cost(request, design: Design, strata: Strata, cal, measure: bool = False) -> dict:
-    """The forecast of building the sampler (:func:`~dpcounts.release.design.estimate_cost`,
+    """The forecast of building the sampler (:func:`~dpcounts.release.cost.estimate_cost`,
     public), refused (ReleaseError) beyond ``--max-memory`` or ``--max-minutes``; the
     message names only the options that would let it run. The machine's speed is measured
     (:func:`~dpcounts.sampling.tree_build.machine_rate`) only when the forecast at the

@@ -398,7 +398,7 @@ class MachineRate(NamedTuple):
 def machine_rate(width: int = 8192, repeats: int = 3) -> MachineRate:
     """:class:`MachineRate` of this machine: the best of ``repeats`` convolutions of two
     ``width``-entry nodes on every core and on one, alternately (about 40 and 80 ms each on
-    a laptop). For forecasts (:class:`dpcounts.release.design.Cost`); it reads no data."""
+    a laptop). For forecasts (:class:`dpcounts.release.cost.Cost`); it reads no data."""
     import time
 
     values = np.linspace(1.0, 2.0, 2 * width)
