@@ -27,6 +27,16 @@ from dpcounts.privacy.discrete_laplace import SENSITIVITY, geometric_noise
 MIN_STATE_COUNT = 0.5  # floor on a noisy state total: keeps lambda0* > 0
 
 
+def check_prior_share(epsilon: float, epsilon_prior: float) -> None:
+    """Refuse (ValueError) a prior's share of the budget outside (0, ``epsilon``): the
+    sanitised prior spends ``epsilon_prior`` of the total and the synthesis the rest."""
+    if not (0 < epsilon_prior < epsilon):
+        raise ValueError(
+            f"epsilon_prior must lie strictly between 0 and epsilon={epsilon}, "
+            f"got {epsilon_prior!r}"
+        )
+
+
 @dataclass(frozen=True)
 class StateGroups:
     """The public grouping of cells into states, computed once for many datasets:
@@ -85,11 +95,7 @@ class StateGroups:
     ) -> tuple[np.ndarray, Calibration]:
         """:func:`sanitised_prior_calibration` with this grouping (``population``: the
         cells' population the grouping was made with)."""
-        if not (0 < epsilon_prior < epsilon):
-            raise ValueError(
-                f"epsilon_prior must lie strictly between 0 and epsilon={epsilon}, "
-                f"got {epsilon_prior!r}"
-            )
+        check_prior_share(epsilon, epsilon_prior)
         rates = self.noisy_rates(y, epsilon_prior, rng)
         cal = calibrate(
             mechanism,
@@ -130,11 +136,7 @@ def sanitised_prior_calibration(
     noisy_rates, method=method, ...)``. To calibrate many datasets of one geography, build
     :class:`StateGroups` once and call its ``calibration``.
     """
-    if not (0 < epsilon_prior < epsilon):
-        raise ValueError(
-            f"epsilon_prior must lie strictly between 0 and epsilon={epsilon}, "
-            f"got {epsilon_prior!r}"
-        )
+    check_prior_share(epsilon, epsilon_prior)
     return StateGroups.of(state, population).calibration(
         y, population, epsilon, epsilon_prior, rng, mechanism=mechanism, method=method,
         **calibrate_kwargs,

@@ -38,7 +38,7 @@ from dpcounts.design import at_epsilon, chunk_labels, chunk_members, grid_from_c
 from dpcounts.mechanisms.poisson_gamma import gamma_rates
 from dpcounts.privacy.calibrate import calibrate
 from dpcounts.privacy.paper import pg_paper_shapes_rows
-from dpcounts.privacy.sanitised_prior import StateGroups
+from dpcounts.privacy.sanitised_prior import StateGroups, check_prior_share
 from dpcounts.sampling.bounds import count_values
 from dpcounts.sampling.synthesize import posterior_rates_per_dataset
 from dpcounts.seeding import job_rng
@@ -158,11 +158,7 @@ def _sanitised_rates(counts, states, population, arm, epsilon, epsilon_prior, rn
     with its own sanitised state prior: the noisy prior depends on the data, so each row
     has its own calibration at epsilon - epsilon_prior. The prior noise of every row is
     drawn first (one call), then the rates of every row (one gamma call)."""
-    if not (0 < epsilon_prior < epsilon):
-        raise ValueError(
-            f"epsilon_prior must lie strictly between 0 and epsilon={epsilon}, "
-            f"got {epsilon_prior!r}"
-        )
+    check_prior_share(epsilon, epsilon_prior)
     prior = states.noisy_rates(counts, epsilon_prior, rng)
     totals = counts.sum(axis=1)
     if arm.mechanism == "pg" and arm.method == "paper":
