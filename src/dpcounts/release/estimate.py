@@ -112,7 +112,7 @@ def estimate(folder, by, level: float = 0.9, method: str = "posterior",
     sets = int(manifest["sets"])
     if sets < 2 and method == "combining":
         raise ValueError(f"{folder}: a release of {sets} set; the combining rules need at "
-                         "least 2 (a release with --sets 5 or more, or --method posterior)")  # fmt: skip
+                         "least 2 (--sets 5 or more, or --method posterior)")  # fmt: skip
     files = manifest["files"]
     synthetic = _table(folder / files["synthetic"]["path"])
     hyper = _table(folder / files["hyperparameters"]["path"])
@@ -128,8 +128,9 @@ def estimate(folder, by, level: float = 0.9, method: str = "posterior",
     if method == "combining":
         combined = _combining(counts, codes, len(uniques), people, per, level)
     else:
+        cap = None if expected else hyper["population"].to_numpy(float)
         combined = _posterior(manifest, hyper, counts, codes, people, per, level, prior_shape,
-                              cap=None if expected else hyper["population"].to_numpy(float))  # fmt: skip
+                              cap)  # fmt: skip
     named = hyper.assign(_group=groups).drop_duplicates("_group").set_index("_group")
     out = named.loc[list(uniques), by].reset_index(drop=True)  # each group's keys
     for column in ("estimate", "lower", "upper", "variance", "df", "adjusted"):
