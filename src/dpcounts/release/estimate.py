@@ -14,11 +14,13 @@ hyperparameters; a group's total is the convolution of its strata's posteriors,
 conditioned on the public total. ``estimate`` is the posterior mean of the rate,
 ``variance`` its posterior variance, ``lower`` and ``upper`` the equal-tailed posterior
 quantiles at ``level``; ``df`` is NaN and ``adjusted`` False (neither has a meaning
-here). It works from one set on. Its approximation (cells independent given the total)
-and where it fails (a truncated release whose true counts lie outside the bounds) are
-stated in that module and ``docs/release.md``. On a simulated table where its prior
-holds (``tests/test_estimate_posterior.py``) its 90% intervals cover about 90% of the
-groups' true rates where the combining rules cover about 60%: hence the default.
+here). It works from one set on. Its approximation (cells independent given the total,
+the normaliser in saddle-point form) and where it fails (how an excess above a truncated
+release's bounds is spread among strata; a prior far from the truth) are stated in that
+module and ``docs/release.md``. On simulated tables where its prior holds
+(``tests/test_estimate_posterior.py``) its 90% intervals cover about 90% of the groups'
+true rates where the combining rules cover about 60% (pg and md, epsilon 0.5 a set):
+hence the default.
 
 ``combining``: the combining rules for fully synthetic data (Raghunathan, Reiter and
 Rubin 2003). Set m gives the group's rate q_m = y_m / n and its Poisson variance u_m =
