@@ -24,9 +24,8 @@ product over every table z the release can draw:
   tilt matters where the truncation bites: with phi = 0 a truncated release whose true
   counts often lie outside its bounds is read wrongly (on the simulated tables of
   ``tests/test_estimate_posterior.py`` its intervals covered about 0.77 of the true
-  rates, with the tilt 0.89). Where
-  y_k lies outside [L_k, U_k] the sets say only that it does: the likelihood is flat there
-  (``docs/release.md``, what no method can do).
+  rates, with the tilt 0.89). Where y_k lies outside [L_k, U_k] the sets say only that it
+  does: the likelihood is flat there (``docs/release.md``, what no method can do).
 
 The M sets are independent given y, so a stratum's likelihood is the product of its M
 factors (:func:`log_likelihood`).
@@ -50,7 +49,8 @@ of G's strata and P_rest of the others' (:func:`group_posteriors`). Both are com
 exponentially tilted (every stratum's law times e^(theta y) with one theta that makes
 the strata's means sum to y.): the tilt cancels in the conditioning, and puts the
 convolutions' work where the total is, so the FFT's round-off (1e-16 of the largest
-value) is far below what the answer uses. A group that is every stratum has its total
+value; ``scipy.signal.convolve`` chooses FFT or direct sums by size) is far below what the
+answer uses; each law is trimmed of tails below 1e-16. A group that is every stratum has its total
 y. exactly.
 
 **The grid's bound.** Every true count is at most the total y. (and its population where
