@@ -6,8 +6,12 @@ far from the truth."""
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
+import pandas as pd
 import pytest
+from conftest import run_cli as run
 from scipy import stats
 
 from dpcounts import calibrate, synthesize
@@ -87,6 +91,60 @@ def test_two_md_strata_give_the_beta_binomial_of_the_dirichlet_multinomial():
     theirs = sum(stats.betabinom.logpmf(z, total, grid + alpha[0], total - grid + alpha[1])
                  for z in sets[:, 0])  # fmt: skip
     assert _flat(mine) == pytest.approx(_flat(theirs), abs=1e-10)
+
+
+def _enumerated(cal, sets, codes, log_set):
+    """Each group's posterior law by brute force: every table y with the public total, its
+    prior (:func:`log_prior`, shape 1) plus ``log_set(z, y)`` for each set z, summed by
+    group."""
+    from itertools import product
+
+    from dpcounts.release.posterior import log_prior
+
+    grid = np.arange(cal.total + 1)
+    prior = log_prior(cal, grid, 1.0)
+    tables = [y for y in product(grid, repeat=cal.n_cells) if sum(y) == cal.total]
+    weights = np.array([sum(prior[k, v] for k, v in enumerate(y)) +
+                        sum(log_set(z, np.array(y)) for z in sets) for y in tables])  # fmt: skip
+    weights = np.exp(weights - weights.max())
+    laws = np.zeros((codes.max() + 1, cal.total + 1))
+    for y, w in zip(tables, weights, strict=True):
+        for g in range(codes.max() + 1):
+            laws[g, np.sum(np.array(y)[codes == g])] += w
+    return laws / laws.sum(axis=1, keepdims=True)
+
+
+def _dense(law, total) -> np.ndarray:
+    out = np.zeros(total + 1)
+    out[law[0] : law[0] + law[1].size] = law[1]
+    return out
+
+
+def test_the_group_laws_equal_brute_force_where_the_likelihood_is_exact():
+    """md (the Dirichlet-multinomial, scipy's own) and pg with one p_k in every stratum (the
+    NBs over the NB of their sum): the group laws of :func:`group_posteriors` equal the
+    enumeration of every table with the total, to 1e-9."""
+    population, total, codes = np.array([40.0, 60.0, 100.0]), 12, np.array([0, 1, 1])
+    sets = np.array([[3, 5, 4], [1, 4, 7]])
+    md = Calibration("md", "paper", 1.0, total, np.full(3, 2.5), population=population)
+    law = stats.dirichlet_multinomial
+    exact = _enumerated(md, sets, codes, lambda z, y: law.logpmf(z, y + 2.5, total))
+    found = group_posteriors(md, sets, codes)
+    for g in range(2):
+        assert _dense(found[g], total) == pytest.approx(exact[g], abs=1e-9)
+    a = np.array([2.0, 3.0, 5.0])  # b_k / n_k the same: p_k = n / (b + 2 n) is one value
+    pg = Calibration("pg", "certified", 1.0, total, a, 0.5 * population, population,
+                     a / (0.5 * population))  # fmt: skip
+    p = 1.0 / 2.5
+
+    def nbs(z, y):
+        return np.sum(stats.nbinom.logpmf(z, y + a, 1 - p)) - stats.nbinom.logpmf(
+            total, np.sum(y + a), 1 - p)  # fmt: skip
+
+    exact = _enumerated(pg, sets, codes, nbs)
+    found = group_posteriors(pg, sets, codes)
+    for g in range(2):
+        assert _dense(found[g], total) == pytest.approx(exact[g], abs=1e-9)
 
 
 # --- coverage ------------------------------------------------------------------------------
@@ -243,3 +301,13 @@ def test_estimate_of_a_folder_is_the_posterior_of_its_published_calibration(tmp_
     assert everything[0][0] == cal.total and everything[0][1].tolist() == [1.0]
     with pytest.raises(ValueError, match="prior_shape must be at least 1"):
         estimate(out, ["region"], prior_shape=0.5)
+    # the command: posterior by default, its prior's shape an option, combining refused
+    code, stdout, stderr = run("estimate", str(out), "--by", "region", "--prior-shape", "4")
+    assert code == 0, stderr
+    shown = pd.read_csv(io.StringIO(stdout))
+    assert set(shown["method"]) == {"posterior"}
+    narrower = estimate(out, ["region"], prior_shape=4.0)
+    assert shown["upper"].to_numpy() == pytest.approx(narrower["upper"].to_numpy(), rel=1e-5)
+    assert (narrower["upper"] - narrower["lower"] < table["upper"] - table["lower"]).all()
+    code, _, stderr = run("estimate", str(out), "--by", "region", "--method", "combining")
+    assert code == 2 and "a release of 1 set" in stderr
