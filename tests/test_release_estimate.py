@@ -47,7 +47,7 @@ def test_a_negative_variance_gets_the_documented_adjustment():
 @pytest.mark.slow
 def test_estimate_pools_each_groups_strata_over_the_sets(tmp_path):
     out = release(tmp_path, sets=5)
-    table = estimate(out, ["region"], level=0.9)
+    table = estimate(out, ["region"], level=0.9, method="combining")
     assert list(table.columns) == ["region", *COLUMNS]
     synthetic, hyper = read(out, "synthetic"), read(out, "hyperparameters")
     regions = sorted(hyper["region"].astype(str).unique())
@@ -68,7 +68,7 @@ def test_estimate_refuses_what_verify_rejects_and_what_it_cannot_estimate(tmp_pa
         estimate(out, ["county"])
     one = release(tmp_path, "one", sets=1)
     with pytest.raises(ValueError, match="a release of 1 set"):
-        estimate(one, ["region"])
+        estimate(one, ["region"], method="combining")
     synthetic = read(out, "synthetic")
     synthetic.loc[0, "count"] += 1  # one count moved: the set no longer sums to the total
     rewrite(out, "synthetic", synthetic)

@@ -801,8 +801,16 @@ def _estimate_arguments(est: argparse.ArgumentParser) -> None:
     est.add_argument("--by", nargs="+", required=True, metavar="KEY",
                      help="the key columns whose groups are estimated (strata pooled)")  # fmt: skip
     est.add_argument("--level", type=float, default=0.9, help="the intervals' level (0.9)")
-    est.add_argument("--method", choices=("combining",), default="combining",
-                     help="combining: the combining rules for fully synthetic data")  # fmt: skip
+    est.add_argument("--method", choices=("posterior", "combining"), default="posterior",
+                     help="posterior (default): the noise-aware posterior of each group's "
+                     "count from the sets' likelihood under the published hyperparameters and "
+                     "a public prior, conditioned on the public total; it covers where the "
+                     "combining rules do not (docs/release.md). combining: the combining "
+                     "rules for fully synthetic data (2 sets or more)")  # fmt: skip
+    est.add_argument("--prior-shape", type=float, default=1.0, metavar="S",
+                     help="posterior: the gamma shape of each stratum's prior rate, of mean "
+                     "the published prior rate (md: the overall rate); its coefficient of "
+                     "variation is 1/sqrt(S); at least 1 (default 1)")  # fmt: skip
     est.add_argument("--out", type=Path, metavar="FILE", help="a CSV file (default: stdout)")
 
 
@@ -811,7 +819,7 @@ def _estimate(args) -> int:
     from dpcounts.verify import NotARelease
 
     try:
-        table = estimate(args.release, args.by, args.level, args.method)
+        table = estimate(args.release, args.by, args.level, args.method, args.prior_shape)
     except (NotARelease, ValueError, OSError) as err:
         print(f"dpcounts estimate: error: {err}", file=sys.stderr)
         return 2
@@ -906,8 +914,10 @@ def build_parser() -> argparse.ArgumentParser:
             "estimate",
             help="an analyst's group rates and intervals from a release folder alone",
             description="Estimate the rate of each group of a release's strata, with an "
-            "interval from its synthetic sets by the combining rules for fully synthetic data "
-            "(Raghunathan, Reiter and Rubin 2003). Reads nothing but the public folder, and "
+            "interval from its synthetic sets: by the noise-aware posterior (default; the "
+            "sets' likelihood under the published hyperparameters, a public prior, the public "
+            "total) or by the combining rules for fully synthetic data (Raghunathan, Reiter "
+            "and Rubin 2003). Reads nothing but the public folder, and "
             "refuses one that dpcounts verify rejects. Writes a tidy table (the group's keys, "
             "estimate, lower, upper, variance, df, adjusted, method, sets) to --out or stdout.",
             allow_abbrev=False,
