@@ -20,8 +20,9 @@ from dataclasses import asdict, dataclass, field
 OK, FAIL, WARNING, NOMINAL = "ok", "FAIL", "warning", "nominal"
 #: The topics, in the order they run: a module of :mod:`dpcounts.verify` each.
 TOPICS = ("files", "synthetic", "hyperparameters", "promise", "metadata")
-#: Relative tolerance of the budget's arithmetic (sums and products of decimals).
-BUDGET_RTOL = 1e-9
+#: Relative tolerance of the manifest's arithmetic (sums and products of decimals, read back
+#: from JSON): not the ledger's budget check (``dpcounts.ledger.budget.BUDGET_RTOL``).
+ARITHMETIC_RTOL = 1e-9
 #: Relative tolerance of quantities the release computes by one division or a copy.
 VALUE_RTOL = 1e-12
 

@@ -9,7 +9,7 @@ import pandas as pd
 
 from dpcounts.mechanisms import registry
 from dpcounts.verify.checks import (
-    BUDGET_RTOL,
+    ARITHMETIC_RTOL,
     FAIL,
     OK,
     VALUE_RTOL,
@@ -254,7 +254,7 @@ def _sanitised_checks(release: _Release, hyper: pd.DataFrame, rate: np.ndarray) 
     worst = _worst_relative(rate, group_rate[index])
     summed = np.bincount(index, weights=_floats(hyper, "population"), minlength=len(table))
     worst_pop = _worst_relative(group_pop, summed)
-    good = worst <= VALUE_RTOL and worst_pop <= BUDGET_RTOL
+    good = worst <= VALUE_RTOL and worst_pop <= ARITHMETIC_RTOL
     out.append(
         _check(
             "hyperparameters", "strata rates", OK if good else FAIL,

@@ -12,7 +12,7 @@ from dpcounts.mechanisms import registry
 from dpcounts.privacy.composition import compose
 from dpcounts.release.manifest import status
 from dpcounts.verify.checks import (
-    BUDGET_RTOL,
+    ARITHMETIC_RTOL,
     FAIL,
     NOMINAL,
     OK,
@@ -134,10 +134,10 @@ def _promise_checks(release: _Release):
     d_total, d_set = budget["delta_total"], budget["delta_per_set"]
     composed, composed_delta = compose(eps_prior, sets, eps_set, d_set)
     good = (
-        _close(eps_total, composed, BUDGET_RTOL)
-        and _close(eps_synth, eps_total - eps_prior, BUDGET_RTOL)
+        _close(eps_total, composed, ARITHMETIC_RTOL)
+        and _close(eps_synth, eps_total - eps_prior, ARITHMETIC_RTOL)
         and budget["sets"] == sets
-        and _close(m["prior"]["epsilon"], eps_prior, BUDGET_RTOL)
+        and _close(m["prior"]["epsilon"], eps_prior, ARITHMETIC_RTOL)
     )
     out.append(
         _check(
@@ -151,9 +151,9 @@ def _promise_checks(release: _Release):
     )  # fmt: skip
     tv = d_set / (1.0 + math.exp(eps_set)) if eps_set <= 700 else 0.0
     good = (
-        _close(d_total, composed_delta, BUDGET_RTOL)
+        _close(d_total, composed_delta, ARITHMETIC_RTOL)
         and delta["per_set"] == d_set
-        and _close(delta["sampler_tv_target"], tv, BUDGET_RTOL)
+        and _close(delta["sampler_tv_target"], tv, ARITHMETIC_RTOL)
     )
     out.append(
         _check(
