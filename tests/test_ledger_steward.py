@@ -99,7 +99,7 @@ def spent(tmp_path, private_ledger):
             "us-deaths-1999",
             1.0,
             1e-12,
-            table=strata.dataset_id(),
+            table=strata.table_id(),
             aliases=strata.legacy_ids(),
             budget=1.0,
             guarantee="certified",

@@ -268,7 +268,7 @@ def test_a_dataset_name_adds_up_the_releases_of_its_tables(
     private = request_for(csv, tmp_path / "a").private_folder(fine["seed_commitment"])
     provenance = json.loads((private / "provenance.json").read_text())
     assert provenance["ledger_dataset"] == "s-deaths"
-    assert provenance["dataset_id"] == entries[0].table
+    assert provenance["table_id"] == entries[0].table
     folders = sorted(private_area.iterdir())
     before = private_ledger.read_bytes()
 
@@ -652,7 +652,7 @@ def test_the_table_id_ignores_the_file_type_and_spaces(csv, tmp_path):
     STRATA.assign(region=[" n", "n", "n ", "s", "s", "s"]).to_parquet(parquet, index=False)
     text = load_strata(request_for(csv, tmp_path / "a"))
     typed = load_strata(request_for(parquet, tmp_path / "b", keys=KEYS[::-1]))
-    assert text.dataset_id() == typed.dataset_id()
+    assert text.table_id() == typed.table_id()
 
 
 @pytest.mark.slow

@@ -161,10 +161,10 @@ def test_dataset_id_and_legacy_ids_are_those_of_the_row_by_row_code(seed, n_keys
     strata = nasty_strata(seed, n_keys)
     for variant in (strata, reordered(strata, seed), reordered(strata, seed + 100)):
         expected = reference_dataset_id(variant.keys, variant.population)
-        assert variant.dataset_id() == expected
+        assert variant.table_id() == expected
         assert variant.legacy_ids() == reference_legacy_ids(variant.keys, variant.population)
     # the canonical id does not depend on the order of columns or rows
-    assert reordered(strata, seed).dataset_id() == strata.dataset_id()
+    assert reordered(strata, seed).table_id() == strata.table_id()
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -180,7 +180,7 @@ def test_the_ids_computed_side_by_side_are_those_of_the_row_by_row_code(seed):
 def test_each_kind_of_column_alone_and_with_text_hashes_as_before(kind):
     for seed in range(5):
         strata = nasty_strata(seed, 2, n=40, kinds=[kind, "text"])
-        assert strata.dataset_id() == reference_dataset_id(strata.keys, strata.population)
+        assert strata.table_id() == reference_dataset_id(strata.keys, strata.population)
         assert strata.legacy_ids() == reference_legacy_ids(strata.keys, strata.population)
 
 
@@ -189,7 +189,7 @@ def test_big_tables_are_hashed_in_chunks_to_the_same_bytes(monkeypatch):
 
     strata = nasty_strata(7, 3, n=3000, kinds=["text", "numbers as text", "int"])
     monkeypatch.setattr(inputs, "HASH_CHUNK", 7)
-    assert strata.dataset_id() == reference_dataset_id(strata.keys, strata.population)
+    assert strata.table_id() == reference_dataset_id(strata.keys, strata.population)
     assert strata.legacy_ids() == reference_legacy_ids(strata.keys, strata.population)
 
 
@@ -202,7 +202,7 @@ def test_a_national_table_hashes_as_before():
     ).drop_duplicates()
     population = rng.integers(1, 10**5, len(keys)).astype(float)
     strata = Strata(keys, np.zeros(len(keys), dtype=np.int64), population, None, None, "c")
-    assert strata.dataset_id() == reference_dataset_id(keys, population)
+    assert strata.table_id() == reference_dataset_id(keys, population)
     assert strata.legacy_ids() == reference_legacy_ids(keys, population)
 
 
@@ -210,9 +210,9 @@ def test_ids_are_computed_once_per_table(monkeypatch):
     import dpcounts.release.inputs as inputs
 
     strata = nasty_strata(1, 2)
-    first = strata.dataset_id(), strata.legacy_ids()
+    first = strata.table_id(), strata.legacy_ids()
     monkeypatch.setattr(inputs, "_hash_rows", None)  # a second computation would fail
-    assert (strata.dataset_id(), strata.legacy_ids()) == first
+    assert (strata.table_id(), strata.legacy_ids()) == first
 
 
 def test_the_populations_texts_are_computed_once_for_both_ids(monkeypatch):

@@ -1,5 +1,5 @@
 """Compiled loops of a table's identities (issue #36): the bytes of its rows for
-:meth:`dpcounts.release.inputs.Strata.dataset_id` and the per-stratum hashes of
+:meth:`dpcounts.release.inputs.Strata.table_id` and the per-stratum hashes of
 :func:`dpcounts.ledger.index.fingerprint`, one pass over the rows instead of a column
 operation per piece of text.
 

@@ -87,7 +87,7 @@ class Strata:
         first = np.unique(self.units, return_index=True)[1]
         return float(self.population[first].sum())
 
-    #: :meth:`dataset_id` and :meth:`legacy_ids`, computed once (the keys never change)
+    #: :meth:`table_id` and :meth:`legacy_ids`, computed once (the keys never change)
     _ids: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
@@ -99,7 +99,7 @@ class Strata:
     def total(self) -> int:
         return int(self.counts.sum())
 
-    def dataset_id(self) -> str:
+    def table_id(self) -> str:
         """SHA-256 of the canonical public identity of the table: key names, keys and
         populations, whatever the order of its key columns or rows and the file's types.
 
@@ -117,7 +117,7 @@ class Strata:
         of those tuples. Computed once per table, over its distinct values
         (:func:`_hash_rows`).
         """
-        if "dataset_id" not in self._ids:
+        if "table_id" not in self._ids:
             names = sorted(self.keys.columns)
             columns = [_distinct(self._factorized(name), _canonical_texts) for name in names]
             columns.append(self._population_codes())
@@ -130,11 +130,11 @@ class Strata:
             digest = hashlib.sha256(b"dpcounts table identity 2\n")
             digest.update(repr(names).encode())
             _hash_rows(digest, pieces, order)
-            self._ids["dataset_id"] = digest.hexdigest()
-        return self._ids["dataset_id"]
+            self._ids["table_id"] = digest.hexdigest()
+        return self._ids["table_id"]
 
     def legacy_ids(self) -> tuple[str, ...]:
-        """The ids this table had before :meth:`dataset_id` was canonical (dpcounts 0.1: the
+        """The ids this table had before :meth:`table_id` was canonical (dpcounts 0.1: the
         key columns in the order given, rows in key order, values as pandas wrote them),
         one per order of its key columns (up to 4 keys): the ledger adds up the releases
         recorded under them with the table's (the migration, docs/privacy.md Part 4).
@@ -164,20 +164,20 @@ class Strata:
         return self._ids["legacy_ids"]
 
     def identities(self) -> tuple[str, tuple[str, ...]]:
-        """(:meth:`dataset_id`, :meth:`legacy_ids`), the two computed side by side in two
+        """(:meth:`table_id`, :meth:`legacy_ids`), the two computed side by side in two
         threads (their hashes, compiled loops and sorts run without Python's lock): about
         the time of the longer one on a machine of two cores. The same ids."""
-        if not {"dataset_id", "legacy_ids"} <= self._ids.keys():
+        if not {"table_id", "legacy_ids"} <= self._ids.keys():
             from concurrent.futures import ThreadPoolExecutor
 
             for name in self.keys.columns:  # both use them: encoded once, before
                 self._factorized(name)
             self._population_codes()
             with ThreadPoolExecutor(2) as pool:
-                jobs = [pool.submit(self.dataset_id), pool.submit(self.legacy_ids)]
+                jobs = [pool.submit(self.table_id), pool.submit(self.legacy_ids)]
                 for job in jobs:
                     job.result()
-        return self.dataset_id(), self.legacy_ids()
+        return self.table_id(), self.legacy_ids()
 
     def _factorized(self, name: str) -> tuple[pd.Series, tuple[np.ndarray, list] | None]:
         """(key column ``name``, its codes and uniques by

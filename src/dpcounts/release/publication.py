@@ -117,7 +117,7 @@ def write_private(
         "input": str(request.input.resolve()),
         "input_sha256": sha256_file(request.input),
         "prior_file": str(request.prior_file.resolve()) if request.prior_file else None,
-        "dataset_id": strata.dataset_id(),
+        "table_id": strata.table_id(),
         "ledger_dataset": request.dataset,  # the name its spending was recorded under
         # what it spent, as the ledger recorded it: a ledger deleted or cut is found by it,
         # and rebuilt from it (dpcounts ledger --rebuild)
