@@ -292,7 +292,9 @@ def _side(hyper: pd.DataFrame, filters, option: str) -> np.ndarray:
 
 def _plain(error) -> str:
     """A study stage's message, said of this command's options (no config key)."""
-    return re.sub(r"config key (studies\.[^.]+\.)?", "", str(error))
+    text = re.sub(r"config key (studies\.[^.]+\.)?(age\.bands: )?", "", str(error))
+    return text.replace("age.standard_population", "--standard").replace(
+        "the study's strata", "the release's strata")  # fmt: skip
 
 
 def standard_path(standard: str) -> Path:
