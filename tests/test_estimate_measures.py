@@ -69,8 +69,7 @@ def released(tmp_path_factory) -> Path:
 
 def _by_hand(folder: Path):
     """Each set's counts and the populations as (set, county, race, age) arrays."""
-    sets = pd.read_parquet(folder / "synthetic.parquet") if (
-        folder / "synthetic.parquet").exists() else pd.read_csv(folder / "synthetic.csv")  # fmt: skip
+    sets = pd.read_parquet(folder / "synthetic.parquet")
     index = pd.MultiIndex.from_product([sorted(sets["set"].unique()), sorted(
         sets["county"].unique()), RACES, list(AGES)])  # fmt: skip
     frame = sets.set_index(["set", "county", "race", "age"]).reindex(index)
@@ -150,8 +149,8 @@ def test_posterior_age_adjusted_rate_is_the_mean_of_its_bands_draws(released):
     band = hyper["age"].map({age: k for k, age in enumerate(AGES)}).to_numpy()
     pieces = county * len(AGES) + band
     people = np.bincount(pieces, weights=hyper["population"].to_numpy(float))
-    draws = joint_draws(_calibration(manifest, hyper), counts, pieces, 4000,
-                        np.random.default_rng(99), cap=hyper["population"].to_numpy(float))  # fmt: skip
+    cal, cap = _calibration(manifest, hyper), hyper["population"].to_numpy(float)
+    draws = joint_draws(cal, counts, pieces, 4000, np.random.default_rng(99), cap=cap)
     standard = np.tile(_us2000(), county.max() + 1)
     rates = (draws * standard / people * 1e5).reshape(4000, -1, len(AGES)).sum(axis=-1)
     error = rates.std(axis=0) / np.sqrt(4000) * np.sqrt(2)  # of the difference of two means
@@ -283,16 +282,17 @@ def test_the_command_offers_the_measures(released):
     assert code == 0
     text = " ".join(stdout.split())
     assert "{" + ",".join(MEASURES) + "}" in text and "us2000" in text
-    code, stdout, stderr = run("estimate", str(released), "--by", "county", "--measure",
-                               "disparity", "--numerator", "race=B", "--denominator",
-                               "race=A", "--age-column", "age", "--method", "combining")  # fmt: skip
+    options = ("--measure", "disparity", "--numerator", "race=B", "--denominator", "race=A",
+               "--age-column", "age", "--method", "combining")  # fmt: skip
+    code, stdout, stderr = run("estimate", str(released), "--by", "county", *options)
     assert code == 0, stderr
     shown = pd.read_csv(io.StringIO(stdout))
     mine = estimate(released, ["county"], method="combining", measure="disparity", age="age",
                     numerator={"race": "B"}, denominator={"race": "A"})  # fmt: skip
     assert shown["estimate"].to_numpy() == pytest.approx(mine["estimate"].to_numpy(), rel=1e-5)
     code, _, stderr = run("estimate", str(released), "--by", "county", "--measure",
-                          "disparity", "--numerator", "race", "--denominator", "race=A")  # fmt: skip
+                          "disparity", "--numerator", "race", "--denominator",
+                          "race=A")  # fmt: skip
     assert code == 2 and "expected COLUMN=VALUE" in stderr
 
 

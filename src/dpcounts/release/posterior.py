@@ -84,6 +84,9 @@ TAIL_MASS = 1e-12
 #: A stratum's tilted law is trimmed where its tails hold less than this, before the
 #: convolutions.
 TRIM_MASS = 1e-16
+#: Values x support that :func:`joint_draws` weighs at once (memory: 8 bytes each, a few
+#: arrays of it).
+DRAW_CHUNK = 1_000_000
 #: Rounds of the normaliser's tilt phi (module docstring) and the change that ends them.
 NORMALISER_STEPS, NORMALISER_TOLERANCE = 50, 1e-7
 
@@ -419,20 +422,25 @@ def joint_draws(cal, sets, pieces, draws: int, rng, prior_shape: float = 1.0,
     out = np.empty((draws, count), dtype=np.int64)
     for j, ((offset, pmf), (rest_offset, rest)) in enumerate(zip(laws, suffix, strict=True)):
         values, which = np.unique(left, return_inverse=True)
-        at = values[:, None] - offset - np.arange(pmf.size)[None, :] - rest_offset
-        inside = (at >= 0) & (at < rest.size)
-        weight = np.where(inside, pmf[None, :] * rest[np.clip(at, 0, rest.size - 1)], 0.0)
-        total = weight.sum(axis=1, keepdims=True)
-        if not (total > 0).all():
-            raise ValueError(f"piece {j}: no value of its total agrees with the public total "
-                             f"{cal.total} (the grids hold no common value)")  # fmt: skip
-        cdf = np.cumsum(weight / total, axis=1)
-        cdf[:, -1] = 1.0
-        # the inverse cdf of each draw's row at once: rows k shifted to [k, k + 1]
-        shifted = (cdf + np.arange(len(values))[:, None]).ravel()
-        index = np.searchsorted(shifted, which + rng.random(draws), side="right")
-        taken = np.minimum(index - which * pmf.size, pmf.size - 1)
-        out[:, j] = offset + taken
+        uniform = rng.random(draws)
+        rows = max(1, DRAW_CHUNK // pmf.size)  # values x support computed at once
+        for start in range(0, len(values), rows):
+            part = values[start : start + rows]
+            at = part[:, None] - offset - np.arange(pmf.size)[None, :] - rest_offset
+            inside = (at >= 0) & (at < rest.size)
+            weight = np.where(inside, pmf[None, :] * rest[np.clip(at, 0, rest.size - 1)], 0.0)
+            total = weight.sum(axis=1, keepdims=True)
+            if not (total > 0).all():
+                raise ValueError(f"piece {j}: no value of its total agrees with the public "
+                                 f"total {cal.total} (the grids hold no common value)")  # fmt: skip
+            cdf = np.cumsum(weight / total, axis=1)
+            cdf[:, -1] = 1.0
+            # the inverse cdf of each draw's row at once: rows k shifted to [k, k + 1]
+            shifted = (cdf + np.arange(len(part))[:, None]).ravel()
+            mine = np.flatnonzero((which >= start) & (which < start + len(part)))
+            row = which[mine] - start
+            index = np.searchsorted(shifted, row + uniform[mine], side="right")
+            out[mine, j] = offset + np.minimum(index - row * pmf.size, pmf.size - 1)
         left -= out[:, j]
     return out
 
