@@ -157,6 +157,29 @@ def test_posterior_age_adjusted_rate_is_the_mean_of_its_bands_draws(released):
     assert (np.abs(table["estimate"].to_numpy() - rates.mean(axis=0)) < 5 * error).all()
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("mechanism, method", [("pg", "certified"), ("md", "paper"),
+                                               ("truncated", "certified")])  # fmt: skip
+def test_joint_draws_have_the_exact_laws_of_each_group(mechanism, method):
+    """Three groups of four strata making the whole table: each group's drawn totals
+    follow group_posteriors' exact law (the largest gap between the empirical and exact
+    cdf below the Kolmogorov-Smirnov bound 1.95 / sqrt(draws), at 0.999), and every draw
+    adds up to the public total."""
+    rng = np.random.default_rng(8)
+    population = rng.integers(1000, 5000, 12).astype(float)
+    rate = np.full(12, 0.005)
+    y = rng.poisson(population * rate)
+    cal = calibrate(mechanism, 0.5, int(y.sum()), population, rate, method=method)
+    sets = synthesize(y, cal, 3, rng)
+    codes, draws = np.repeat(np.arange(3), 4), 20_000
+    drawn = joint_draws(cal, sets, codes, draws, rng, cap=population)
+    assert (drawn.sum(axis=1) == cal.total).all()
+    for g, (offset, pmf) in enumerate(group_posteriors(cal, sets, codes, cap=population)):
+        values = offset + np.arange(pmf.size)
+        empirical = np.searchsorted(np.sort(drawn[:, g]), values, side="right") / draws
+        assert np.abs(empirical - np.cumsum(pmf)).max() < 1.95 / np.sqrt(draws), g
+
+
 #: Simulated tables of the coverage test: 4 groups x 2 races x 4 ages, 5 sets.
 GROUPS, SETS = 4, 5
 
