@@ -798,8 +798,33 @@ def _verify_arguments(ver: argparse.ArgumentParser) -> None:
 def _estimate_arguments(est: argparse.ArgumentParser) -> None:
     """The arguments of ``dpcounts estimate``."""
     est.add_argument("release", type=Path, metavar="RELEASE_DIR", help="the public release folder")
-    est.add_argument("--by", nargs="+", required=True, metavar="KEY",
-                     help="the key columns whose groups are estimated (strata pooled)")  # fmt: skip
+    est.add_argument("--by", nargs="+", default=[], metavar="KEY",
+                     help="the key columns whose groups are estimated (strata pooled); "
+                     "required but for a disparity, where none gives one row")  # fmt: skip
+    est.add_argument("--measure", choices=("rate", "age-adjusted", "disparity"),
+                     default="rate",
+                     help="rate (default): each group's crude rate (an SMR with expected "
+                     "counts); age-adjusted: its directly age-adjusted rate (--age-column, "
+                     "--standard); disparity: within each group, the rate of the --numerator "
+                     "strata over that of the --denominator strata (age-adjusted with "
+                     "--age-column), as a study's disparities")  # fmt: skip
+    est.add_argument("--age-column", metavar="AGE",
+                     help="the age key, its labels read as ages ('40-59', '85+', 'Under 40') "
+                     "and matched to the standard's groups as a study's are")  # fmt: skip
+    est.add_argument("--standard", default="us2000", metavar="NAME",
+                     help="the standard population of an age-adjusted rate: us2000 (default, "
+                     "the US 2000 standard, the one that ships) or a CSV file (age_start, "
+                     "age_end, population)")  # fmt: skip
+    for side in ("numerator", "denominator"):
+        est.add_argument(f"--{side}", nargs="+", metavar="COLUMN=VALUE",
+                         help=f"a disparity's {side}: the strata whose key COLUMN takes VALUE "
+                         "(repeat COLUMN=VALUE for several values or columns)")  # fmt: skip
+    est.add_argument("--draws", type=int, default=20_000, metavar="N",
+                     help="posterior, age-adjusted or disparity: the Monte Carlo draws "
+                     "(default 20000: each tail's probability within about 0.0015)")  # fmt: skip
+    est.add_argument("--seed", type=int, default=0,
+                     help="posterior, age-adjusted or disparity: the draws' seed "
+                     "(default 0)")  # fmt: skip
     est.add_argument("--level", type=float, default=0.9, help="the intervals' level (0.9)")
     est.add_argument("--method", choices=("posterior", "combining"), default="posterior",
                      help="posterior (default): the noise-aware posterior of each group's "
@@ -814,12 +839,29 @@ def _estimate_arguments(est: argparse.ArgumentParser) -> None:
     est.add_argument("--out", type=Path, metavar="FILE", help="a CSV file (default: stdout)")
 
 
+def _filter_option(option: str, given) -> dict[str, list[str]] | None:
+    """``COLUMN=VALUE ...`` as ``{column: [values]}`` (None when not given)."""
+    if not given:
+        return None
+    out: dict[str, list[str]] = {}
+    for item in given:
+        column, equals, value = item.partition("=")
+        if not (equals and column and value):
+            raise ValueError(f"{option} {item!r}: expected COLUMN=VALUE, such as race=Black")
+        out.setdefault(column, []).append(value)
+    return out
+
+
 def _estimate(args) -> int:
     from dpcounts.release.estimate import estimate
     from dpcounts.verify import NotARelease
 
     try:
-        table = estimate(args.release, args.by, args.level, args.method, args.prior_shape)
+        sides = [_filter_option(f"--{side}", getattr(args, side))
+                 for side in ("numerator", "denominator")]  # fmt: skip
+        table = estimate(args.release, args.by, args.level, args.method, args.prior_shape,
+                         args.measure, args.age_column, args.standard, *sides, args.draws,
+                         args.seed)  # fmt: skip
     except (NotARelease, ValueError, OSError) as err:
         print(f"dpcounts estimate: error: {err}", file=sys.stderr)
         return 2
@@ -831,8 +873,10 @@ def _estimate(args) -> int:
 
         with atomic_path(args.out) as tmp:
             tmp.write_text(text)
-        words = (f"wrote {args.out}: {len(table)} groups of {', '.join(args.by)}, from "
-                 f"{table['sets'].iloc[0]} synthetic sets of {args.release} alone")  # fmt: skip
+        also = "" if args.age_column is None else f" and the standard {args.standard}"
+        words = (f"wrote {args.out}: {len(table)} {args.measure} rows of "
+                 f"{', '.join(args.by) or 'the whole table'}, from {table['sets'].iloc[0]} "
+                 f"synthetic sets of {args.release}{also} alone")  # fmt: skip
         print(words, file=sys.stderr)
     return 0
 
@@ -913,13 +957,15 @@ def build_parser() -> argparse.ArgumentParser:
         commands.add_parser(
             "estimate",
             help="an analyst's group rates and intervals from a release folder alone",
-            description="Estimate the rate of each group of a release's strata, with an "
-            "interval from its synthetic sets: by the noise-aware posterior (default; the "
-            "sets' likelihood under the published hyperparameters, a public prior, the public "
-            "total) or by the combining rules for fully synthetic data (Raghunathan, Reiter "
-            "and Rubin 2003). Reads nothing but the public folder, and "
+            description="Estimate the rate, age-adjusted rate or disparity (--measure) of "
+            "each group of a release's strata, with an interval from its synthetic sets: by "
+            "the noise-aware posterior (default; the sets' likelihood under the published "
+            "hyperparameters, a public prior, the public total) or by the combining rules for "
+            "fully synthetic data (Raghunathan, Reiter and Rubin 2003). Reads nothing but the "
+            "public folder (and, for an age-adjusted rate, the standard population), and "
             "refuses one that dpcounts verify rejects. Writes a tidy table (the group's keys, "
-            "estimate, lower, upper, variance, df, adjusted, method, sets) to --out or stdout.",
+            "measure, estimate, lower, upper, variance, df, adjusted, method, sets) to --out "
+            "or stdout.",
             allow_abbrev=False,
         )
     )

@@ -53,6 +53,15 @@ value; ``scipy.signal.convolve`` chooses FFT or direct sums by size) is far belo
 answer uses; each law is trimmed of tails below 1e-16. A group that is every stratum has its total
 y. exactly.
 
+**Measures of several pieces** (:func:`joint_draws`): an age-adjusted rate weighs a
+group's age bands differently, and a disparity divides one side's rate by another's, so
+neither is a function of one group's total. Their posterior is taken by Monte Carlo from
+the joint law of the pieces' totals (a group's age bands, a disparity's sides) given the
+public total, drawn exactly piece by piece from the same strata laws (each piece's law given
+the later pieces' and the rest's convolution): the draws carry no approximation beyond the
+strata's (cells independent given the total, the normaliser's saddle point), only their
+Monte Carlo error (``dpcounts.release.estimate``: the number of draws and what it gives).
+
 **The grid's bound.** Every true count is at most the total y. (and its population where
 that is the denominator): where that cap is small, a stratum's grid goes up to it and its
 posterior is exact. Otherwise the stratum's bound B_k starts at the power of 2 at or above
@@ -75,6 +84,9 @@ TAIL_MASS = 1e-12
 #: A stratum's tilted law is trimmed where its tails hold less than this, before the
 #: convolutions.
 TRIM_MASS = 1e-16
+#: Values x support that :func:`joint_draws` weighs at once (memory: 8 bytes each, a few
+#: arrays of it).
+DRAW_CHUNK = 1_000_000
 #: Rounds of the normaliser's tilt phi (module docstring) and the change that ends them.
 NORMALISER_STEPS, NORMALISER_TOLERANCE = 50, 1e-7
 
@@ -343,16 +355,24 @@ def _sum_of(laws):
     return laws[0]
 
 
-def group_posteriors(cal, sets, codes, prior_shape: float = 1.0, cap=None):
-    """The posterior law of each group's true total given the sets and the public total:
-    a list, group by group (``codes``: each stratum's group, 0..G-1), of ``(offset,
-    pmf)`` with pmf[j] the probability that the group holds offset + j events."""
-    codes = np.asarray(codes)
+def strata_laws(cal, sets, prior_shape: float = 1.0, cap=None) -> list:
+    """Each stratum's tilted posterior law before the total is conditioned on, trimmed
+    (``(offset, pmf)``, stratum by stratum): the factors that :func:`group_posteriors` and
+    :func:`joint_draws` convolve (the tilt cancels in the conditioning)."""
     buckets, theta = strata_posteriors(cal, sets, prior_shape, cap)
     strata = [None] * cal.n_cells
     for indices, grid, log_post in buckets:
         for k, row in zip(indices, _tilted(grid, log_post, theta), strict=True):
             strata[k] = _trimmed(row)
+    return strata
+
+
+def group_posteriors(cal, sets, codes, prior_shape: float = 1.0, cap=None):
+    """The posterior law of each group's true total given the sets and the public total:
+    a list, group by group (``codes``: each stratum's group, 0..G-1), of ``(offset,
+    pmf)`` with pmf[j] the probability that the group holds offset + j events."""
+    codes = np.asarray(codes)
+    strata = strata_laws(cal, sets, prior_shape, cap)
     groups = int(codes.max()) + 1
     laws = [_sum_of(strata[k] for k in np.flatnonzero(codes == g)) for g in range(groups)]
     before = [(0, np.ones(1))]  # before[g]: the law of groups 0..g-1 together
@@ -375,6 +395,56 @@ def group_posteriors(cal, sets, codes, prior_shape: float = 1.0, cap=None):
     return out
 
 
+def joint_draws(cal, sets, pieces, draws: int, rng, prior_shape: float = 1.0,
+                cap=None) -> np.ndarray:  # fmt: skip
+    """``draws`` joint draws (draws x P) of the true totals of P disjoint pieces of the
+    table (``pieces``: each stratum's piece, 0..P-1, or -1 for none) from the posterior
+    conditioned on the public total: exact sampling, piece by piece. With P_j the law of
+    piece j (the convolution of its strata's laws) and S_j that of every later piece and
+    the strata of no piece together, piece j takes x with probability proportional to
+    P_j(x) S_j(t - x), t the total less the earlier pieces' draws; so the draws are the
+    joint posterior's, to the laws' trimming (:data:`TRIM_MASS`) and the random numbers
+    ``rng`` (a numpy Generator) alone."""
+    pieces = np.asarray(pieces)
+    if pieces.shape != (cal.n_cells,):
+        raise ValueError(f"pieces must give each of the {cal.n_cells} strata a piece, got "
+                         f"shape {pieces.shape}")  # fmt: skip
+    if not (isinstance(draws, int | np.integer) and draws >= 1):
+        raise ValueError(f"draws must be a positive whole number, got {draws!r}")
+    strata = strata_laws(cal, sets, prior_shape, cap)
+    count = int(pieces.max()) + 1
+    laws = [_sum_of(strata[k] for k in np.flatnonzero(pieces == j)) for j in range(count)]
+    suffix = [_sum_of(strata[k] for k in np.flatnonzero(pieces < 0))]  # S_{P-1}: the rest
+    for law in laws[:0:-1]:
+        suffix.append(_convolve(law, suffix[-1]))
+    suffix.reverse()  # suffix[j]: the law of the pieces after j and the rest together
+    left = np.full(draws, int(cal.total), dtype=np.int64)  # t, draw by draw
+    out = np.empty((draws, count), dtype=np.int64)
+    for j, ((offset, pmf), (rest_offset, rest)) in enumerate(zip(laws, suffix, strict=True)):
+        values, which = np.unique(left, return_inverse=True)
+        uniform = rng.random(draws)
+        rows = max(1, DRAW_CHUNK // pmf.size)  # values x support computed at once
+        for start in range(0, len(values), rows):
+            part = values[start : start + rows]
+            at = part[:, None] - offset - np.arange(pmf.size)[None, :] - rest_offset
+            inside = (at >= 0) & (at < rest.size)
+            weight = np.where(inside, pmf[None, :] * rest[np.clip(at, 0, rest.size - 1)], 0.0)
+            total = weight.sum(axis=1, keepdims=True)
+            if not (total > 0).all():
+                raise ValueError(f"piece {j}: no value of its total agrees with the public "
+                                 f"total {cal.total} (the grids hold no common value)")  # fmt: skip
+            cdf = np.cumsum(weight / total, axis=1)
+            cdf[:, -1] = 1.0
+            # the inverse cdf of each draw's row at once: rows k shifted to [k, k + 1]
+            shifted = (cdf + np.arange(len(part))[:, None]).ravel()
+            mine = np.flatnonzero((which >= start) & (which < start + len(part)))
+            row = which[mine] - start
+            index = np.searchsorted(shifted, row + uniform[mine], side="right")
+            out[mine, j] = offset + np.minimum(index - row * pmf.size, pmf.size - 1)
+        left -= out[:, j]
+    return out
+
+
 def summarise(laws, denominators, per: float, level: float) -> dict:
     """Each group's rate, ``count / denominator x per``, from its law (``(offset, pmf)``):
     the posterior mean (``estimate``), its variance, and the equal-tailed interval at
@@ -393,5 +463,5 @@ def summarise(laws, denominators, per: float, level: float) -> dict:
     return out
 
 
-__all__ = ["group_posteriors", "log_likelihood", "log_prior", "prior_means",
-           "strata_posteriors", "summarise"]  # fmt: skip
+__all__ = ["group_posteriors", "joint_draws", "log_likelihood", "log_prior", "prior_means",
+           "strata_laws", "strata_posteriors", "summarise"]  # fmt: skip
