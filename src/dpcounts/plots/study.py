@@ -173,13 +173,15 @@ def figure_attack(summary: pd.DataFrame, result: dict, arms, study: str):
     """What an attacker recovers of the small true counts (the ones suppression hides), for
     each arm (columns) against epsilon: the share a synthetic table gives exactly (top)
     and to within one (bottom), median and 95% band over the datasets, beside the
-    no-privacy reference (grey), the prior alone (dash-dot), the mode over a release's sets
-    (dots: each group of ``sets`` datasets one release) and differencing on the
+    no-privacy reference (grey), the prior alone (dash-dot; the hyperparameters alone guess
+    the same), the mode over a release's sets (dots: each group of ``sets`` datasets one
+    release), the posterior mode given the hyperparameters and a release's sets, told the
+    range (triangles; thin dashes: told the range, with no set) and differencing on the
     suppressed table (dotted gold: the share its published margins pin exactly, and to
     within one; :mod:`dpcounts.attack.differencing`)."""
-    from dpcounts.studies.stage.measures import ATTACK, MODE
+    from dpcounts.studies.stage.measures import ATTACK, MODE, POSTERIOR
 
-    draws = summary[summary["metric"].isin(ATTACK + MODE)]
+    draws = summary[summary["metric"].isin(ATTACK + MODE + POSTERIOR)]
     sets = result.get("sets", 1)
     arms = [a for a in arms if a.name in set(draws["arm"])]
     colours = arm_colours(arms)
@@ -202,7 +204,8 @@ def figure_attack(summary: pd.DataFrame, result: dict, arms, study: str):
                 ref = sel.iloc[0]
                 ax.axhline(ref["reference"], color="0.45", lw=1.2, label="no privacy (reference)")
                 ax.axhline(ref["prior"], color="#8c564b", ls="-.", lw=1,
-                           label="the prior alone (its expected count, rounded)")  # fmt: skip
+                           label="the prior (or the hyperparameters) alone: the expected "
+                                 "count, rounded")  # fmt: skip
                 ax.fill_between(sel["epsilon"], sel["lower"], sel["upper"],
                                 color=colours[arm.name], alpha=0.35, lw=0,
                                 label="95% band over the datasets")  # fmt: skip
@@ -215,6 +218,18 @@ def figure_attack(summary: pd.DataFrame, result: dict, arms, study: str):
                 words = f"median over releases of {sets} sets (the mode over them)"
                 ax.plot(mode["epsilon"], mode["median"], color=colours[arm.name], lw=1.0,
                         marker="o", ms=2.5, label=words)  # fmt: skip
+            post = draws[(draws["metric"] == POSTERIOR[r]) & (draws["arm"] == arm.name)]
+            post = post[post["median"].notna()].sort_values("epsilon")
+            if len(post):
+                span = f"{rule['low']}-{rule['high']}"
+                ax.axhline(post.iloc[0]["prior"], color="#8c564b", ls=(0, (2, 2)), lw=0.8,
+                           label=f"told the range {span}, no set: the prior's mode "
+                                 "there")  # fmt: skip
+                ax.plot(post["epsilon"], post["median"], color=colours[arm.name], lw=1.0,
+                        ls="--", marker="^", ms=3,
+                        label=f"median over releases: the posterior mode given the "
+                              f"hyperparameters and {sets} set(s), told the range "
+                              f"{span}")  # fmt: skip
             if np.isfinite(pinned[metric]):
                 ax.axhline(
                     pinned[metric],

@@ -19,7 +19,7 @@ from dpcounts.calibration import FRAME_COLUMNS, Calibration
 from dpcounts.design import at_epsilon
 from dpcounts.mechanisms import registry
 from dpcounts.studies.stage.definition import StudyDefinition
-from dpcounts.studies.stage.measures import Measures, mode_shares
+from dpcounts.studies.stage.measures import Measures, mode_shares, posterior_shares
 
 STATUS_COLUMNS = ["arm", "epsilon", "ok", "error"]
 log = logging.getLogger(__name__)
@@ -123,6 +123,10 @@ def draw_and_measure(
         values = measures.values(z, y)
         if measures.attack is not None and measures.attack_sets > 1:  # the mode over sets
             values = values.assign(**mode_shares(z, y, *measures.attack, measures.attack_sets))
+        if measures.attack is not None:  # the hyperparameters with the release's sets
+            values = values.assign(
+                **posterior_shares(z, y, cal, *measures.attack, measures.attack_sets)
+            )
         frames.append(values)
         if measures.areas:
             area_sum += measures.area_rates(z).sum(axis=0)
