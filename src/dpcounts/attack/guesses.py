@@ -123,9 +123,9 @@ def set_log_likelihood(synthetic, cal, candidates, tilts=None) -> np.ndarray:
     md, the Dirichlet-multinomial's margin BetaBinomial(y., alpha_i + c, sum alpha + y. -
     alpha_i - c), exact; pg, NB(a_i + c, p_i) with success probability (b_i + n_i) / (b_i +
     2 n_i) (Quick (2021), eq 8), tilted as the set's conditioning on its total y. tilts it
-    (``tilts``, one per set; None: :func:`total_tilts`); truncated, that NB of the clamped
-    candidate
-    (:meth:`~dpcounts.calibration.Calibration.clamp`) restricted to [L_i, U_i]."""
+    (``tilts``, one per set; None: each set's :func:`total_tilts`); truncated, that NB of
+    the clamped candidate (:meth:`~dpcounts.calibration.Calibration.clamp`) restricted to
+    [L_i, U_i], its tilt found on the windows."""
     from dpcounts.mechanisms.registry import family
 
     z = _integers(synthetic, "synthetic (sets x strata)", 2)[None, :, :]
@@ -154,26 +154,41 @@ def set_log_likelihood(synthetic, cal, candidates, tilts=None) -> np.ndarray:
 def total_tilts(synthetic, cal) -> np.ndarray:
     """Per set (row), the attacker's estimate of the tilt theta by which conditioning on
     the total y. turns each cell's NB(a_i + y_i, q_i) (q_i = n_i / (b_i + 2 n_i), the
-    failure probability) into NB(a_i + y_i, q_i e^theta): the root of sum_i (a_i + z_i) t_i
-    / (1 - t_i) = y., t_i = q_i e^theta, the NBs' means summing to the total, with the
-    set's own counts z_i standing in for the unknown true ones (the truncation windows
-    left out)."""
+    failure probability) into NB(a_i + y_i, q_i e^theta): the root of the cells' means
+    summing to y., with the set's own counts z_i standing in for the unknown true ones.
+    A cell's mean is r t / (1 - t), t = q_i e^theta, r = a_i + z_i; truncated, the mean on
+    [L_i, U_i] at the clamped count, r t / (1 - t) (F_{r+1}(U - 1) - F_{r+1}(L - 2)) /
+    (F_r(U) - F_r(L - 1)), F_r the NB's distribution function. theta stays where every t
+    is below 1 (a truncated cell's window would allow more; there the root is cut)."""
     from scipy.optimize import brentq
 
     q = cal.population / (cal.b + 2.0 * cal.population)
-    top = -np.log(q.max())  # q e^theta < 1 in every cell
+    top = -np.log(q.max()) - 1e-9  # q e^theta < 1 in every cell
+
+    def mean(theta, shape):
+        t = q * np.exp(theta)
+        plain = shape * t / (1.0 - t)
+        if not cal.truncated:
+            return plain
+        p, low, high = 1.0 - t, cal.lower, cal.upper
+        inside = stats.nbinom.cdf(high, shape, p) - stats.nbinom.cdf(low - 1, shape, p)
+        shifted = stats.nbinom.cdf(high - 1, shape + 1, p) - stats.nbinom.cdf(low - 2, shape + 1, p)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = plain * shifted / inside
+        return np.where(np.isfinite(out), out, np.clip(plain, low, high))
 
     def excess(theta, shape):
-        t = q * np.exp(theta)
-        return float(np.sum(shape * t / (1.0 - t)) - cal.total)
+        return float(np.sum(mean(theta, shape)) - cal.total)
 
     out = np.zeros(len(synthetic))
     for m, row in enumerate(synthetic):
-        shape = cal.a + row
+        shape = cal.a + (cal.clamp(row) if cal.truncated else row)
         low = -1.0
-        while excess(low, shape) > 0:
+        while excess(low, shape) > 0 and low > -60:
             low *= 2.0
-        out[m] = brentq(excess, low, top - 1e-12, args=(shape,), xtol=1e-12)
+        # the mean rises with theta in every cell, window or not: one root, or none below top
+        out[m] = top if excess(top, shape) < 0 else brentq(excess, low, top, args=(shape,),
+                                                            xtol=1e-7)  # fmt: skip
     return out
 
 
@@ -181,8 +196,9 @@ def posterior_guess(synthetic, cal, low: int = 1, high: int = 9) -> np.ndarray:
     """The attacker who reads the hyperparameters ``cal`` and M synthetic sets (rows of
     ``synthetic``) and is told that each count lies in [low, high] (as suppression's
     attacker is, by the flag): each cell's count c in [low, high] of largest posterior
-    probability, sum over the sets of :func:`set_log_likelihood` plus log Poisson(c;
-    :func:`predictive_mean`), ties to the smaller. With a flat likelihood (epsilon -> 0)
+    probability, sum over the sets of :func:`set_log_likelihood` (pg, truncated: each set
+    at its own :func:`total_tilts`) plus log Poisson(c; :func:`predictive_mean`), ties to
+    the smaller. With a flat likelihood (epsilon -> 0)
     it is the prior's mode in [low, high] (:func:`range_prior_guess`, also its guess from
     M = 0 sets); the sets' weight grows with epsilon and M."""
     if not low <= high:
