@@ -68,6 +68,8 @@ def test_the_published_map_draws_the_suppressed_areas_grey_and_names_them(tmp_pa
     hatched = [c for c in published.collections if c.get_hatch() == SUPPRESSED_HATCH]
     assert len(grey) == 1 and len(grey[0].get_paths()) == 2  # a0 and a3
     assert len(hatched) == 1 and len(hatched[0].get_paths()) == 1  # a1
-    labels = [t.get_text() for t in published.get_legend().get_texts()]
+    (legend,) = fig.legends
+    assert legend.get_title().get_text() == "the published map"
+    labels = [t.get_text() for t in legend.get_texts()]
     assert labels[0].startswith("suppressed (1-9): 2 areas")
     assert labels[1].startswith("rests on suppressed counts (1-9): 1 area,")

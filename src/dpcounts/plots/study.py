@@ -436,7 +436,7 @@ def figure_suppressed_map(definition, strata: pd.DataFrame, geometry, area_rates
                                                                        epsilon)]  # fmt: skip
         if len(sel):
             frame[spec.name] = lookup(sel)
-            cells.append((spec.name, f"{_wrapped(arm_title(spec), 30)}\n{eps_equals(epsilon)}"))
+            cells.append((spec.name, f"{_wrapped(arm_title(spec), 44)}\n{eps_equals(epsilon)}"))
     scale = truth_scale(frame["truth"], *[frame[c] for c, _ in cells])
     label = "rate per 100,000" if d.denominator == "population" else d.rate_unit
     fig = map_grid(frame, ("truth", "true rates"), [("", cells)], norm=scale.norm,
@@ -462,8 +462,8 @@ def figure_suppressed_map(definition, strata: pd.DataFrame, geometry, area_rates
         words = f"{_areas(hatched.sum())}, completed with {completion[rule.completion]}"
         handles.append(Patch(facecolor="white", edgecolor="0.15", hatch=SUPPRESSED_HATCH, lw=0,
                              label=f"rests on suppressed counts ({span}): {words}"))  # fmt: skip
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.02), fontsize=8,
-              frameon=False)  # fmt: skip
+    fig.legend(handles=handles, loc="outside lower left", fontsize=8, frameon=False,
+               title="the published map", title_fontsize=8, alignment="left")  # fmt: skip
     lines = [f"the published table: {int(published['hidden'].sum()):,} of {len(strata):,} counts "
              f"not shown (counts {span}), completed with {completion[rule.completion]}; "
              f"synthetic: each arm's mean rate over the datasets at {eps_equals(epsilon)}",
