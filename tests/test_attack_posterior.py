@@ -94,6 +94,10 @@ def test_with_no_set_the_posterior_is_the_priors_mode_in_the_range():
     n = frame["n"].to_numpy()
     cal = calibrate("pg", 1.0, 18, n, expected / n, method="certified")
     assert np.array_equal(posterior_guess(np.zeros((0, 6)), cal), range_prior_guess(expected))
+    md = calibrate("md", 1.0, 19, n, method="paper")  # its own predictive mean: 19 / 6
+    assert (posterior_guess(np.zeros((0, 6)), md) == 3).all()  # the mode of Poisson(3.17)
+    given = posterior_guess(np.zeros((0, 6)), md, prior_expected=expected)
+    assert np.array_equal(given, range_prior_guess(expected))
 
 
 @pytest.mark.parametrize("mechanism, method", ARMS)

@@ -192,13 +192,16 @@ def total_tilts(synthetic, cal) -> np.ndarray:
     return out
 
 
-def posterior_guess(synthetic, cal, low: int = 1, high: int = 9) -> np.ndarray:
+def posterior_guess(synthetic, cal, low: int = 1, high: int = 9,
+                    prior_expected=None) -> np.ndarray:  # fmt: skip
     """The attacker who reads the hyperparameters ``cal`` and M synthetic sets (rows of
     ``synthetic``) and is told that each count lies in [low, high] (as suppression's
     attacker is, by the flag): each cell's count c in [low, high] of largest posterior
     probability, sum over the sets of :func:`set_log_likelihood` (pg, truncated: each set
-    at its own :func:`total_tilts`) plus log Poisson(c; :func:`predictive_mean`), ties to
-    the smaller. With a flat likelihood (epsilon -> 0)
+    at its own :func:`total_tilts`) plus log Poisson(c; e), ties to the smaller. e, the
+    attacker's prior expected count: ``prior_expected`` (a study gives the public prior's
+    n lambda0 to every arm), else :func:`predictive_mean` (for md the uniform y. / I, a
+    poor prior where the strata's populations differ). With a flat likelihood (epsilon -> 0)
     it is the prior's mode in [low, high] (:func:`range_prior_guess`, also its guess from
     M = 0 sets); the sets' weight grows with epsilon and M."""
     if not low <= high:
@@ -209,7 +212,11 @@ def posterior_guess(synthetic, cal, low: int = 1, high: int = 9) -> np.ndarray:
                          f"calibration's cells), got {synthetic.shape}")  # fmt: skip
     candidates = np.arange(low, high + 1)
     score = set_log_likelihood(synthetic, cal, candidates).sum(axis=1)
-    score = score + stats.poisson.logpmf(candidates[:, None], predictive_mean(cal)[None, :])
+    expected = predictive_mean(cal) if prior_expected is None else np.asarray(prior_expected)
+    if expected.shape != (cal.n_cells,):
+        raise ValueError(f"prior_expected must hold one count per stratum ({cal.n_cells}), "
+                         f"got shape {expected.shape}")  # fmt: skip
+    score = score + stats.poisson.logpmf(candidates[:, None], expected[None, :])
     return candidates[np.argmax(score, axis=0)]
 
 

@@ -434,12 +434,14 @@ def _shares(guess, truth) -> tuple[float, float]:
     return float(np.mean(miss == 0)), float(np.mean(miss <= 1))
 
 
-def posterior_shares(tables, truth, cal, low: int, high: int, sets: int) -> dict[str, np.ndarray]:
+def posterior_shares(tables, truth, cal, low: int, high: int, sets: int,
+                     prior_expected=None) -> dict[str, np.ndarray]:  # fmt: skip
     """The attacker who reads the published hyperparameters ``cal`` and the ``sets``
     synthetic sets of one release, told that each count lies in [low, high]: each small
-    true count guessed by its posterior mode given the group's tables
-    (:func:`dpcounts.attack.guesses.posterior_guess`); the group's shares exact and within
-    one on its first row, NaN elsewhere, as :func:`mode_shares` writes them."""
+    true count guessed by its posterior mode given the group's tables and the prior
+    expected counts ``prior_expected`` (:func:`dpcounts.attack.guesses.posterior_guess`);
+    the group's shares exact and within one on its first row, NaN elsewhere, as
+    :func:`mode_shares` writes them."""
     from dpcounts.attack.guesses import posterior_guess
 
     tables = np.atleast_2d(tables)
@@ -450,7 +452,7 @@ def posterior_shares(tables, truth, cal, low: int, high: int, sets: int) -> dict
         return out
     for first in range(0, len(tables) - sets + 1, sets):
         group = np.round(tables[first : first + sets]).astype(np.int64)
-        guess = posterior_guess(group, cal, low, high)[small]
+        guess = posterior_guess(group, cal, low, high, prior_expected)[small]
         exact, within = _shares(guess, truth[small])
         out["attack:posterior_exact"][first] = exact
         out["attack:posterior_within_one"][first] = within
@@ -459,8 +461,8 @@ def posterior_shares(tables, truth, cal, low: int, high: int, sets: int) -> dict
 
 def range_prior_shares(expected, truth, low: int, high: int) -> dict[str, float]:
     """:func:`posterior_shares`'s attacker with no set: the shares of
-    :func:`dpcounts.attack.guesses.range_prior_guess` at the expected counts ``expected``
-    (the hyperparameters' predictive means), what being told the range alone gives."""
+    :func:`dpcounts.attack.guesses.range_prior_guess` at the prior expected counts
+    ``expected``, what being told the range alone gives."""
     from dpcounts.attack.guesses import range_prior_guess
 
     truth = np.asarray(truth)

@@ -5,7 +5,8 @@ arm drifts to as epsilon shrinks: the expected counts n x lambda0 for PG and tru
 PG, the uniform table y. / I for MD, whose Dirichlet weights are equal) and the
 no-privacy reference (median and band of the measure on tables drawn with the privacy
 term removed, :mod:`dpcounts.sampling.reference`: what synthesis alone keeps; the
-posterior attacker's prior is its guess with no set, told the range:
+posterior attacker's prior is its guess with no set, told the range, from the prior's
+expected counts for every arm:
 :func:`~dpcounts.studies.stage.measures.range_prior_shares`); what the
 calibrations say (the gamma shapes a across strata, true counts outside the truncation
 bounds, skipped calibrations); and the area rates behind the maps.
@@ -106,15 +107,9 @@ def summarise_study(
         draws["prior"] = [(uniform if arm in md else prior).get(metric, np.nan)
                           for arm, metric in pairs]  # fmt: skip
         if measures.attack is not None:  # the posterior attacker told the range, no set
-            expected = {False: expected_counts(definition, strata),
-                        True: np.full(y.size, y.sum() / y.size)}  # fmt: skip
-            told = {k: range_prior_shares(v, y, *measures.attack) for k, v in expected.items()}
+            told = range_prior_shares(expected_counts(definition, strata), y, *measures.attack)
             posterior = draws["metric"].isin(POSTERIOR)
-            draws.loc[posterior, "prior"] = [
-                told[arm in md][metric]
-                for arm, metric in zip(draws["arm"][posterior], draws["metric"][posterior],
-                                       strict=True)
-            ]  # fmt: skip
+            draws.loc[posterior, "prior"] = draws.loc[posterior, "metric"].map(told)
         if reference is not None and len(reference):
             ref = summarise_frame(reference.melt(var_name="metric"), ["metric"])
             draws = draws.merge(ref.rename(columns=REFERENCE_COLUMNS), on="metric", how="left")
