@@ -19,41 +19,47 @@ pytestmark = [pytest.mark.slow, pytest.mark.process]
 #: The commit whose tiny-run artifacts today's must equal, file for file. A refactoring
 #: leaves it alone. When a change of numbers or figures is intended, move it to the commit
 #: that makes the change and say so (which artifacts change, and why) in CHANGELOG.md.
-BASELINE = "1f852e6"
-#: Moved from 476f82c by issue #53, item 2: the metrics and summaries of pennlc and homicide_1980
-#: gain the mode over a release's sets (attack:mode_exact, attack:mode_within_one), the attack
-#: figures draw it, and run_config.yaml and the guide.json fingerprints hold suppression.sets.
-#: Before, from 1509e53 by issue #53: the config's suppression key is an object with enabled
-#: (results/run_config.yaml). Before, from 73e10c5 by issue #53, items 2 and 3: the metrics,
-#: reference and summary tables of pennlc and homicide_1980 gain the attacker's columns
-#: (attack:exact, attack:within_one), their new attack figures, and the measures figures' first
-#: sentence (how many measures suppression keeps); every measure's value unchanged. Before, from
-#: a3cf1d2 by issue #53: pennlc and homicide_1980 have a suppression arm (their new
-#: suppression.json; their guide.csv's suppression rows and the suppression and
-#: epsilon_vs_suppression columns, and every study's guide.csv the two columns; the DP rows' reasons
-#: end with the comparison; the guide.json fingerprints and run_config.yaml hold the new key; the
-#: measures figures draw the line and the sentences); every draw, summary and metric unchanged, as
-#: is every release (issue #51, item 2, the registry of mechanisms, changed no artifact: its run
-#: against a3cf1d2 differed only by the suppression arm). Before, from c711623 by issue #52, item 2:
-#: every study measures the strata's relative error and each key's margin (new columns of the
-#: metrics and reference tables, new rows of the summaries and guides, the guide.json fingerprints
-#: at measures' version 2, the schema's new studies.<name>.margins in run_config.yaml), the guide no
-#: longer asks for more datasets at an epsilon no release allows (homicide_1980's New Mexico / New
-#: York), and the studies' measures and guide figures draw the new rows. Before, from 9a150eb by
-#: issue #52, item 5: a study with age adjustment titles its rank correlation "of the age-adjusted
-#: area rates" (pennlc's guide and measures figures, which print it; every table unchanged). Before,
-#: from c81f900 by issue #52, item 1: ratios judged by what is kept of the departure from parity
-#: (|log(value / target)| <= tolerance x max(|log truth|, log 1.1), never nearer the prior's value
-#: than the truth): the guide.csv rows of the disparities change (verdict, verdict_text, epsilon,
-#: epsilon_privacy, within_low, within_high, datasets_needed, reason) and so do the figures that
-#: draw them (the studies' measures and guide figures: verdicts and the tolerance's shading); every
-#: other row, table and the summaries are unchanged. Before, from 4b2fc6f by issue #51, item 1 (the
-#: rename): BASELINE's code recorded its imports under the old package's name, which today's test
-#: cannot ask for; the run of that commit's tree (the renamed project) gave every table of 4b2fc6f's
+BASELINE = "6d77774"
+#: Moved from 1f852e6 by issue #53, items 2 and 3: the metrics of pennlc and homicide_1980 gain
+#: the attacker who reads the hyperparameters (attack:posterior_exact,
+#: attack:posterior_within_one: the posterior mode given a release's sets), their summaries its
+#: rows (with its no-set guess as prior), the attack figures draw it, and each study gains
+#: figures/studies/<study>/suppressed.png, the map of the suppressed table; every other column,
+#: row and file unchanged. Before, from 476f82c by issue #53, item 2: the metrics and summaries
+#: of pennlc and homicide_1980 gain the mode over a release's sets (attack:mode_exact,
+#: attack:mode_within_one), the attack figures draw it, and run_config.yaml and the guide.json
+#: fingerprints hold suppression.sets. Before, from 1509e53 by issue #53: the config's
+#: suppression key is an object with enabled (results/run_config.yaml). Before, from 73e10c5 by
+#: issue #53, items 2 and 3: the metrics, reference and summary tables of pennlc and
+#: homicide_1980 gain the attacker's columns (attack:exact, attack:within_one), their new attack
+#: figures, and the measures figures' first sentence (how many measures suppression keeps); every
+#: measure's value unchanged. Before, from a3cf1d2 by issue #53: pennlc and homicide_1980 have a
+#: suppression arm (their new suppression.json; their guide.csv's suppression rows and the
+#: suppression and epsilon_vs_suppression columns, and every study's guide.csv the two columns;
+#: the DP rows' reasons end with the comparison; the guide.json fingerprints and run_config.yaml
+#: hold the new key; the measures figures draw the line and the sentences); every draw, summary
+#: and metric unchanged, as is every release (issue #51, item 2, the registry of mechanisms,
+#: changed no artifact: its run against a3cf1d2 differed only by the suppression arm). Before,
+#: from c711623 by issue #52, item 2: every study measures the strata's relative error and each
+#: key's margin (new columns of the metrics and reference tables, new rows of the summaries and
+#: guides, the guide.json fingerprints at measures' version 2, the schema's new
+#: studies.<name>.margins in run_config.yaml), the guide no longer asks for more datasets at an
+#: epsilon no release allows (homicide_1980's New Mexico / New York), and the studies' measures
+#: and guide figures draw the new rows. Before, from 9a150eb by issue #52, item 5: a study with
+#: age adjustment titles its rank correlation "of the age-adjusted area rates" (pennlc's guide
+#: and measures figures, which print it; every table unchanged). Before, from c81f900 by issue
+#: #52, item 1: ratios judged by what is kept of the departure from parity (|log(value / target)|
+#: <= tolerance x max(|log truth|, log 1.1), never nearer the prior's value than the truth): the
+#: guide.csv rows of the disparities change (verdict, verdict_text, epsilon, epsilon_privacy,
+#: within_low, within_high, datasets_needed, reason) and so do the figures that draw them (the
+#: studies' measures and guide figures: verdicts and the tolerance's shading); every other row,
+#: table and the summaries are unchanged. Before, from 4b2fc6f by issue #51, item 1 (the rename):
+#: BASELINE's code recorded its imports under the old package's name, which today's test cannot
+#: ask for; the run of that commit's tree (the renamed project) gave every table of 4b2fc6f's
 #: tiny run unchanged, its figures but the pseudo-posterior ones (issue #36, on purpose) byte for
 #: byte, and results/run_config.yaml with one key added on purpose (issue #50: the stand-in's
-#: prior.source_note). Before, from 4966b9a by issue #36: Study 1's sanitised-prior arm drew every
-#: dataset's prior noise in one call, then every dataset's rates in one call (the same
+#: prior.source_note). Before, from 4966b9a by issue #36: Study 1's sanitised-prior arm drew
+#: every dataset's prior noise in one call, then every dataset's rates in one call (the same
 #: distributions, another order of the draws).
 #: Names changed on purpose since BASELINE, as compare_runs' --rename OLD=NEW.
 RENAMES: dict[str, str] = {}

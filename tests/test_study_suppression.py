@@ -204,3 +204,23 @@ def test_the_attacker_with_a_releases_sets_takes_the_mode_over_them():
     exact, within = shares["attack:mode_exact"], shares["attack:mode_within_one"]
     assert exact[[0, 2]].tolist() == [1.0, 0.5] and within[[0, 2]].tolist() == [1.0, 1.0]
     assert np.isnan(exact[[1, 3, 4]]).all() and np.isnan(within[[1, 3, 4]]).all()
+
+
+def test_a_study_with_suppression_scores_the_posterior_attacker(tmp_path):
+    """The posterior attacker's columns reach the summary, one value per release, beside
+    its guess told the range with no set (the summary's prior); the guide judges neither,
+    and the attack figure draws both."""
+    from dpcounts.plots.study import figure_attack
+    from dpcounts.studies.stage.measures import POSTERIOR
+
+    d, summary, guide = run_study(tmp_path, two_groups(6, 300), epsilons=[1.0, 100.0],
+                                  suppression={"enabled": True, "sets": 2})  # fmt: skip
+    rows = summary[summary["metric"].isin(POSTERIOR)]
+    assert len(rows) == 2 * len(POSTERIOR) and rows["median"].notna().all()
+    assert rows["prior"].notna().all() and not guide["measure"].isin(POSTERIOR).any()
+    result = {"rule": {"low": 1, "high": 9}, "sets": 2, "attack": {"cells": 12, "pinned": {
+        "estimate": 0.25}, "within_one": {"estimate": 0.5}}}  # fmt: skip
+    figure = figure_attack(summary, result, d.arms, "s")
+    labels = {line.get_label() for ax in figure.axes for line in ax.get_lines()}
+    assert any(label.startswith("median over releases: the posterior") for label in labels)
+    assert any(label.startswith("told the range 1-9, no set") for label in labels)

@@ -11,6 +11,7 @@ study_figure_stems = lambda name: (
     STUDY_FIGURES
     + (["maps"] if study_maps(name) else [])
     + (["attack"] if STUDIES[name].suppression else [])
+    + (["suppressed"] if STUDIES[name].suppression and study_maps(name) else [])
 )
 STUDIES_ENABLED = [
     name
@@ -51,6 +52,7 @@ localrules:
     study_figures,
     study_attack,
     study_maps,
+    study_suppressed,
     studies,
 
 
@@ -326,6 +328,30 @@ rule study_maps:
         provenance=study_provenance,
     script:
         "../scripts/study_maps.py"
+
+
+rule study_suppressed:
+    # the suppressed table mapped beside the true and the synthetic area rates
+    input:
+        strata="results/studies/{study}/strata.parquet",
+        area_rates="results/studies/{study}/area_rates.parquet",
+        geometry=lambda w: str(STUDIES[w.study].geometry),
+    output:
+        report_figures(
+            "studies/{study}/suppressed", "study_suppressed.rst", "Studies", "{study}"
+        ),
+    log:
+        "logs/studies/{study}/suppressed.log",
+    benchmark:
+        "logs/benchmarks/studies/{study}/suppressed.tsv"
+    priority: 1
+    conda:
+        DPCOUNTS_ENV
+    params:
+        entry=study_entry,
+        provenance=study_provenance,
+    script:
+        "../scripts/study_suppressed.py"
 
 
 rule studies:

@@ -1,5 +1,5 @@
 """Figures of a study on the analyst's own strata: its measures against epsilon, the
-epsilon guide, and maps of the area rates."""
+epsilon guide, maps of the area rates, and the map of the suppressed table."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from dpcounts.plots.style import (
 from dpcounts.studies.stage.guide import CALIBRATION_METRICS
 
 __all__ = ["METHOD_LABELS", "arm_title", "arm_colours", "figure_attack", "figure_measures",
-           "figure_guide", "figure_maps", "plain_log_ticks"]  # fmt: skip
+           "figure_guide", "figure_maps", "figure_suppressed_map", "plain_log_ticks"]  # fmt: skip
 
 
 def _summary_titles(summary: pd.DataFrame) -> dict[str, str]:
@@ -173,13 +173,15 @@ def figure_attack(summary: pd.DataFrame, result: dict, arms, study: str):
     """What an attacker recovers of the small true counts (the ones suppression hides), for
     each arm (columns) against epsilon: the share a synthetic table gives exactly (top)
     and to within one (bottom), median and 95% band over the datasets, beside the
-    no-privacy reference (grey), the prior alone (dash-dot), the mode over a release's sets
-    (dots: each group of ``sets`` datasets one release) and differencing on the
+    no-privacy reference (grey), the prior alone (dash-dot; the hyperparameters alone guess
+    the same), the mode over a release's sets (dots: each group of ``sets`` datasets one
+    release), the posterior mode given the hyperparameters and a release's sets, told the
+    range (triangles; thin dashes: told the range, with no set) and differencing on the
     suppressed table (dotted gold: the share its published margins pin exactly, and to
     within one; :mod:`dpcounts.attack.differencing`)."""
-    from dpcounts.studies.stage.measures import ATTACK, MODE
+    from dpcounts.studies.stage.measures import ATTACK, MODE, POSTERIOR
 
-    draws = summary[summary["metric"].isin(ATTACK + MODE)]
+    draws = summary[summary["metric"].isin(ATTACK + MODE + POSTERIOR)]
     sets = result.get("sets", 1)
     arms = [a for a in arms if a.name in set(draws["arm"])]
     colours = arm_colours(arms)
@@ -202,7 +204,8 @@ def figure_attack(summary: pd.DataFrame, result: dict, arms, study: str):
                 ref = sel.iloc[0]
                 ax.axhline(ref["reference"], color="0.45", lw=1.2, label="no privacy (reference)")
                 ax.axhline(ref["prior"], color="#8c564b", ls="-.", lw=1,
-                           label="the prior alone (its expected count, rounded)")  # fmt: skip
+                           label="the prior (or the hyperparameters) alone: the expected "
+                                 "count, rounded")  # fmt: skip
                 ax.fill_between(sel["epsilon"], sel["lower"], sel["upper"],
                                 color=colours[arm.name], alpha=0.35, lw=0,
                                 label="95% band over the datasets")  # fmt: skip
@@ -215,6 +218,18 @@ def figure_attack(summary: pd.DataFrame, result: dict, arms, study: str):
                 words = f"median over releases of {sets} sets (the mode over them)"
                 ax.plot(mode["epsilon"], mode["median"], color=colours[arm.name], lw=1.0,
                         marker="o", ms=2.5, label=words)  # fmt: skip
+            post = draws[(draws["metric"] == POSTERIOR[r]) & (draws["arm"] == arm.name)]
+            post = post[post["median"].notna()].sort_values("epsilon")
+            if len(post):
+                span = f"{rule['low']}-{rule['high']}"
+                ax.axhline(post.iloc[0]["prior"], color="#8c564b", ls=(0, (2, 2)), lw=0.8,
+                           label=f"told the range {span}, no set: the prior's mode "
+                                 "there")  # fmt: skip
+                ax.plot(post["epsilon"], post["median"], color=colours[arm.name], lw=1.0,
+                        ls="--", marker="^", ms=3,
+                        label=f"median over releases: the posterior mode given the "
+                              f"hyperparameters and {sets} set{'s' if sets != 1 else ''}, "
+                              f"told the range {span}")  # fmt: skip
             if np.isfinite(pinned[metric]):
                 ax.axhline(
                     pinned[metric],
@@ -366,4 +381,94 @@ def figure_maps(geometry, key: str, area_rates: pd.DataFrame, arms, epsilons, st
     fig.supxlabel("\n".join(lines), fontsize=8)
     fig.suptitle(f"{study_heading(study)}: true area rates and mean synthetic rates over the "
                  "datasets", fontsize=11)  # fmt: skip
+    return fig
+
+
+#: How the map of the suppressed table draws an area with nothing of its count shown, and
+#: one whose rate rests on hidden counts (completed).
+SUPPRESSED_COLOUR = "0.62"
+SUPPRESSED_HATCH = "////"
+
+
+def _areas(n) -> str:
+    return f"{int(n):,} area" + ("" if n == 1 else "s")
+
+
+@styled
+def figure_suppressed_map(definition, strata: pd.DataFrame, geometry, area_rates: pd.DataFrame):
+    """The table as an agency publishes it (issue #53, item 3), mapped between the true area
+    rates (left) and each arm's mean synthetic rates at the study's largest map epsilon, on
+    the true map's colour scale (:func:`figure_maps`' rule). In the published panel an area
+    with no count shown and some hidden (a one-key table's suppressed area) is dark grey,
+    named ``suppressed (low-high)`` in the legend; an area whose rate rests on hidden counts
+    beside shown ones is hatched over its rate computed from the table completed as the
+    study declares (:func:`dpcounts.studies.stage.suppression.published_areas`)."""
+    from matplotlib.collections import PathCollection
+    from matplotlib.patches import Patch
+
+    from dpcounts.plots.maps import area_paths, boundaries, map_grid, map_projection, truth_scale
+    from dpcounts.studies.stage.measures import study_measures
+    from dpcounts.studies.stage.suppression import published_areas
+
+    d, rule = definition, definition.suppression
+    published = published_areas(d, strata, study_measures(d, strata)).set_index("area")
+    key, outline = d.geometry_key, d.geometry_outline
+    frame = geometry[[key, *([outline] if outline else []), "geometry"]].copy()
+    frame[key] = frame[key].astype(str)
+    frame, projection = map_projection(frame[frame[key].isin(published.index)].copy())
+    if not len(frame):
+        raise ValueError(f"no shape's {key!r} is an area of the strata; nothing to map")
+    epsilon = max(d.map_epsilons)
+
+    def lookup(selection):
+        return frame[key].map(selection.set_index("area")["rate"])
+
+    frame["truth"] = lookup(area_rates[area_rates["arm"] == "truth"])
+    frame["published"] = frame[key].map(published["rate"])
+    hidden, shown = frame[key].map(published["hidden"]), frame[key].map(published["shown"])
+    dark = ((hidden > 0) & (shown == 0)).to_numpy()
+    hatched = ((hidden > 0) & (shown > 0)).to_numpy()
+    frame.loc[dark, "published"] = np.nan  # drawn in SUPPRESSED_COLOUR below
+    span = f"{rule.low}-{rule.high}"
+    cells = [("published", f"as published: counts {span} suppressed")]
+    for spec in d.arms:
+        sel = area_rates[(area_rates["arm"] == spec.name) & at_epsilon(area_rates["epsilon"],
+                                                                       epsilon)]  # fmt: skip
+        if len(sel):
+            frame[spec.name] = lookup(sel)
+            cells.append((spec.name, f"{_wrapped(arm_title(spec), 44)}\n{eps_equals(epsilon)}"))
+    scale = truth_scale(frame["truth"], *[frame[c] for c, _ in cells])
+    label = "rate per 100,000" if d.denominator == "population" else d.rate_unit
+    fig = map_grid(frame, ("truth", "true rates"), [("", cells)], norm=scale.norm,
+                   label=label + (" (log scale)" if scale.log else ""),
+                   outlines=boundaries(frame, outline) if outline else None,
+                   extend=scale.extend)  # fmt: skip
+    ax = next(a for a in fig.axes if a.get_title() == cells[0][1])
+    paths = area_paths(frame)
+    if dark.any():
+        ax.add_collection(PathCollection([paths[i] for i in np.flatnonzero(dark)],
+                                         facecolors=SUPPRESSED_COLOUR, linewidths=0))  # fmt: skip
+    if hatched.any():
+        ax.add_collection(PathCollection([paths[i] for i in np.flatnonzero(hatched)],
+                                         facecolors="none", edgecolors="0.15", linewidths=0,
+                                         hatch=SUPPRESSED_HATCH))  # fmt: skip
+    completion = {"zero": "0", "midpoint": "the midpoint", "prior": "the prior's expected count"}
+    handles = []
+    if dark.any():
+        handles.append(Patch(facecolor=SUPPRESSED_COLOUR,
+                             label=f"suppressed ({span}): {_areas(dark.sum())}, no count "
+                                   "shown"))  # fmt: skip
+    if hatched.any():
+        words = f"{_areas(hatched.sum())}, completed with {completion[rule.completion]}"
+        handles.append(Patch(facecolor="white", edgecolor="0.15", hatch=SUPPRESSED_HATCH, lw=0,
+                             label=f"rests on suppressed counts ({span}): {words}"))  # fmt: skip
+    fig.legend(handles=handles, loc="outside lower left", fontsize=8, frameon=False,
+               title="the published map", title_fontsize=8, alignment="left")  # fmt: skip
+    lines = [f"the published table: {int(published['hidden'].sum()):,} of {len(strata):,} counts "
+             f"not shown (counts {span}), completed with {completion[rule.completion]}; "
+             f"synthetic: each arm's mean rate over the datasets at {eps_equals(epsilon)}",
+             scale.words("the true rates"), f"map: {projection}"]  # fmt: skip
+    fig.supxlabel("\n".join(lines), fontsize=8)
+    fig.suptitle(f"{study_heading(d.title)}: the table as published with small counts "
+                 "suppressed, beside the truth and the synthetic tables", fontsize=11)  # fmt: skip
     return fig

@@ -424,6 +424,55 @@ def mode_shares(tables, truth, low: int, high: int, sets: int) -> dict[str, np.n
     return out
 
 
+#: The attacker's columns from the hyperparameters and a release's sets
+#: (:func:`posterior_shares`).
+POSTERIOR = ("attack:posterior_exact", "attack:posterior_within_one")
+
+
+def _shares(guess, truth) -> tuple[float, float]:
+    miss = np.abs(guess - truth)
+    return float(np.mean(miss == 0)), float(np.mean(miss <= 1))
+
+
+def posterior_shares(tables, truth, cal, low: int, high: int, sets: int,
+                     prior_expected=None) -> dict[str, np.ndarray]:  # fmt: skip
+    """The attacker who reads the published hyperparameters ``cal`` and the ``sets``
+    synthetic sets of one release, told that each count lies in [low, high]: each small
+    true count guessed by its posterior mode given the group's tables and the prior
+    expected counts ``prior_expected`` (:func:`dpcounts.attack.guesses.posterior_guess`);
+    the group's shares exact and within one on its first row, NaN elsewhere, as
+    :func:`mode_shares` writes them."""
+    from dpcounts.attack.guesses import posterior_guess
+
+    tables = np.atleast_2d(tables)
+    truth = np.asarray(truth)
+    out = {name: np.full(len(tables), np.nan) for name in POSTERIOR}
+    small = (truth >= low) & (truth <= high)
+    if not small.any():
+        return out
+    for first in range(0, len(tables) - sets + 1, sets):
+        group = np.round(tables[first : first + sets]).astype(np.int64)
+        guess = posterior_guess(group, cal, low, high, prior_expected)[small]
+        exact, within = _shares(guess, truth[small])
+        out["attack:posterior_exact"][first] = exact
+        out["attack:posterior_within_one"][first] = within
+    return out
+
+
+def range_prior_shares(expected, truth, low: int, high: int) -> dict[str, float]:
+    """:func:`posterior_shares`'s attacker with no set: the shares of
+    :func:`dpcounts.attack.guesses.range_prior_guess` at the prior expected counts
+    ``expected``, what being told the range alone gives."""
+    from dpcounts.attack.guesses import range_prior_guess
+
+    truth = np.asarray(truth)
+    small = (truth >= low) & (truth <= high)
+    if not small.any():
+        return dict.fromkeys(POSTERIOR, np.nan)
+    guess = range_prior_guess(np.asarray(expected, dtype=float), low, high)[small]
+    return dict(zip(POSTERIOR, _shares(guess, truth[small]), strict=True))
+
+
 def overall_rate(definition: StudyDefinition, strata: pd.DataFrame) -> float:
     """The table's true overall rate (per 100,000; the overall SMR with ``denominator:
     expected``): its events over its people, each population unit's population counted

@@ -19,7 +19,7 @@ from dpcounts.calibration import FRAME_COLUMNS, Calibration
 from dpcounts.design import at_epsilon
 from dpcounts.mechanisms import registry
 from dpcounts.studies.stage.definition import StudyDefinition
-from dpcounts.studies.stage.measures import Measures, mode_shares
+from dpcounts.studies.stage.measures import Measures, mode_shares, posterior_shares
 
 STATUS_COLUMNS = ["arm", "epsilon", "ok", "error"]
 log = logging.getLogger(__name__)
@@ -108,9 +108,13 @@ def draw_and_measure(
     rng: np.random.Generator,
     *,
     batch: int = 100,
+    prior_expected=None,
 ) -> tuple[pd.DataFrame, np.ndarray]:
     """``n_datasets`` synthetic tables under ``cal``, each measured; and the sum over them
     of every area's rate (for maps: sums of chunks add up to a mean over all datasets).
+    ``prior_expected``: the public prior's expected counts, the posterior attacker's prior
+    (:func:`~dpcounts.studies.stage.measures.posterior_shares`; None: the calibration's
+    predictive means).
 
     The exact sampler is built once; draws come ``batch`` at a time.
     """
@@ -123,6 +127,11 @@ def draw_and_measure(
         values = measures.values(z, y)
         if measures.attack is not None and measures.attack_sets > 1:  # the mode over sets
             values = values.assign(**mode_shares(z, y, *measures.attack, measures.attack_sets))
+        if measures.attack is not None:  # the hyperparameters with the release's sets
+            values = values.assign(
+                **posterior_shares(z, y, cal, *measures.attack, measures.attack_sets,
+                                   prior_expected)
+            )  # fmt: skip
         frames.append(values)
         if measures.areas:
             area_sum += measures.area_rates(z).sum(axis=0)
@@ -152,6 +161,7 @@ def simulate_chunk(
     if measures is None:
         measures = _measures(d, strata)
     y = strata[d.count].to_numpy()
+    expected = strata[d.population].to_numpy(dtype=float) * strata["prior_rate"].to_numpy()
     metrics = []
     sums = [pd.DataFrame({"arm": [], "epsilon": [], "area": [], "sum": [],
                           "n": np.array([], dtype=int)})]  # fmt: skip
@@ -160,7 +170,8 @@ def simulate_chunk(
         if rows.empty:
             continue  # skipped calibration (on_calibration_failure: skip)
         cal = arm_calibration(d, arm, rows, strata)
-        values, area_sum = draw_and_measure(y, cal, measures, ids.size, rng, batch=d.batch)
+        values, area_sum = draw_and_measure(y, cal, measures, ids.size, rng, batch=d.batch,
+                                            prior_expected=expected)  # fmt: skip
         metrics.append(values.assign(arm=arm.name, epsilon=epsilon, dataset=ids))
         if d.map_epsilons and at_epsilon([epsilon], d.map_epsilons)[0]:
             sums.append(pd.DataFrame({"arm": arm.name, "epsilon": epsilon,

@@ -4,7 +4,10 @@ datasets), beside three references: the truth, the prior (the measure of the tab
 arm drifts to as epsilon shrinks: the expected counts n x lambda0 for PG and truncated
 PG, the uniform table y. / I for MD, whose Dirichlet weights are equal) and the
 no-privacy reference (median and band of the measure on tables drawn with the privacy
-term removed, :mod:`dpcounts.sampling.reference`: what synthesis alone keeps); what the
+term removed, :mod:`dpcounts.sampling.reference`: what synthesis alone keeps; the
+posterior attacker's prior is its guess with no set, told the range, from the prior's
+expected counts for every arm:
+:func:`~dpcounts.studies.stage.measures.range_prior_shares`); what the
 calibrations say (the gamma shapes a across strata, true counts outside the truncation
 bounds, skipped calibrations); and the area rates behind the maps.
 """
@@ -17,7 +20,7 @@ import pandas as pd
 from dpcounts.mechanisms import registry
 from dpcounts.studies.metrics import BAND_COLUMNS, median_interval, pooled_mean, summarise_frame
 from dpcounts.studies.stage.definition import StudyDefinition
-from dpcounts.studies.stage.measures import Measures
+from dpcounts.studies.stage.measures import POSTERIOR, Measures, range_prior_shares
 
 SUMMARY_COLUMNS = ["study", "arm", "mechanism", "method", "epsilon", "metric", *BAND_COLUMNS,
                    "median_lower", "median_upper", "truth", "prior", "reference",
@@ -103,6 +106,10 @@ def summarise_study(
         # (the mode over sets, mode_shares, has no value for one table: NaN)
         draws["prior"] = [(uniform if arm in md else prior).get(metric, np.nan)
                           for arm, metric in pairs]  # fmt: skip
+        if measures.attack is not None:  # the posterior attacker told the range, no set
+            told = range_prior_shares(expected_counts(definition, strata), y, *measures.attack)
+            posterior = draws["metric"].isin(POSTERIOR)
+            draws.loc[posterior, "prior"] = draws.loc[posterior, "metric"].map(told)
         if reference is not None and len(reference):
             ref = summarise_frame(reference.melt(var_name="metric"), ["metric"])
             draws = draws.merge(ref.rename(columns=REFERENCE_COLUMNS), on="metric", how="left")

@@ -40,12 +40,7 @@ def suppression_result(definition, strata: pd.DataFrame, measures, rng) -> dict:
 
     spec = definition.suppression
     rule = spec.rule
-    y = strata[definition.count].to_numpy(dtype=np.int64)
-    columns = list(dict.fromkeys(c for margin in spec.published for c in margin))
-    keys = strata[columns].reset_index(drop=True)
-    mask = rule.suppress(y, keys, spec.published) if rule.complementary else rule.suppress(y)
-    expected = strata[definition.population].to_numpy(float) * strata["prior_rate"].to_numpy(float)
-    completed = rule.complete(y, mask, spec.completion, expected)
+    y, keys, mask, completed = published_table(definition, strata)
     from dpcounts.studies.stage.measures import ATTACK
 
     values = measures.values(completed, y).iloc[0].drop(list(ATTACK), errors="ignore")
@@ -67,6 +62,38 @@ def suppression_result(definition, strata: pd.DataFrame, measures, rng) -> dict:
         "measures": {name: _number(v) for name, v in values.items()},
         "attack": ranges.summary(),
     }
+
+
+def published_table(definition, strata: pd.DataFrame):
+    """(the true counts, the published margins' key columns, the mask of hidden counts, the
+    table completed as the analyst completes it): the study's rule applied to its strata
+    (with ``prior_rate``, for the ``prior`` completion)."""
+    spec = definition.suppression
+    rule = spec.rule
+    y = strata[definition.count].to_numpy(dtype=np.int64)
+    columns = list(dict.fromkeys(c for margin in spec.published for c in margin))
+    keys = strata[columns].reset_index(drop=True)
+    mask = rule.suppress(y, keys, spec.published) if rule.complementary else rule.suppress(y)
+    expected = strata[definition.population].to_numpy(float) * strata["prior_rate"].to_numpy(float)
+    return y, keys, mask, rule.complete(y, mask, spec.completion, expected)
+
+
+def published_areas(definition, strata: pd.DataFrame, measures) -> pd.DataFrame:
+    """The map of the suppressed table: one row per area of ``measures`` (the study's
+    :class:`~dpcounts.studies.stage.measures.Measures`), its ``rate`` as the analyst
+    computes it from the published table completed (the measures' area rate: age-adjusted
+    with an age key), ``hidden`` (its strata whose count is not shown) and ``shown`` (its
+    strata with a shown count above 0): with none shown and some hidden, nothing of the
+    area's count is published (a one-key table's suppressed area)."""
+    y, _, mask, completed = published_table(definition, strata)
+    codes = pd.Categorical(strata[definition.area].astype(str), categories=measures.areas).codes
+    size = len(measures.areas)
+    return pd.DataFrame({
+        "area": list(measures.areas),
+        "rate": measures.area_rates(completed)[0],
+        "hidden": np.bincount(codes, weights=mask, minlength=size).astype(np.int64),
+        "shown": np.bincount(codes, weights=~mask & (y > 0), minlength=size).astype(np.int64),
+    })  # fmt: skip
 
 
 def _number(value) -> float | None:
