@@ -14,8 +14,9 @@ from test_study_guide import run_study, two_groups
 from workflow_helpers import filled_definition
 
 from dpcounts.studies.stage.definition import StudyConfigError
+from dpcounts.studies.stage.guide import compare_with_suppression as compare
 from dpcounts.studies.stage.measures import ATTACK, KINDS, Measure, study_measures
-from dpcounts.studies.stage.suppression import ARM, compare, headline, suppression_result
+from dpcounts.studies.stage.suppression import ARM, headline, suppression_result
 
 BASE = {"table": "t.csv", "keys": ["area", "group"], "count": "y", "population": "n",
         "area": "area", "arms": {"pg": ["certified"]}}  # fmt: skip

@@ -537,7 +537,7 @@ def study_guide(definition, strata: pd.DataFrame, summary: pd.DataFrame,
     ``calibrations`` its arms' calibrations (table form, an ``arm`` column first);
     ``suppression``: its suppression arm's result
     (:func:`dpcounts.studies.stage.suppression.suppression_result`), whose rows and
-    comparison columns it adds (:func:`dpcounts.studies.stage.suppression.compare`)."""
+    comparison columns it adds (:func:`compare_with_suppression`)."""
     from dpcounts.studies.stage.measures import overall_rate, study_measure_list
 
     overall = overall_rate(definition, strata)
@@ -548,15 +548,101 @@ def study_guide(definition, strata: pd.DataFrame, summary: pd.DataFrame,
                           arms=definition.arms, table=(total, len(strata)))  # fmt: skip
     guide.insert(0, "study", definition.name)
     if suppression is not None:
-        from dpcounts.studies.stage.suppression import compare
-
         mechanisms = {arm.name: arm.mechanism for arm in definition.arms}
 
         def releasable(arm: str, epsilon: float) -> float:
             return _releasable(arm, mechanisms[arm], epsilon, total=total,
                                n_cells=len(strata), calibrations=calibrations)  # fmt: skip
 
-        guide = compare(guide, summary, suppression, study_measure_list(definition),
-                        tolerance=definition.tolerance, scale=overall,
-                        releasable=releasable)[GUIDE_COLUMNS]  # fmt: skip
+        guide = compare_with_suppression(
+            guide, summary, suppression, study_measure_list(definition),
+            tolerance=definition.tolerance, scale=overall, releasable=releasable,
+        )[GUIDE_COLUMNS]  # fmt: skip
+    return guide
+
+
+def compare_with_suppression(guide: pd.DataFrame, summary: pd.DataFrame, result: dict, measures, *,
+            tolerance: float, scale: float, releasable=None) -> pd.DataFrame:  # fmt: skip
+    """``guide`` (the DP arms' rows) with the suppression arm's rows and, on every row,
+    ``suppression`` (its value of the measure) and ``epsilon_vs_suppression`` (the DP
+    arm's smallest total epsilon from which it keeps the measure at least as well; NaN:
+    none in the grid, the reason says why). ``summary``: the study's (median intervals per
+    arm, measure and epsilon); ``scale``: the error kind's (the overall true rate);
+    ``releasable(arm, epsilon)``: the largest epsilon per set a release allows (the guide's
+    :func:`~dpcounts.studies.stage.guide.releasable_epsilon`; None: not judged), above which
+    no epsilon is named, as the guide names none."""
+    from dpcounts.studies.stage.suppression import ARM, label
+
+    by_name = {m.name: m for m in measures}
+    guide = guide.copy()
+    guide["suppression"] = guide["measure"].map(lambda n: result["measures"].get(n, np.nan))
+    guide["epsilon_vs_suppression"] = np.nan
+    extra = []
+    for k, row in guide.iterrows():
+        measure = by_name.get(row["measure"])
+        value = row["suppression"]
+        if measure is None or value is None or not np.isfinite(value):
+            continue
+        kind, truth = measure.kind, float(row["truth"])
+        d_supp = float(kind.distance(value, truth, scale, truth=truth))
+        rows = summary[(summary["arm"] == row["arm"]) & (summary["metric"] == row["measure"])]
+        rows = rows[rows["median"].notna()].sort_values("epsilon")
+        if not len(rows):
+            continue
+        eps = rows["epsilon"].to_numpy(float)
+        far = np.maximum(
+            kind.distance(rows["median_lower"].to_numpy(float), truth, scale, truth=truth),
+            kind.distance(rows["median_upper"].to_numpy(float), truth, scale, truth=truth),
+        )
+        first = smallest_epsilon(eps, far <= d_supp)
+        paid = 0.0 if not np.isfinite(row.get("epsilon_prior", 0.0)) else row["epsilon_prior"]
+        most = (
+            np.inf
+            if releasable is None or not np.isfinite(first)
+            else releasable(row["arm"], first)
+        )
+        beyond = np.isfinite(first) and first > most * (1 + 1e-9)
+        named = np.isfinite(first) and not beyond
+        guide.loc[k, "epsilon_vs_suppression"] = first + paid if named else np.nan
+        d_ref = float(kind.distance(row["reference"], truth, scale, truth=truth))
+        if beyond:
+            words = (f"; as near the truth as suppression ({_g(value)}) only from epsilon "
+                     f"{_g(first + paid)}, beyond a release's largest ({_g(most)} per "
+                     "set)")  # fmt: skip
+        elif named:
+            words = (f"; as near the truth as suppression ({_g(value)}, {kind.rule} = "
+                     f"{d_supp:.2g}) from epsilon {_g(first + paid)} on")  # fmt: skip
+        elif d_ref > d_supp:
+            words = (f"; never as near the truth as suppression ({_g(value)}, {kind.rule} = "
+                     f"{d_supp:.2g}): synthesis alone, with no privacy, is further "
+                     f"({_g(row['reference'])}, {d_ref:.2g})")  # fmt: skip
+        else:
+            words = (f"; not as near the truth as suppression ({_g(value)}, {kind.rule} = "
+                     f"{d_supp:.2g}) within the grid, though synthesis alone is "
+                     f"({_g(row['reference'])}, {d_ref:.2g})")  # fmt: skip
+        guide.loc[k, "reason"] = str(row["reason"]) + words
+    for measure in measures:
+        value = result["measures"].get(measure.name)
+        of_measure = guide[(guide["measure"] == measure.name) & (guide["arm"] != ARM)]
+        if value is None or not len(of_measure):
+            continue
+        first = of_measure.iloc[0]
+        truth = float(first["truth"])
+        kept = bool(measure.kind.kept(value, truth, tolerance, scale, truth=truth,
+                                      prior=first["prior"]))  # fmt: skip
+        distance = float(measure.kind.distance(value, truth, scale, truth=truth))
+        verdict = "suppression_keeps" if kept else "suppression_loses"  # guide.VERDICTS
+        extra.append({
+            "study": first.get("study", result["study"]), "arm": ARM, "arm_label": label(result),
+            "measure": measure.name, "verdict": verdict,
+            "verdict_text": VERDICTS[verdict], "epsilon": np.nan, "epsilon_privacy": np.nan,
+            "epsilon_prior": 0.0, "tolerance": tolerance, "truth": truth,
+            "prior": first["prior"], "reference": np.nan, "suppression": value,
+            "reason": (f"{result['suppressed']} of {result['strata']} counts not shown, each "
+                       f"completed by the {result['completion']}: {_g(value)} against a true "
+                       f"{_g(truth)} ({measure.kind.rule} = {distance:.2g} "
+                       f"{'<=' if kept else '>'} {tolerance:g})"),
+        })  # fmt: skip
+    if extra:
+        guide = pd.concat([guide, pd.DataFrame(extra)], ignore_index=True)
     return guide
