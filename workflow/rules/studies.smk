@@ -12,6 +12,7 @@ study_figure_stems = lambda name: (
     + (["maps"] if study_maps(name) else [])
     + (["attack"] if STUDIES[name].suppression else [])
     + (["suppressed"] if STUDIES[name].suppression and study_maps(name) else [])
+    + (["coverage"] if STUDIES[name].coverage else [])
 )
 STUDIES_ENABLED = [
     name
@@ -53,6 +54,7 @@ localrules:
     study_attack,
     study_maps,
     study_suppressed,
+    study_coverage_figure,
     studies,
 
 
@@ -352,6 +354,55 @@ rule study_suppressed:
         provenance=study_provenance,
     script:
         "../scripts/study_suppressed.py"
+
+
+# Coverage (config `studies.<name>.coverage`; dpcounts.studies.stage.coverage): its own
+# draws, each group of `sets` tables one release, scored by each interval method.
+rule study_coverage:
+    input:
+        strata="results/studies/{study}/strata.parquet",
+        prior="results/studies/{study}/prior.json",
+        calibrations=lambda w: study_arm_inputs(w, "calibrations", study_echunks),
+    output:
+        coverage="results/studies/{study}/coverage.parquet",
+        guide="results/studies/{study}/coverage.csv",
+    log:
+        "logs/studies/{study}/coverage.log",
+    benchmark:
+        "logs/benchmarks/studies/{study}/coverage.tsv"
+    priority: 1
+    conda:
+        DPCOUNTS_ENV
+    threads: 1
+    resources:
+        runtime=120,
+        mem_mb=4000,
+    params:
+        seed=config["seed"],
+        entry=study_entry,
+    script:
+        "../scripts/study_coverage.py"
+
+
+rule study_coverage_figure:
+    input:
+        coverage="results/studies/{study}/coverage.parquet",
+        prior="results/studies/{study}/prior.json",
+    output:
+        report_figures(
+            "studies/{study}/coverage", "study_coverage.rst", "Studies", "{study}"
+        ),
+    log:
+        "logs/studies/{study}/coverage_figure.log",
+    benchmark:
+        "logs/benchmarks/studies/{study}/coverage_figure.tsv"
+    priority: 1
+    conda:
+        DPCOUNTS_ENV
+    params:
+        entry=study_entry,
+    script:
+        "../scripts/study_coverage_figure.py"
 
 
 rule studies:

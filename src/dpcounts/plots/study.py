@@ -1,5 +1,6 @@
 """Figures of a study on the analyst's own strata: its measures against epsilon, the
-epsilon guide, maps of the area rates, and the map of the suppressed table."""
+epsilon guide, maps of the area rates, the map of the suppressed table, and the coverage of
+intervals from a release's sets."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ from dpcounts.plots.style import (
 from dpcounts.studies.stage.guide import CALIBRATION_METRICS
 
 __all__ = ["METHOD_LABELS", "arm_title", "arm_colours", "figure_attack", "figure_measures",
-           "figure_guide", "figure_maps", "figure_suppressed_map", "plain_log_ticks"]  # fmt: skip
+           "figure_guide", "figure_maps", "figure_suppressed_map", "plain_log_ticks",
+           "figure_coverage"]  # fmt: skip
 
 
 def _summary_titles(summary: pd.DataFrame) -> dict[str, str]:
@@ -471,4 +473,71 @@ def figure_suppressed_map(definition, strata: pd.DataFrame, geometry, area_rates
     fig.supxlabel("\n".join(lines), fontsize=8)
     fig.suptitle(f"{study_heading(d.title)}: the table as published with small counts "
                  "suppressed, beside the truth and the synthetic tables", fontsize=11)  # fmt: skip
+    return fig
+
+
+@styled
+def figure_coverage(table: pd.DataFrame, arms, study: str, epsilon_prior: float = 0.0):
+    """Coverage against the total epsilon (the prior's budget included where the arm uses
+    it), one panel per method (top) and the median width ratio against the exact
+    no-privacy interval (bottom): each arm a line with its band of +-2 Monte Carlo
+    errors, the nominal level a dashed black line, the combining rules with no privacy a
+    grey line."""
+    from dpcounts.mechanisms.registry import family
+    from dpcounts.studies.stage.coverage import METHOD_WORDS, REFERENCE
+
+    methods = list(dict.fromkeys(table["method"]))
+    arms = [a for a in arms if a.name in set(table["arm"])]
+    colours = arm_colours(arms)
+    level = float(table["level"].iloc[0])
+    sets = int(table["sets"].iloc[0])
+    releases = int(table["releases"].min())
+    reference = table[table["arm"] == REFERENCE]
+    fig, axes = plt.subplots(2, len(methods), figsize=(3.6 * len(methods) + 1.2, 5.8),
+                             squeeze=False, sharex=True, layout="constrained")  # fmt: skip
+    for c, method in enumerate(methods):
+        top, bottom = axes[0, c], axes[1, c]
+        top.axhline(level, color="black", ls="--", lw=1.2, label=f"nominal level ({level:.0%})")
+        bottom.axhline(1.0, color="black", ls="--", lw=0.8,
+                       label="as wide as the exact no-privacy interval")  # fmt: skip
+        ref = reference[reference["method"] == method]
+        if len(ref):
+            top.axhline(ref["coverage"].iloc[0], color="0.55", lw=1.2,
+                        label="combining rules with no privacy (reference)")  # fmt: skip
+            bottom.axhline(ref["width_ratio"].iloc[0], color="0.55", lw=1.2)
+        for arm in arms:
+            rows = table[(table["arm"] == arm.name) & (table["method"] == method)]
+            if not len(rows):
+                continue
+            rows = rows.sort_values("epsilon")
+            spent = epsilon_prior if family(arm.mechanism).uses_prior else 0.0
+            eps = rows["epsilon"].to_numpy(float) + spent
+            cov, se = rows["coverage"].to_numpy(float), rows["coverage_se"].to_numpy(float)
+            style = _style.arm_style(arm)
+            top.fill_between(eps, np.clip(cov - 2 * se, 0, 1), np.clip(cov + 2 * se, 0, 1),
+                             color=colours[arm.name], alpha=0.25, lw=0)  # fmt: skip
+            top.plot(eps, cov, color=colours[arm.name], ls=style["linestyle"], marker="o",
+                     ms=3, lw=1.5, label=arm_title(arm))  # fmt: skip
+            bottom.plot(eps, rows["width_ratio"], color=colours[arm.name],
+                        ls=style["linestyle"], marker="o", ms=3, lw=1.5)  # fmt: skip
+        top.set_ylim(-0.02, 1.02)
+        top.set_title(f"{METHOD_WORDS[method]} intervals", fontsize=9)
+        bottom.set_yscale("log")
+        log_axis(bottom.yaxis, minor=False)
+        bottom.set_xlabel(f"total {EPSILON} (the prior's included)", fontsize=8)
+        for ax in (top, bottom):
+            log_axis(ax.xaxis, minor=False)
+            ax.tick_params(which="both", labelsize=7)
+        if c == 0:
+            top.set_ylabel("share of the areas' intervals\nholding the true rate", fontsize=8)
+            bottom.set_ylabel("median width / exact\nno-privacy width", fontsize=8)
+    legend = {}
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            legend.setdefault(label, handle)
+    fig.legend(legend.values(), legend.keys(), loc="outside lower center", ncols=3, fontsize=8,
+               frameon=False)  # fmt: skip
+    fig.suptitle(f"{study_heading(study)}: coverage of {level:.0%} intervals of the areas' "
+                 f"rates from {sets} sets, against {EPSILON}\n(mean over {releases} releases, "
+                 "band +-2 Monte Carlo errors)", fontsize=10)  # fmt: skip
     return fig

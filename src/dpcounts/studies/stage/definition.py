@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dpcounts.arms import Arm, arm_named
-from dpcounts.design import GridError, chunk_labels, epsilon_chunks, grid_from_config
+from dpcounts.design import GridError, at_epsilon, chunk_labels, epsilon_chunks, grid_from_config
 from dpcounts.mechanisms import registry
 from dpcounts.units import DENOMINATORS, rate_scale, rate_unit
 
@@ -94,6 +94,20 @@ class Suppression:
 
 
 @dataclass(frozen=True)
+class Coverage:
+    """The study's coverage measure (``coverage``; :mod:`dpcounts.studies.stage.coverage`):
+    the nominal ``level``, the ``sets`` of a release, the ``datasets`` drawn per arm and
+    epsilon (each ``sets`` of them one release), the ``epsilons`` of the grid scored and
+    the interval ``methods``."""
+
+    level: float
+    sets: int
+    datasets: int
+    epsilons: tuple[float, ...]
+    methods: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class StudyDefinition:
     name: str
     title: str  # its name in Study 2's figure headings (default: the name)
@@ -137,6 +151,8 @@ class StudyDefinition:
     margins: tuple[tuple[str, ...], ...] = ()
     #: the suppression arm (``suppression``; None: the study has none)
     suppression: Suppression | None = None
+    #: the coverage measure (``coverage``; None: not enabled)
+    coverage: Coverage | None = None
 
     @property
     def per(self) -> float:
@@ -409,6 +425,7 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
         value = _filled(name, entry, key)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             _fail(name, key, f"got {value!r}; expected an integer >= 1")
+    coverage = _coverage(name, entry, area, epsilons, get("datasets"))
     return StudyDefinition(
         name=name,
         title=str(get("title") or name),
@@ -447,4 +464,33 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
         denominator=denominator,
         margins=tuple(margins),
         suppression=suppression,
+        coverage=coverage,
     )
+
+
+def _coverage(name: str, entry: Mapping, area, epsilons, datasets) -> Coverage | None:
+    """The ``coverage`` setting, checked (None where it is not enabled)."""
+    if not _filled(name, entry, "coverage", "enabled"):
+        return None
+    if area is None:
+        _fail(name, "coverage", f"the areas' rates need an area key: set studies.{name}.area")
+    spec = {key: _filled(name, entry, "coverage", key) for key in (
+        "level", "sets", "datasets", "epsilons", "methods")}  # fmt: skip
+    if not 0 < spec["level"] < 1:
+        _fail(name, "coverage.level", f"got {spec['level']!r}; expected a number in (0, 1)")
+    sets = spec["sets"]
+    if spec["datasets"] is None:
+        spec["datasets"] = datasets
+    if spec["datasets"] // sets < 2:
+        _fail(name, "coverage.datasets", f"got {spec['datasets']} datasets of {sets} sets: "
+              "expected at least 2 releases (datasets >= 2 x sets) for a Monte Carlo "
+              "error")  # fmt: skip
+    if spec["epsilons"] is None:
+        spec["epsilons"] = list(epsilons)
+    outside = [e for e in spec["epsilons"] if not at_epsilon(list(epsilons), e).any()]
+    if outside:
+        _fail(name, "coverage.epsilons", f"{outside} are not in the study's grid "
+              f"{[float(f'{e:.6g}') for e in epsilons]}; expected epsilons of it")  # fmt: skip
+    spec["epsilons"] = tuple(float(e) for e in spec["epsilons"])
+    spec["methods"] = tuple(dict.fromkeys(spec["methods"]))
+    return Coverage(**spec)
