@@ -401,6 +401,7 @@ rule study_coverage_figure:
         DPCOUNTS_ENV
     params:
         entry=study_entry,
+        provenance=study_provenance,
     script:
         "../scripts/study_coverage_figure.py"
 
