@@ -288,7 +288,7 @@ def test_the_private_report_states_coverage_and_the_posterior_attacker(
         line = lines[METHOD_WORDS[method]]
         assert percent(line, "**:") == pytest.approx(shares[0], abs=0.006)
         width = float(re.search(r"median width (\S+)x", line).group(1))
-        assert width == pytest.approx(np.median(ratios), rel=2e-3)
+        assert width == pytest.approx(np.median(ratios), rel=6e-3)  # 3 digits printed
 
     y = truth["deaths"].to_numpy()
     expected = truth["person_years"].to_numpy(float) * cal.prior_rate
