@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -223,3 +224,79 @@ def test_the_private_report_says_what_suppression_would_keep_and_lose(
     assert "With the margins the study publishes beside it (county; state)" in text
     assert re.search(r"this release's sets give \d+% of the true counts 1-9 exactly", text)
     assert not any("suppression" in p.name for p in (tmp_path / "out").iterdir())  # private
+
+
+def release_arrays(out: Path):
+    """A release folder's sets (sets x strata), its published calibration and the true
+    table, all in the order of its hyperparameters."""
+    from dpcounts.release.estimate import _calibration
+
+    manifest = json.loads((out / "manifest.json").read_text())
+    hyper = pd.read_parquet(out / "hyperparameters.parquet")
+    long = pd.read_parquet(out / "synthetic.parquet")
+    sets = long.pivot_table(index=KEYS, columns="set", values="count")
+    sets = sets.reindex(pd.MultiIndex.from_frame(hyper[KEYS].astype(str))).to_numpy().T
+    truth = hyper[KEYS].astype(str).merge(table(), on=KEYS, how="left")
+    return np.round(sets).astype(np.int64), _calibration(manifest, hyper), truth
+
+
+def percent(line: str, after: str) -> float:
+    return float(re.search(re.escape(after) + r" (\d+)%", line).group(1)) / 100
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sets", [3, 1])
+def test_the_private_report_states_coverage_and_the_posterior_attacker(
+    tmp_path, in_checkout, private_area, sets
+):
+    """A study with coverage and a suppression arm: utility.md states, per interval
+    method, the share of this release's area intervals holding the confidential rate and
+    their median width against the exact interval (issue #54), and the posterior
+    attacker's shares on this release's sets (issue #53), each as the study's own
+    functions score the same sets; with one set, the combining rules are said to need
+    two."""
+    from dpcounts.release.study_source import load_study
+    from dpcounts.studies.stage.coverage import METHOD_WORDS, release_scores, study_areas
+    from dpcounts.studies.stage.measures import posterior_shares
+
+    coverage = {"enabled": True, "level": 0.9, "sets": 2, "datasets": 4,
+                "methods": ["combining", "posterior"]}  # fmt: skip
+    spec = study(tmp_path, coverage=coverage,
+                 suppression={"enabled": True, "published": [["county"], ["state"]]})  # fmt: skip
+    code, _, stderr = run(
+        "synthesize", "--study", spec, "--mechanism", "pg", "--epsilon", "5", "--sets",
+        str(sets), "--strata", "cross-product", "--dataset", "causes", "--out",
+        str(tmp_path / "out"), "--quiet", "--release-without-guide",
+    )  # fmt: skip
+    assert code == 0, stderr
+    (utility,) = private_area.glob("*/utility.md")
+    text = utility.read_text()
+    synthetic, cal, truth = release_arrays(tmp_path / "out")
+    assert synthetic.shape == (sets, 72)
+
+    definition = load_study(spec).definition
+    areas = study_areas(definition, truth, 0.9)
+    assert "## Coverage of the areas' intervals (study `causes`)" in text
+    assert "one release, one draw" in text
+    lines = {line.split("**")[1]: line for line in text.splitlines()
+             if line.startswith(("- **combining-rule**", "- **posterior**"))}  # fmt: skip
+    assert set(lines) == {"combining-rule", "posterior"}
+    if sets == 1:
+        assert "the combining rules need 2 sets" in lines["combining-rule"]
+    for method in ["posterior"] if sets == 1 else ["combining", "posterior"]:
+        shares, ratios = release_scores(synthetic, areas, cal, method, 0.9, sets)
+        line = lines[METHOD_WORDS[method]]
+        assert percent(line, "**:") == pytest.approx(shares[0], abs=0.006)
+        width = float(re.search(r"median width (\S+)x", line).group(1))
+        assert width == pytest.approx(np.median(ratios), rel=6e-3)  # 3 digits printed
+
+    y = truth["deaths"].to_numpy()
+    expected = truth["person_years"].to_numpy(float) * cal.prior_rate
+    attacker = posterior_shares(synthetic, y, cal, 1, 9, sets, expected)
+    (line,) = [line for line in text.splitlines() if "published hyperparameters" in line]
+    assert percent(line, "sets give") == pytest.approx(
+        attacker["attack:posterior_exact"][0], abs=0.006
+    )
+    assert percent(line, "exactly and") == pytest.approx(
+        attacker["attack:posterior_within_one"][0], abs=0.006
+    )

@@ -258,23 +258,30 @@ def markdown(kept: list[Kept], study, arm_name: str, epsilon: float, sets: int) 
     return lines
 
 
-def suppression_lines(study, strata, synthetic: np.ndarray, prior_rate, rng) -> list[str]:
+def suppression_lines(study, strata, synthetic: np.ndarray, cal, rng) -> list[str]:
     """The section of utility.md on what suppression under the study's rule would have
     kept of this table, how many of its hidden counts differencing pins with the margins
-    the study publishes, and what this release's sets give an attacker of the same counts
-    (issue #53); [] when the study has no suppression arm. ``prior_rate``: the release's
-    prior rates (for a completion by the prior; None: the overall rate)."""
+    the study publishes, and what this release's sets give an attacker of the same counts,
+    reading them as the truth or with the published hyperparameters ``cal`` (the release's
+    calibration; issue #53); [] when the study has no suppression arm. ``cal.prior_rate``:
+    the release's prior rates (for a completion by the prior and the posterior attacker's
+    prior; None: the overall rate)."""
     d = study.definition
     if d.suppression is None:
         return []
-    from dpcounts.studies.stage.measures import attack_shares, overall_rate, study_measures
+    from dpcounts.studies.stage.measures import (
+        attack_shares,
+        overall_rate,
+        posterior_shares,
+        study_measures,
+    )
     from dpcounts.studies.stage.suppression import label, suppression_result
 
     frame = study_frame(study, strata)
     y = strata.counts
     people = frame[d.population].to_numpy(float)
-    frame["prior_rate"] = (np.full(y.size, y.sum() / people.sum()) if prior_rate is None
-                           else np.asarray(prior_rate, dtype=float))  # fmt: skip
+    frame["prior_rate"] = (np.full(y.size, y.sum() / people.sum()) if cal.prior_rate is None
+                           else np.asarray(cal.prior_rate, dtype=float))  # fmt: skip
     measures = study_measures(d, frame)
     result = suppression_result(d, frame, measures, rng)
     truth = measures.values(y, y).iloc[0]
@@ -307,5 +314,57 @@ def suppression_lines(study, strata, synthetic: np.ndarray, prior_rate, rng) -> 
             f"Read as the truth, this release's sets give {exact:.0%} of the true counts "
             f"{rule['low']}-{rule['high']} exactly and {within:.0%} to within one (median over "
             f"the {len(synthetic)} set(s))."
+        )
+    # the study's posterior attacker: its prior is the public prior's expected counts
+    expected = people * frame["prior_rate"].to_numpy(float)
+    posterior = posterior_shares(synthetic, y, cal, rule["low"], rule["high"], len(synthetic),
+                                 expected)  # fmt: skip
+    exact, within = (
+        posterior["attack:posterior_exact"][0],
+        posterior["attack:posterior_within_one"][0],
+    )
+    if np.isfinite(exact):
+        lines.append(
+            f"Read with the published hyperparameters (each count's posterior mode in "
+            f"{rule['low']}-{rule['high']} given the {len(synthetic)} set(s) and the public "
+            f"prior), this release's sets give {exact:.0%} of the same counts exactly and "
+            f"{within:.0%} to within one."
+        )
+    return lines
+
+
+def coverage_lines(study, strata, synthetic: np.ndarray, cal) -> list[str]:
+    """The section of utility.md on the intervals of this release's areas (issue #54):
+    per method of the study's ``coverage`` setting, the share of the areas whose interval
+    from the release's sets (at the study's level) holds the confidential area rate, and
+    the median width over the exact no-privacy (Garwood) interval, scored by the study's
+    own :func:`dpcounts.studies.stage.coverage.release_scores`; [] when the study does not
+    enable coverage. The combining rules need 2 sets: with one, the posterior only."""
+    d = study.definition
+    spec = d.coverage
+    if spec is None:
+        return []
+    from dpcounts.studies.stage.coverage import METHOD_WORDS, release_scores, study_areas
+
+    areas = study_areas(d, study_frame(study, strata), spec.level)
+    sets = len(synthetic)
+    lines = [
+        "", f"## Coverage of the areas' intervals (study `{study.name}`)", "",
+        f"The intervals an analyst computes from this release's {sets} set(s) of each "
+        f"area's rate (`{d.area}`, {len(areas.names)} areas) at the study's level "
+        f"{spec.level:.0%}, against the confidential rates. This is one release, one draw: "
+        f"the study's coverage rows (`coverage.csv`, beside its guide) average many.",
+        "",
+    ]  # fmt: skip
+    for method in spec.methods:
+        if method == "combining" and sets < 2:
+            lines.append(f"- **{METHOD_WORDS[method]}**: the combining rules need 2 sets "
+                         "(`--sets 2` or more); this release has one")  # fmt: skip
+            continue
+        shares, ratios = release_scores(synthetic, areas, cal, method, spec.level, sets)
+        lines.append(
+            f"- **{METHOD_WORDS[method]}**: {shares[0]:.0%} of the {len(areas.names)} "
+            f"areas' intervals hold the confidential rate; median width "
+            f"{np.median(ratios):.3g}x the exact no-privacy (Garwood) interval's"
         )
     return lines

@@ -561,8 +561,9 @@ def write_utility(folder: Path, request, strata, cal, synthetic, rng) -> list[st
         kept = promise.check_promise(request.study, strata, synthetic, arm, n,
                                      np.random.default_rng(reference_seed), epsilon)  # fmt: skip
         lines = promise.markdown(kept, request.study, arm, epsilon, synthetic.shape[0])
-        lines += promise.suppression_lines(request.study, strata, synthetic, cal.prior_rate,
+        lines += promise.suppression_lines(request.study, strata, synthetic, cal,
                                            np.random.default_rng(reference_seed))  # fmt: skip
+        lines += promise.coverage_lines(request.study, strata, synthetic, cal)
         study_arm = request.study.arm(request.mechanism, request.method)
         if promise.write_map(folder / promise.MAP, request.study, strata, synthetic,
                              study_arm, epsilon):  # fmt: skip
