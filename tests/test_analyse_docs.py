@@ -23,7 +23,8 @@ import pytest
 
 from dpcounts.data.pennsylvania import PENNLC_AGE_BANDS
 from dpcounts.data.standard_population import load_standard_population, standard_weights
-from dpcounts.release.estimate import combine, estimate
+from dpcounts.inference.combining import combine
+from dpcounts.release.estimate import estimate
 from dpcounts.studies.intervals import age_adjusted_interval
 
 REPO = Path(__file__).resolve().parents[1]

@@ -17,8 +17,9 @@ from conftest import run_cli as run
 
 from dpcounts import calibrate, synthesize
 from dpcounts.data.standard_population import load_standard_population, standard_weights
-from dpcounts.release.estimate import COLUMNS, MEASURES, combine, estimate
-from dpcounts.release.posterior import group_posteriors, joint_draws
+from dpcounts.inference.combining import combine
+from dpcounts.inference.posterior import group_posteriors, joint_draws
+from dpcounts.release.estimate import COLUMNS, MEASURES, estimate
 from dpcounts.release.request import ReleaseRequest
 from dpcounts.release.sequence import build_release
 from dpcounts.studies.intervals import age_adjusted_interval

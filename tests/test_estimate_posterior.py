@@ -16,8 +16,9 @@ from scipy import stats
 
 from dpcounts import calibrate, synthesize
 from dpcounts.calibration import Calibration
-from dpcounts.release.estimate import combine, estimate
-from dpcounts.release.posterior import group_posteriors, log_likelihood, summarise
+from dpcounts.inference.combining import combine
+from dpcounts.inference.posterior import group_posteriors, log_likelihood, summarise
+from dpcounts.release.estimate import estimate
 
 LEVEL = 0.9
 
@@ -99,7 +100,7 @@ def _enumerated(cal, sets, codes, log_set):
     group."""
     from itertools import product
 
-    from dpcounts.release.posterior import log_prior
+    from dpcounts.inference.posterior import log_prior
 
     grid = np.arange(cal.total + 1)
     prior = log_prior(cal, grid, 1.0)

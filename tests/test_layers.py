@@ -48,6 +48,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("mechanisms", ("mechanisms",)),
     ("privacy", ("__init__", "privacy")),
     ("baselines", ("baselines", "attack")),
+    ("inference", ("inference",)),
     ("data", ("data",)),
     ("studies", ("studies",)),
     ("figures", ("plots",)),

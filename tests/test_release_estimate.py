@@ -18,7 +18,8 @@ from scipy import stats
 from test_release_verify import read, release, rewrite
 
 import dpcounts
-from dpcounts.release.estimate import COLUMNS, combine, estimate
+from dpcounts.inference.combining import combine
+from dpcounts.release.estimate import COLUMNS, estimate
 
 
 def test_the_combining_rules_by_hand():

@@ -25,7 +25,7 @@ rejects. The table has the group's keys, then :data:`COLUMNS` (``measure`` says 
   sides must share no stratum. ``variance`` is that of the log ratio.
 
 ``posterior`` (the default): the noise-aware posterior of
-:mod:`dpcounts.release.posterior`. A rate: each stratum's true count gets a public prior
+:mod:`dpcounts.inference.posterior`. A rate: each stratum's true count gets a public prior
 (gamma-Poisson of mean population x the published prior rate, md: the overall rate, shape
 ``prior_shape``, default 1) times the likelihood of the M sets under the published
 hyperparameters; a group's total is the convolution of its strata's posteriors,
@@ -41,7 +41,7 @@ true rates where the combining rules cover about 60% (pg and md, epsilon 0.5 a s
 hence the default. An age-adjusted rate or a disparity is not a function of one total:
 its posterior is by Monte Carlo, ``draws`` (default :data:`DRAWS`, 20,000) joint draws of
 the pieces' true totals given the sets and the public total
-(:func:`dpcounts.release.posterior.joint_draws`, exact sampling from the same strata laws,
+(:func:`dpcounts.inference.posterior.joint_draws`, exact sampling from the same strata laws,
 seeded by ``seed``, default 0: the table is reproducible). ``estimate`` is then the mean of
 the drawn age-adjusted rates (a disparity: the median of the drawn ratios), ``variance``
 their variance (a disparity: of the log ratios; NaN where a draw leaves a side without
@@ -55,7 +55,8 @@ epsilon 0.5 a set, 100 tables) the 90% intervals of the age-adjusted rates cover
 
 ``combining``: the combining rules for fully synthetic data (Raghunathan, Reiter and
 Rubin 2003). Set m gives the group's rate q_m = y_m / n and its Poisson variance u_m =
-y_m / n^2 (same scale). :func:`combine` then gives, over the M sets:
+y_m / n^2 (same scale). :func:`~dpcounts.inference.combining.combine` then gives, over
+the M sets:
 
 * the estimate q_M = mean of q_m;
 * b_M, the variance of the q_m across the sets, and u_M, the mean of the u_m;
@@ -88,6 +89,8 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from dpcounts.inference.combining import combine
+
 #: The methods of :func:`estimate`.
 METHODS = ("posterior", "combining")
 #: The measures of :func:`estimate` (module docstring).
@@ -103,37 +106,6 @@ DEFAULT_STANDARD = "us2000"
 #: The posterior's Monte Carlo draws of an age-adjusted rate or a disparity (module
 #: docstring: their error).
 DRAWS = 20_000
-
-
-def combine(estimates, variances, level: float = 0.9) -> dict:
-    """The combining rules for fully synthetic data over M sets (rows of ``estimates`` and
-    ``variances``, one column per quantity; module docstring): a dict of arrays
-    ``estimate``, ``variance``, ``df``, ``lower``, ``upper`` and ``adjusted``."""
-    from scipy import stats
-
-    q = np.atleast_2d(np.asarray(estimates, dtype=float))
-    u = np.atleast_2d(np.asarray(variances, dtype=float))
-    if q.shape != u.shape:
-        raise ValueError(f"estimates {q.shape} and variances {u.shape} must have one shape")
-    m = q.shape[0]
-    if m < 2:
-        raise ValueError(f"the combining rules need at least 2 synthetic sets, got {m}")
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level!r}")
-    mean = q.mean(axis=0)
-    between = q.var(axis=0, ddof=1)
-    within = u.mean(axis=0)
-    total = (1 + 1 / m) * between - within
-    adjusted = ~(total > 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        df = (m - 1) * (1 - m * within / ((m + 1) * between)) ** 2
-    variance = np.where(adjusted, within, total)
-    df = np.where(adjusted, np.inf, df)
-    quantile = np.where(np.isfinite(df), stats.t.ppf(0.5 + level / 2, np.where(
-        np.isfinite(df), df, 1.0)), stats.norm.ppf(0.5 + level / 2))  # fmt: skip
-    half = quantile * np.sqrt(variance)
-    return {"estimate": mean, "variance": variance, "df": df, "lower": mean - half,
-            "upper": mean + half, "adjusted": adjusted}  # fmt: skip
 
 
 def estimate(folder, by, level: float = 0.9, method: str = "posterior",
@@ -422,7 +394,7 @@ def _posterior_draws(manifest, hyper, counts, design: _Design, level, prior_shap
                      draws, rng) -> dict:  # fmt: skip
     """The posterior of each row's measure by Monte Carlo (module docstring): ``draws``
     joint draws of the pieces' true totals given the sets and the public total."""
-    from dpcounts.release.posterior import joint_draws
+    from dpcounts.inference.posterior import joint_draws
 
     cal = _calibration(manifest, hyper)
     totals = joint_draws(cal, counts.astype(np.int64), design.piece, draws, rng, prior_shape,
@@ -449,7 +421,7 @@ def _posterior_draws(manifest, hyper, counts, design: _Design, level, prior_shap
 def _posterior(manifest, hyper, counts, codes, people, per, level, prior_shape, cap) -> dict:
     """The noise-aware posterior of each group's rate (module docstring), from the
     calibration the folder publishes: exact (one piece a group)."""
-    from dpcounts.release.posterior import group_posteriors, summarise
+    from dpcounts.inference.posterior import group_posteriors, summarise
 
     cal = _calibration(manifest, hyper)
     laws = group_posteriors(cal, counts.astype(np.int64), codes, prior_shape, cap)

@@ -32,7 +32,7 @@ The methods (:mod:`dpcounts.release.estimate`, one copy of each rule):
 * ``combining``: the combining rules for fully synthetic data
   (:func:`dpcounts.release.estimate.combine`) on each area's rate and Poisson variance in
   each set;
-* ``posterior``: the noise-aware posterior (:mod:`dpcounts.release.posterior`) of each
+* ``posterior``: the noise-aware posterior (:mod:`dpcounts.inference.posterior`) of each
   area's total given the sets and the public hyperparameters, prior shape 1.
 
 :func:`coverage_guide` turns the table into the guide's rows, one per arm, method and
@@ -102,7 +102,7 @@ def study_areas(definition: StudyDefinition, strata: pd.DataFrame, level: float)
 
 def combining_intervals(sets: np.ndarray, areas: Areas, cal, level: float):
     """The combining rules' interval of each area's rate from the M ``sets`` (rows)."""
-    from dpcounts.release.estimate import combine
+    from dpcounts.inference.combining import combine
 
     pooled = np.vstack([np.bincount(areas.codes, weights=row, minlength=areas.people.size)
                         for row in np.asarray(sets, dtype=float)])  # fmt: skip
@@ -118,7 +118,7 @@ def combining_intervals(sets: np.ndarray, areas: Areas, cal, level: float):
 def posterior_intervals(sets: np.ndarray, areas: Areas, cal, level: float):
     """The noise-aware posterior's interval of each area's rate from the M ``sets`` and
     the public calibration ``cal``."""
-    from dpcounts.release.posterior import group_posteriors, summarise
+    from dpcounts.inference.posterior import group_posteriors, summarise
 
     laws = group_posteriors(cal, np.asarray(sets).astype(np.int64), areas.codes, 1.0, areas.cap)
     out = summarise(laws, areas.people, areas.per, level)
