@@ -17,7 +17,12 @@ from scipy import stats
 from dpcounts import calibrate, synthesize
 from dpcounts.calibration import Calibration
 from dpcounts.inference.combining import combine
-from dpcounts.inference.posterior import group_posteriors, log_likelihood, summarise
+from dpcounts.inference.posterior import (
+    group_posteriors,
+    log_likelihood,
+    log_prior,
+    summarise,
+)
 from dpcounts.release.estimate import estimate
 
 LEVEL = 0.9
@@ -148,15 +153,77 @@ def test_the_group_laws_equal_brute_force_where_the_likelihood_is_exact():
         assert _dense(found[g], total) == pytest.approx(exact[g], abs=1e-9)
 
 
+def test_the_saddle_point_normaliser_is_near_brute_force_where_it_approximates():
+    """pg with a p_k of each stratum's own, and truncated with tight bounds: the normaliser
+    D(y) couples the strata and the posterior replaces it by its saddle-point form. Against
+    the enumeration of every table with the total (the release's exact law q(z | y),
+    ``dpcounts.sampling.enumeration``), on 4 strata and 5 sets, each group law is within a
+    total variation of 0.01 (pg) and 0.06 (truncated; measured 0.010-0.038) of the exact."""
+    from dpcounts.sampling.enumeration import compositions, log_pmf_table
+
+    rng = np.random.default_rng(3)
+    population, rate = np.array([50.0, 200.0, 400.0, 100.0]), np.array([0.02, 0.03, 0.01, 0.04])
+    codes, a = np.array([0, 0, 1, 1]), np.array([3.0, 8.0, 2.0, 5.0])
+    bounds = {"lower": np.array([0, 1, 0, 0]), "upper": np.array([4, 9, 8, 6]), "tail": 0.01}
+    for mechanism, limit, extra in (("pg", 0.01, {}), ("truncated", 0.06, bounds)):
+        for _ in range(3):
+            y = rng.poisson(population * rate)
+            cal = Calibration(mechanism, "certified", 1.0, int(y.sum()), a, a / rate,
+                              population, rate, **extra)  # fmt: skip
+            sets = synthesize(y, cal, SETS, rng)
+            support = compositions(cal.total, *cal.bounds())
+            row = {tuple(z): i for i, z in enumerate(support)}
+            tables = compositions(cal.total, np.zeros(4, int), np.full(4, cal.total))
+            log_q = log_pmf_table(cal, tables, support)  # every table y x every set z
+            prior = log_prior(cal, np.arange(cal.total + 1))
+            weight = prior[np.arange(4), tables].sum(axis=1) + sum(
+                log_q[:, row[tuple(z)]] for z in sets)  # fmt: skip
+            weight = np.exp(weight - weight.max())
+            exact = np.zeros((2, cal.total + 1))
+            for g in range(2):
+                np.add.at(exact[g], tables[:, codes == g].sum(axis=1), weight)
+            exact /= exact.sum(axis=1, keepdims=True)
+            found = group_posteriors(cal, sets, codes)
+            for g in range(2):
+                distance = 0.5 * np.abs(_dense(found[g], cal.total) - exact[g]).sum()
+                assert distance < limit, (mechanism, y, g, distance)
+
+
 # --- coverage ------------------------------------------------------------------------------
 
 #: 30 strata in 5 groups of 6; two prior rates (md publishes none: one rate everywhere).
 STRATA, GROUPS, SETS = 30, 5, 5
 
 
-def _simulate(mechanism, epsilon, replicates, seed, prior_shape=1.0, rates=(0.004, 0.006)):
+def _truths(mechanism, epsilon, population, rate, prior_shape=1.0):
+    """A function of a numpy Generator drawing a table's true counts from the posterior's
+    own prior: gamma-Poisson of mean population x rate and shape ``prior_shape``; for a
+    truncated release, thinned beyond its bounds to the design's tail (``log_prior``), drawn
+    exactly on a grid (the bounds made with the expected total; the test checks that the
+    release's, made with the drawn one, are the same)."""
+    mean = population * rate
+    if mechanism != "truncated":
+        return lambda rng: rng.negative_binomial(prior_shape, prior_shape / (prior_shape + mean))
+    guess = calibrate(mechanism, epsilon, int(mean.sum()), population, rate, method="certified")
+    grid = np.arange(int(20 * guess.upper.max()) + 100)
+    weights = np.exp(log_prior(guess, grid, prior_shape))
+    cdf = np.cumsum(weights / weights.sum(axis=1, keepdims=True), axis=1)
+
+    def draw(rng):
+        y = (cdf < rng.random((len(mean), 1))).sum(axis=1)
+        same = calibrate(mechanism, epsilon, int(y.sum()), population, rate, method="certified")
+        assert np.array_equal(same.upper, guess.upper), "the bounds moved with the total"
+        return y
+
+    return draw
+
+
+def _simulate(mechanism, epsilon, replicates, seed, prior_shape=1.0, rates=(0.004, 0.006),
+              own_prior=True):  # fmt: skip
     """``replicates`` tables whose true counts are drawn from the posterior's own prior
-    (gamma-Poisson of mean population x prior rate, shape ``prior_shape``), each released
+    (gamma-Poisson of mean population x prior rate, shape ``prior_shape``; a truncated
+    release's thinned beyond its bounds to the design's tail, unless ``own_prior`` is
+    False: then the weak prior alone, which the bounds often miss), each released
     as SETS sets by the library (calibrate, then synthesize); per table and group: whether
     the posterior's and the combining rules' 90% intervals hold the true rate, and whether
     the group has a true count outside a truncated release's bounds."""
@@ -165,11 +232,11 @@ def _simulate(mechanism, epsilon, replicates, seed, prior_shape=1.0, rates=(0.00
     population = rng.integers(1000, 5000, STRATA).astype(float)
     rate = np.asarray(rates)[np.arange(STRATA) % len(rates)]
     people = np.bincount(codes, weights=population)
-    mean = population * rate
     out = {"posterior": [], "combining": [], "outside": []}
     method = "paper" if mechanism == "md" else "certified"
+    truths = _truths(mechanism if own_prior else "pg", epsilon, population, rate, prior_shape)
     for _ in range(replicates):
-        y = rng.negative_binomial(prior_shape, prior_shape / (prior_shape + mean))
+        y = truths(rng)
         cal = calibrate(mechanism, epsilon, int(y.sum()), population, rate, method=method)
         sets = synthesize(y, cal, SETS, rng)
         truth = np.bincount(codes, weights=y) / people * 1e5
@@ -201,16 +268,29 @@ def test_posterior_intervals_cover_where_the_combining_rules_do_not(mechanism, e
     lie further than that from it (pg and md about 0.6: the sets are shrunk towards the
     prior alike, so they agree with each other, not with the truth). md publishes no prior
     rate, so its table has one rate everywhere (the prior's mean is the overall rate). The
-    truncated release's bounds miss most groups' counts (the prior's rates vary with a
-    coefficient of variation of 1): the posterior covers them all the same."""
+    truncated release's truths are drawn from its posterior's prior, which beyond the
+    bounds holds the design's tail; its sets stay within the bounds near the truth, so the
+    combining rules come near 0.9 too (0.876)."""
     rates = (0.005,) if mechanism == "md" else (0.004, 0.006)
     found = _simulate(mechanism, epsilon, 150, seed=11, rates=rates)
     band = _band(found["posterior"])
     posterior, combining = found["posterior"].mean(), found["combining"].mean()
     assert abs(posterior - LEVEL) <= band, (posterior, band)
-    assert abs(combining - LEVEL) > band, (combining, band)
-    if mechanism == "truncated":
-        assert found["outside"].mean() > 0.5  # most groups hold a count outside the bounds
+    if mechanism != "truncated":  # truncated's bounds keep the sets near the truth: 0.876
+        assert abs(combining - LEVEL) > band, (combining, band)
+
+
+@pytest.mark.slow
+def test_truths_the_bounds_often_miss_under_cover_a_truncated_release():
+    """The documented failure of the design's tail (``dpcounts.inference.posterior``,
+    ``_design_tail``): where the truths vary about their prior rates with a coefficient of
+    variation of 1 (the weak prior alone), most groups hold a count beyond the bounds,
+    which the posterior, holding the design's word that few do, does not expect: its 90%
+    intervals cover well below 0.9 (asserted: more than 3 standard errors below)."""
+    found = _simulate("truncated", 1.0, 150, seed=11, own_prior=False)
+    band = _band(found["posterior"])
+    assert found["outside"].mean() > 0.5  # most groups hold a count outside the bounds
+    assert found["posterior"].mean() < LEVEL - band, (found["posterior"].mean(), band)
 
 
 def _fixed(mechanism, epsilon, replicates, seed, set_counts, codes):
@@ -222,9 +302,9 @@ def _fixed(mechanism, epsilon, replicates, seed, set_counts, codes):
     population = rng.integers(1000, 5000, STRATA).astype(float)
     rate = np.where(np.arange(STRATA) % 2, 0.006, 0.004)
     mean, people = population * rate, np.bincount(codes, weights=population)
-    covered = []
+    covered, truths = [], _truths(mechanism, epsilon, population, rate)
     for _ in range(replicates):
-        y = set_counts(rng.negative_binomial(1.0, 1.0 / (1.0 + mean)), mean)
+        y = set_counts(truths(rng), mean)
         cal = calibrate(mechanism, epsilon, int(y.sum()), population, rate, method="certified")
         sets = synthesize(y, cal, SETS, rng)
         post = summarise(group_posteriors(cal, sets, codes, cap=population), people, 1e5, LEVEL)
@@ -239,9 +319,10 @@ def test_how_the_excess_above_a_truncated_release_s_bounds_is_spread_is_unknown(
     lies above its upper bound U_k (a Poisson quantile of the prior expected count, tail
     1/(2I)), the first at 4 U_k, the others at U_k + 1: every set draws each of them
     within its bounds, so nothing in the release tells which holds the excess. The
-    public total says how large it is, and the posterior spreads it by its prior: over 40
-    tables the first stratum's 90% interval never holds its true rate (asserted below
-    0.5), while the other groups' strata stay near 0.9."""
+    public total says how large it is, and the posterior spreads it by its prior (beyond
+    the bounds, the design's tail, alike for every stratum): over 40 tables the first
+    stratum's 90% interval holds its true rate in about half (0.55; asserted more than 3
+    standard errors below 0.9), while the other groups' strata stay near 0.9."""
     from dpcounts.mechanisms.truncation import default_tail, poisson_quantile
 
     def above(y, mean):
@@ -251,7 +332,8 @@ def test_how_the_excess_above_a_truncated_release_s_bounds_is_spread_is_unknown(
         return y
 
     covered = _fixed("truncated", 1.0, 40, 3, above, np.arange(STRATA))
-    assert covered[:, 0].mean() < 0.5, covered[:, 0].mean()
+    first = covered[:, 0].mean()
+    assert first < LEVEL - 3 * np.sqrt(LEVEL * (1 - LEVEL) / len(covered)), first
     others = covered[:, 6:]
     assert abs(others.mean() - LEVEL) <= 3 * np.sqrt(LEVEL * (1 - LEVEL) / others.size)
 

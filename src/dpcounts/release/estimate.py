@@ -440,6 +440,9 @@ def _calibration(manifest, hyper):
     published = family(mechanism).hyperparameters
     columns = {name: hyper[name].to_numpy() if name in published else None
                for name in ("a", "b", "population", "prior_rate", "lower", "upper")}  # fmt: skip
+    truncation = manifest.get("truncation") or {}
+    if truncation:  # the bounds' settings, which the posterior's prior reads (its tail)
+        columns |= {"tail": truncation.get("tail"), "inflation": truncation["inflation"]}
     return Calibration(mechanism, manifest["method"], manifest["budget"]["epsilon_per_set"],
                        int(manifest["total"]), **columns)  # fmt: skip
 
