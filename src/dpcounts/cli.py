@@ -614,6 +614,7 @@ SYNTHESIZE_BRIEF = (
             ("--sets", "number of synthetic sets, sharing the budget"),
             ("--prior", "a file of public prior rates (pg, truncated)"),
             ("--sanitised-prior-by", "a noisy prior from the counts' group totals"),
+            ("--attributes", "public columns to publish beside the keys"),
             ("--count-column", "column of counts (default: count)"),
             ("--population-column", "column of populations (default: population)"),
             ("--budget", "the dataset's budget, kept in the ledger"),

@@ -482,7 +482,8 @@ def _check_columns(request, frame, count, keys, dropped, prior_in_input, listed=
         )
     if unnamed:
         raise ReleaseError(
-            f"{source}: column(s) {unnamed} are not named as a key (--keys), the count "
+            f"{source}: column(s) {unnamed} are not named as a key (--keys), an attribute "
+            f"(--attributes), the count "
             f"({count!r}), the population ({request.population_column!r})"
             + (f" or the prior rate ({request.prior_rate_column!r})" if prior_in_input else "")
             + "; remove them from the input or name them: unnamed columns are refused so "
@@ -495,8 +496,8 @@ def _refuse_attribute_clash(request, keys, value_columns, source) -> None:
     population, the prior rate or a name the release's files use, and named once."""
     attributes = list(request.attributes)
     taken = {
-        **{c: "the count, population or prior-rate column" for c in value_columns},
         **{c: "a name the release's own files use" for c in RESERVED},
+        **{c: "the count, population or prior-rate column" for c in value_columns},
         **{c: "a key (--keys)" for c in keys},
     }
     clash = [f"{c!r} ({taken[c]})" for c in attributes if c in taken]
@@ -680,8 +681,11 @@ def load_strata(request: ReleaseRequest, check_fit: bool = True) -> Strata:
         absent = [c for c in request.sanitised_prior_by if c not in (*keys, *attributes)]
         if absent:
             raise ReleaseError(
-                f"--sanitised-prior-by column(s) {absent} are not key columns; keys are {keys}"
+                f"{source}: --sanitised-prior-by column(s) {absent} are not key columns; keys "
+                f"are {keys}"
                 + (f", attributes {attributes}" if attributes else "")
+                + " (a public column of the strata can group the prior: name it with "
+                "--attributes)"
             )
     strata = Strata(
         key_frame, counts, populations, prior_rate, prior_description, count, rounding,
