@@ -165,3 +165,7 @@ def test_the_command_line_takes_attributes_and_says_they_are_public(tmp_path):
                        "--epsilon", "1", "--mechanism", "md",
                        "--out", str(tmp_path / "r"))  # fmt: skip
     assert code != 0 and "--attributes 'age' (a key" in err
+    code, _, err = run("synthesize", "--study", "config/config.yaml:pennlc", "--attributes",
+                       "urban", "--strata", "input", "--dataset", "x", "--epsilon", "1",
+                       "--mechanism", "truncated", "--out", str(tmp_path / "s"))  # fmt: skip
+    assert code == 2 and "--study decides --attributes (studies.NAME.attributes)" in err

@@ -811,7 +811,8 @@ def _estimate_arguments(est: argparse.ArgumentParser) -> None:
     """The arguments of ``dpcounts estimate``."""
     est.add_argument("release", type=Path, metavar="RELEASE_DIR", help="the public release folder")
     est.add_argument("--by", nargs="+", default=[], metavar="KEY",
-                     help="the key columns whose groups are estimated (strata pooled); "
+                     help="the key (or attribute) columns whose groups are estimated (strata "
+                     "pooled); "
                      "required but for a disparity, where none gives one row")  # fmt: skip
     est.add_argument("--measure", choices=("rate", "age-adjusted", "disparity"),
                      default="rate",
@@ -829,7 +830,8 @@ def _estimate_arguments(est: argparse.ArgumentParser) -> None:
                      "age_end, population)")  # fmt: skip
     for side in ("numerator", "denominator"):
         est.add_argument(f"--{side}", nargs="+", metavar="COLUMN=VALUE",
-                         help=f"a disparity's {side}: the strata whose key COLUMN takes VALUE "
+                         help=f"a disparity's {side}: the strata whose key (or attribute) "
+                         "COLUMN takes VALUE "
                          "(repeat COLUMN=VALUE for several values or columns)")  # fmt: skip
     est.add_argument("--draws", type=int, default=20_000, metavar="N",
                      help="posterior, age-adjusted or disparity: the Monte Carlo draws "
