@@ -186,8 +186,9 @@ def test_a_test_seed_is_reproducible_and_marked_not_for_publication(csv, tmp_pat
     assert (tmp_path / "one" / "synthetic.parquet").read_bytes() == (
         tmp_path / "two" / "synthetic.parquet"
     ).read_bytes()
-    # whitelisted fields only: no seed, no argv (denominator: optional, releases since #33)
-    assert set(one) == {*SCHEMA["required"], "denominator"}
+    # whitelisted fields only: no seed, no argv (denominator: optional, releases since #33;
+    # attributes: optional, releases since --attributes)
+    assert set(one) == {*SCHEMA["required"], "denominator", "attributes"}
 
 
 @pytest.mark.slow

@@ -302,6 +302,17 @@ def _add_strata_options(syn: argparse.ArgumentParser, required) -> None:
         "groups count each unit's population once (default: every stratum its own)",
     )
     cols.add_argument(
+        "--attributes",
+        nargs="+",
+        metavar="COLUMN",
+        help="public columns of the strata to publish beside the keys, in the synthetic "
+        "sets and the hyperparameters (e.g. a county's urban flag): one value per stratum, "
+        "no empty cell, not a key, the count, the population or the prior rate. Public "
+        "like the keys: you declare them, and they must not be computed from the counts. "
+        "--sanitised-prior-by and `dpcounts estimate --by` may group by them; with --strata "
+        "FILE they are read from the list (with --study: the study's attributes)",
+    )
+    cols.add_argument(
         "--population-column",
         default=DEFAULTS["population_column"],
         metavar="NAME",
@@ -603,6 +614,7 @@ SYNTHESIZE_BRIEF = (
             ("--sets", "number of synthetic sets, sharing the budget"),
             ("--prior", "a file of public prior rates (pg, truncated)"),
             ("--sanitised-prior-by", "a noisy prior from the counts' group totals"),
+            ("--attributes", "public columns to publish beside the keys"),
             ("--count-column", "column of counts (default: count)"),
             ("--population-column", "column of populations (default: population)"),
             ("--budget", "the dataset's budget, kept in the ledger"),
@@ -799,7 +811,8 @@ def _estimate_arguments(est: argparse.ArgumentParser) -> None:
     """The arguments of ``dpcounts estimate``."""
     est.add_argument("release", type=Path, metavar="RELEASE_DIR", help="the public release folder")
     est.add_argument("--by", nargs="+", default=[], metavar="KEY",
-                     help="the key columns whose groups are estimated (strata pooled); "
+                     help="the key (or attribute) columns whose groups are estimated (strata "
+                     "pooled); "
                      "required but for a disparity, where none gives one row")  # fmt: skip
     est.add_argument("--measure", choices=("rate", "age-adjusted", "disparity"),
                      default="rate",
@@ -817,7 +830,8 @@ def _estimate_arguments(est: argparse.ArgumentParser) -> None:
                      "age_end, population)")  # fmt: skip
     for side in ("numerator", "denominator"):
         est.add_argument(f"--{side}", nargs="+", metavar="COLUMN=VALUE",
-                         help=f"a disparity's {side}: the strata whose key COLUMN takes VALUE "
+                         help=f"a disparity's {side}: the strata whose key (or attribute) "
+                         "COLUMN takes VALUE "
                          "(repeat COLUMN=VALUE for several values or columns)")  # fmt: skip
     est.add_argument("--draws", type=int, default=20_000, metavar="N",
                      help="posterior, age-adjusted or disparity: the Monte Carlo draws "
@@ -1110,6 +1124,7 @@ def _request(args, **extra):
         population_column=args.population_column if expected is None else expected,
         denominator=None if expected is None else "expected",
         population_keys=None if args.population_keys is None else tuple(args.population_keys),
+        attributes=None if args.attributes is None else tuple(args.attributes),
         prior_rate_column=args.prior_rate_column,
         prior_file=args.prior_file,
         sanitised_prior_by=(
@@ -1121,6 +1136,8 @@ def _request(args, **extra):
     )
     if getattr(args, "release_without_guide", False) and args.study is None:
         raise _Usage("--release-without-guide applies to --study CONFIG:NAME only")
+    if args.study is None:
+        table["attributes"] = table["attributes"] or ()
     if args.study is not None:
         table = _from_study(args, table)
     elif table["denominator"] is None:

@@ -113,8 +113,8 @@ def estimate(folder, by, level: float = 0.9, method: str = "posterior",
              standard: str = DEFAULT_STANDARD, numerator=None, denominator=None,
              draws: int = DRAWS, seed: int = 0) -> pd.DataFrame:  # fmt: skip
     """The ``measure`` (:data:`MEASURES`) of each group of the keys ``by`` (a list of the
-    release's key columns; for a disparity it may be empty: one row) from the release in
-    ``folder``, with its interval at ``level`` by ``method`` (module docstring;
+    release's key or attribute columns; for a disparity it may be empty: one row) from the
+    release in ``folder``, with its interval at ``level`` by ``method`` (module docstring;
     ``prior_shape``: the posterior's prior, s >= 1): one row per group, the group's keys
     then :data:`COLUMNS`. ``age``: the age key of an age-adjusted rate (and of a disparity
     of age-adjusted rates), by the standard population ``standard`` (a name of
@@ -124,6 +124,7 @@ def estimate(folder, by, level: float = 0.9, method: str = "posterior",
     ``dpcounts verify`` rejects, a key the release does not have, and for ``combining`` a
     release of one set."""
     from dpcounts.verify import FAIL, failed, load_manifest, verify_release
+    from dpcounts.verify.readers import attributes
 
     folder = Path(folder)
     _check_options(method, measure, level, age, numerator, denominator)
@@ -136,9 +137,11 @@ def estimate(folder, by, level: float = 0.9, method: str = "posterior",
     if manifest is None:
         raise ValueError(f"{folder}: {error}")
     keys, by = list(manifest["keys"]), list(by)
-    unknown = [c for c in by if c not in keys]
+    columns = [*keys, *attributes(manifest)]  # what a group or a side may be made of
+    unknown = [c for c in by if c not in columns]
     if (not by and measure != "disparity") or unknown:
-        raise ValueError(f"--by {by}: expected one or more of the release's keys {keys}")
+        raise ValueError(f"--by {by}: expected one or more of the release's keys {keys}"
+                         + _also(columns, keys))  # fmt: skip
     sets = int(manifest["sets"])
     if sets < 2 and method == "combining":
         raise ValueError(f"{folder}: a release of {sets} set; the combining rules need at "
@@ -165,8 +168,8 @@ def estimate(folder, by, level: float = 0.9, method: str = "posterior",
         combined = _posterior(manifest, hyper, counts, codes, people, per, level, prior_shape,
                               cap)  # fmt: skip
     else:
-        design = _design(folder, hyper, keys, by, codes, out, per, age, standard, numerator,
-                         denominator)  # fmt: skip
+        design = _design(folder, hyper, keys, columns, by, codes, out, per, age, standard,
+                         numerator, denominator)  # fmt: skip
         if method == "combining":
             combined = _combining(counts, design, level)
         else:
@@ -214,7 +217,13 @@ class _Design(NamedTuple):
     sides: int
 
 
-def _design(folder, hyper, keys, by, codes, out, per, age, standard, numerator,
+def _also(columns, keys) -> str:
+    """`` or attributes [...]`` when the release has attributes beside its keys."""
+    extra = [c for c in columns if c not in keys]
+    return f" or attributes {extra}" if extra else ""
+
+
+def _design(folder, hyper, keys, columns, by, codes, out, per, age, standard, numerator,
             denominator) -> _Design:  # fmt: skip
     """The pieces of every row's measure (:class:`_Design`): the group's strata (a rate),
     its age bands (an age-adjusted rate), each side's (a disparity). Refuses an age key or
@@ -227,8 +236,8 @@ def _design(folder, hyper, keys, by, codes, out, per, age, standard, numerator,
 
     spec = None
     if numerator or denominator:
-        spec = Disparity("estimate", _filters(numerator, "--numerator", keys, by),
-                         _filters(denominator, "--denominator", keys, by))  # fmt: skip
+        spec = Disparity("estimate", _filters(numerator, "--numerator", keys, columns, by),
+                         _filters(denominator, "--denominator", keys, columns, by))  # fmt: skip
         sides = [_side(hyper, spec.numerator, "--numerator"),
                  _side(hyper, spec.denominator, "--denominator")]  # fmt: skip
         if (sides[0] & sides[1]).any():
@@ -274,13 +283,14 @@ def _named(out: pd.DataFrame, g: int) -> str:
     return ", ".join(f"{c}={out.iloc[g][c]}" for c in out.columns)
 
 
-def _filters(given, option: str, keys, by) -> dict[str, tuple[str, ...]]:
-    """A disparity's side, ``column -> values`` (text), its columns the release's keys and
-    none of ``by`` (a side within a group, not across)."""
+def _filters(given, option: str, keys, columns, by) -> dict[str, tuple[str, ...]]:
+    """A disparity's side, ``column -> values`` (text), its columns the release's keys or
+    attributes (``columns``) and none of ``by`` (a side within a group, not across)."""
     out = {}
     for column, wanted in dict(given).items():
-        if column not in keys:
-            raise ValueError(f"{option} {column}: not one of the release's keys {list(keys)}")
+        if column not in columns:
+            raise ValueError(f"{option} {column}: not one of the release's keys {list(keys)}"
+                             + _also(columns, keys))  # fmt: skip
         if column in by:
             raise ValueError(f"{option} {column}: a column of --by {list(by)}; a "
                              "disparity compares two sides within each group: leave it out "
@@ -294,8 +304,13 @@ def _side(hyper: pd.DataFrame, filters, option: str) -> np.ndarray:
     """The strata of a disparity's side (the study stage's filter, its refusals)."""
     from dpcounts.studies.stage.selection import StudyDataError, filter_mask
 
+    text = hyper.astype({c: str for c in filters})
+    for column in filters:  # a flag (True/False, as a file writes it) matches in any case
+        if column in text and set(text[column].str.lower()) <= {"true", "false"}:
+            text[column] = text[column].str.lower()
+            filters = {**filters, column: tuple(v.lower() for v in filters[column])}
     try:
-        return filter_mask(hyper.astype({c: str for c in filters}), filters, option)
+        return filter_mask(text, filters, option)
     except StudyDataError as error:
         raise ValueError(_plain(error)) from None
 

@@ -1,8 +1,10 @@
 """Reading and checking a release's input: strata, in key order, and nothing else.
 
-Only named columns go anywhere: every input column must be a key (``--keys``), the count,
-the population or the prior-rate column; any other column is refused by name (an unnamed
-``crude_rate`` column would otherwise be copied into the public release). WONDER exports
+Only named columns go anywhere: every input column must be a key (``--keys``), an
+attribute (``--attributes``: a public column of the strata, published beside the keys;
+:func:`_refuse_attribute_clash`), the count, the population or the prior-rate column; any
+other column is refused by name (an unnamed ``crude_rate`` column would otherwise be
+copied into the public release). WONDER exports
 (``--wonder``) carry descriptive columns of their own (the label beside each ``..._code``
 key, rates, notes, flags): they are dropped, never published.
 
@@ -64,8 +66,9 @@ class Strata:
     prior_groups: list[str] | None = None
     #: the steward's declaration of the public prior's source (``--prior-source``), or None
     prior_declared: str | None = None
-    #: the study's attribute columns per stratum (``--study``: public, like the keys; a
-    #: sanitised prior may be grouped by them), or None
+    #: the attribute columns per stratum (``--attributes``, a study's ``attributes``:
+    #: public, like the keys, published beside them; a sanitised prior and ``dpcounts
+    #: estimate`` may group by them), or None
     attributes: pd.DataFrame | None = None
     #: per stratum, its population unit's code when strata share populations
     #: (``population_keys``); None when every stratum is its own unit
@@ -430,13 +433,15 @@ def _check_columns(request, frame, count, keys, dropped, prior_in_input, listed=
     value_columns = [count, request.population_column]
     if prior_in_input:
         value_columns.append(request.prior_rate_column)
+    _refuse_attribute_clash(request, keys, value_columns, source)
+    attributes = [] if listed else list(request.attributes)  # a list's are the list's
     if listed:
         dropped = [*dropped, *value_columns[1:]]  # the list's values are used
         value_columns = [count]
     clash = [k for k in keys if k in value_columns]
     if clash:
         raise ReleaseError(f"{source}: {clash} named both as key and as a value column")
-    missing = [c for c in [*keys, *value_columns] if c not in frame.columns]
+    missing = [c for c in [*keys, *attributes, *value_columns] if c not in frame.columns]
     if missing:
         hint = ""
         spare = [c for c in frame.columns if c not in keys and c not in value_columns]
@@ -454,12 +459,13 @@ def _check_columns(request, frame, count, keys, dropped, prior_in_input, listed=
                 "overall rate, no budget) or with columns (their noisy rates), or --prior FILE"
             )
         raise ReleaseError(
-            f"{source}: missing column(s) {missing}; expected the keys {keys} and the value "
-            f"columns {value_columns}, found {list(frame.columns)}{hint}"
+            f"{source}: missing column(s) {missing}; expected the keys {keys}"
+            + (f", the attributes {attributes}" if attributes else "")
+            + f" and the value columns {value_columns}, found {list(frame.columns)}{hint}"
         )
     # md uses no prior: its prior-rate column may stay in the table (it is never read).
     unused_prior = [request.prior_rate_column] if not request.needs_prior else []
-    allowed = {*keys, *value_columns, *dropped, *unused_prior}
+    allowed = {*keys, *request.attributes, *value_columns, *dropped, *unused_prior}
     unnamed = [c for c in frame.columns if c not in allowed]
     rate = request.prior_rate_column
     if rate in unnamed and request.needs_prior:  # the prior comes from elsewhere
@@ -476,12 +482,33 @@ def _check_columns(request, frame, count, keys, dropped, prior_in_input, listed=
         )
     if unnamed:
         raise ReleaseError(
-            f"{source}: column(s) {unnamed} are not named as a key (--keys), the count "
+            f"{source}: column(s) {unnamed} are not named as a key (--keys), an attribute "
+            f"(--attributes), the count "
             f"({count!r}), the population ({request.population_column!r})"
             + (f" or the prior rate ({request.prior_rate_column!r})" if prior_in_input else "")
             + "; remove them from the input or name them: unnamed columns are refused so "
             "that nothing reaches the release by accident"
         )
+
+
+def _refuse_attribute_clash(request, keys, value_columns, source) -> None:
+    """An attribute (``--attributes``) is a column of its own: not a key, the count, the
+    population, the prior rate or a name the release's files use, and named once."""
+    attributes = list(request.attributes)
+    taken = {
+        **{c: "a name the release's own files use" for c in RESERVED},
+        **{c: "the count, population or prior-rate column" for c in value_columns},
+        **{c: "a key (--keys)" for c in keys},
+    }
+    clash = [f"{c!r} ({taken[c]})" for c in attributes if c in taken]
+    if clash:
+        raise ReleaseError(
+            f"{source}: --attributes {', '.join(clash)}: expected public columns of the "
+            "strata other than the keys, the count, the population and the prior rate"
+        )
+    twice = sorted({c for c in attributes if attributes.count(c) > 1})
+    if twice:
+        raise ReleaseError(f"{source}: --attributes names {twice} more than once")
 
 
 def _prior_from_file(request: ReleaseRequest, keys: pd.DataFrame) -> np.ndarray:
@@ -541,13 +568,15 @@ def _input_table(request: ReleaseRequest):
     source = str(request.input)
     listed = request.strata_source == "external-file"
     _check_columns(request, frame, count, keys, dropped, prior_in_input, listed)
-    _refuse_empty_keys(frame, keys, request.input, csv=not request.wonder)
-    if listed:
-        values = [request.population_column]
+    named = keys if listed else [*keys, *request.attributes]
+    _refuse_empty_keys(frame, named, request.input, csv=not request.wonder)
+    if listed:  # the list holds the strata's public columns: populations, attributes, rates
+        values = [*request.attributes, request.population_column]
         values += [request.prior_rate_column] if prior_in_input else []
         strata_list = read_table(Path(request.strata))
-        if all(key in strata_list.columns for key in keys):
-            _refuse_empty_keys(strata_list, keys, Path(request.strata), csv=True)
+        named = [*keys, *request.attributes]
+        if all(column in strata_list.columns for column in named):
+            _refuse_empty_keys(strata_list, named, Path(request.strata), csv=True)
         frame = match_to_list(frame, strata_list, keys, count, values, source, str(request.strata))
     try:
         # the rule the study stage applies too (studies.<name>.rounding)
@@ -601,7 +630,7 @@ def load_strata(request: ReleaseRequest, check_fit: bool = True) -> Strata:
     frame, count, keys, rounding, source = read(request)
     counts = pd.to_numeric(frame[count]).to_numpy(dtype=float).astype(np.int64)
     populations = pd.to_numeric(frame[request.population_column]).to_numpy(dtype=float)
-    attributes = [] if request.study is None else list(request.study.definition.attributes)
+    attributes = list(request.attributes)
     for name in request.population_keys or ():
         if name not in keys:
             raise ReleaseError(f"--population-keys {name!r} is not a key column; keys are {keys}")
@@ -652,8 +681,11 @@ def load_strata(request: ReleaseRequest, check_fit: bool = True) -> Strata:
         absent = [c for c in request.sanitised_prior_by if c not in (*keys, *attributes)]
         if absent:
             raise ReleaseError(
-                f"--sanitised-prior-by column(s) {absent} are not key columns; keys are {keys}"
+                f"{source}: --sanitised-prior-by column(s) {absent} are not key columns; keys "
+                f"are {keys}"
                 + (f", attributes {attributes}" if attributes else "")
+                + " (a public column of the strata can group the prior: name it with "
+                "--attributes)"
             )
     strata = Strata(
         key_frame, counts, populations, prior_rate, prior_description, count, rounding,

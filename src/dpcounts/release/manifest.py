@@ -290,6 +290,8 @@ SCHEMA = {
         "total": {"type": "integer", "minimum": 1},
         "sets": {"type": "integer", "minimum": 1},
         "keys": {"type": "array", "items": _STRING, "minItems": 1},
+        # optional (releases before it have none): public columns beside the keys
+        "attributes": {"type": "array", "items": _STRING, "uniqueItems": True},
         "population_column": _STRING,
         # optional (releases before it have populations): what population_column holds
         "denominator": {

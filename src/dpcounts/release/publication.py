@@ -26,6 +26,8 @@ def write_release(tmp: Path, request, strata, cal, synthetic, budget, root, salt
     seed commitment's, :meth:`RootKey.commitment`)."""
     suffix = ".csv" if request.output_format == "csv" else ".parquet"
     keys = list(strata.keys.columns)
+    attributes = list(request.attributes)  # public, beside the keys in both tables
+    columns = strata.groupable()[[*keys, *attributes]].reset_index(drop=True)
     sets, cells = synthetic.shape
 
     population = strata.population
@@ -36,27 +38,27 @@ def write_release(tmp: Path, request, strata, cal, synthetic, budget, root, salt
     synthetic_path = tmp / f"synthetic{suffix}"
     # the long table by parts of at most _ROWS_PER_PART rows, never whole in memory (#36)
     folder.write_public_parts(
-        _long_parts(strata.keys, synthetic, population, request.population_column),
+        _long_parts(columns, synthetic, population, request.population_column),
         synthetic_path,
     )
     files["synthetic"] = (
         synthetic_path,
-        f"long: one row per set and stratum, sorted by set then by the keys {keys}; 'set' "
-        f"numbers the sets 0..{sets - 1}, '{SYNTHETIC_COUNT}' is the synthetic count (each "
-        f"set sums to the total {cal.total}) and '{request.population_column}' the public "
-        f"{what}. Each group's rate with an interval from the sets: dpcounts estimate "
-        "RELEASE --by KEYS (dpcounts' docs/analyse.md, with an analysis in R)",
+        f"long: one row per set and stratum, sorted by set then by the keys {keys}"
+        + (f", each beside its attributes {attributes}" if attributes else "")
+        + f"; 'set' numbers the sets 0..{sets - 1}, '{SYNTHETIC_COUNT}' is the synthetic "
+        f"count (each set sums to the total {cal.total}) and "
+        f"'{request.population_column}' the public {what}. Each group's rate with an "
+        "interval from the sets: dpcounts estimate RELEASE --by KEYS (dpcounts' "
+        "docs/analyse.md, with an analysis in R)",
     )
-    # a sanitised prior grouped by attributes: they follow the keys, so verify can group
-    grouped_by = [c for c in request.sanitised_prior_by or () if c not in keys]
-    columns = strata.groupable()[[*keys, *grouped_by]].reset_index(drop=True)
+    # the attributes follow the keys, so verify can group a prior grouped by them
     hyper = pd.concat([columns, cal.hyperparameter_frame()], axis=1)
     hyper_path = tmp / f"hyperparameters{suffix}"
     folder.write_public_table(hyper, hyper_path)
     files["hyperparameters"] = (
         hyper_path,
         "one row per stratum, in the order of the synthetic sets: the keys"
-        + (f", the attributes {grouped_by} the prior is grouped by" if grouped_by else "")
+        + (f", the attributes {attributes}" if attributes else "")
         + ", 'a' (Dirichlet "
         "alpha or gamma shape), 'b' (gamma rate = a / prior_rate), 'population', "
         "'prior_rate', 'lower' and 'upper' (truncation bounds L, U); columns a mechanism "
@@ -67,6 +69,7 @@ def write_release(tmp: Path, request, strata, cal, synthetic, budget, root, salt
         salt=salt,
         suffix=suffix,
         keys=keys,
+        attributes=attributes,
         budget=budget,
         root=root,
         total=cal.total,
@@ -181,11 +184,14 @@ def finish_manifest(tmp: Path, info, prior_table, prior_block, design: Design) -
     ]
     if prior["kind"] in ("input-column", "external-file"):
         public.append("the prior rates, declared public by the data steward")
-    attributes = [c for c in prior["groups"] or () if c not in info["keys"]]
+    attributes = info["attributes"]
     if attributes:
+        grouping = [c for c in prior["groups"] or () if c in attributes]
         public.append(
-            f"the attribute column(s) {attributes} of the strata, which group the prior, "
-            "declared public by the data steward"
+            f"the attribute column(s) {attributes} of the strata, one value per stratum, "
+            "published beside the keys"
+            + (f" (the prior is grouped by {grouping})" if grouping else "")
+            + ", declared public by the data steward (not computed from the counts)"
         )
     data = {
         folder.FORMAT_KEY: RELEASE_FORMAT,
@@ -226,6 +232,7 @@ def finish_manifest(tmp: Path, info, prior_table, prior_block, design: Design) -
         "total": cal_total,
         "sets": budget.sets,
         "keys": info["keys"],
+        "attributes": attributes,
         "population_column": info["population_column"],
         "denominator": {
             "kind": info.get("denominator", "population"),

@@ -149,6 +149,11 @@ class ReleaseRequest:
     #: the key columns of the population units when strata share a population (the causes
     #: of death of one county and age group); None: every stratum its own
     population_keys: tuple[str, ...] | None = None
+    #: public columns of the strata published beside the keys (``--attributes``, a
+    #: study's ``attributes``): one value per stratum, declared public by the steward like
+    #: the keys, never computed from the counts; a sanitised prior and ``dpcounts
+    #: estimate`` may group by them (:func:`.inputs.load_strata` checks them)
+    attributes: tuple[str, ...] = ()
     #: the study whose entry decides the table, keys, prior and settings (``--study``,
     #: :mod:`.study_source`), or None
     study: StudySource | None = None

@@ -49,6 +49,7 @@ DECIDED = {
     "population_column": "population",
     "denominator": "denominator",
     "population_keys": "population_keys",
+    "attributes": "attributes",
     "rounding": "rounding",
     "prior_file": "prior",
     "prior_rate_column": "prior",
@@ -166,6 +167,7 @@ class StudySource:
             population_column=d.population,
             denominator=d.denominator,
             population_keys=tuple(d.population_keys),
+            attributes=tuple(d.attributes),
             rounding=d.rounding,
             wonder=d.wonder,
         )

@@ -20,7 +20,7 @@ from dpcounts.verify.checks import (
     _e,
     register,
 )
-from dpcounts.verify.readers import _floats, _Release
+from dpcounts.verify.readers import _floats, _Release, attributes
 from dpcounts.verify.words import _g, shown
 
 register(
@@ -28,9 +28,11 @@ register(
               "The hyperparameters could be read within the bounds; a table they refuse, or "
               "a field they cannot read, fails here, with the reason."),
     CheckSpec("hyperparameters", "columns",
-              "`hyperparameters.*` has one row per stratum and the columns of the keys, a "
-              "sanitised prior's group columns and the mechanism's (md: `a`, `population`; pg "
-              "adds `b`, `prior_rate`; truncated `lower`, `upper`), every `a` finite and > 0."),
+              "`hyperparameters.*` has one row per stratum and the columns of the keys, the "
+              "`attributes` (a release before that field: a sanitised prior's group columns "
+              "that are not keys) and the mechanism's (md: `a`, `population`; pg "
+              "adds `b`, `prior_rate`; truncated `lower`, `upper`), every `a` finite and > 0, "
+              "every attribute a value in every stratum."),
     CheckSpec("hyperparameters", "b = a / prior_rate",
               f"pg and truncated: each stratum's `b` is `a / prior_rate` (relative tolerance "
               f"{_e(VALUE_RTOL)}), so the prior is the one the shapes were calibrated with."),
@@ -82,12 +84,8 @@ def _hyper_checks(release: _Release):
     hyper = release.table("hyperparameters").reset_index(drop=True)
     name = shown(release.file("hyperparameters").name, 80)
     out = []
-    prior = m["prior"] if isinstance(m.get("prior"), dict) else {}
-    grouped_by = [  # a sanitised prior's attribute columns follow the keys
-        c for c in (prior.get("groups") or []) if prior.get("kind") == "sanitised" and c not in keys
-    ]
     family = registry.family(mechanism)  # the manifest's schema check passed: known
-    expected = [*keys, *grouped_by, *family.hyperparameters]
+    expected = [*keys, *attributes(m), *family.hyperparameters]
     if list(hyper.columns) != expected or len(hyper) != strata:
         out.append(
             _check("hyperparameters", "columns", FAIL,
@@ -98,13 +96,19 @@ def _hyper_checks(release: _Release):
     a = _floats(hyper, "a")
     good_a = bool(np.all(np.isfinite(a) & (a > 0)))
     repeats = release.key_runs()[1]
+    published = attributes(m)
+    empty = [c for c in published if hyper[c].isna().any()]  # one value per stratum
     out.append(
-        _check("hyperparameters", "columns", OK if good_a and not repeats else FAIL,
-              f"{name}: {strata} rows, keys and {list(family.hyperparameters)}; "
+        _check("hyperparameters", "columns", OK if good_a and not repeats and not empty else FAIL,
+              f"{name}: {strata} rows, keys"
+              + (f", attributes {shown(published)}" if published else "")
+              + f" and {list(family.hyperparameters)}; "
               + (f"a in [{_g(a.min())}, {_g(a.max())}], all > 0" if good_a
                  else "some a are not finite and > 0")
               + (f"; {repeats} row(s) repeat the keys of another: not one row per stratum"
-                 if repeats else ""))
+                 if repeats else "")
+              + (f"; attribute(s) {shown(empty)} empty in some stratum: expected one value "
+                 "per stratum" if empty else ""))
     )  # fmt: skip
     if not family.uses_prior:
         return out, True

@@ -53,6 +53,17 @@ BATCH_ROWS = 1 << 17
 MAX_ENTRIES = 1000
 
 
+def attributes(manifest: dict) -> list[str]:
+    """The release's attribute columns, published after the keys in both tables: the
+    manifest's ``attributes``, or in a release made before that field the columns of a
+    sanitised prior's groups that are not keys (then the hyperparameters' only)."""
+    if "attributes" in manifest:
+        return list(manifest["attributes"])
+    prior = manifest.get("prior") if isinstance(manifest.get("prior"), dict) else {}
+    groups = prior.get("groups") if prior.get("kind") == "sanitised" else None
+    return [c for c in groups or [] if c not in manifest["keys"]]
+
+
 def bounds(manifest: dict) -> list[str]:
     """What the manifest's shape asks beyond this verifier's bounds (:data:`MAX_ROWS`,
     :data:`MAX_STRATA`, :data:`MAX_KEYS`), decided before any table is read."""
@@ -64,6 +75,9 @@ def bounds(manifest: dict) -> list[str]:
         over.append(f"sets x strata = {sets * strata} rows is more than {MAX_ROWS}")
     if len(keys) > MAX_KEYS:
         over.append(f"{len(keys)} keys, more than {MAX_KEYS}")
+    elif len(keys) + len(attributes(manifest)) > MAX_KEYS:
+        over.append(f"{len(keys)} keys and {len(attributes(manifest))} attributes, more than "
+                    f"{MAX_KEYS} columns")  # fmt: skip
     return over
 
 

@@ -21,8 +21,8 @@ register(
               f"{MAX_CELL_BYTES >> 10} KiB, a footer of at most {MAX_FOOTER_BYTES >> 20} MiB); "
               "a table they refuse fails here, with the reason."),
     CheckSpec("synthetic", "columns",
-              "`synthetic.*` has the columns `set`, the `keys`, `count` and the "
-              "`population_column`, in that order."),
+              "`synthetic.*` has the columns `set`, the `keys`, the `attributes`, `count` and "
+              "the `population_column`, in that order."),
     CheckSpec("synthetic", "sets",
               "`sets` sets of `strata` rows, numbered set by set: as many sets as the budget "
               "was split over."),
@@ -35,8 +35,8 @@ register(
               "a key column whose every value is a number numerically, ties such as `01` and "
               "`1` by their text, any other as text)."),
     CheckSpec("synthetic", "strata",
-              "Every set has the keys and populations of `hyperparameters.*`, stratum by "
-              "stratum."),
+              "Every set has the keys, attributes and populations of `hyperparameters.*`, "
+              "stratum by stratum: an attribute is the same on every set of a stratum."),
     CheckSpec("synthetic", "bounds",
               "truncated: every count within [`lower`, `upper`] of its stratum, the support "
               "the privacy bound is proven for."),
@@ -141,15 +141,17 @@ def _synthetic_checks(release: _Release):
     first batch with a wrong row ends the reading (the checks then say where)."""
     m = release.manifest
     keys, sets, strata, total = m["keys"], m["sets"], m["strata"], m["total"]
+    # beside the keys in the sets since the manifest names them (before: none there)
+    published = list(m.get("attributes") or [])
     population = m["population_column"]
     name = shown(release.file("synthetic").name)
     out = []
-    columns = ["set", *keys, SYNTHETIC_COUNT, population]
+    columns = ["set", *keys, *published, SYNTHETIC_COUNT, population]
     hyper = release.table("hyperparameters").reset_index(drop=True)
-    comparable = len(hyper) == strata and set(keys) <= set(hyper.columns)
+    comparable = len(hyper) == strata and set(keys + published) <= set(hyper.columns)
     if comparable:
         release.key_runs()  # before the sets' batches are held: the peak is one or the other
-        references = [_Key(release.key_column("hyperparameters", k)) for k in keys]
+        references = [_Key(release.key_column("hyperparameters", k)) for k in keys + published]
         hyper_pop = _floats(hyper, "population")
         if registry.family(m["mechanism"]).bounded:
             lower, upper = _floats(hyper, "lower"), _floats(hyper, "upper")
@@ -205,15 +207,18 @@ def _synthetic_checks(release: _Release):
                 wrong[first + int(k)] = float(sums[k])
         carry = (first + done, float(sums[done])) if done < len(sums) else None
         if comparable:
-            same = np.ones(n, dtype=bool)
-            for key, ref in zip(keys, references, strict=True):
+            same = np.ones(n, dtype=bool)  # the keys, then the attributes
+            for key, ref in zip(keys, references, strict=False):
                 same &= ref.same(batch.column(key), stratum)
+            alike = same.copy()
+            for column, ref in zip(published, references[len(keys) :], strict=True):
+                alike &= ref.same(batch.column(column), stratum)
             pop = _batch_floats(batch.column(population), population)
             expected_pop = hyper_pop[stratum]
             close = pop == expected_pop
             if not close.all():
                 close |= np.isclose(pop, expected_pop, rtol=VALUE_RTOL, atol=0)
-            good = same & close
+            good = alike & close
             if not good.all():
                 keys_in_order = keys_in_order and bool(same.all())
                 bad = True
@@ -280,9 +285,12 @@ def _synthetic_checks(release: _Release):
         out.append(
             _check(
                 "synthetic", "strata", FAIL if bad_sets else OK,
-                f"set(s) {bad_sets[:5]} differ from the hyperparameters' keys or populations"
+                f"set(s) {bad_sets[:5]} differ from the hyperparameters' keys"
+                + (", attributes" if published else "") + " or populations"
                 if bad_sets
-                else f"every set has the {strata} keys and populations of the hyperparameters",
+                else f"every set has the {strata} keys"
+                + (f", attributes {shown(published)}" if published else "")
+                + " and populations of the hyperparameters",
             )
         )  # fmt: skip
     else:
