@@ -44,9 +44,11 @@ release's sets say nothing of a count beyond its bounds, so there the posterior 
 its prior beyond them holds the design's word (:func:`_design_tail`): a count lies below
 L_k, or above U_k, with probability at most tail / 2, as the bounds were made (Quick 2022,
 eq 8). The weak prior alone put far more there, and the public total took that excess from
-the strata the sets inform (pennLC's truncated arms: 0.69-0.87 coverage of the areas'
-rates from epsilon 1.1; 0.87-0.90 with the design's tail). Truths that the bounds often
-miss are then what the posterior does not expect (``tests/test_estimate_posterior.py``).
+the strata the sets inform (pennLC's three truncated arms, 90% intervals of the areas'
+rates from 5 sets at epsilon 1.1 to 4: 0.69-0.89 coverage with the weak prior alone,
+0.86-0.92 with the design's tail; ``results/studies/pennlc/coverage.parquet``). Truths that
+the bounds often miss are then what the posterior does not expect
+(``tests/test_estimate_posterior.py``).
 
 **The posterior.** Prior times likelihood, stratum by stratum, on a grid of y from 0 to a
 bound B (:func:`strata_posteriors`), then conditioned on the public total: the strata
@@ -146,8 +148,7 @@ def _design_tail(mu, grid, prior_shape: float, lower, upper, tail: float) -> np.
     beyond them the posterior is the prior. The weak prior alone puts far more there (shape
     1: about e^(-U / mu) above U, against the design's tail / 2 of 1 / (2 I)), and summed
     over the strata its excess is taken, through the public total, from the strata the
-    sets do inform: on pennLC's truncated arms the areas' 90% intervals covered 0.72-0.94 of
-    the confidential rates at epsilon 4, and 0.90 with the thinned prior. Where the weak
+    sets do inform (the module docstring's numbers, from pennLC's coverage). Where the weak
     prior already puts less than tail / 2 beyond a bound it is kept; the prior's shape
     within the bounds is unchanged."""
     from scipy import stats
