@@ -300,3 +300,29 @@ def test_the_private_report_states_coverage_and_the_posterior_attacker(
     assert percent(line, "exactly and") == pytest.approx(
         attacker["attack:posterior_within_one"][0], abs=0.006
     )
+
+
+def test_the_private_report_leaves_the_posterior_out_of_a_large_table(
+    tmp_path, in_checkout, private_area, monkeypatch
+):
+    """Above ``POSTERIOR_REPORT_STRATA`` strata (lowered here to 50; this table has 72) the
+    report's posterior line says it was not computed, and why, instead of paying minutes
+    to hours; the combining rules' line is still computed."""
+    from dpcounts.release.report import promise
+
+    monkeypatch.setattr(promise, "POSTERIOR_REPORT_STRATA", 50)
+    coverage = {"enabled": True, "level": 0.9, "sets": 2, "datasets": 4,
+                "methods": ["combining", "posterior"]}  # fmt: skip
+    spec = study(tmp_path, coverage=coverage)
+    code, _, stderr = run(
+        "synthesize", "--study", spec, "--mechanism", "pg", "--epsilon", "5", "--sets", "2",
+        "--strata", "cross-product", "--dataset", "causes", "--out", str(tmp_path / "out"),
+        "--quiet", "--release-without-guide",
+    )  # fmt: skip
+    assert code == 0, stderr
+    (utility,) = private_area.glob("*/utility.md")
+    lines = {line.split("**")[1]: line for line in utility.read_text().splitlines()
+             if line.startswith(("- **combining-rule**", "- **posterior**"))}  # fmt: skip
+    assert "not computed for the 72 strata" in lines["posterior"]
+    assert "more than 50" in lines["posterior"]
+    assert "hold the confidential rate" in lines["combining-rule"]

@@ -333,13 +333,20 @@ def suppression_lines(study, strata, synthetic: np.ndarray, cal, rng) -> list[st
     return lines
 
 
+#: The most strata whose posterior intervals the utility report computes: above, the
+#: posterior (0.15-0.25 s per 1,000 strata for md and pg, 1-1.8 s for truncated, at 1,000
+#: to 10,000 strata: ``benchmarks/estimate.py``) would add minutes to hours to a release.
+POSTERIOR_REPORT_STRATA = 100_000
+
+
 def coverage_lines(study, strata, synthetic: np.ndarray, cal) -> list[str]:
     """The section of utility.md on the intervals of this release's areas (issue #54):
     per method of the study's ``coverage`` setting, the share of the areas whose interval
     from the release's sets (at the study's level) holds the confidential area rate, and
     the median width over the exact no-privacy (Garwood) interval, scored by the study's
     own :func:`dpcounts.studies.stage.coverage.release_scores`; [] when the study does not
-    enable coverage. The combining rules need 2 sets: with one, the posterior only."""
+    enable coverage. The combining rules need 2 sets: with one, the posterior only; the
+    posterior is left out above :data:`POSTERIOR_REPORT_STRATA` strata."""
     d = study.definition
     spec = d.coverage
     if spec is None:
@@ -357,6 +364,13 @@ def coverage_lines(study, strata, synthetic: np.ndarray, cal) -> list[str]:
         "",
     ]  # fmt: skip
     for method in spec.methods:
+        if method == "posterior" and len(synthetic[0]) > POSTERIOR_REPORT_STRATA:
+            lines.append(f"- **{METHOD_WORDS[method]}**: not computed for the {len(synthetic[0]):,} "
+                         f"strata of this release (more than {POSTERIOR_REPORT_STRATA:,}: "
+                         "the posterior takes about 0.2-2 s per 1,000 strata, "
+                         "`benchmarks/estimate.py`); `dpcounts estimate` on the public folder "
+                         "computes it")  # fmt: skip
+            continue
         if method == "combining" and sets < 2:
             lines.append(f"- **{METHOD_WORDS[method]}**: the combining rules need 2 sets "
                          "(`--sets 2` or more); this release has one")  # fmt: skip
