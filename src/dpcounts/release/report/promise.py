@@ -364,8 +364,9 @@ def coverage_lines(study, strata, synthetic: np.ndarray, cal) -> list[str]:
         "",
     ]  # fmt: skip
     for method in spec.methods:
-        if method == "posterior" and len(synthetic[0]) > POSTERIOR_REPORT_STRATA:
-            lines.append(f"- **{METHOD_WORDS[method]}**: not computed for the {len(synthetic[0]):,} "
+        strata_count = len(synthetic[0])
+        if method == "posterior" and strata_count > POSTERIOR_REPORT_STRATA:
+            lines.append(f"- **{METHOD_WORDS[method]}**: not computed for the {strata_count:,} "
                          f"strata of this release (more than {POSTERIOR_REPORT_STRATA:,}: "
                          "the posterior takes about 0.2-2 s per 1,000 strata, "
                          "`benchmarks/estimate.py`); `dpcounts estimate` on the public folder "
