@@ -371,8 +371,13 @@ def group_posteriors(cal, sets, codes, prior_shape: float = 1.0, cap=None):
     """The posterior law of each group's true total given the sets and the public total:
     a list, group by group (``codes``: each stratum's group, 0..G-1), of ``(offset,
     pmf)`` with pmf[j] the probability that the group holds offset + j events."""
+    return group_laws(strata_laws(cal, sets, prior_shape, cap), int(cal.total), codes)
+
+
+def group_laws(strata, total: int, codes):
+    """:func:`group_posteriors` from the strata's laws (:func:`strata_laws`, computed once
+    for several groupings) and the public ``total``."""
     codes = np.asarray(codes)
-    strata = strata_laws(cal, sets, prior_shape, cap)
     groups = int(codes.max()) + 1
     laws = [_sum_of(strata[k] for k in np.flatnonzero(codes == g)) for g in range(groups)]
     before = [(0, np.ones(1))]  # before[g]: the law of groups 0..g-1 together
@@ -384,12 +389,12 @@ def group_posteriors(cal, sets, codes, prior_shape: float = 1.0, cap=None):
     out = []
     for g, (offset, pmf) in enumerate(laws):
         rest_offset, rest = _convolve(before[g], after[groups - 1 - g])
-        at = cal.total - (offset + np.arange(pmf.size)) - rest_offset  # rest's index
+        at = total - (offset + np.arange(pmf.size)) - rest_offset  # rest's index
         inside = (at >= 0) & (at < rest.size)
         weight = np.where(inside, pmf * rest[np.clip(at, 0, rest.size - 1)], 0.0)
         if not weight.sum() > 0:
             raise ValueError(f"group {g}: no value of its total agrees with the public total "
-                             f"{cal.total} (the grids hold no common value)")  # fmt: skip
+                             f"{total} (the grids hold no common value)")  # fmt: skip
         lo, values = _trimmed(weight / weight.sum())
         out.append((offset + lo, values))
     return out
@@ -411,14 +416,21 @@ def joint_draws(cal, sets, pieces, draws: int, rng, prior_shape: float = 1.0,
                          f"shape {pieces.shape}")  # fmt: skip
     if not (isinstance(draws, int | np.integer) and draws >= 1):
         raise ValueError(f"draws must be a positive whole number, got {draws!r}")
-    strata = strata_laws(cal, sets, prior_shape, cap)
+    return draws_from_laws(strata_laws(cal, sets, prior_shape, cap), int(cal.total), pieces,
+                           draws, rng)  # fmt: skip
+
+
+def draws_from_laws(strata, total: int, pieces, draws: int, rng) -> np.ndarray:
+    """:func:`joint_draws` from the strata's laws (:func:`strata_laws`, computed once for
+    several sets of pieces) and the public ``total``."""
+    pieces = np.asarray(pieces)
     count = int(pieces.max()) + 1
     laws = [_sum_of(strata[k] for k in np.flatnonzero(pieces == j)) for j in range(count)]
     suffix = [_sum_of(strata[k] for k in np.flatnonzero(pieces < 0))]  # S_{P-1}: the rest
     for law in laws[:0:-1]:
         suffix.append(_convolve(law, suffix[-1]))
     suffix.reverse()  # suffix[j]: the law of the pieces after j and the rest together
-    left = np.full(draws, int(cal.total), dtype=np.int64)  # t, draw by draw
+    left = np.full(draws, int(total), dtype=np.int64)  # t, draw by draw
     out = np.empty((draws, count), dtype=np.int64)
     for j, ((offset, pmf), (rest_offset, rest)) in enumerate(zip(laws, suffix, strict=True)):
         values, which = np.unique(left, return_inverse=True)
@@ -432,7 +444,7 @@ def joint_draws(cal, sets, pieces, draws: int, rng, prior_shape: float = 1.0,
             total = weight.sum(axis=1, keepdims=True)
             if not (total > 0).all():
                 raise ValueError(f"piece {j}: no value of its total agrees with the public "
-                                 f"total {cal.total} (the grids hold no common value)")  # fmt: skip
+                                 f"total {total} (the grids hold no common value)")  # fmt: skip
             cdf = np.cumsum(weight / total, axis=1)
             cdf[:, -1] = 1.0
             # the inverse cdf of each draw's row at once: rows k shifted to [k, k + 1]
@@ -463,5 +475,6 @@ def summarise(laws, denominators, per: float, level: float) -> dict:
     return out
 
 
-__all__ = ["group_posteriors", "joint_draws", "log_likelihood", "log_prior", "prior_means",
-           "strata_laws", "strata_posteriors", "summarise"]  # fmt: skip
+__all__ = ["draws_from_laws", "group_laws", "group_posteriors", "joint_draws",
+           "log_likelihood", "log_prior", "prior_means", "strata_laws", "strata_posteriors",
+           "summarise"]  # fmt: skip
