@@ -237,3 +237,30 @@ def test_the_old_key_is_refused_naming_the_new_one(tmp_path):
     strata = _strata(np.random.default_rng(1))
     with pytest.raises(StudyConfigError, match=r"coverage\.releases"):
         _definition(tmp_path, strata, releases=1)
+
+
+@pytest.mark.parametrize("rounds, accepted", [(0, 0.2), (30, 0.2), (200, 0.0)])
+def test_joint_draws_are_exact_by_rejection_by_inversion_and_both(monkeypatch, rounds, accepted):
+    """Four pieces of three strata and a rest of three: each piece's drawn totals follow
+    group_posteriors' exact law (Kolmogorov-Smirnov bound 1.95 / sqrt(draws), at 0.999)
+    whether the draws are by inversion alone (0 rounds of rejection), by the default mix,
+    or by rejection as far as it goes (200 rounds, however few a round accepts)."""
+    import dpcounts.inference.posterior as posterior
+
+    monkeypatch.setattr(posterior, "REJECTION_ROUNDS", rounds)
+    monkeypatch.setattr(posterior, "REJECTION_ACCEPTED", accepted)
+    rng = np.random.default_rng(3)
+    population = rng.integers(1000, 5000, 15).astype(float)
+    rate = np.full(15, 0.005)
+    y = rng.poisson(population * rate)
+    cal = calibrate("pg", 0.5, int(y.sum()), population, rate, method="certified")
+    sets = synthesize(y, cal, 3, rng)
+    pieces = np.array([0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, -1, -1, -1])
+    draws = 20_000
+    drawn = posterior.joint_draws(cal, sets, pieces, draws, rng, cap=population)
+    laws = posterior.group_posteriors(cal, sets, np.where(pieces < 0, 4, pieces), cap=population)
+    for g in range(4):
+        offset, pmf = laws[g]
+        values = offset + np.arange(pmf.size)
+        empirical = np.searchsorted(np.sort(drawn[:, g]), values, side="right") / draws
+        assert np.abs(empirical - np.cumsum(pmf)).max() < 1.95 / np.sqrt(draws), g
