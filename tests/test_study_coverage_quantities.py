@@ -87,7 +87,9 @@ def test_the_posterior_covers_age_adjusted_rates_and_disparities_where_its_model
     90% posterior intervals (2,000 joint draws each) of the 6 areas' age-adjusted rates and
     of the 2 disparities (age-adjusted ratios) cover within 3 Monte Carlo errors of 0.9
     (the error: the releases' shares' spread over sqrt(80), at least a binomial's over the
-    intervals); the areas' crude rates too (exact laws)."""
+    intervals); the areas' crude rates too (exact laws). Seen: 0.910 (error 0.014) for the
+    age-adjusted rates, 0.900 (0.023) for the disparities, 0.921 (0.014) for the crude
+    rates."""
     rng = np.random.default_rng(23)
     strata = _strata(rng)
     d = _definition(tmp_path, strata)

@@ -60,7 +60,7 @@ calls too):
   interval's probability content is off by about 0.007, at random across intervals, and
   the mean over the U units x R releases (pennLC: 67 areas x 10 releases) by about 0.007 /
   sqrt(U R), under 0.001: small against the coverage's own Monte Carlo error
-  (``coverage_se``, 0.01 to 0.05 there).
+  (``coverage_se``, up to 0.05 for the areas there, 0.08 for the 5 disparities).
 
 :func:`coverage_guide` turns the table into the guide's rows, one per arm, method and
 quantity, in words (:func:`coverage_text`), which the study's ``guide.csv`` holds beside
