@@ -259,7 +259,7 @@ def test_the_private_report_states_coverage_and_the_posterior_attacker(
     from dpcounts.studies.stage.coverage import METHOD_WORDS, release_scores, study_areas
     from dpcounts.studies.stage.measures import posterior_shares
 
-    coverage = {"enabled": True, "level": 0.9, "sets": 2, "datasets": 4,
+    coverage = {"enabled": True, "level": 0.9, "sets": 2, "releases": 2,
                 "methods": ["combining", "posterior"]}  # fmt: skip
     spec = study(tmp_path, coverage=coverage,
                  suppression={"enabled": True, "published": [["county"], ["state"]]})  # fmt: skip

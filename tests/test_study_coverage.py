@@ -69,7 +69,8 @@ def small_study(tmp_path, **coverage):
             "area": "area", "arms": {"md": ["paper"]}, "epsilons": [0.05, 50.0],
             "datasets": 100, "datasets_per_job": 100, "epsilons_per_job": 2,
             "stream": ["coverage-test"],
-            "coverage": {"enabled": True, "methods": ["combining"], **coverage}}  # fmt: skip
+            "coverage": {"enabled": True, "methods": ["combining"], "releases": 20,
+                         **coverage}}  # fmt: skip
     d = filled_definition("s", spec, base=tmp_path)
     strata = load_study_table(d)
     strata["prior_rate"] = prior_rates(d, strata, job_rng(1, "prior"))[0]
@@ -126,16 +127,18 @@ def test_the_guide_row_reads_the_table_as_an_independent_reading_does(tmp_path):
     assert (row["coverage_low"], row["coverage_high"]) == (0.88, 0.91)
     assert (row["width_low"], row["width_high"]) == (1.3, 1.4)
     assert row["coverage_smallest"] == 0.40 and row["epsilon_smallest"] == 0.05
-    assert row["text"] == ("from epsilon 4, 90% combining-rule intervals from 5 sets cover "
-                           "88-91% (Monte Carlo error up to 2.0 points) and are 1.3-1.4x as "
-                           "wide as with no privacy; at epsilon 0.05 they cover 40%")  # fmt: skip
+    assert row["text"] == ("from epsilon 4, 90% combining-rule intervals of the areas' rates "
+                           "from 5 sets cover 88-91% (Monte Carlo error up to 2.0 points) and "
+                           "are 1.3-1.4x as wide as with no privacy; at epsilon 0.05 they "
+                           "cover 40%")  # fmt: skip
     never = coverage_guide(table.assign(coverage=0.5), d, epsilon_prior=0.1).iloc[0]
     assert np.isnan(never["epsilon"]) and never["text"].startswith("at no epsilon of the grid")
 
 
 @pytest.mark.parametrize("coverage, key", [
     ({"epsilons": [0.3]}, "coverage.epsilons"),
-    ({"datasets": 9}, "coverage.datasets"),
+    ({"releases": 1}, "coverage.releases"),
+    ({"datasets": 100}, "coverage.datasets"),
 ])  # fmt: skip
 def test_a_bad_coverage_setting_names_its_key(tmp_path, coverage, key):
     with pytest.raises(StudyConfigError, match=key.replace(".", r"\.")):

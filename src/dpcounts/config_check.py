@@ -263,6 +263,8 @@ def _expected(keyword: str, wanted: Any, schema: Mapping) -> str | None:
         return "a list without repeated items"
     if keyword == "multipleOf":
         return f"a multiple of {wanted}"
+    if keyword == "not" and wanted == {}:  # a key renamed: its description names the new one
+        return "the key left out (renamed: see below)"
     return None
 
 

@@ -235,6 +235,12 @@ rule study_summary:
         status=lambda w: study_arm_inputs(w, "calibration_status", study_echunks),
         metrics=lambda w: study_arm_inputs(w, "metrics", study_chunks),
         area_sums=lambda w: study_arm_inputs(w, "area_sums", study_chunks),
+        # the coverage rows of the guide (config `studies.<name>.coverage`)
+        coverage=lambda w: (
+            [f"results/studies/{w.study}/coverage.parquet"]
+            if STUDIES[w.study].coverage
+            else []
+        ),
     output:
         summary="results/studies/{study}/summary.parquet",
         area_rates="results/studies/{study}/area_rates.parquet",
@@ -357,7 +363,8 @@ rule study_suppressed:
 
 
 # Coverage (config `studies.<name>.coverage`; dpcounts.studies.stage.coverage): its own
-# draws, each group of `sets` tables one release, scored by each interval method.
+# draws, each group of `sets` tables one release, scored by each interval method and
+# quantity; the summary rule puts its rows in words into the guide (guide.csv).
 rule study_coverage:
     input:
         strata="results/studies/{study}/strata.parquet",
@@ -365,7 +372,6 @@ rule study_coverage:
         calibrations=lambda w: study_arm_inputs(w, "calibrations", study_echunks),
     output:
         coverage="results/studies/{study}/coverage.parquet",
-        guide="results/studies/{study}/coverage.csv",
     log:
         "logs/studies/{study}/coverage.log",
     benchmark:

@@ -1,5 +1,6 @@
-"""A study's summary, map rates and epsilon guide, from its cached chunks, and the guide's
-fingerprint (``guide.json``: what it judged, checked by ``dpcounts synthesize --study``)."""
+"""A study's summary, map rates and epsilon guide (with its coverage rows where the study
+measures coverage), from its cached chunks, and the guide's fingerprint (``guide.json``:
+what it judged, checked by ``dpcounts synthesize --study``)."""
 
 import json
 import logging
@@ -9,6 +10,7 @@ import pandas as pd
 
 from dpcounts.fast_exit import fast_exit
 from dpcounts.io import atomic_path, write_parquet
+from dpcounts.studies.stage.coverage import coverage_guide, with_coverage
 from dpcounts.studies.stage.definition import study_definition
 from dpcounts.studies.stage.fingerprint import write_fingerprint
 from dpcounts.studies.stage.guide import study_guide
@@ -48,6 +50,9 @@ with atomic_path(snakemake.output.guide) as tmp:
         else None
     )
     guide = study_guide(d, strata, summary, spent, calibrations, suppression)
+    if snakemake.input.coverage:
+        coverage = pd.read_parquet(snakemake.input.coverage[0])
+        guide = with_coverage(guide, coverage_guide(coverage, d, spent), spent)
     guide.to_csv(tmp, index=False, lineterminator="\n", float_format="%.6g")
 write_fingerprint(d, snakemake.output.fingerprint)
 fast_exit()  # outputs written: skip the interpreter's teardown

@@ -67,7 +67,9 @@ group's age bands differently, and a disparity divides one side's rate by anothe
 neither is a function of one group's total. Their posterior is taken by Monte Carlo from
 the joint law of the pieces' totals (a group's age bands, a disparity's sides) given the
 public total, drawn exactly piece by piece from the same strata laws (each piece's law given
-the later pieces' and the rest's convolution): the draws carry no approximation beyond the
+the later pieces' and the rest's convolution; by rejection from the piece's own law where
+that convolution is broad, by inversion of the exact conditional cdf where it is not:
+:func:`draws_from_laws`): the draws carry no approximation beyond the
 strata's (cells independent given the total, the normaliser's saddle point), only their
 Monte Carlo error (``dpcounts.release.estimate``: the number of draws and what it gives).
 
@@ -429,8 +431,13 @@ def group_posteriors(cal, sets, codes, prior_shape: float = 1.0, cap=None):
     """The posterior law of each group's true total given the sets and the public total:
     a list, group by group (``codes``: each stratum's group, 0..G-1), of ``(offset,
     pmf)`` with pmf[j] the probability that the group holds offset + j events."""
+    return group_laws(strata_laws(cal, sets, prior_shape, cap), int(cal.total), codes)
+
+
+def group_laws(strata, total: int, codes):
+    """:func:`group_posteriors` from the strata's laws (:func:`strata_laws`, computed once
+    for several groupings) and the public ``total``."""
     codes = np.asarray(codes)
-    strata = strata_laws(cal, sets, prior_shape, cap)
     groups = int(codes.max()) + 1
     laws = [_sum_of(strata[k] for k in np.flatnonzero(codes == g)) for g in range(groups)]
     before = [(0, np.ones(1))]  # before[g]: the law of groups 0..g-1 together
@@ -442,12 +449,12 @@ def group_posteriors(cal, sets, codes, prior_shape: float = 1.0, cap=None):
     out = []
     for g, (offset, pmf) in enumerate(laws):
         rest_offset, rest = _convolve(before[g], after[groups - 1 - g])
-        at = cal.total - (offset + np.arange(pmf.size)) - rest_offset  # rest's index
+        at = total - (offset + np.arange(pmf.size)) - rest_offset  # rest's index
         inside = (at >= 0) & (at < rest.size)
         weight = np.where(inside, pmf * rest[np.clip(at, 0, rest.size - 1)], 0.0)
         if not weight.sum() > 0:
             raise ValueError(f"group {g}: no value of its total agrees with the public total "
-                             f"{cal.total} (the grids hold no common value)")  # fmt: skip
+                             f"{total} (the grids hold no common value)")  # fmt: skip
         lo, values = _trimmed(weight / weight.sum())
         out.append((offset + lo, values))
     return out
@@ -469,38 +476,100 @@ def joint_draws(cal, sets, pieces, draws: int, rng, prior_shape: float = 1.0,
                          f"shape {pieces.shape}")  # fmt: skip
     if not (isinstance(draws, int | np.integer) and draws >= 1):
         raise ValueError(f"draws must be a positive whole number, got {draws!r}")
-    strata = strata_laws(cal, sets, prior_shape, cap)
+    return draws_from_laws(strata_laws(cal, sets, prior_shape, cap), int(cal.total), pieces,
+                           draws, rng)  # fmt: skip
+
+
+def draws_from_laws(strata, total: int, pieces, draws: int, rng) -> np.ndarray:
+    """:func:`joint_draws` from the strata's laws (:func:`strata_laws`, computed once for
+    several sets of pieces) and the public ``total``."""
+    pieces = np.asarray(pieces)
     count = int(pieces.max()) + 1
     laws = [_sum_of(strata[k] for k in np.flatnonzero(pieces == j)) for j in range(count)]
     suffix = [_sum_of(strata[k] for k in np.flatnonzero(pieces < 0))]  # S_{P-1}: the rest
     for law in laws[:0:-1]:
         suffix.append(_convolve(law, suffix[-1]))
     suffix.reverse()  # suffix[j]: the law of the pieces after j and the rest together
-    left = np.full(draws, int(cal.total), dtype=np.int64)  # t, draw by draw
+    left = np.full(draws, int(total), dtype=np.int64)  # t, draw by draw
     out = np.empty((draws, count), dtype=np.int64)
     for j, ((offset, pmf), (rest_offset, rest)) in enumerate(zip(laws, suffix, strict=True)):
-        values, which = np.unique(left, return_inverse=True)
-        uniform = rng.random(draws)
-        rows = max(1, DRAW_CHUNK // pmf.size)  # values x support computed at once
-        for start in range(0, len(values), rows):
-            part = values[start : start + rows]
-            at = part[:, None] - offset - np.arange(pmf.size)[None, :] - rest_offset
-            inside = (at >= 0) & (at < rest.size)
-            weight = np.where(inside, pmf[None, :] * rest[np.clip(at, 0, rest.size - 1)], 0.0)
-            total = weight.sum(axis=1, keepdims=True)
-            if not (total > 0).all():
-                raise ValueError(f"piece {j}: no value of its total agrees with the public "
-                                 f"total {cal.total} (the grids hold no common value)")  # fmt: skip
-            cdf = np.cumsum(weight / total, axis=1)
-            cdf[:, -1] = 1.0
-            # the inverse cdf of each draw's row at once: rows k shifted to [k, k + 1]
-            shifted = (cdf + np.arange(len(part))[:, None]).ravel()
-            mine = np.flatnonzero((which >= start) & (which < start + len(part)))
-            row = which[mine] - start
-            index = np.searchsorted(shifted, row + uniform[mine], side="right")
-            out[mine, j] = offset + np.minimum(index - row * pmf.size, pmf.size - 1)
+        at = np.full(draws, -1, dtype=np.int64)  # each draw's index into the piece's pmf
+        pending = _by_rejection(at, left, offset, pmf, rest_offset, rest, rng)
+        if pending.size:
+            _by_inversion(at, pending, left, offset, pmf, rest_offset, rest, rng, j, total)
+        out[:, j] = offset + at
         left -= out[:, j]
     return out
+
+
+#: Rounds of :func:`_by_rejection` at most, and the share of a round's proposals it must
+#: accept to go on (else the draws left are drawn by inversion).
+REJECTION_ROUNDS, REJECTION_ACCEPTED = 30, 0.2
+
+
+def _by_rejection(at, left, offset, pmf, rest_offset, rest, rng) -> np.ndarray:
+    """Draws piece j's value x given t = ``left`` (P_j(x) S_j(t - x), normalised) by
+    rejection, for every draw, into ``at`` (x - offset): propose x from P_j, accept with
+    probability S_j(t - x) / E(t), E(t) the largest S_j(t - x') over the piece's support
+    (a sliding maximum of S_j). Exact: an accepted proposal has the target law, whatever
+    the rounds before it. Where S_j is broad against P_j (the early pieces, most of the
+    work) nearly every proposal is accepted, at a cost of O(draws) a round where inversion
+    costs O(draws x support). Returns the draws not accepted within the rounds (or left
+    when a round accepts too few), for :func:`_by_inversion`."""
+    from scipy.ndimage import maximum_filter1d
+
+    size = pmf.size
+    # window[i] = max(rest[i - size + 1 .. i]) (0 outside rest): E(t) = window[t - offset
+    # - rest_offset]
+    padded = np.concatenate([np.zeros(size - 1), rest, np.zeros(size - 1)])
+    window = maximum_filter1d(padded, size, mode="constant", cval=0.0)
+    window = window[size // 2 : size // 2 + rest.size + size - 1]
+    cdf = np.cumsum(pmf)
+    cdf[-1] = 1.0
+    pending = np.arange(left.size)
+    for _ in range(REJECTION_ROUNDS):
+        if not pending.size:
+            break
+        t = left[pending] - offset - rest_offset
+        inside = (t >= 0) & (t < window.size)
+        bound = np.where(inside, window[np.clip(t, 0, window.size - 1)], 0.0)
+        proposal = np.minimum(np.searchsorted(cdf, rng.random(pending.size), side="right"),
+                              size - 1)  # fmt: skip
+        k = t - proposal
+        value = np.where((k >= 0) & (k < rest.size), rest[np.clip(k, 0, rest.size - 1)], 0.0)
+        accept = (bound > 0) & (rng.random(pending.size) * bound < value)
+        at[pending[accept]] = proposal[accept]
+        share = accept.mean()
+        pending = pending[~accept]
+        if share < REJECTION_ACCEPTED:
+            break
+    return pending
+
+
+def _by_inversion(at, pending, left, offset, pmf, rest_offset, rest, rng, j, total) -> None:
+    """Draws piece j's value for the ``pending`` draws by the inverse of its exact
+    conditional cdf given each draw's t = ``left``, into ``at``: the weights P_j(x) S_j(t -
+    x) of every distinct t at once (O(distinct t x support))."""
+    values, which = np.unique(left[pending], return_inverse=True)
+    uniform = rng.random(pending.size)
+    rows = max(1, DRAW_CHUNK // pmf.size)  # values x support computed at once
+    for start in range(0, len(values), rows):
+        part = values[start : start + rows]
+        index = part[:, None] - offset - np.arange(pmf.size)[None, :] - rest_offset
+        inside = (index >= 0) & (index < rest.size)
+        weight = np.where(inside, pmf[None, :] * rest[np.clip(index, 0, rest.size - 1)], 0.0)
+        sums = weight.sum(axis=1, keepdims=True)
+        if not (sums > 0).all():
+            raise ValueError(f"piece {j}: no value of its total agrees with the public "
+                             f"total {total} (the grids hold no common value)")  # fmt: skip
+        cdf = np.cumsum(weight / sums, axis=1)
+        cdf[:, -1] = 1.0
+        # the inverse cdf of each draw's row at once: rows k shifted to [k, k + 1]
+        shifted = (cdf + np.arange(len(part))[:, None]).ravel()
+        mine = np.flatnonzero((which >= start) & (which < start + len(part)))
+        row = which[mine] - start
+        found = np.searchsorted(shifted, row + uniform[mine], side="right")
+        at[pending[mine]] = np.minimum(found - row * pmf.size, pmf.size - 1)
 
 
 def summarise(laws, denominators, per: float, level: float) -> dict:
@@ -521,5 +590,6 @@ def summarise(laws, denominators, per: float, level: float) -> dict:
     return out
 
 
-__all__ = ["group_posteriors", "joint_draws", "log_likelihood", "log_prior", "prior_means",
-           "strata_laws", "strata_posteriors", "summarise"]  # fmt: skip
+__all__ = ["draws_from_laws", "group_laws", "group_posteriors", "joint_draws",
+           "log_likelihood", "log_prior", "prior_means", "strata_laws", "strata_posteriors",
+           "summarise"]  # fmt: skip

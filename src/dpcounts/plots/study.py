@@ -479,65 +479,81 @@ def figure_suppressed_map(definition, strata: pd.DataFrame, geometry, area_rates
 @styled
 def figure_coverage(table: pd.DataFrame, arms, study: str, epsilon_prior: float = 0.0):
     """Coverage against the total epsilon (the prior's budget included where the arm uses
-    it), one panel per method (top) and the median width ratio against the exact
-    no-privacy interval (bottom): each arm a line with its band of +-2 Monte Carlo
+    it), one column per quantity (the areas' rates, their age-adjusted rates, the
+    disparities): a row of coverage per method (each arm a line, bars of +-2 Monte Carlo
     errors, the nominal level a dashed black line, the combining rules with no privacy a
-    grey line."""
+    grey line), then a row of the median width ratio against the exact no-privacy
+    interval per method."""
     from dpcounts.mechanisms.registry import family
-    from dpcounts.studies.stage.coverage import METHOD_WORDS, REFERENCE
+    from dpcounts.studies.stage.coverage import (
+        METHOD_WORDS,
+        QUANTITIES,
+        QUANTITY_WORDS,
+        REFERENCE,
+    )
 
     methods = list(dict.fromkeys(table["method"]))
+    quantities = [q for q in QUANTITIES if q in set(table["quantity"])]
     arms = [a for a in arms if a.name in set(table["arm"])]
     colours = arm_colours(arms)
     level = float(table["level"].iloc[0])
     sets = int(table["sets"].iloc[0])
     releases = int(table["releases"].min())
-    reference = table[table["arm"] == REFERENCE]
-    fig, axes = plt.subplots(2, len(methods), figsize=(3.6 * len(methods) + 1.2, 5.8),
+    nrows, ncols = 2 * len(methods), len(quantities)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.4 * ncols + 1.4, 2.2 * nrows + 1.6),
                              squeeze=False, sharex=True, layout="constrained")  # fmt: skip
-    for c, method in enumerate(methods):
-        top, bottom = axes[0, c], axes[1, c]
-        top.axhline(level, color="black", ls="--", lw=1.2, label=f"nominal level ({level:.0%})")
-        bottom.axhline(1.0, color="black", ls="--", lw=0.8,
-                       label="as wide as the exact no-privacy interval")  # fmt: skip
-        ref = reference[reference["method"] == method]
-        if len(ref):
-            top.axhline(ref["coverage"].iloc[0], color="0.55", lw=1.2,
-                        label="combining rules with no privacy (reference)")  # fmt: skip
-            bottom.axhline(ref["width_ratio"].iloc[0], color="0.55", lw=1.2)
-        for arm in arms:
-            rows = table[(table["arm"] == arm.name) & (table["method"] == method)]
-            if not len(rows):
-                continue
-            rows = rows.sort_values("epsilon")
-            spent = epsilon_prior if family(arm.mechanism).uses_prior else 0.0
-            eps = rows["epsilon"].to_numpy(float) + spent
-            cov, se = rows["coverage"].to_numpy(float), rows["coverage_se"].to_numpy(float)
-            style = _style.arm_style(arm)
-            top.fill_between(eps, np.clip(cov - 2 * se, 0, 1), np.clip(cov + 2 * se, 0, 1),
-                             color=colours[arm.name], alpha=0.25, lw=0)  # fmt: skip
-            top.plot(eps, cov, color=colours[arm.name], ls=style["linestyle"], marker="o",
-                     ms=3, lw=1.5, label=arm_title(arm))  # fmt: skip
-            bottom.plot(eps, rows["width_ratio"], color=colours[arm.name],
-                        ls=style["linestyle"], marker="o", ms=3, lw=1.5)  # fmt: skip
-        top.set_ylim(-0.02, 1.02)
-        top.set_title(f"{METHOD_WORDS[method]} intervals", fontsize=9)
-        bottom.set_yscale("log")
-        log_axis(bottom.yaxis, minor=False)
-        bottom.set_xlabel(f"total {EPSILON} (the prior's included)", fontsize=8)
-        for ax in (top, bottom):
-            log_axis(ax.xaxis, minor=False)
-            ax.tick_params(which="both", labelsize=7)
-        if c == 0:
-            top.set_ylabel("share of the areas' intervals\nholding the true rate", fontsize=8)
-            bottom.set_ylabel("median width / exact\nno-privacy width", fontsize=8)
+    for c, quantity in enumerate(quantities):
+        mine = table[table["quantity"] == quantity]
+        reference = mine[mine["arm"] == REFERENCE]
+        for r, method in enumerate(methods):
+            top, bottom = axes[r, c], axes[len(methods) + r, c]
+            top.axhline(level, color="black", ls="--", lw=1.2,
+                        label=f"nominal level ({level:.0%})")  # fmt: skip
+            bottom.axhline(1.0, color="black", ls="--", lw=0.8,
+                           label="as wide as the exact no-privacy interval")  # fmt: skip
+            ref = reference[reference["method"] == method]
+            if len(ref):
+                top.axhline(ref["coverage"].iloc[0], color="0.55", lw=1.2,
+                            label="combining rules with no privacy (reference)")  # fmt: skip
+                bottom.axhline(ref["width_ratio"].iloc[0], color="0.55", lw=1.2)
+            for arm in arms:
+                rows = mine[(mine["arm"] == arm.name) & (mine["method"] == method)]
+                if not len(rows):
+                    continue
+                rows = rows.sort_values("epsilon")
+                spent = epsilon_prior if family(arm.mechanism).uses_prior else 0.0
+                eps = rows["epsilon"].to_numpy(float) + spent
+                cov = rows["coverage"].to_numpy(float)
+                se = np.nan_to_num(rows["coverage_se"].to_numpy(float))
+                style = _style.arm_style(arm)
+                low, high = np.clip(cov - 2 * se, 0, 1), np.clip(cov + 2 * se, 0, 1)
+                top.errorbar(eps, cov, yerr=[cov - low, high - cov], color=colours[arm.name],
+                             ls=style["linestyle"], marker=style["marker"], ms=3.5, lw=1.4,
+                             capsize=2, elinewidth=0.9, label=arm_title(arm))  # fmt: skip
+                bottom.plot(eps, rows["width_ratio"], color=colours[arm.name],
+                            ls=style["linestyle"], marker=style["marker"], ms=3.5,
+                            lw=1.4)  # fmt: skip
+            top.set_ylim(-0.02, 1.02)
+            top.set_title(f"{QUANTITY_WORDS[quantity]}: {METHOD_WORDS[method]} intervals",
+                          fontsize=9)  # fmt: skip
+            bottom.set_title(f"{QUANTITY_WORDS[quantity]}: {METHOD_WORDS[method]} widths",
+                             fontsize=9)  # fmt: skip
+            bottom.set_yscale("log")
+            log_axis(bottom.yaxis, minor=False)
+            if c == 0:
+                top.set_ylabel("share of the intervals\nholding the true value", fontsize=8)
+                bottom.set_ylabel("median width / exact\nno-privacy width", fontsize=8)
+        axes[-1, c].set_xlabel(f"total {EPSILON} (the prior's included)", fontsize=8)
+    for ax in axes.flat:
+        log_axis(ax.xaxis, minor=False)
+        ax.tick_params(which="both", labelsize=7)
     legend = {}
     for ax in axes.flat:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             legend.setdefault(label, handle)
     fig.legend(legend.values(), legend.keys(), loc="outside lower center", ncols=3, fontsize=8,
                frameon=False)  # fmt: skip
-    fig.suptitle(f"{study_heading(study)}: coverage of {level:.0%} intervals of the areas' "
-                 f"rates from {sets} sets, against {EPSILON}\n(mean over {releases} releases, "
-                 "band +-2 Monte Carlo errors)", fontsize=10)  # fmt: skip
+    fig.suptitle(f"{study_heading(study)}: coverage of {level:.0%} intervals from {sets} sets, "
+                 f"against {EPSILON}\n(mean over {releases} releases; bars +-2 Monte Carlo "
+                 "errors)", fontsize=10)  # fmt: skip
     return fig

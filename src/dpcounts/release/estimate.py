@@ -90,6 +90,8 @@ import numpy as np
 import pandas as pd
 
 from dpcounts.inference.combining import combine
+from dpcounts.inference.pieces import Pieces, from_draws
+from dpcounts.inference.pieces import combined as combined_rule
 
 #: The methods of :func:`estimate`.
 METHODS = ("posterior", "combining")
@@ -171,7 +173,7 @@ def estimate(folder, by, level: float = 0.9, method: str = "posterior",
         design = _design(folder, hyper, keys, columns, by, codes, out, per, age, standard,
                          numerator, denominator)  # fmt: skip
         if method == "combining":
-            combined = _combining(counts, design, level)
+            combined = combined_rule(counts, design, level)
         else:
             rng = np.random.default_rng(seed)
             combined = _posterior_draws(manifest, hyper, counts, design, level, prior_shape,
@@ -206,17 +208,6 @@ def _check_options(method, measure, level, age, numerator, denominator) -> None:
                          "measure is 'rate'")  # fmt: skip
 
 
-class _Design(NamedTuple):
-    """How each row's measure weighs the table: ``piece`` gives each stratum its piece
-    (-1: none), ``weights`` (rows x sides, pieces; sparse) the weight of one event of each
-    piece in each row's side (per x its band's standard weight over the piece's
-    population), ``sides`` 1 (a rate) or 2 (a disparity: numerator, denominator)."""
-
-    piece: np.ndarray
-    weights: object
-    sides: int
-
-
 def _also(columns, keys) -> str:
     """`` or attributes [...]`` when the release has attributes beside its keys."""
     extra = [c for c in columns if c not in keys]
@@ -224,10 +215,11 @@ def _also(columns, keys) -> str:
 
 
 def _design(folder, hyper, keys, columns, by, codes, out, per, age, standard, numerator,
-            denominator) -> _Design:  # fmt: skip
-    """The pieces of every row's measure (:class:`_Design`): the group's strata (a rate),
-    its age bands (an age-adjusted rate), each side's (a disparity). Refuses an age key or
-    a disparity's column that is not the release's, a band off the standard's groups, a
+            denominator) -> Pieces:  # fmt: skip
+    """The pieces of every row's measure (:class:`~dpcounts.inference.pieces.Pieces`):
+    the group's strata (a rate), its age bands (an age-adjusted rate), each side's (a
+    disparity). ``columns``: the release's keys and attributes. Refuses an age key or a
+    disparity's column that is not the release's, a band off the standard's groups, a
     group without population in a band its rate needs, and a disparity's sides that
     overlap."""
     import scipy.sparse
@@ -253,7 +245,7 @@ def _design(folder, hyper, keys, columns, by, codes, out, per, age, standard, nu
         band, side_weights = _age_weights(folder, hyper, keys, by, age, standard, spec)
     population = hyper["population"].to_numpy(float)
     piece = np.full(len(hyper), -1, dtype=np.int64)
-    rows, columns, values = [], [], []
+    rows, entries, values = [], [], []
     groups = len(out)
     for s, (mask, weights) in enumerate(zip(sides, side_weights, strict=True)):
         for name, weight in weights.items():
@@ -269,11 +261,11 @@ def _design(folder, hyper, keys, columns, by, codes, out, per, age, standard, nu
             first = len(values)
             piece[members] = first + codes[members]
             rows.extend(np.arange(groups) * len(sides) + s)
-            columns.extend(first + np.arange(groups))
+            entries.extend(first + np.arange(groups))
             values.extend(per * weight / people)
-    weights = scipy.sparse.csr_matrix((values, (rows, columns)),
+    weights = scipy.sparse.csr_matrix((values, (rows, entries)),
                                       shape=(groups * len(sides), len(values)))  # fmt: skip
-    return _Design(piece, weights, len(sides))
+    return Pieces(piece, weights, len(sides))
 
 
 def _named(out: pd.DataFrame, g: int) -> str:
@@ -380,32 +372,7 @@ def _age_weights(folder, hyper, keys, by, age, standard, spec):
     return adjustment.band, out
 
 
-def _combining(counts, design: _Design, level: float) -> dict:
-    """The combining rules on each row's measure in each set (module docstring): a rate
-    and its Poisson variance sum w^2 z, or a disparity's log ratio and its delta-method
-    variance, the bounds then exponentiated."""
-    used = design.piece >= 0
-    size = design.weights.shape[1]
-    pieces = np.vstack([np.bincount(design.piece[used], weights=row[used], minlength=size)
-                        for row in counts])  # fmt: skip
-    rates = np.asarray(design.weights @ pieces.T).T  # sets x (rows x sides)
-    variances = np.asarray(design.weights.multiply(design.weights) @ pieces.T).T
-    if design.sides == 1:
-        return combine(rates, variances, level)
-    top, bottom = rates[:, 0::2], rates[:, 1::2]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        logs = np.log(top) - np.log(bottom)
-        spread = variances[:, 0::2] / top**2 + variances[:, 1::2] / bottom**2
-    bad = ~np.isfinite(logs).all(axis=0)  # a side without events in some set
-    logs[:, bad], spread[:, bad] = np.nan, np.nan
-    out = combine(logs, spread, level)
-    with np.errstate(over="ignore"):  # a t quantile of nu_f near 0: an infinite bound
-        for bound in ("estimate", "lower", "upper"):
-            out[bound] = np.exp(out[bound])
-    return out
-
-
-def _posterior_draws(manifest, hyper, counts, design: _Design, level, prior_shape, cap,
+def _posterior_draws(manifest, hyper, counts, design: Pieces, level, prior_shape, cap,
                      draws, rng) -> dict:  # fmt: skip
     """The posterior of each row's measure by Monte Carlo (module docstring): ``draws``
     joint draws of the pieces' true totals given the sets and the public total."""
@@ -414,23 +381,7 @@ def _posterior_draws(manifest, hyper, counts, design: _Design, level, prior_shap
     cal = _calibration(manifest, hyper)
     totals = joint_draws(cal, counts.astype(np.int64), design.piece, draws, rng, prior_shape,
                          cap)  # fmt: skip
-    rates = np.asarray(design.weights @ totals.T.astype(float)).T  # draws x (rows x sides)
-    if design.sides == 1:
-        values, spread = rates, rates.var(axis=0)
-        middle = values.mean(axis=0)
-    else:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            values = rates[:, 0::2] / rates[:, 1::2]
-            logs = np.log(values)
-        middle = np.median(values, axis=0)
-        finite = np.isfinite(logs).all(axis=0)  # no draw with a side without events
-        spread = np.full(len(middle), np.nan)
-        spread[finite] = logs[:, finite].var(axis=0)
-    with np.errstate(invalid="ignore"):
-        lower, upper = np.quantile(values, [(1 - level) / 2, (1 + level) / 2], axis=0)
-    rows = len(middle)
-    return {"estimate": middle, "variance": spread, "lower": lower, "upper": upper,
-            "df": np.full(rows, np.nan), "adjusted": np.zeros(rows, bool)}  # fmt: skip
+    return from_draws(totals, design, level)
 
 
 def _posterior(manifest, hyper, counts, codes, people, per, level, prior_shape, cap) -> dict:

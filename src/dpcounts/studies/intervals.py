@@ -27,6 +27,14 @@ same exact Poisson interval. Where no group has a death (dsr = v = 0) epitools' 
 is NaN (a gamma of shape 0 / 0); here it is 0, its limit and the Poisson interval's lower
 bound at y = 0; the upper bound is epitools' own there.
 
+A ratio of two rates r_N / r_D (a disparity: crude or directly age-adjusted rates, each with
+its Poisson variance v = sum w_i^2 y_i as above) gets the log-ratio normal (delta-method)
+interval, the standard Wald interval of a rate ratio on the log scale (Rothman and
+Greenland, *Modern Epidemiology*; for crude rates its variance is 1/y_N + 1/y_D)::
+
+    se    = sqrt(v_N / r_N^2 + v_D / r_D^2)
+    lower = (r_N / r_D) exp(-z se),  upper = (r_N / r_D) exp(z se),  z = norm.ppf(1 - alpha / 2)
+
 All results are scaled by ``per`` (default per 100,000; ``per=1`` gives rates per person as
 R does).
 
@@ -187,4 +195,24 @@ def age_adjusted_interval(
         _scalar_or_array(dsr * per),
         _scalar_or_array(np.asarray(lower) * per),
         _scalar_or_array(np.asarray(upper) * per),
+    )
+
+
+def rate_ratio_interval(rate_n, variance_n, rate_d, variance_d, level: float = 0.95):
+    """The ratio of two rates ``rate_n / rate_d`` and its log-ratio normal (delta-method)
+    interval (module docstring), from each rate and its Poisson variance (any one scale, the
+    same for both: the ratio does not depend on it). Returns a :class:`RateInterval`
+    (estimate, lower, upper). Raises ValueError naming the argument for a rate that is not
+    positive (a side without events has no finite ratio) or a negative variance."""
+    alpha = _alpha(level)
+    r_n = _array("rate_n", rate_n, positive=True)
+    r_d = _array("rate_d", rate_d, positive=True)
+    v_n = _array("variance_n", variance_n, positive=False)
+    v_d = _array("variance_d", variance_d, positive=False)
+    ratio = r_n / r_d
+    spread = stats.norm.ppf(1 - alpha / 2) * np.sqrt(v_n / r_n**2 + v_d / r_d**2)
+    return RateInterval(
+        _scalar_or_array(ratio),
+        _scalar_or_array(ratio * np.exp(-spread)),
+        _scalar_or_array(ratio * np.exp(spread)),
     )

@@ -360,7 +360,8 @@ def coverage_lines(study, strata, synthetic: np.ndarray, cal) -> list[str]:
         f"The intervals an analyst computes from this release's {sets} set(s) of each "
         f"area's rate (`{d.area}`, {len(areas.names)} areas) at the study's level "
         f"{spec.level:.0%}, against the confidential rates. This is one release, one draw: "
-        f"the study's coverage rows (`coverage.csv`, beside its guide) average many.",
+        f"the study's coverage rows (the `coverage:<quantity>` rows of its `guide.csv`) "
+        "average many.",
         "",
     ]  # fmt: skip
     for method in spec.methods:

@@ -96,13 +96,13 @@ class Suppression:
 @dataclass(frozen=True)
 class Coverage:
     """The study's coverage measure (``coverage``; :mod:`dpcounts.studies.stage.coverage`):
-    the nominal ``level``, the ``sets`` of a release, the ``datasets`` drawn per arm and
-    epsilon (each ``sets`` of them one release), the ``epsilons`` of the grid scored and
-    the interval ``methods``."""
+    the nominal ``level``, the ``sets`` of a release, the ``releases`` drawn per arm and
+    epsilon (``releases`` x ``sets`` synthetic tables), the ``epsilons`` of the grid scored
+    and the interval ``methods``."""
 
     level: float
     sets: int
-    datasets: int
+    releases: int
     epsilons: tuple[float, ...]
     methods: tuple[str, ...]
 
@@ -425,7 +425,7 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
         value = _filled(name, entry, key)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             _fail(name, key, f"got {value!r}; expected an integer >= 1")
-    coverage = _coverage(name, entry, area, epsilons, get("datasets"))
+    coverage = _coverage(name, entry, area, epsilons)
     return StudyDefinition(
         name=name,
         title=str(get("title") or name),
@@ -468,23 +468,23 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
     )
 
 
-def _coverage(name: str, entry: Mapping, area, epsilons, datasets) -> Coverage | None:
+def _coverage(name: str, entry: Mapping, area, epsilons) -> Coverage | None:
     """The ``coverage`` setting, checked (None where it is not enabled)."""
     if not _filled(name, entry, "coverage", "enabled"):
         return None
     if area is None:
         _fail(name, "coverage", f"the areas' rates need an area key: set studies.{name}.area")
+    if "datasets" in (entry.get("coverage") or {}):
+        _fail(name, "coverage.datasets", "is renamed coverage.releases: the number of "
+              "releases of coverage.sets sets each (it draws releases x sets tables); e.g. "
+              "datasets: 50 with sets: 5 is releases: 10")  # fmt: skip
     spec = {key: _filled(name, entry, "coverage", key) for key in (
-        "level", "sets", "datasets", "epsilons", "methods")}  # fmt: skip
+        "level", "sets", "releases", "epsilons", "methods")}  # fmt: skip
     if not 0 < spec["level"] < 1:
         _fail(name, "coverage.level", f"got {spec['level']!r}; expected a number in (0, 1)")
-    sets = spec["sets"]
-    if spec["datasets"] is None:
-        spec["datasets"] = datasets
-    if spec["datasets"] // sets < 2:
-        _fail(name, "coverage.datasets", f"got {spec['datasets']} datasets of {sets} sets: "
-              "expected at least 2 releases (datasets >= 2 x sets) for a Monte Carlo "
-              "error")  # fmt: skip
+    if spec["releases"] < 2:
+        _fail(name, "coverage.releases", f"got {spec['releases']}: expected at least 2 "
+              "releases for a Monte Carlo error")  # fmt: skip
     if spec["epsilons"] is None:
         spec["epsilons"] = list(epsilons)
     outside = [e for e in spec["epsilons"] if not at_epsilon(list(epsilons), e).any()]

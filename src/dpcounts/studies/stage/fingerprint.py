@@ -24,7 +24,7 @@ from dpcounts.studies.stage.definition import StudyDefinition
 #: The version of the measures' and the guide's code: raised by a change that moves a
 #: measure's value or a verdict (a new rule, a new measure), so that every guide judged by
 #: the code before it is stale and a release on it refuses until the study runs again.
-MEASURES_VERSION = 2
+MEASURES_VERSION = 3
 #: Fields of :class:`~dpcounts.studies.stage.definition.StudyDefinition` that change no
 #: verdict: names in figures, how the work is cut into jobs, the maps.
 LAYOUT = frozenset({

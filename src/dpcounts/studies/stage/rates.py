@@ -140,6 +140,36 @@ class GroupRates:
         out._indicator = self._indicator[np.asarray(strata)]
         return out
 
+    def pieces(self, names, sides: int = 1):
+        """The rates of the groups ``names`` as weighted sums of pieces
+        (:class:`dpcounts.inference.pieces.Pieces`, what the analyst's methods take): each
+        group's age band one piece, of weight per x the band's standard weight (the
+        group's own, where it has bands of its own) over its population; ``sides`` 2: the
+        groups are numerator and denominator in turn, one disparity a pair. Refuses groups
+        that share a stratum (the pieces of one call are disjoint)."""
+        from dpcounts.inference.pieces import Pieces
+
+        index = [self.names.index(name) for name in names]
+        bands = len(self.bands)
+        columns = [g * bands + b for g in index for b in range(bands)]
+        sub = self._indicator[:, columns].tocoo()
+        piece = np.full(self._indicator.shape[0], -1, dtype=np.int64)
+        if np.unique(sub.row).size != sub.row.size:
+            raise ValueError(f"groups {list(names)} share strata; their pieces must not")
+        piece[sub.row] = sub.col
+        own = getattr(self, "_own_weights", {})
+        rows, cols, values = [], [], []
+        for k, g in enumerate(index):
+            weights = own.get(g, self.weights)
+            people = self.population[g]
+            safe = np.where(people > 0, people, 1.0)
+            rows.extend([k] * bands)
+            cols.extend(k * bands + np.arange(bands))
+            values.extend(np.where(people > 0, self.per * weights / safe, 0.0))
+        matrix = scipy.sparse.csr_matrix((values, (rows, cols)),
+                                         shape=(len(index), len(index) * bands))  # fmt: skip
+        return Pieces(piece, matrix, sides)
+
     def rates(self, counts) -> np.ndarray:
         """Rates per 100,000 (times ``per`` / 100,000: SMRs with ``per`` 1): shape (rows,
         groups) (or (groups,) for 1-D counts)."""
