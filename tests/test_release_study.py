@@ -311,7 +311,7 @@ def test_the_private_report_leaves_the_posterior_out_of_a_large_table(
     from dpcounts.release.report import promise
 
     monkeypatch.setattr(promise, "POSTERIOR_REPORT_STRATA", 50)
-    coverage = {"enabled": True, "level": 0.9, "sets": 2, "datasets": 4,
+    coverage = {"enabled": True, "level": 0.9, "sets": 2, "releases": 2,
                 "methods": ["combining", "posterior"]}  # fmt: skip
     spec = study(tmp_path, coverage=coverage)
     code, _, stderr = run(
