@@ -12,6 +12,7 @@ S1_DESIGN = study1_design()
 S1_MAIN = "Figures 1-2 and maps (ages 35-44)"
 #: What a job receives to rebuild the design (Study1Design.from_config): config values.
 S1_DESIGN_ENTRY = Study1Design.entry(S1)
+checked_study1_coverage()  # a bad `study1.coverage` stops the run here, naming its key
 
 # Lambdas, not defs: `snakemake --lint` wants named functions in common.smk only.
 appendix_c_figures = lambda: (
