@@ -142,12 +142,26 @@ def test_the_shipped_defaults_make_a_setting():
     spec = Study1Coverage.from_config(_config())
     assert spec.scenarios == (4,) and spec.sets == 5 and spec.level == 0.9
     assert [arm.name for arm in spec.arms] == ["md", "pg_national_certified",
-                                               "pg_state_certified"]  # fmt: skip
+                                               "pg_state_certified", "geometric"]  # fmt: skip
+
+
+def test_the_geometric_baseline_is_scored_by_the_combining_rules_alone():
+    scenario, geo = _scenario()
+    rng = np.random.default_rng(5)
+    datasets = _prior_datasets(4, rng)
+    rows = arm_coverage(scenario, geo, datasets, study1_arm("geometric"),
+                        _spec(["geometric"], 4, epsilons=(0.1, 100.0)), rng)  # fmt: skip
+    assert [(row["epsilon"], row["method"]) for row in rows] == [(0.1, "combining"),
+                                                                 (100.0, "combining")]  # fmt: skip
+    # at epsilon 100 the sets are the dataset: each county's interval is the combining
+    # rules' on its own count, which holds it
+    assert rows[1]["coverage"] == 1.0 and rows[0]["coverage"] < 1.0
+    with pytest.raises(ValueError, match="study1.coverage.methods: .*no calibration"):
+        Study1Coverage.from_config(_config(arms=["geometric"], methods=["posterior"]))
 
 
 @pytest.mark.parametrize("key, value, words", [
     ("epsilons", [0.5], "are not in Study 1's grid"),
-    ("arms", ["geometric"], "no data-independent calibration"),
     ("arms", ["pg_state_sanitised"], "no data-independent calibration"),
     ("datasets", 201, "expected 2 to study1.datasets"),
     ("level", 1.5, "expected a number in"),

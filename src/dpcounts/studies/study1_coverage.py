@@ -26,10 +26,12 @@ dataset's count over its population, per 100,000. From each release and method:
 * ``width_ratio``: the median over the counties and datasets of an interval's width over
   the exact (Garwood) Poisson interval of the dataset's count at the same level.
 
-Only arms with a data-independent calibration are scored: MD and the PG arms with a
-national or state prior (the state prior is the truth's, public in Study 1). The sanitised
-prior's calibration depends on each dataset, and the geometric baseline has none (its
-noise needs no posterior; left out).
+The arms scored: MD and the PG arms with a national or state prior, whose calibration is
+data-independent (the state prior is the truth's, public in Study 1), and the geometric
+baseline, whose M sets are M geometric releases of the dataset at epsilon (each set, as
+each synthetic set, its own epsilon-DP release), scored by the methods that need no
+calibration (:data:`NO_CALIBRATION`: the combining rules). The sanitised prior's
+calibration depends on each dataset: it is not scored.
 """
 
 from __future__ import annotations
@@ -67,6 +69,10 @@ GUIDE_COLUMNS = ["scenario", "arm", "arm_label", "method", "quantity", "level", 
                  "text"]  # fmt: skip
 
 
+#: The methods that need no calibration: the only ones that score the geometric baseline.
+NO_CALIBRATION = ("combining",)
+
+
 def _fail(key: str, message: str):
     raise ValueError(f"study1.coverage.{key}: {message}")
 
@@ -76,8 +82,8 @@ class Study1Coverage:
     """The config's ``study1.coverage`` (defaults filled by the schema), checked against
     Study 1's design: the ``scenarios`` (of ``study1.scenarios``), the nominal ``level``,
     the ``sets`` of a release, the first ``datasets`` of the L datasets, the ``epsilons``
-    (of Study 1's grid), the ``arms`` (of ``study1.arms``, each with a data-independent
-    calibration) and the interval ``methods``."""
+    (of Study 1's grid), the ``arms`` (of ``study1.arms``: md, pg with a national or
+    state prior, geometric) and the interval ``methods``."""
 
     scenarios: tuple[int, ...]
     level: float
@@ -116,9 +122,9 @@ class Study1Coverage:
         arms = tuple(study1_arm(name) for name in spec["arms"])
         names = {arm.name for arm in design.arms}
         for arm in arms:
-            if arm.baseline or arm.prior == "sanitised":
+            if arm.prior == "sanitised":
                 _fail("arms", f"{arm.name!r} has no data-independent calibration; expected "
-                      "md or a pg arm with a national or state prior")  # fmt: skip
+                      "md, a pg arm with a national or state prior, or geometric")  # fmt: skip
             if arm.name not in names:
                 _fail("arms", f"{arm.name!r} is not run by study1.arms; expected some of "
                       f"{sorted(names)}")  # fmt: skip
@@ -126,6 +132,9 @@ class Study1Coverage:
         unknown = [m for m in methods if m not in METHODS]
         if unknown or not methods:
             _fail("methods", f"got {list(methods)}; expected some of {list(METHODS)}")
+        if any(arm.baseline for arm in arms) and not set(methods) & set(NO_CALIBRATION):
+            _fail("methods", f"got {list(methods)}: the geometric baseline has no "
+                  f"calibration; expected one of {list(NO_CALIBRATION)} among them")  # fmt: skip
         return cls(scenarios, level, sets, datasets, tuple(epsilons), arms, methods)
 
 
@@ -154,18 +163,26 @@ def arm_coverage(scenario, geo: Geography, datasets: np.ndarray, arm: Arm,
                  spec: Study1Coverage, rng: np.random.Generator) -> list[dict]:  # fmt: skip
     """One row of :data:`COLUMNS`' numbers per epsilon and method of ``spec`` for ``arm``
     on ``datasets`` (rows of counts of ``scenario``, each one release of ``spec.sets``
-    tables drawn from ``rng``: epsilon by epsilon, dataset by dataset)."""
+    tables drawn from ``rng``: epsilon by epsilon, dataset by dataset). The geometric
+    baseline is scored by the methods of :data:`NO_CALIBRATION` alone."""
+    from dpcounts.baselines.geometric import geometric_release_each
     from dpcounts.sampling.study_mode import StudySampler
     from dpcounts.studies.stage.coverage import release_scores
 
     n = scenario.population
     state_prior = geo.state_rates(n, scenario.rate) if arm.prior == "state" else None
     areas = [county_areas(n, y, spec.level) for y in datasets]
+    methods = [m for m in spec.methods if not arm.baseline or m in NO_CALIBRATION]
     rows = []
     for epsilon in spec.epsilons:
-        cal = study1_calibration(arm, epsilon, scenario, state_prior)
-        releases = [StudySampler(y, cal).draw(spec.sets, rng) for y in datasets]
-        for method in spec.methods:
+        if arm.baseline:  # each set its own geometric release of the dataset
+            cal = None
+            releases = [geometric_release_each(np.repeat(y[None, :], spec.sets, axis=0),
+                                               epsilon, rng) for y in datasets]  # fmt: skip
+        else:
+            cal = study1_calibration(arm, epsilon, scenario, state_prior)
+            releases = [StudySampler(y, cal).draw(spec.sets, rng) for y in datasets]
+        for method in methods:
             shares, ratios = [], []
             for sets, county in zip(releases, areas, strict=True):
                 share, ratio = release_scores(sets, county, cal, method, spec.level, spec.sets)
@@ -225,5 +242,5 @@ def coverage_guide(table: pd.DataFrame, spec: Study1Coverage) -> pd.DataFrame:
     return pd.DataFrame(out, columns=GUIDE_COLUMNS)
 
 
-__all__ = ["COLUMNS", "GUIDE_COLUMNS", "Study1Coverage", "arm_coverage", "county_areas",
-           "coverage_guide", "coverage_table"]  # fmt: skip
+__all__ = ["COLUMNS", "GUIDE_COLUMNS", "NO_CALIBRATION", "Study1Coverage", "arm_coverage",
+           "county_areas", "coverage_guide", "coverage_table"]  # fmt: skip
