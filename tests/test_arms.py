@@ -17,8 +17,8 @@ from dpcounts.studies.study1 import (
     ARMS,
     Geography,
     Study1Design,
-    _calibration,
     score_datasets,
+    study1_calibration,
 )
 
 PRIOR_SHARE = schema_defaults()["study1"]["prior_budget_fraction"]
@@ -76,13 +76,13 @@ def test_study1_calibrations_follow_the_arm_fields(name):
     geo = Geography(state=STATES, urban=POP > 5e4)
     state = geo.state_rates(POP, RATE)
     arm = arm_named(ARMS, name)
-    got = _calibration(arm, 2.0, scenario, state)
+    got = study1_calibration(arm, 2.0, scenario, state)
     prior = state if arm.prior == "state" else None
     want = (calibrate("md", 2.0, 600, POP) if arm.mechanism == "md"
             else calibrate("pg", 2.0, 600, POP, prior, method=arm.method))  # fmt: skip
     assert got == want
     renamed = Arm(arm.mechanism, arm.method, "renamed", arm.prior)
-    assert _calibration(renamed, 2.0, scenario, state) == want
+    assert study1_calibration(renamed, 2.0, scenario, state) == want
 
 
 def test_scoring_an_arm_or_its_name_is_the_same():

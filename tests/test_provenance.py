@@ -51,7 +51,7 @@ def test_lines_keep_each_dataset_once_in_order():
 
 def test_every_figure_caption_shows_its_figure_and_ends_with_its_data():
     captions = {p.name for p in REPORT.glob("*.rst")} - {"workflow.rst", "run_config.rst"}
-    assert len(captions) == 28
+    assert len(captions) == 29
     for name in captions:
         text = (REPORT / name).read_text()
         # the figure from beside the report, else the report's embedded copy

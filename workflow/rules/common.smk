@@ -104,6 +104,22 @@ def study1_design():
     return Study1Design.from_config(config["study1"])
 
 
+def checked_study1_coverage():
+    """Study 1's coverage setting (config ``study1.coverage``) checked before any job
+    runs: a wrong value stops the run here with a short message naming its key."""
+    import sys
+
+    from dpcounts.studies.study1_coverage import Study1Coverage
+
+    s1 = config["study1"]
+    if not (s1["enabled"] and s1["coverage"]["enabled"]):
+        return
+    try:
+        Study1Coverage.from_config(s1)
+    except ValueError as error:
+        sys.exit(f"config error: {error}")
+
+
 def study1_bundle_paths(scenarios, kind):
     """A run bundle's outputs of one kind (scenario, datasets, scores, county_sums):
     scenario by scenario, then in the design's unit order, as the summary reads them."""

@@ -12,6 +12,7 @@ S1_DESIGN = study1_design()
 S1_MAIN = "Figures 1-2 and maps (ages 35-44)"
 #: What a job receives to rebuild the design (Study1Design.from_config): config values.
 S1_DESIGN_ENTRY = Study1Design.entry(S1)
+checked_study1_coverage()  # a bad `study1.coverage` stops the run here, naming its key
 
 # Lambdas, not defs: `snakemake --lint` wants named functions in common.smk only.
 appendix_c_figures = lambda: (
@@ -21,11 +22,17 @@ appendix_c_figures = lambda: (
     if S1C["enabled"]
     else []
 )
+study1_coverage_targets = lambda: (
+    figure_paths("study1/coverage") + ["results/study1/coverage.csv"]
+    if S1["coverage"]["enabled"]
+    else []
+)
 study1_figures = lambda: (
     figure_paths("study1/figure1_rmse")
     + figure_paths("study1/figure2_disparities")
     + figure_paths("study1/maps")
     + ["results/study1/checks.json"]
+    + study1_coverage_targets()
     + appendix_c_figures()
     if S1["enabled"]
     else []
@@ -42,6 +49,7 @@ study1_figures = lambda: (
 localrules:
     study1_figures,
     study1_maps,
+    study1_coverage_figure,
     study1_appendix_c_summary,
     study1_appendix_c_figures,
 
@@ -242,6 +250,61 @@ rule study1_maps:
         provenance=study1_provenance(),
     script:
         "../scripts/study1_maps.py"
+
+
+# ---- Coverage (config `study1.coverage`; dpcounts.studies.study1_coverage): each of the
+# first datasets released once as `sets` tables by each arm, scored by each interval method.
+rule study1_coverage:
+    input:
+        scenarios=expand(
+            "results/study1/scenario_{scenario}.parquet",
+            scenario=S1["coverage"]["scenarios"],
+        ),
+        datasets=expand(
+            "results/study1/datasets/scenario_{scenario}.parquet",
+            scenario=S1["coverage"]["scenarios"],
+        ),
+    output:
+        coverage="results/study1/coverage.parquet",
+        guide="results/study1/coverage.csv",
+    log:
+        "logs/study1/coverage.log",
+    benchmark:
+        "logs/benchmarks/study1/coverage.tsv"
+    priority: 1
+    conda:
+        DPCOUNTS_ENV
+    threads: 1
+    resources:
+        runtime=30,
+        mem_mb=2000,
+    params:
+        seed=config["seed"],
+        study1={
+            **S1_DESIGN_ENTRY,
+            "scenarios": S1["scenarios"],
+            "coverage": S1["coverage"],
+        },
+    script:
+        "../scripts/study1_coverage.py"
+
+
+rule study1_coverage_figure:
+    input:
+        "results/study1/coverage.parquet",
+    output:
+        report_figures("study1/coverage", "study1_coverage.rst", "Study 1", S1_MAIN),
+    log:
+        "logs/study1/coverage_figure.log",
+    benchmark:
+        "logs/benchmarks/study1/coverage_figure.tsv"
+    priority: 1
+    conda:
+        DPCOUNTS_ENV
+    params:
+        provenance=study1_provenance(),
+    script:
+        "../scripts/study1_coverage_figure.py"
 
 
 # ---- Appendix C: the older age groups, stacked with an age_group column -----------------

@@ -132,7 +132,7 @@ def study1_arm(arm: Arm | str) -> Arm:
     return arm if isinstance(arm, Arm) else arm_named(ARMS, arm)
 
 
-def _calibration(arm: Arm, epsilon: float, scenario: Scenario, state_prior):
+def study1_calibration(arm: Arm, epsilon: float, scenario: Scenario, state_prior):
     """The data-independent calibration of an arm that has one (``state_prior``: the
     state rates of the truth, used by the arms with the ``state`` prior; the ``national``
     prior is calibrate's default, y. / sum n in every county)."""
@@ -231,7 +231,7 @@ def score_datasets(
             key = (arm.name, epsilon)
             cal = calibrations.get(key) if calibrations is not None else None
             if cal is None:
-                cal = _calibration(arm, epsilon, scenario, state_prior)
+                cal = study1_calibration(arm, epsilon, scenario, state_prior)
                 if calibrations is not None:
                     calibrations[key] = cal
             rates = posterior_rates_per_dataset(datasets, cal, rng)
