@@ -165,13 +165,13 @@ def estimate(folder, by, level: float = 0.9, method: str = "posterior",
         combined = _posterior(manifest, hyper, counts, codes, people, per, level, prior_shape,
                               cap)  # fmt: skip
     else:
-        design = _design(folder, hyper, keys, by, codes, out, per, age, standard, numerator,
-                         denominator)  # fmt: skip
+        weighting = _weighting(folder, hyper, keys, by, codes, out, per, age, standard, numerator,
+                               denominator)  # fmt: skip
         if method == "combining":
-            combined = _combining(counts, design, level)
+            combined = _combining(counts, weighting, level)
         else:
             rng = np.random.default_rng(seed)
-            combined = _posterior_draws(manifest, hyper, counts, design, level, prior_shape,
+            combined = _posterior_draws(manifest, hyper, counts, weighting, level, prior_shape,
                                         cap, draws, rng)  # fmt: skip
     out.insert(len(by), "measure", measure)
     for column in ("estimate", "lower", "upper", "variance", "df", "adjusted"):
@@ -203,7 +203,7 @@ def _check_options(method, measure, level, age, numerator, denominator) -> None:
                          "measure is 'rate'")  # fmt: skip
 
 
-class _Design(NamedTuple):
+class _Weighting(NamedTuple):
     """How each row's measure weighs the table: ``piece`` gives each stratum its piece
     (-1: none), ``weights`` (rows x sides, pieces; sparse) the weight of one event of each
     piece in each row's side (per x its band's standard weight over the piece's
@@ -214,9 +214,9 @@ class _Design(NamedTuple):
     sides: int
 
 
-def _design(folder, hyper, keys, by, codes, out, per, age, standard, numerator,
-            denominator) -> _Design:  # fmt: skip
-    """The pieces of every row's measure (:class:`_Design`): the group's strata (a rate),
+def _weighting(folder, hyper, keys, by, codes, out, per, age, standard, numerator,
+               denominator) -> _Weighting:  # fmt: skip
+    """The pieces of every row's measure (:class:`_Weighting`): the group's strata (a rate),
     its age bands (an age-adjusted rate), each side's (a disparity). Refuses an age key or
     a disparity's column that is not the release's, a band off the standard's groups, a
     group without population in a band its rate needs, and a disparity's sides that
@@ -264,7 +264,7 @@ def _design(folder, hyper, keys, by, codes, out, per, age, standard, numerator,
             values.extend(per * weight / people)
     weights = scipy.sparse.csr_matrix((values, (rows, columns)),
                                       shape=(groups * len(sides), len(values)))  # fmt: skip
-    return _Design(piece, weights, len(sides))
+    return _Weighting(piece, weights, len(sides))
 
 
 def _named(out: pd.DataFrame, g: int) -> str:
@@ -365,17 +365,17 @@ def _age_weights(folder, hyper, keys, by, age, standard, spec):
     return adjustment.band, out
 
 
-def _combining(counts, design: _Design, level: float) -> dict:
+def _combining(counts, weighting: _Weighting, level: float) -> dict:
     """The combining rules on each row's measure in each set (module docstring): a rate
     and its Poisson variance sum w^2 z, or a disparity's log ratio and its delta-method
     variance, the bounds then exponentiated."""
-    used = design.piece >= 0
-    size = design.weights.shape[1]
-    pieces = np.vstack([np.bincount(design.piece[used], weights=row[used], minlength=size)
+    used = weighting.piece >= 0
+    size = weighting.weights.shape[1]
+    pieces = np.vstack([np.bincount(weighting.piece[used], weights=row[used], minlength=size)
                         for row in counts])  # fmt: skip
-    rates = np.asarray(design.weights @ pieces.T).T  # sets x (rows x sides)
-    variances = np.asarray(design.weights.multiply(design.weights) @ pieces.T).T
-    if design.sides == 1:
+    rates = np.asarray(weighting.weights @ pieces.T).T  # sets x (rows x sides)
+    variances = np.asarray(weighting.weights.multiply(weighting.weights) @ pieces.T).T
+    if weighting.sides == 1:
         return combine(rates, variances, level)
     top, bottom = rates[:, 0::2], rates[:, 1::2]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -390,17 +390,17 @@ def _combining(counts, design: _Design, level: float) -> dict:
     return out
 
 
-def _posterior_draws(manifest, hyper, counts, design: _Design, level, prior_shape, cap,
+def _posterior_draws(manifest, hyper, counts, weighting: _Weighting, level, prior_shape, cap,
                      draws, rng) -> dict:  # fmt: skip
     """The posterior of each row's measure by Monte Carlo (module docstring): ``draws``
     joint draws of the pieces' true totals given the sets and the public total."""
     from dpcounts.inference.posterior import joint_draws
 
     cal = _calibration(manifest, hyper)
-    totals = joint_draws(cal, counts.astype(np.int64), design.piece, draws, rng, prior_shape,
+    totals = joint_draws(cal, counts.astype(np.int64), weighting.piece, draws, rng, prior_shape,
                          cap)  # fmt: skip
-    rates = np.asarray(design.weights @ totals.T.astype(float)).T  # draws x (rows x sides)
-    if design.sides == 1:
+    rates = np.asarray(weighting.weights @ totals.T.astype(float)).T  # draws x (rows x sides)
+    if weighting.sides == 1:
         values, spread = rates, rates.var(axis=0)
         middle = values.mean(axis=0)
     else:
