@@ -189,7 +189,7 @@ def drawn_cells(work: Path) -> dict[str, int]:
             continue
         n_cells = len(pd.read_parquet(study / "strata.parquet"))
         for metrics in (study / "metrics").rglob("*.parquet"):
-            frame = pd.read_parquet(metrics, columns=["epsilon", "dataset"])
+            frame = pd.read_parquet(metrics, columns=["epsilon", "set"])
             cells[f"study {study.name}"] += len(frame.drop_duplicates()) * n_cells
     return dict(cells)
 

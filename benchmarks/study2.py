@@ -3,13 +3,13 @@
 Run from the repository root::
 
     .venv/bin/python benchmarks/study2.py                        # the full design
-    .venv/bin/python benchmarks/study2.py --epsilons 2 --datasets 100   # a slice of it
+    .venv/bin/python benchmarks/study2.py --epsilons 2 --sets 100   # a slice of it
 
 The full design is the workflow's stand-in run: the epsilon grid of the default config
-(20 log-spaced values from 0.01 to 4, plus 1 and 4 if missing), L = 1000 datasets, the
+(20 log-spaced values from 0.01 to 4, plus 1 and 4 if missing), L = 1000 synthetic sets, the
 untruncated and the three truncated mechanisms. Every (mechanism, epsilon) cell is one
 task run in a pool of ``--workers`` processes (2 = the laptop profile): calibrate, build
-the exact sampler once, draw and measure the datasets in batches of 100 (exactly what the
+the exact sampler once, draw and measure the sets in batches of 100 (exactly what the
 workflow's jobs do, without Snakemake's per-job start-up). The stand-in itself is built
 once, as the workflow's ``study2_table`` job builds it.
 
@@ -89,7 +89,7 @@ def _init_worker():
 
 def run_task(task):
     """One (mechanism, epsilon) cell: calibrate, build the sampler, draw and measure."""
-    label, epsilon, n_datasets, batch = task
+    label, epsilon, n_sets, batch = task
     definition, strata, measures = _STATE["study"]
     arm = definition.arm(label)
     out = {"mechanism": label, "epsilon": epsilon}
@@ -103,7 +103,7 @@ def run_task(task):
     out["a_median"], out["a_max"] = float(np.median(cal.a)), float(cal.a.max())
     rng = job_rng(SEED, "benchmark", "study2", label, epsilon)
     start = time.perf_counter()
-    draw_and_measure(strata["cases"].to_numpy(), cal, measures, n_datasets, rng, batch=batch)
+    draw_and_measure(strata["cases"].to_numpy(), cal, measures, n_sets, rng, batch=batch)
     out["draw_measure_s"] = time.perf_counter() - start
     out["worker_peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return out
@@ -120,7 +120,7 @@ def main(argv=None):
         help="run these epsilons instead of the grid",
     )
     entry = standin_config()["studies"]["standin"]
-    parser.add_argument("--datasets", type=int, default=entry["datasets"], help="L per cell")
+    parser.add_argument("--sets", type=int, default=entry["sets"], help="L per cell")
     parser.add_argument("--batch", type=int, default=entry["batch"])
     parser.add_argument("--workers", type=int, default=2)
     arms = [arm["name"] for arm in entry["arms"]]
@@ -135,9 +135,9 @@ def main(argv=None):
     if args.epsilon_values is not None:
         grid = sorted(args.epsilon_values)
     # slow calibrations (exact) first so the pool's two workers finish together
-    tasks = [(m, e, args.datasets, args.batch) for m in args.mechanisms[::-1] for e in grid]
+    tasks = [(m, e, args.sets, args.batch) for m in args.mechanisms[::-1] for e in grid]
     print(
-        f"# Study 2 stand-in benchmark: {len(grid)} epsilons x L = {args.datasets} x "
+        f"# Study 2 stand-in benchmark: {len(grid)} epsilons x L = {args.sets} x "
         f"{len(args.mechanisms)} mechanisms, {args.workers} workers, "
         f"{platform.processor() or platform.machine()}"
     )

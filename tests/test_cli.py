@@ -654,7 +654,7 @@ def test_the_cli_and_the_study_stage_round_and_refuse_alike(tmp_path):
     FRACTIONAL.to_csv(tmp_path / "counts.csv", index=False)
     spec = {"table": "counts.csv", "keys": ["region", "age"], "count": "count",
             "population": "population", "arms": {"md": ["paper"]}, "epsilons": [1.0],
-            "datasets": 1, "datasets_per_job": 1, "epsilons_per_job": 1}  # fmt: skip
+            "sets": 1, "sets_per_job": 1, "epsilons_per_job": 1}  # fmt: skip
     request = ReleaseRequest(input=tmp_path / "counts.csv", out=tmp_path / "o", epsilon=1.0,
                              dataset="d",
                              mechanism="md", keys=("region", "age"),

@@ -148,6 +148,28 @@ def test_an_unknown_key_is_named_with_the_allowed_ones(keys, first_line):
 
 
 @pytest.mark.parametrize(
+    ("old", "new"), [("datasets", "sets"), ("datasets_per_job", "sets_per_job")]
+)
+def test_a_renamed_key_is_refused_with_its_new_name(old, new):
+    """Issue #51, one meaning per word: a study's synthetic sets were its ``datasets``. The
+    old key is no alias: it stops the run, naming the key to write instead; the new key
+    with the same value passes, and Study 1's ``datasets`` (simulated confidential tables)
+    keeps its name."""
+    config = copy.deepcopy(shipped())
+    entry = config["studies"]["pennlc"]
+    entry[old] = entry.pop(new)
+    error = refused(config)
+    assert str(error).splitlines()[0] == (
+        f"studies.pennlc.{old}: renamed; write studies.pennlc.{new} instead "
+        "(same meaning and values)"
+    )
+    assert error.path == f"studies.pennlc.{old}"
+    entry[new] = entry.pop(old)
+    check_config(config, SCHEMA)
+    assert config["study1"]["datasets"] == shipped()["study1"]["datasets"]
+
+
+@pytest.mark.parametrize(
     ("keys", "first_line"),
     [
         (

@@ -47,8 +47,8 @@ def entry(path, **changes) -> dict:
         "area": "district",
         "arms": {"pg": ["certified"], "truncated": ["certified"]},
         "epsilons": [1.0],
-        "datasets": 2,
-        "datasets_per_job": 2,
+        "sets": 2,
+        "sets_per_job": 2,
         "epsilons_per_job": 1,
     } | changes
 

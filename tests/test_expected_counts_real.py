@@ -83,8 +83,8 @@ def lips_run(tmp_path_factory):
         "area": "district",
         "arms": {"pg": ["certified"], "truncated": ["certified"]},
         "epsilons": [1.0, 10.0],
-        "datasets": 10,
-        "datasets_per_job": 10,
+        "sets": 10,
+        "sets_per_job": 10,
         "epsilons_per_job": 2,
         "batch": 10,
         "disparities": [

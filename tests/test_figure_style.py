@@ -186,7 +186,7 @@ def study_inputs(rng):
              within_high=1.5, outside_bounds_share=0.01 if a.mechanism == "truncated" else 0.0)
         for a in arms for m, (verdict, eps) in zip(
             measures, [("met", 2.0), ("synthesis_loses", np.nan), ("truncation_stalls", np.nan),
-                       ("more_datasets", 0.3)],
+                       ("more_sets", 0.3)],
             strict=True)
     ])  # fmt: skip
     return summary, guide, measures, arms
@@ -544,7 +544,7 @@ def test_one_arm_has_one_colour_and_label_in_every_figure_module():
     fig = study.figure_measures(summary, guide, measures, arms, "s", adjusted=False)
     for c, arm in enumerate(arms):
         medians = [line for line in fig.axes[c].get_lines()
-                   if line.get_label() == "median over the datasets"]  # fmt: skip
+                   if line.get_label() == "median over the sets"]  # fmt: skip
         saw(arm, hexed(medians[0].get_color()))
         assert arm_title(arm) in fig.axes[c].get_title()
     plt.close(fig)

@@ -241,7 +241,7 @@ def test_a_study_prior_is_published_with_its_source_note(tmp_path, private_ledge
             "count": "count", "population": "population", "area": "county",
             "prior": {"source": "file", "path": str(tmp_path / "national.csv"),
                       "column": "prior_rate", **prior},
-            "arms": {"pg": ["certified"]}, "epsilons": [1.0], "datasets": 2,
+            "arms": {"pg": ["certified"]}, "epsilons": [1.0], "sets": 2,
         }  # fmt: skip
         path = tmp_path / "study.yaml"
         path.write_text(yaml.safe_dump({"studies": {"ages": entry}}, sort_keys=False))

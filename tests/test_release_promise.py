@@ -109,7 +109,7 @@ def test_the_guides_met_and_the_releases_kept_agree(tolerance):
                              "median_upper": median, "truth": truth, "prior": prior,
                              "reference": reference})  # fmt: skip
         guide = judge(RATIO, rows, scale=1.0, tolerance=tolerance, epsilon_prior=0.0,
-                      datasets=20)  # fmt: skip
+                      sets=20)  # fmt: skip
         if guide["verdict"] in ("prior_keeps", "synthesis_loses"):
             continue  # no epsilon judged: the promise is not made
         kept = Kept(name="disparity:d", title="d", kind="ratio", truth=truth,

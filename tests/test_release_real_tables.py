@@ -194,8 +194,8 @@ DM_STUDY = {
     "prior": {"source": "sanitised", "by": ["event", "age"], "epsilon": 0.1},
     "arms": {"pg": ["certified"], "truncated": ["certified"]},
     "epsilons": [2.0, 8.0, 20.0],
-    "datasets": 10,
-    "datasets_per_job": 10,
+    "sets": 10,
+    "sets_per_job": 10,
     "epsilons_per_job": 3,
     "batch": 10,
     "disparities": [
@@ -280,8 +280,8 @@ TESTIS_STUDY = {
     "epsilons": [2.0, 8.0, 20.0],
     # 40: at 20 the guide judged its ratios by what they keep of the departure from parity
     # (issue #52) said "more datasets would decide: about 21", nothing met to release at
-    "datasets": 40,
-    "datasets_per_job": 40,
+    "sets": 40,
+    "sets_per_job": 40,
     "epsilons_per_job": 3,
     "batch": 20,
     "disparities": [
@@ -396,8 +396,8 @@ AUCKLAND_STUDY = {
     "epsilons": [0.5, 2.0, 8.0, 20.0],
     "map_epsilons": [2.0],
     "guide": {"tolerance": 0.6},
-    "datasets": 10,
-    "datasets_per_job": 10,
+    "sets": 10,
+    "sets_per_job": 10,
     "epsilons_per_job": 4,
     "batch": 10,
     "disparities": [

@@ -75,7 +75,7 @@ def test_the_release_sampler_does_not_crash_where_a_neighbour_releases():
     newton = moments(_solve_tilt_bounded(moments, 270))[0]
     checked = moments(solve_tilt_bounded_checked(moments, 270))[0]
     assert abs(newton - 270) > 10 and abs(checked - 270) < 1
-    ReleaseSampler(np.array([143, 127]), cal, tail=1e-16)  # raised before
+    ReleaseSampler(np.array([143, 127]), cal, cutoff=1e-16)  # raised before
     for first in range(135, 152):
         sampler = release_sampler(np.array([first, 270 - first]), cal, tau)
         assert sampler.tv_bound <= tau
@@ -114,9 +114,9 @@ def test_the_public_rounding_bound_bounds_every_table():
         bound = public_rounding_bound(cal)
         for _ in range(4):
             y = rng.multinomial(total, rng.dirichlet(np.ones(n_cells)))
-            for tail in (1e-16, 0.0):
+            for cutoff in (1e-16, 0.0):
                 try:
-                    sampler = ReleaseSampler(y, cal, tail=tail)
+                    sampler = ReleaseSampler(y, cal, cutoff=cutoff)
                 except RuntimeError:
                     continue
                 assert sampler.rounding_bound <= bound

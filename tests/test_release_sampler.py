@@ -240,10 +240,10 @@ def test_release_draws_with_a_chacha_generator():
 
 
 @pytest.mark.parametrize("name", list(CHI_SQUARE_CASES))
-@pytest.mark.parametrize("tail", [1e-16, 1e-3])
-def test_implemented_pmf_is_within_tv_bound_of_the_ideal(name, tail):
+@pytest.mark.parametrize("cutoff", [1e-16, 1e-3])
+def test_implemented_pmf_is_within_tv_bound_of_the_ideal(name, cutoff):
     cal, y = case(name)
-    sampler = ReleaseSampler(y, cal, tail=tail)
+    sampler = ReleaseSampler(y, cal, cutoff=cutoff)
     _, implemented = implemented_pmf(sampler, exact=True)
     _, ideal = ideal_pmf(y, cal, exact=True)
     tv = total_variation(implemented, ideal)
@@ -278,8 +278,8 @@ def random_instance(seed: int):
 @pytest.mark.parametrize("seed", range(30))
 def test_random_instances_stay_within_their_bound(seed):
     cal, y = random_instance(seed)
-    tail = (1e-16, 1e-3, 0.0)[seed % 3]
-    sampler = ReleaseSampler(y, cal, tail=tail)
+    cutoff = (1e-16, 1e-3, 0.0)[seed % 3]
+    sampler = ReleaseSampler(y, cal, cutoff=cutoff)
     draws = sampler.draw(20, np.random.default_rng(seed))
     lower, upper = cal.bounds()
     assert np.all(draws.sum(axis=1) == cal.total)
@@ -301,7 +301,7 @@ def test_implemented_pmf_of_the_study_sampler_matches_its_draws():
 def test_coarse_tails_make_the_cut_term_count():
     # tail = 1e-3 cuts real mass: the bound must cover it, and is not absurdly loose
     cal, y = case("pg certified I=2")
-    sampler = ReleaseSampler(y, cal, tail=1e-3)
+    sampler = ReleaseSampler(y, cal, cutoff=1e-3)
     _, implemented = implemented_pmf(sampler, exact=True)
     _, ideal = ideal_pmf(y, cal, exact=True)
     tv = total_variation(implemented, ideal)
@@ -339,16 +339,16 @@ def test_exact_delta_of_the_release_sampler(mechanism, method, n_cells, total, e
     """
     cal = make_cal(mechanism, method, n_cells, total, epsilon, seed)
     data = compositions(total, np.zeros(n_cells, np.int64), np.full(n_cells, total))
-    tails = (1e-16, 5e-3)
-    pmf = {tail: {} for tail in tails}
-    bound = {tail: {} for tail in tails}
+    cutoffs = (1e-16, 5e-3)
+    pmf = {cutoff: {} for cutoff in cutoffs}
+    bound = {cutoff: {} for cutoff in cutoffs}
     targeted, ideal = {}, {}
     for y in data:
         key = tuple(y)
-        for tail in tails:
-            sampler = ReleaseSampler(y, cal, tail=tail)
-            pmf[tail][key] = implemented_pmf(sampler, exact=True)[1]
-            bound[tail][key] = sampler.tv_bound
+        for cutoff in cutoffs:
+            sampler = ReleaseSampler(y, cal, cutoff=cutoff)
+            pmf[cutoff][key] = implemented_pmf(sampler, exact=True)[1]
+            bound[cutoff][key] = sampler.tv_bound
         targeted[key] = implemented_pmf(release_sampler(y, cal, 1e-13), exact=True)[1]
         ideal[key] = ideal_pmf(y, cal, exact=True)[1]
     factor = 1.0 + math.exp(epsilon)
@@ -358,9 +358,9 @@ def test_exact_delta_of_the_release_sampler(mechanism, method, n_cells, total, e
             a, b = tuple(y), tuple(x)
             ideal_delta = hockey_stick(ideal[a], ideal[b], epsilon)
             assert ideal_delta <= (0.0 if method == "certified" else 1e-15)
-            for tail in tails:
-                delta = hockey_stick(pmf[tail][a], pmf[tail][b], epsilon)
-                assert delta <= ideal_delta + factor * max(bound[tail][a], bound[tail][b])
+            for cutoff in cutoffs:
+                delta = hockey_stick(pmf[cutoff][a], pmf[cutoff][b], epsilon)
+                assert delta <= ideal_delta + factor * max(bound[cutoff][a], bound[cutoff][b])
                 deltas.append(delta)
             assert hockey_stick(targeted[a], targeted[b], epsilon) <= 1e-12
     assert max(deltas) > 0  # the cuts do break pure eps-DP here: the check has teeth

@@ -52,7 +52,7 @@ def study(tmp_path, **changes) -> str:
         "prior": {"source": "sanitised", "by": ["state", "age"], "epsilon": 0.2},
         "arms": {"pg": ["certified"], "truncated": ["certified"]},
         "epsilons": [1.0, 10.0],
-        "datasets": 5,
+        "sets": 5,
         "disparities": [
             {
                 "name": "south_vs_north",
@@ -183,7 +183,7 @@ def test_calibrate_takes_the_study_too(tmp_path, in_checkout, private_ledger):
 
 
 def test_a_set_beyond_the_tolerance_is_read_against_the_studys_own_tables():
-    """The guide promises the typical table (the median over the study's datasets): a
+    """The guide promises the typical table (the median over the study's sets): a
     single set beyond the tolerance but within the spread of the study's tables at that
     epsilon is said to vary as one table does, not to break the promise."""
     from dpcounts.release.report.promise import Kept

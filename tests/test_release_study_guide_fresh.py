@@ -32,7 +32,7 @@ def entry(**changes) -> dict:
         "prior": {"source": "sanitised", "by": ["state", "age"], "epsilon": 0.2},
         "arms": {"pg": ["certified"]},
         "epsilons": [1.0, 10.0],
-        "datasets": 3,
+        "sets": 3,
     } | changes
 
 
@@ -159,7 +159,7 @@ def test_layout_settings_and_a_moved_checkout_leave_the_guide_current(checkout):
     from dpcounts.release.study_source import load_study
 
     judged(checkout.work, checkout())
-    spec = checkout(title="Causes of death", datasets_per_job=1, epsilons_per_job=1)
+    spec = checkout(title="Causes of death", sets_per_job=1, epsilons_per_job=1)
     study = load_study(spec)
     assert study.definition.table.is_absolute()
     assert study.guide_problem() is None

@@ -20,18 +20,18 @@ import pytest
 from dpcounts import calibrate
 from dpcounts.sampling import tree_draw as td
 from dpcounts.sampling.release_mode import (
-    RELEASE_TAILS,
+    RELEASE_CUTOFFS,
     ReleaseSampler,
+    release_cutoffs,
     release_sampler,
-    release_tails,
 )
 
 
-def sequential_tree(sampler: ReleaseSampler, counts, tail: float, stop=None):
+def sequential_tree(sampler: ReleaseSampler, counts, cutoff: float, stop=None):
     """(values_hi, values_lo, offsets, rounding operations) of the release tree, built one
     node at a time as before the compiled build; the leaves walked to 2^-``stop`` of their
     largest entry (default the build's, :func:`~dpcounts.sampling.tree_draw.walk_stop_bits`)."""
-    stop = td.walk_stop_bits(tail) if stop is None else stop
+    stop = td.walk_stop_bits(cutoff) if stop is None else stop
     cal = sampler.calibration
     total, n_cells = cal.total, cal.n_cells
     lower, upper = cal.bounds()
@@ -57,7 +57,7 @@ def sequential_tree(sampler: ReleaseSampler, counts, tail: float, stop=None):
             int(lo_w[k]), int(hi_w[k]), s_hi[k], s_lo[k], rho_hi[k], rho_lo[k],
             buf_hi, buf_lo, buf_exp, stop,
         )  # fmt: skip
-        first, last, *_ = td.trim_dd(buf_hi, buf_lo, buf_exp, n_walk, tail, True)
+        first, last, *_ = td.trim_dd(buf_hi, buf_lo, buf_exp, n_walk, cutoff, True)
         his.append(buf_hi[first : last + 1].copy())
         los.append(buf_lo[first : last + 1].copy())
         offsets.append(int(lo_w[k]) + first)
@@ -80,7 +80,7 @@ def sequential_tree(sampler: ReleaseSampler, counts, tail: float, stop=None):
             conv_hi, conv_lo = np.empty(length), np.empty(length)
             td.convolve_dd(his[left], los[left], his[right], los[right], length, conv_hi, conv_lo)
             first, last, *_ = td.trim_dd(
-                conv_hi, conv_lo, np.zeros(length, np.int64), length, tail, True
+                conv_hi, conv_lo, np.zeros(length, np.int64), length, cutoff, True
             )
             his.append(conv_hi[first : last + 1].copy())
             los.append(conv_lo[first : last + 1].copy())
@@ -106,11 +106,11 @@ def national_like(mechanism: str, n_cells: int, seed: int):
 @pytest.mark.parametrize(
     "n_cells, seed", [(2, 1), (3, 2), (257, 3), pytest.param(2_001, 4, marks=pytest.mark.slow)]
 )
-@pytest.mark.parametrize("tail", [1e-16, 1e-3])
-def test_compiled_build_stores_the_sequential_tree_bit_for_bit(mechanism, n_cells, seed, tail):
+@pytest.mark.parametrize("cutoff", [1e-16, 1e-3])
+def test_compiled_build_stores_the_sequential_tree_bit_for_bit(mechanism, n_cells, seed, cutoff):
     counts, cal = national_like(mechanism, n_cells, seed)
-    sampler = ReleaseSampler(counts, cal, tail=tail)
-    values_hi, values_lo, offsets, ops = sequential_tree(sampler, counts, tail)
+    sampler = ReleaseSampler(counts, cal, cutoff=cutoff)
+    values_hi, values_lo, offsets, ops = sequential_tree(sampler, counts, cutoff)
     assert np.array_equal(sampler._values, values_hi)
     assert np.array_equal(sampler._values_lo, values_lo)
     assert np.array_equal(sampler._offsets, offsets)
@@ -119,7 +119,7 @@ def test_compiled_build_stores_the_sequential_tree_bit_for_bit(mechanism, n_cell
     assert sampler.rounding_bound == pytest.approx(expected, rel=1e-12)
     # issue #36: the leaves' walks stop 64 bits below the tail they cut, not at 2^-440 as
     # before; what they stop short of is cut anyway, so the tree is the longer walks'
-    values_hi, values_lo, offsets, full_ops = sequential_tree(sampler, counts, tail, td.STOP_BITS)
+    values_hi, values_lo, offsets, full_ops = sequential_tree(sampler, counts, cutoff, td.STOP_BITS)
     assert np.array_equal(sampler._values, values_hi)
     assert np.array_equal(sampler._values_lo, values_lo)
     assert np.array_equal(sampler._offsets, offsets)
@@ -133,13 +133,13 @@ def test_serial_and_parallel_builds_store_the_same_tree(monkeypatch):
 
     counts, cal = national_like("truncated", 5_000, 7)
     monkeypatch.setattr(release_mode, "_PARALLEL_CELLS", 10**9)
-    serial = ReleaseSampler(counts, cal, tail=1e-16)
+    serial = ReleaseSampler(counts, cal, cutoff=1e-16)
     monkeypatch.setattr(release_mode, "_PARALLEL_CELLS", 0)
     threads = numba.get_num_threads()
-    builds = [ReleaseSampler(counts, cal, tail=1e-16)]
+    builds = [ReleaseSampler(counts, cal, cutoff=1e-16)]
     try:
         numba.set_num_threads(1)
-        builds.append(ReleaseSampler(counts, cal, tail=1e-16))
+        builds.append(ReleaseSampler(counts, cal, cutoff=1e-16))
     finally:
         numba.set_num_threads(threads)
     for parallel in builds:
@@ -161,12 +161,12 @@ def test_progress_is_reported_from_zero_to_one():
     assert all(0.0 <= f <= 1.0 for f in seen)
 
 
-def test_release_tails_keep_the_floor_and_drop_only_hopeless_tails():
-    assert release_tails(2, 1, 1e-300)[-1] == 0.0
-    assert release_tails(10, 100, 1.0) == RELEASE_TAILS
+def test_release_cutoffs_keep_the_floor_and_drop_only_hopeless_ones():
+    assert release_cutoffs(2, 1, 1e-300)[-1] == 0.0
+    assert release_cutoffs(10, 100, 1.0) == RELEASE_CUTOFFS
     # a national table: 1e-16 cannot bring ~1e6 nodes' cuts below 1e-14
-    tails = release_tails(1_000_000, 3_000_000, 1e-14)
-    assert 1e-16 not in tails and tails == tuple(t for t in RELEASE_TAILS if t <= tails[0])
+    cutoffs = release_cutoffs(1_000_000, 3_000_000, 1e-14)
+    assert 1e-16 not in cutoffs and cutoffs == tuple(t for t in RELEASE_CUTOFFS if t <= cutoffs[0])
 
 
 def built_work(sampler: ReleaseSampler) -> float:
@@ -204,7 +204,7 @@ def test_the_public_forecast_follows_the_work_the_build_does(mechanism, monkeypa
     target = 1e-13
     forecast = estimate_cost(cal, target)
     sampler = release_sampler(counts, cal, target)
-    assert forecast.tail == sampler.tail
+    assert forecast.cutoff == sampler.cutoff
     assert 0.6 < forecast.entries / sampler._lengths.sum() < 1.6
     assert 0.6 < forecast.multiply_adds / built_work(sampler) < 1.6
     assert 0.8 < forecast.walked / sum(steps) < 1.25
@@ -237,7 +237,7 @@ def test_a_level_convolved_in_chunks_stores_the_sequential_tree(mechanism, monke
 
     monkeypatch.setattr(release_mode, "_CONVOLVE_ENTRIES", 40)
     counts, cal = national_like(mechanism, 2_001, 4)
-    sampler = ReleaseSampler(counts, cal, tail=1e-16)
+    sampler = ReleaseSampler(counts, cal, cutoff=1e-16)
     values_hi, values_lo, offsets, _ = sequential_tree(sampler, counts, 1e-16)
     assert np.array_equal(sampler._values, values_hi)
     assert np.array_equal(sampler._values_lo, values_lo)
@@ -252,8 +252,8 @@ def test_a_spilled_tree_stores_and_draws_what_the_tree_in_memory_does(mechanism,
     from dpcounts.sampling.spill import Spill
 
     counts, cal = national_like(mechanism, 3_001, 11)
-    memory = ReleaseSampler(counts, cal, tail=1e-16)
-    spilled = ReleaseSampler(counts, cal, tail=1e-16, spill=Spill(tmp_path / "spill", 0.0))
+    memory = ReleaseSampler(counts, cal, cutoff=1e-16)
+    spilled = ReleaseSampler(counts, cal, cutoff=1e-16, spill=Spill(tmp_path / "spill", 0.0))
     assert memory._spilled is None and spilled._spilled is not None
     assert list((tmp_path / "spill").iterdir()) == []  # created unlinked
     assert np.array_equal(memory._values, spilled._values)
@@ -264,7 +264,7 @@ def test_a_spilled_tree_stores_and_draws_what_the_tree_in_memory_does(mechanism,
         first, second = np.random.default_rng(seed), np.random.default_rng(seed)
         assert np.array_equal(memory.draw(3, first), spilled.draw(3, second))
         assert first.random() == second.random()  # the same numbers used
-    big = ReleaseSampler(counts, cal, tail=1e-16, spill=Spill(tmp_path / "spill", 1e12))
+    big = ReleaseSampler(counts, cal, cutoff=1e-16, spill=Spill(tmp_path / "spill", 1e12))
     assert big._spilled is None  # a tree forecast below the limit stays in memory
 
 
@@ -282,11 +282,11 @@ def test_leaves_walked_in_chunks_store_and_draw_the_sequential_tree(
 
     for n, seed in ((3, 1), (201, 2), (256, 3)):
         counts, cal = national_like(mechanism, n, seed)
-        whole = ReleaseSampler(counts, cal, tail=1e-16)
+        whole = ReleaseSampler(counts, cal, cutoff=1e-16)
         with monkeypatch.context() as patch:
             patch.setattr(release_mode, "_LEAF_CHUNK", chunk)
-            chunked = ReleaseSampler(counts, cal, tail=1e-16)
-            spilled = ReleaseSampler(counts, cal, tail=1e-16, spill=Spill(tmp_path / "s", 1.0))
+            chunked = ReleaseSampler(counts, cal, cutoff=1e-16)
+            spilled = ReleaseSampler(counts, cal, cutoff=1e-16, spill=Spill(tmp_path / "s", 1.0))
         values_hi, values_lo, offsets, _ = sequential_tree(chunked, counts, 1e-16)
         assert spilled._spilled is not None and chunked._spilled is None
         for built in (chunked, spilled):

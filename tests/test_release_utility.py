@@ -306,7 +306,7 @@ def age_study_release(tmp_path):
         "geometry": {"path": str(PENNSYLVANIA), "key": "county"},
         "age": {"column": "age", "standard_population": str(STANDARD)},
         "prior": {"source": "sanitised", "by": ["age"], "epsilon": 0.2},
-        "arms": {"pg": ["certified"]}, "epsilons": [1.0], "datasets": 2,
+        "arms": {"pg": ["certified"]}, "epsilons": [1.0], "sets": 2,
     }  # fmt: skip
     (tmp_path / "study.yaml").write_text(yaml.safe_dump({"studies": {"ages": entry}}))
     study = load_study(f"{tmp_path / 'study.yaml'}:ages")

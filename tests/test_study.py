@@ -43,8 +43,8 @@ def entry(path, **changes):
         "area": "tract",
         "arms": {"pg": ["certified"], "truncated": ["certified"], "md": ["paper"]},
         "epsilons": [0.5, 2.0, 8.0],
-        "datasets": 6,
-        "datasets_per_job": 6,
+        "sets": 6,
+        "sets_per_job": 6,
         "epsilons_per_job": 3,
         "disparities": [
             {
@@ -231,7 +231,7 @@ def test_a_wonder_export_is_a_study_table():
         "area": "county_code",
         "arms": {"pg": ["certified"]},
         "epsilons": [1.0],
-        "datasets": 1, "datasets_per_job": 1, "epsilons_per_job": 1,
+        "sets": 1, "sets_per_job": 1, "epsilons_per_job": 1,
     }  # fmt: skip
     strata = load_study_table(filled_definition("w", spec))
     assert list(strata.columns) == ["county_code", "age_group_code", "deaths", "population"]

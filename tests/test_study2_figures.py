@@ -64,7 +64,7 @@ def test_the_disparity_figures_draw_the_truncated_arms_the_primary_with_its_band
                              arms[1], "a study", "prior: x", "Disparities")  # fmt: skip
     labels = [text.get_text() for text in fig.legends[0].get_texts()]
     exact = "cut exact: Truncated PG (exact bivariate)"  # no title: the vocabulary's label
-    assert labels == ["Cut PG (median)", "Cut PG: 95% band over the datasets",
+    assert labels == ["Cut PG (median)", "Cut PG: 95% band over the sets",
                       f"{exact} (median)", "true data", "prior: x"]  # fmt: skip
     assert "Plain PG" not in " ".join(labels)  # the untruncated arm is left out, by its fields
     assert fig.get_suptitle() == "Disparities: a study"
@@ -85,7 +85,7 @@ def test_the_toy_draws_its_calibrations_as_the_arms_with_their_fields():
 
 def test_a_study_is_titled_by_its_config_title_or_its_name(tmp_path):
     entry = {"table": "t.csv", "keys": ["k"], "count": "c", "population": "n",
-             "arms": ARMS, "epsilons": [1.0], "datasets": 1, "datasets_per_job": 1,
+             "arms": ARMS, "epsilons": [1.0], "sets": 1, "sets_per_job": 1,
              "epsilons_per_job": 1}  # fmt: skip
     assert filled_definition("s", entry).title == "s"
     assert filled_definition("s", entry | {"title": "Study S"}).title == "Study S"

@@ -46,8 +46,8 @@ def spec(path, **changes) -> dict:
         "age": {"column": "age", "standard_population": str(STANDARD), "bands": "single-years"},
         "arms": {"pg": ["certified"]},
         "epsilons": [1.0],
-        "datasets": 2,
-        "datasets_per_job": 2,
+        "sets": 2,
+        "sets_per_job": 2,
         "epsilons_per_job": 1,
         "disparities": [
             {"name": "south_north", "numerator": {"region": "south"},

@@ -67,7 +67,7 @@ def small_study(tmp_path, **coverage):
     frame.to_csv(tmp_path / "t.csv", index=False)
     spec = {"table": "t.csv", "keys": ["area", "group"], "count": "y", "population": "n",
             "area": "area", "arms": {"md": ["paper"]}, "epsilons": [0.05, 50.0],
-            "datasets": 100, "datasets_per_job": 100, "epsilons_per_job": 2,
+            "sets": 100, "sets_per_job": 100, "epsilons_per_job": 2,
             "stream": ["coverage-test"],
             "coverage": {"enabled": True, "methods": ["combining"], "releases": 20,
                          **coverage}}  # fmt: skip

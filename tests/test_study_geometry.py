@@ -39,7 +39,7 @@ def shapes(tracts=TRACTS, **columns) -> gpd.GeoDataFrame:
 def definition(tmp_path, geometry: dict):
     spec = {"table": "strata.csv", "keys": ["tract", "period"], "count": "deaths",
             "population": "pop", "area": "tract", "arms": {"pg": ["certified"]},
-            "epsilons": [1.0], "datasets": 2, "datasets_per_job": 2, "epsilons_per_job": 1,
+            "epsilons": [1.0], "sets": 2, "sets_per_job": 2, "epsilons_per_job": 1,
             "geometry": geometry}  # fmt: skip
     return filled_definition("s", spec, base=tmp_path)
 

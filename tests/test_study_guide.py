@@ -37,9 +37,9 @@ def rows(truth, prior, reference, medians, *, halfwidth=0.01, epsilons=(0.1, 1.0
 
 
 def verdict(measure, frame, *, outside=None, **options):
-    """``judge`` with 20 datasets; ``outside``: a truncated arm with that share of its true
+    """``judge`` with 20 sets; ``outside``: a truncated arm with that share of its true
     counts outside its bounds (its shapes above their floor)."""
-    options = {"scale": 10.0, "tolerance": 0.1, "epsilon_prior": 0.0, "datasets": 20} | options
+    options = {"scale": 10.0, "tolerance": 0.1, "epsilon_prior": 0.0, "sets": 20} | options
     if outside is not None:
         options["truncation"] = Truncation(outside=outside, tail=0.001, inflation=1.0)
     return judge(measure, frame, **options)
@@ -229,32 +229,32 @@ def test_needs_more_than_the_grid():
 
 
 def test_one_wobble_of_the_median_cannot_make_a_verdict():
-    """A median within tolerance whose confidence interval is not (too few datasets) is
-    not met: more datasets would decide, and how many: the interval [1.8, 2.4] around a
+    """A median within tolerance whose confidence interval is not (too few sets) is
+    not met: more sets would decide, and how many: the interval [1.8, 2.4] around a
     median of 2.1 crosses the tolerance's edge 2 x 2^0.1 = 2.1435 (a tenth of the true
     departure, log 2, above 2.0) by a half-width of 0.3 against a distance of 0.0435, so
-    20 x (0.3 / 0.0435)^2 = 950 datasets (issue #33 (b))."""
+    20 x (0.3 / 0.0435)^2 = 950 sets (issue #33 (b))."""
     frame = rows(2.0, 1.0, 2.0, [2.1, 2.1, 2.1], halfwidth=0.3)
     found = verdict(RATIO, frame)
-    assert found["verdict"] == "more_datasets"
-    assert found["datasets_needed"] == math.ceil(20 * (0.3 / (2 * 2**0.1 - 2.1)) ** 2) == 950
-    assert "straddles the tolerance" in found["reason"] and "more datasets" in found["reason"]
-    assert "about 950 datasets would" in found["reason"]
+    assert found["verdict"] == "more_sets"
+    assert found["sets_needed"] == math.ceil(20 * (0.3 / (2 * 2**0.1 - 2.1)) ** 2) == 950
+    assert "straddles the tolerance" in found["reason"] and "more sets" in found["reason"]
+    assert "about 950 sets would" in found["reason"]
     assert "a larger epsilon" not in found["reason"]
-    assert found["verdict_text"] == "more datasets would decide: about 950 needed (20 run)"
+    assert found["verdict_text"] == "more sets would decide: about 950 needed (20 run)"
     assert verdict(RATIO, rows(2.0, 1.0, 2.0, [2.1, 2.1, 2.1]))["verdict"] == "met"
 
 
-def test_datasets_needed_from_either_side_of_the_tolerance():
+def test_sets_needed_from_either_side_of_the_tolerance():
     """A median outside the tolerance whose interval reaches into it: the interval's half
     towards the edge against the median's distance to it; the rule rounds up, and asks
-    for at least one dataset more."""
-    from dpcounts.studies.stage.guide import datasets_needed
+    for at least one set more."""
+    from dpcounts.studies.stage.guide import sets_needed
 
-    assert datasets_needed(20, 2.3, 2.15, 2.4, (1.8, 2.2)) == 45  # 20 x (0.15 / 0.1)^2
-    assert datasets_needed(20, 1.7, 1.6, 1.9, (1.8, 2.2)) == 80  # 20 x (0.2 / 0.1)^2
-    assert datasets_needed(10, 2.0, 1.7, 2.3, (1.8, 2.2)) == 23  # both edges: (0.3/0.2)^2
-    assert datasets_needed(10, 2.2, 2.1, 2.3, (1.8, 2.2)) == float("inf")  # on the edge
+    assert sets_needed(20, 2.3, 2.15, 2.4, (1.8, 2.2)) == 45  # 20 x (0.15 / 0.1)^2
+    assert sets_needed(20, 1.7, 1.6, 1.9, (1.8, 2.2)) == 80  # 20 x (0.2 / 0.1)^2
+    assert sets_needed(10, 2.0, 1.7, 2.3, (1.8, 2.2)) == 23  # both edges: (0.3/0.2)^2
+    assert sets_needed(10, 2.2, 2.1, 2.3, (1.8, 2.2)) == float("inf")  # on the edge
 
 
 def test_an_error_is_judged_by_what_privacy_adds_to_synthesis():
@@ -270,7 +270,7 @@ def test_an_error_is_judged_by_what_privacy_adds_to_synthesis():
 
 def test_every_verdict_has_its_words():
     assert set(VERDICTS) == {"met", "beyond_release", "beyond_grid", "synthesis_loses",
-                             "prior_keeps", "truncation_bias", "more_datasets", "shape_floor",
+                             "prior_keeps", "truncation_bias", "more_sets", "shape_floor",
                              "truncation_stalls", "suppression_keeps",
                              "suppression_loses"}  # fmt: skip
 
@@ -289,16 +289,16 @@ def test_a_measure_met_only_beyond_what_a_release_allows_names_no_epsilon():
     assert found["verdict"] == "met" and found["epsilon"] == 1.0
 
 
-def test_more_datasets_are_not_asked_for_at_an_epsilon_no_release_allows():
+def test_more_sets_are_not_asked_for_at_an_epsilon_no_release_allows():
     """At the grid's largest epsilon, 10, the median's interval straddles the tolerance's
-    edge: more datasets would decide, where a release may spend 10; where it allows at
-    most 2.5 per set, more datasets could at best meet it at 10, and the guide says no
+    edge: more sets would decide, where a release may spend 10; where it allows at
+    most 2.5 per set, more sets could at best meet it at 10, and the guide says no
     release keeps it (homicide_1980's md at epsilon 100 against a largest 20.6)."""
     frame = rows(2.0, 1.0, 2.0, [3.0, 2.6, 2.16], halfwidth=0.02)
     found = verdict(RATIO, frame, releasable=lambda epsilon: 20.0)
-    assert found["verdict"] == "more_datasets"
+    assert found["verdict"] == "more_sets"
     found = verdict(RATIO, frame, releasable=lambda epsilon: 2.5)
-    assert found["verdict"] == "beyond_release" and math.isnan(found["datasets_needed"])
+    assert found["verdict"] == "beyond_release" and math.isnan(found["sets_needed"])
     assert found["verdict_text"] == "not met within a release's largest epsilon (2.5)"
     assert "allows at most 2.5 per set" in found["reason"]
 
@@ -341,8 +341,8 @@ def run_study(tmp_path, frame: pd.DataFrame, **spec):
     """The study stage in process: (definition, summary, guide)."""
     frame.to_csv(tmp_path / "t.csv", index=False)
     base = {"table": "t.csv", "keys": ["area", "group"], "count": "y", "population": "n",
-            "area": "area", "arms": {"pg": ["certified"]}, "datasets": 60,
-            "datasets_per_job": 60, "epsilons_per_job": 20, "stream": ["guide-test"],
+            "area": "area", "arms": {"pg": ["certified"]}, "sets": 60,
+            "sets_per_job": 60, "epsilons_per_job": 20, "stream": ["guide-test"],
             "disparities": [{"name": "d", "numerator": {"group": "b"},
                              "denominator": {"group": "a"}}]}  # fmt: skip
     d = filled_definition("s", base | spec, base=tmp_path)
@@ -363,7 +363,7 @@ def run_study(tmp_path, frame: pd.DataFrame, **spec):
     summary = summarise_study(
         d, strata, study_measures(d, strata), metrics=pd.concat(metrics),
         calibrations=pd.concat(calibrations), status=pd.concat(status),
-        reference=reference_metrics(d, strata, job_rng(3, "ref")).drop(columns="dataset"),
+        reference=reference_metrics(d, strata, job_rng(3, "ref")).drop(columns="set"),
     )  # fmt: skip
     return d, summary, study_guide(d, strata, summary, spent, pd.concat(calibrations))
 
@@ -501,7 +501,7 @@ def test_the_guide_labels_each_arm_as_the_figures_do(floored):
 
 def test_the_figures_say_the_guides_verdicts_word_for_word(floored, tmp_path):
     """Issue #33 (b): guide.png and measures.png print guide.csv's ``verdict_text``, one
-    source: "more datasets would decide" with the number, never words of their own."""
+    source: "more sets would decide" with the number, never words of their own."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -512,8 +512,8 @@ def test_the_figures_say_the_guides_verdicts_word_for_word(floored, tmp_path):
     # one row made a wobble: the verdict's words travel from the table to the figures
     guide = guide.copy()
     k = guide.index[(guide["arm"] == "pg_certified") & (guide["measure"] == "disparity:d")][0]
-    guide.loc[k, ["verdict", "verdict_text"]] = ("more_datasets",
-                                                 "more datasets would decide: about 180 "
+    guide.loc[k, ["verdict", "verdict_text"]] = ("more_sets",
+                                                 "more sets would decide: about 180 "
                                                  "needed (60 run)")  # fmt: skip
     measures = study_measure_list(d)
     shown = figure_guide(guide, measures, d.arms, d.epsilons, "s")
@@ -569,8 +569,8 @@ def test_a_study_in_one_process_writes_each_unit_as_its_own_job_would(tmp_path):
 
     two_groups(6, 2_000).to_csv(tmp_path / "t.csv", index=False)
     spec = {"table": "t.csv", "keys": ["area", "group"], "count": "y", "population": "n",
-            "area": "area", "arms": {"pg": ["certified"], "md": ["paper"]}, "datasets": 6,
-            "datasets_per_job": 3, "epsilons_per_job": 2, "stream": ["bundle-test"],
+            "area": "area", "arms": {"pg": ["certified"], "md": ["paper"]}, "sets": 6,
+            "sets_per_job": 3, "epsilons_per_job": 2, "stream": ["bundle-test"],
             "epsilons": [0.5, 1.0, 4.0], "map_epsilons": [1.0]}  # fmt: skip
     d = filled_definition("s", spec, base=tmp_path)
     strata = load_study_table(d)

@@ -121,7 +121,7 @@ def check_run(work: Path, name: str, study: dict, expected: dict) -> dict:
     # epsilon on, the median's confidence interval lies within 10% of the reference
     for row in guide.itertuples(index=False):
         arm, measure = row.arm, row.measure
-        judged = ("met", "more_datasets", "shape_floor", "truncation_stalls", "beyond_grid")
+        judged = ("met", "more_sets", "shape_floor", "truncation_stalls", "beyond_grid")
         if not measure.startswith("disparity:") or row.verdict not in judged:
             continue
         rows = disparities[(disparities["arm"] == arm) & (disparities["metric"] == measure)]
@@ -186,7 +186,7 @@ SIDS_STUDY = {
     "arms": {"md": ["paper"], "truncated": ["certified"]},
     "epsilons": [0.1, 10.0],
     "map_epsilons": [1.0],
-    "datasets": 5,
+    "sets": 5,
     "disparities": [
         {
             "name": "nonwhite_high_vs_low",
@@ -304,7 +304,7 @@ STL_STUDY = {
     "arms": {"pg": ["certified"], "truncated": ["certified"]},
     "epsilons": [0.5, 5.0],
     "map_epsilons": [5.0],
-    "datasets": 5,
+    "sets": 5,
     "disparities": [
         {
             "name": "missouri_vs_illinois",
@@ -386,7 +386,7 @@ def test_stl_keyed_by_county_name_stops_naming_the_shared_names(stl_folder, tmp_
         tmp_path / "stl.csv", index=False
     )
     shapes.to_file(tmp_path / "stl.geojson", driver="GeoJSON")
-    entry = {**STL_STUDY, "table": "stl.csv", "datasets_per_job": 5, "epsilons_per_job": 2,
+    entry = {**STL_STUDY, "table": "stl.csv", "sets_per_job": 5, "epsilons_per_job": 2,
              "geometry": {"path": "stl.geojson", "key": "NAME"}}  # fmt: skip
 
     by_name = {**entry, "keys": ["county", "period"], "area": "county", "attributes": ["state"]}

@@ -39,7 +39,7 @@ def places_table(**changes) -> pd.DataFrame:
 def study_entry(path, **changes) -> dict:
     spec = {"table": str(path), "keys": ["place"], "count": "count", "population": "population",
             "attributes": ["region"], "arms": {"md": ["paper"]}, "epsilons": [1.0],
-            "datasets": 1, "datasets_per_job": 1, "epsilons_per_job": 1}  # fmt: skip
+            "sets": 1, "sets_per_job": 1, "epsilons_per_job": 1}  # fmt: skip
     spec.update(changes)
     return spec
 

@@ -16,9 +16,12 @@
   :class:`Arm` values (Study 1's: :data:`dpcounts.studies.study1.ARMS`; the study stage's: the
   config's ``arms``), and every computation dispatches on an arm's fields, never on its
   name.
-- A **dataset** is one draw of confidential counts; a **scenario** (Study 1, Quick (2021),
-  Section 3) or a **study** (the study stage, :mod:`dpcounts.studies.stage`) is the public setting
-  (strata, populations, true rates) the datasets are drawn in.
+- A **dataset** is confidential counts of people, real or simulated (Study 1 draws L per
+  scenario); a **set** is one synthetic table drawn from a calibration (the study stage
+  draws L per arm and epsilon). A **scenario** (Study 1, Quick (2021), Section 3) or a
+  **study** (the study stage, :mod:`dpcounts.studies.stage`) is the public setting (strata,
+  populations, true rates) the datasets are drawn in (docs/architecture.md, "One
+  vocabulary").
 """
 
 from __future__ import annotations

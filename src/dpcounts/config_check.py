@@ -4,8 +4,9 @@
 ``snakemake.utils.validate(config, schema, set_default=True)`` does), refuses every
 non-finite float (no key of the configuration legitimately holds ``.inf`` or ``.nan``) and
 raises :class:`ConfigError` naming the key, the offending value and what was expected, in
-a few lines instead of a dump of the whole schema. No Snakemake import: the library is
-usable (and testable) without the workflow engine.
+a few lines instead of a dump of the whole schema. A key an object's schema lists under
+``x-renamed`` (``{old: new}``) is refused with the name of its new key. No Snakemake
+import: the library is usable (and testable) without the workflow engine.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from jsonschema.exceptions import ValidationError, best_match
 
 __all__ = ["ConfigError", "check_config", "load_schema"]
 
+#: The schema keyword of an object's renamed keys, ``{old: new}``: an old key is refused as
+#: unknown (no alias is kept), with the new key's name instead of a guess.
+RENAMED = "x-renamed"
 #: Longest rendering of an offending value before it is cut with "...".
 _MAX_VALUE_CHARS = 70
 #: Longest schema description quoted under the error line.
@@ -330,6 +334,10 @@ def _explain(error: ValidationError, root: Mapping) -> tuple[str | None, str]:
         ]
         name = unknown[0] if unknown else "?"
         key_path = _dotted([*path, name])
+        renamed = schema.get(RENAMED, {})
+        if isinstance(renamed, Mapping) and name in renamed:
+            new = _dotted([*path, renamed[name]])
+            return key_path, f"{key_path}: renamed; write {new} instead (same meaning and values)"
         close = difflib.get_close_matches(str(name), [str(a) for a in allowed], n=1)
         hint = f"; did you mean {close[0]}?" if close else ""
         listed = ", ".join(str(a) for a in allowed) or "none"

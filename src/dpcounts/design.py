@@ -1,8 +1,9 @@
 """Splitting a simulation study into jobs: the epsilon grid, its labels and the chunks.
 
-A job is one cell of the design (scenario x arm x epsilon chunk x dataset chunk); chunk
-labels ``e{i}_d{j}`` name the i-th chunk of the epsilon grid and the j-th chunk of the
-datasets, so that the job count stays in the hundreds whatever L is.
+A job is one cell of the design (scenario or study x arm x epsilon chunk x draw chunk);
+chunk labels ``e{i}_d{j}`` name the i-th chunk of the epsilon grid and the j-th chunk of
+the L draws (Study 1's datasets, a study's synthetic sets), so that the job count stays in
+the hundreds whatever L is.
 
 Every epsilon of a grid has 6 significant digits (:func:`epsilon_grid`), so each has an
 exact, invertible text label (:func:`epsilon_label`, :func:`epsilon_value`). Tables keep
@@ -116,19 +117,21 @@ def at_epsilon(values, epsilon) -> np.ndarray:
     return hits[inverse.reshape(-1)] if unique.size else np.zeros(0, dtype=bool)
 
 
-def chunk_labels(n_epsilons: int, epsilons_per_job: int, n_datasets: int, per_job: int):
-    """Labels ``e{i}_d{j}`` of the jobs that cover the epsilon grid and the datasets."""
+def chunk_labels(n_epsilons: int, epsilons_per_job: int, n_draws: int, per_job: int):
+    """Labels ``e{i}_d{j}`` of the jobs that cover the epsilon grid and the ``n_draws``
+    draws (Study 1's datasets, a study's sets)."""
     n_e = -(-n_epsilons // epsilons_per_job)
-    n_d = -(-n_datasets // per_job)
+    n_d = -(-n_draws // per_job)
     return [f"e{i}_d{j}" for i in range(n_e) for j in range(n_d)]
 
 
-def chunk_members(label: str, epsilons, epsilons_per_job: int, n_datasets: int, per_job: int):
-    """The epsilons and dataset ids of the job ``label`` (inverse of :func:`chunk_labels`)."""
+def chunk_members(label: str, epsilons, epsilons_per_job: int, n_draws: int, per_job: int):
+    """The epsilons and draw ids (Study 1's datasets, a study's sets) of the job ``label``
+    (inverse of :func:`chunk_labels`)."""
     e_part, d_part = label.split("_")
     i, j = int(e_part[1:]), int(d_part[1:])
     eps = list(epsilons)[i * epsilons_per_job : (i + 1) * epsilons_per_job]
-    ids = np.arange(j * per_job, min((j + 1) * per_job, n_datasets))
+    ids = np.arange(j * per_job, min((j + 1) * per_job, n_draws))
     if not eps or ids.size == 0:
         raise ValueError(f"chunk {label!r} is outside the design")
     return eps, ids

@@ -252,7 +252,7 @@ def checked_studies():
 
 
 def study_chunk_labels(name, kind):
-    """A study's epsilon chunks (kind "e": calibration units) or epsilon x dataset chunks
+    """A study's epsilon chunks (kind "e": calibration units) or epsilon x set chunks
     ("e_d": draw units), from its checked definition."""
     d = STUDIES[name]
     return d.calibration_chunks if kind == "e" else d.chunks

@@ -1,6 +1,6 @@
 # Studies on the analyst's own strata (config `studies`; docs/your-study.md). Jobs per
 # study: strata (+ prior) -> calibrations per arm x epsilon chunk -> draws per arm x
-# (epsilon, dataset) chunk -> summary and epsilon guide -> figures.
+# (epsilon, set) chunk -> summary and epsilon guide -> figures.
 
 STUDIES = checked_studies()
 STUDY_FIGURES = ["measures", "guide"]

@@ -1,4 +1,4 @@
-"""Draw and measure one chunk (epsilons x datasets) of one arm of a study."""
+"""Draw and measure one chunk (epsilons x sets) of one arm of a study."""
 
 import logging
 

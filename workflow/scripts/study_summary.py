@@ -36,7 +36,7 @@ summary = summarise_study(
     metrics=read_all(snakemake.input.metrics),
     calibrations=calibrations,
     status=read_all(snakemake.input.status),
-    reference=pd.read_parquet(snakemake.input.reference).drop(columns="dataset"),
+    reference=pd.read_parquet(snakemake.input.reference).drop(columns="set"),
 )
 logging.info("%s: %d summary rows", d.name, len(summary))
 write_parquet(summary, snakemake.output.summary)

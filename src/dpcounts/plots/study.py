@@ -89,7 +89,7 @@ def figure_measures(summary: pd.DataFrame, guide: pd.DataFrame, measures, arms, 
                     adjusted: bool, headline=()):  # fmt: skip
     """Each measure (rows; :class:`~dpcounts.studies.stage.measures.Measure` values, in order) for
     each arm (columns; :class:`~dpcounts.arms.Arm` values) against epsilon: the arm's median
-    and 95% band over the datasets, the no-privacy reference (grey) with the values within
+    and 95% band over the sets, the no-privacy reference (grey) with the values within
     tolerance of it (shaded), the truth (dashed; not for errors, whose truth is 0), the
     prior alone (dash-dot), suppression's value where the study has a suppression arm
     (dotted, gold: the table as an agency publishes it today), and the guide's verdict in
@@ -131,10 +131,10 @@ def figure_measures(summary: pd.DataFrame, guide: pd.DataFrame, measures, arms, 
                                label=SUPPRESSION_LABEL)  # fmt: skip
                 ax.fill_between(sel["epsilon"], sel["lower"], sel["upper"],
                                 color=colours[arm.name], alpha=0.35, lw=0, zorder=1,
-                                label="95% band over the datasets")  # fmt: skip
+                                label="95% band over the sets")  # fmt: skip
                 ax.plot(sel["epsilon"], sel["median"], color=colours[arm.name], lw=1.6,
                         ls=_style.arm_style(arm)["linestyle"],
-                        label="median over the datasets")  # fmt: skip
+                        label="median over the sets")  # fmt: skip
                 if _bounded(arm) and "truth_in_bounds" in sel:
                     ax.plot(sel["epsilon"], sel["truth_in_bounds"], color=colours[arm.name],
                             ls=":", lw=1.4,
@@ -174,13 +174,13 @@ def figure_measures(summary: pd.DataFrame, guide: pd.DataFrame, measures, arms, 
 def figure_attack(summary: pd.DataFrame, result: dict, arms, study: str):
     """What an attacker recovers of the small true counts (the ones suppression hides), for
     each arm (columns) against epsilon: the share a synthetic table gives exactly (top)
-    and to within one (bottom), median and 95% band over the datasets, beside the
+    and to within one (bottom), median and 95% band over the sets, beside the
     no-privacy reference (grey), the prior alone (dash-dot; the hyperparameters alone guess
-    the same), the mode over a release's sets (dots: each group of ``sets`` datasets one
-    release), the posterior mode given the hyperparameters and a release's sets, told the
-    range (triangles; thin dashes: told the range, with no set) and differencing on the
-    suppressed table (dotted gold: the share its published margins pin exactly, and to
-    within one; :mod:`dpcounts.attack.differencing`)."""
+    the same), the mode over a release's sets (dots: each group of ``suppression.sets``
+    of them one release), the posterior mode given the hyperparameters and a release's
+    sets, told the range (triangles; thin dashes: told the range, with no set) and
+    differencing on the suppressed table (dotted gold: the share its published margins pin
+    exactly, and to within one; :mod:`dpcounts.attack.differencing`)."""
     from dpcounts.studies.stage.measures import ATTACK, MODE, POSTERIOR
 
     draws = summary[summary["metric"].isin(ATTACK + MODE + POSTERIOR)]
@@ -210,10 +210,10 @@ def figure_attack(summary: pd.DataFrame, result: dict, arms, study: str):
                                  "count, rounded")  # fmt: skip
                 ax.fill_between(sel["epsilon"], sel["lower"], sel["upper"],
                                 color=colours[arm.name], alpha=0.35, lw=0,
-                                label="95% band over the datasets")  # fmt: skip
+                                label="95% band over the sets")  # fmt: skip
                 ax.plot(sel["epsilon"], sel["median"], color=colours[arm.name], lw=1.6,
                         ls=_style.arm_style(arm)["linestyle"],
-                        label="median over the datasets (one set read as the truth)")  # fmt: skip
+                        label="median over the sets (one set read as the truth)")  # fmt: skip
             mode = draws[(draws["metric"] == MODE[r]) & (draws["arm"] == arm.name)]
             mode = mode[mode["median"].notna()].sort_values("epsilon")
             if len(mode):
@@ -382,7 +382,7 @@ def figure_maps(geometry, key: str, area_rates: pd.DataFrame, arms, epsilons, st
              *(["; ".join(notes[2:])] if notes[2:] else []), f"map: {projection}"]  # fmt: skip
     fig.supxlabel("\n".join(lines), fontsize=8)
     fig.suptitle(f"{study_heading(study)}: true area rates and mean synthetic rates over the "
-                 "datasets", fontsize=11)  # fmt: skip
+                 "sets", fontsize=11)  # fmt: skip
     return fig
 
 
@@ -468,7 +468,7 @@ def figure_suppressed_map(definition, strata: pd.DataFrame, geometry, area_rates
                title="the published map", title_fontsize=8, alignment="left")  # fmt: skip
     lines = [f"the published table: {int(published['hidden'].sum()):,} of {len(strata):,} counts "
              f"not shown (counts {span}), completed with {completion[rule.completion]}; "
-             f"synthetic: each arm's mean rate over the datasets at {eps_equals(epsilon)}",
+             f"synthetic: each arm's mean rate over the sets at {eps_equals(epsilon)}",
              scale.words("the true rates"), f"map: {projection}"]  # fmt: skip
     fig.supxlabel("\n".join(lines), fontsize=8)
     fig.suptitle(f"{study_heading(d.title)}: the table as published with small counts "

@@ -163,7 +163,7 @@ def _county_table(area_rates: pd.DataFrame, arm: str, epsilon=None) -> pd.Series
 
 @styled
 def figure_county_rates(area_rates: pd.DataFrame, epsilons, arms, primary: Arm, title: str):
-    """Figure 3: county age-adjusted rates (mean over datasets) against the true ones, of
+    """Figure 3: county age-adjusted rates (mean over the sets) against the true ones, of
     the untruncated arms and the ``primary`` one."""
     truth = _county_table(area_rates, "truth")
     prior = _county_table(area_rates, "prior")
@@ -194,7 +194,7 @@ def figure_county_rates(area_rates: pd.DataFrame, epsilons, arms, primary: Arm, 
             label="mean prior county rate",
         )
         ax.set_xlabel("true age-adjusted rate per 100,000")
-        ax.set_ylabel("synthetic rate per 100,000\n(age-adjusted, mean over datasets)")
+        ax.set_ylabel("synthetic rate per 100,000\n(age-adjusted, mean over the sets)")
         ax.set_title(eps_equals(eps))
         ax.legend(fontsize=8)
     fig.suptitle(f"County age-adjusted rates from synthetic data: {title}")
@@ -215,7 +215,7 @@ def figure_maps(counties, area_rates: pd.DataFrame, epsilon: float, primary: Arm
     frame["truth"] = frame["county"].map(_county_table(area_rates, "truth"))
     frame["synthetic"] = frame["county"].map(_county_table(area_rates, primary.name, epsilon))
     scale = truth_scale(frame["truth"], frame["synthetic"])
-    synthetic = f"Synthetic: {arm_title(primary)},\n{eps_equals(epsilon)} (mean over datasets)"
+    synthetic = f"Synthetic: {arm_title(primary)},\n{eps_equals(epsilon)} (mean over the sets)"
     fig = map_grid(
         frame,
         ("truth", "True (confidential) rates"),
@@ -245,7 +245,7 @@ def _metric_panel(ax, summary, metric, arms, primary, title, prior_label):
             ax.plot(line["epsilon"], line["median"], color=color, ls=style,
                     label=f"{arm_title(arm)} (median)")  # fmt: skip
             ax.fill_between(line["epsilon"], line["lower"], line["upper"], color=color, alpha=0.2,
-                            label=f"{arm_title(arm)}: 95% band over the datasets")  # fmt: skip
+                            label=f"{arm_title(arm)}: 95% band over the sets")  # fmt: skip
         else:
             ax.plot(
                 line["epsilon"],

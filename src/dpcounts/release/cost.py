@@ -40,14 +40,14 @@ class Cost:
     convolutions, ``bytes`` the peak resident memory of the whole release
     (:data:`_BASE_BYTES` for the interpreter and its libraries, plus per tree entry, per
     stratum and per stratum and set), ``widest`` the stratum whose leaf is widest,
-    ``tail`` the first tail the build tries.
+    ``cutoff`` the first cutoff the build tries (the sampler's).
     """
 
     entries: float
     multiply_adds: float
     bytes: float
     widest: int
-    tail: float
+    cutoff: float
     n_cells: int
     sets: int = 1
     spilled: bool = False
@@ -121,24 +121,24 @@ def estimate_cost(cal: Calibration, tv_target: float, sets: int = 1) -> Cost:
     taken at its prior's expected share of the total, y_k ~ mu_k: its leaf is then the
     negative binomial of shape mu_k + a_k and success p_k c, c the tilt that makes the
     expected total y. (as the build does), cut to its truncation range. A node's window is
-    the span holding all but ``tail`` of each side of its sum's distribution,
-    2 z(tail) sd (+ 1), sd from the variances of its cells (they add), capped by its
+    the span holding all but ``cutoff`` of each side of its sum's distribution,
+    2 z(cutoff) sd (+ 1), sd from the variances of its cells (they add), capped by its
     children's spans and y. + 1; a convolution costs the product of its children's widths.
     ``benchmarks/release.py --national`` prints the forecast beside what the build did.
     """
     from scipy.special import ndtri
 
     from dpcounts.sampling.bounds import check_feasible
-    from dpcounts.sampling.release_mode import release_tails
+    from dpcounts.sampling.release_mode import release_cutoffs
     from dpcounts.sampling.tree_build import KEPT
     from dpcounts.sampling.tree_draw import FLOOR_BITS
 
     total, n_cells = int(cal.total), cal.n_cells
     lower, upper = check_feasible(cal)
     upper = np.minimum(upper, total)
-    tail = release_tails(n_cells, total, tv_target)[0]
-    # both tails of a window; the 2^-FLOOR_BITS floor bounds the span when tail = 0
-    z = float(-ndtri(max(tail, 2.0**-FLOOR_BITS)))
+    cutoff = release_cutoffs(n_cells, total, tv_target)[0]
+    # both tails of a window; the 2^-FLOOR_BITS floor bounds the span when cutoff = 0
+    z = float(-ndtri(max(cutoff, 2.0**-FLOOR_BITS)))
     spread = 2.0 * z
     if not registry.family(cal.mechanism).uses_prior:  # md: the Dirichlet's even weights
         share = np.full(n_cells, 1.0 / n_cells)
@@ -176,7 +176,7 @@ def estimate_cost(cal: Calibration, tv_target: float, sets: int = 1) -> Cost:
     # each leaf's walk: from its window's start past its mode to where the pmf is 2^-440
     # of its peak (the walk's stop), or its window's end; walked again when it keeps more
     # entries than the first pass holds (dpcounts.sampling.tree_build)
-    ends = _walk_ends(shape_u, p_u * math.exp(low - top), tail)[codes]
+    ends = _walk_ends(shape_u, p_u * math.exp(low - top), cutoff)[codes]
     del codes
     start = lower if cal.truncated else np.zeros(n_cells)
     walked = np.maximum(np.minimum(upper, ends) - start + 1.0, 1.0)
@@ -211,13 +211,13 @@ def estimate_cost(cal: Calibration, tv_target: float, sets: int = 1) -> Cost:
     # the one it makes), never the whole
     held = _BYTES_PER_ENTRY * (max(level_entries) * _SPILL_LEVELS if spilled else entries)
     size = _BASE_BYTES + held + per_stratum * n_cells
-    return Cost(entries, work, size, widest, tail, n_cells, sets, spilled, walked)
+    return Cost(entries, work, size, widest, cutoff, n_cells, sets, spilled, walked)
 
 
-def _walk_ends(shape: np.ndarray, q: np.ndarray, tail: float) -> np.ndarray:
+def _walk_ends(shape: np.ndarray, q: np.ndarray, cutoff: float) -> np.ndarray:
     """Where the walk of a leaf of negative binomial ``shape`` and success ``q`` stops
-    when its tails of mass ``tail`` are cut: the first count past its mode whose pmf is
-    below 2^-``walk_stop_bits(tail)`` of the mode's (the walk's stop,
+    when its tails of mass ``cutoff`` are cut: the first count past its mode whose pmf is
+    below 2^-``walk_stop_bits(cutoff)`` of the mode's (the walk's stop,
     :func:`~dpcounts.sampling.tree_draw.leaf_walk`, less its remainder bound's step or
     two), by bisection on the log pmf."""
     from scipy.special import gammaln
@@ -229,7 +229,7 @@ def _walk_ends(shape: np.ndarray, q: np.ndarray, tail: float) -> np.ndarray:
     def log_pmf(z):  # up to a constant per leaf
         return gammaln(z + shape) - gammaln(z + 1.0) + z * log_q
 
-    drop = walk_stop_bits.py_func(tail) * math.log(2.0)
+    drop = walk_stop_bits.py_func(cutoff) * math.log(2.0)
     mode = np.maximum(0.0, np.floor((shape - 1.0) * q / (1.0 - q)))
     peak = log_pmf(mode)
     below, above = mode, mode + 1.0

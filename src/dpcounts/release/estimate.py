@@ -170,13 +170,13 @@ def estimate(folder, by, level: float = 0.9, method: str = "posterior",
         combined = _posterior(manifest, hyper, counts, codes, people, per, level, prior_shape,
                               cap)  # fmt: skip
     else:
-        design = _design(folder, hyper, keys, columns, by, codes, out, per, age, standard,
+        pieces = _pieces(folder, hyper, keys, columns, by, codes, out, per, age, standard,
                          numerator, denominator)  # fmt: skip
         if method == "combining":
-            combined = combined_rule(counts, design, level)
+            combined = combined_rule(counts, pieces, level)
         else:
             rng = np.random.default_rng(seed)
-            combined = _posterior_draws(manifest, hyper, counts, design, level, prior_shape,
+            combined = _posterior_draws(manifest, hyper, counts, pieces, level, prior_shape,
                                         cap, draws, rng)  # fmt: skip
     out.insert(len(by), "measure", measure)
     for column in ("estimate", "lower", "upper", "variance", "df", "adjusted"):
@@ -214,7 +214,7 @@ def _also(columns, keys) -> str:
     return f" or attributes {extra}" if extra else ""
 
 
-def _design(folder, hyper, keys, columns, by, codes, out, per, age, standard, numerator,
+def _pieces(folder, hyper, keys, columns, by, codes, out, per, age, standard, numerator,
             denominator) -> Pieces:  # fmt: skip
     """The pieces of every row's measure (:class:`~dpcounts.inference.pieces.Pieces`):
     the group's strata (a rate), its age bands (an age-adjusted rate), each side's (a
@@ -372,16 +372,16 @@ def _age_weights(folder, hyper, keys, by, age, standard, spec):
     return adjustment.band, out
 
 
-def _posterior_draws(manifest, hyper, counts, design: Pieces, level, prior_shape, cap,
+def _posterior_draws(manifest, hyper, counts, pieces: Pieces, level, prior_shape, cap,
                      draws, rng) -> dict:  # fmt: skip
     """The posterior of each row's measure by Monte Carlo (module docstring): ``draws``
     joint draws of the pieces' true totals given the sets and the public total."""
     from dpcounts.inference.posterior import joint_draws
 
     cal = _calibration(manifest, hyper)
-    totals = joint_draws(cal, counts.astype(np.int64), design.piece, draws, rng, prior_shape,
+    totals = joint_draws(cal, counts.astype(np.int64), pieces.piece, draws, rng, prior_shape,
                          cap)  # fmt: skip
-    return from_draws(totals, design, level)
+    return from_draws(totals, pieces, level)
 
 
 def _posterior(manifest, hyper, counts, codes, people, per, level, prior_shape, cap) -> dict:

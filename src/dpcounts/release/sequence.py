@@ -214,7 +214,7 @@ class _Releasing:
             self.partials[request.out], request, plan.strata, plan.calibration,
             self.synthetic, plan.budget, self.root, self.salt,
         )  # fmt: skip
-        self.info["sampler"] = {"tail": self.sampler.tail, "tv_bound": self.sampler.tv_bound}
+        self.info["sampler"] = {"cutoff": self.sampler.cutoff, "tv_bound": self.sampler.tv_bound}
         self.info["ledger"] = self.entry
         self.info["signer"] = self.signer
 

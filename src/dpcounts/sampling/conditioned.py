@@ -40,8 +40,9 @@ from dpcounts.calibration import Calibration
 from dpcounts.sampling.bounds import check_counts, check_feasible
 from dpcounts.sampling.convolution import DIRECT_CONVOLVE
 
-#: Tail mass cut from each side of every node's pmf.
-TAIL = 1e-16
+#: The sampler's cutoff: the largest tail mass cut from each side of every node's pmf
+#: (not the truncation's ``tail``, a mechanism's setting).
+CUTOFF = 1e-16
 
 
 def close_level(level, parents, lefts, rights, levels):
@@ -65,7 +66,7 @@ class ConditionedSampler:
     inputs with :meth:`_prepare` and build the tree. :attr:`tv_bound` bounds the total
     variation between the draws and q (what it covers depends on the sampler)."""
 
-    def _prepare(self, y, cal: Calibration, tail: float):
+    def _prepare(self, y, cal: Calibration, cutoff: float):
         """Check the inputs and set the attributes both samplers have; return (counts,
         shape, log_p, lower, upper) for the build, or None when y. = 0 (the only vector is
         zero: nothing to build, the bounds are 0)."""
@@ -75,12 +76,12 @@ class ConditionedSampler:
         lower, upper = check_feasible(cal)
         if not np.all(np.isfinite(cal.a)) or np.any(cal.a <= 0):
             raise ValueError("cal.a must be finite and positive in every cell")
-        if not 0.0 <= tail < 0.01:
-            raise ValueError(f"tail must be in [0, 0.01), got {tail}")
+        if not 0.0 <= cutoff < 0.01:
+            raise ValueError(f"cutoff must be in [0, 0.01), got {cutoff}")
         self.calibration = cal
         self.total = cal.total
         self.n_cells = cal.n_cells
-        self.tail = float(tail)
+        self.cutoff = float(cutoff)
         shape = (cal.clamp(counts) + cal.a).astype(float)
         log_p = np.asarray(cal.log_success(), dtype=float)
         if not np.all(np.isfinite(log_p)):

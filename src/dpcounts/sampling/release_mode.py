@@ -14,13 +14,13 @@ p_k = n_k / (b_k + 2 n_k), 1 for md; c the tilt, a double), over lo_k..hi_k =
 L_k..min(U_k, y.) (untruncated 0..y.), stopping early once the entries and a geometric
 bound on everything beyond are below 2^-S of the largest (the ratio is monotone in z
 with limit rho_k, so R = max(ratio at z, rho_k) bounds every later ratio), S =
-``walk_stop_bits(tail)``: 440 with no tail cut, else 64 bits below ``tail`` (issue #36;
+``walk_stop_bits(cutoff)``: 440 with no tail cut, else 64 bits below ``cutoff`` (issue #36;
 what the walk stops short of lies beyond the tail cut below, so the kept entries are
 those of a walk to 2^-440, ``tests/test_release_tree_build.py``). Internal nodes:
 direct dd convolutions of the stored children, capped at y. (no FFT; each entry adds its
 products in increasing order of the left child's index, in compiled code on every core,
 :mod:`dpcounts.sampling.tree_build`); the root only at y..
-Every node is then cut: each tail of mass <= ``tail``, and every entry below 2^-400 times
+Every node is then cut: each tail of mass <= ``cutoff``, and every entry below 2^-400 times
 the node's largest (so every stored entry is >= 2^-402 and every product >= 2^-804, in
 the normal range), and rescaled by a power of two (exact).
 
@@ -62,13 +62,13 @@ the binary expansion of the dyadic W_k / 2^E with fresh 53-bit integers).
    error 2^-53 against the dd value), their logs summed along the tree; with sums of at
    most 10^4 positive terms and log-scales of moderate size the error is below 1e-9
    relative, plus Lambda and the unwalked tails (each leaf's below 2^-(S - 1) of its
-   walked mass, S >= 118 for the release's tails, at most 1e-16: below 1e-28 relative for
+   walked mass, S >= 118 for the release's cutoffs, at most 1e-16: below 1e-28 relative for
    10^7 leaves); both terms are multiplied by 1 + 1e-6 (``_BOOKKEEPING_SLACK``).
 6. TV(P_impl, q) <= ``cut_bound`` + ``rounding_bound`` = ``tv_bound``.
 
 In practice ``rounding_bound`` is about 1e-28 for a few cells and 5e-26 (truncated) to
 4e-25 (untruncated pg) for pennLC (1,071 cells, y. = 10,279); ``cut_bound`` falls with
-``tail`` (pennLC truncated: 6e-12 at 1e-16, 4e-20 at 1e-24).
+``cutoff`` (pennLC truncated: 6e-12 at 1e-16, 4e-20 at 1e-24).
 
 *Guarantee.* If q(. | y) is epsilon-DP (a certified calibration), then for neighbours y,
 x and every set S of outputs, P_y(S) <= q_y(S) + tv_y <= e^eps q_x(S) + tv_y <=
@@ -80,8 +80,8 @@ for a neighbour (the event "no release" is visible). Two such failures depend on
 closed off: the tilt is checked and found by bisection when the damped Newton steps
 stop far from y. (:func:`~dpcounts.sampling.tilt.solve_tilt_bounded_checked`, in both
 samplers; a failed tilt left the event sum = y. no mass for some y and not for their
-neighbours), a tail whose cuts still leave that event no mass (the build raises) is
-skipped by :func:`release_sampler` for the next, smaller tail, and a tau within reach of
+neighbours), a cutoff whose cuts still leave that event no mass (the build raises) is
+skipped by :func:`release_sampler` for the next, smaller cutoff, and a tau within reach of
 the rounding term (which varies with y through the leaves' walks) is refused by the
 release beforehand, from :func:`public_rounding_bound` (a function of the calibration
 only). What remains needs a conditioning event of astronomically small probability. Also
@@ -99,7 +99,7 @@ import numpy as np
 from dpcounts.calibration import Calibration
 from dpcounts.mechanisms.registry import family
 from dpcounts.sampling.bounds import check_feasible
-from dpcounts.sampling.conditioned import TAIL, ConditionedSampler, close_level
+from dpcounts.sampling.conditioned import CUTOFF, ConditionedSampler, close_level
 from dpcounts.sampling.spill import Spill, Values, join_chunks
 from dpcounts.sampling.tilt import solve_tilt_bounded_checked, solve_tilt_untruncated
 
@@ -108,9 +108,9 @@ from dpcounts.sampling.tilt import solve_tilt_bounded_checked, solve_tilt_untrun
 _BOOKKEEPING_SLACK = 1e-6
 #: Release trees of at least this many cells are built on every core numba has.
 _PARALLEL_CELLS = 20_000
-#: Tails tried in turn by :func:`release_sampler`; 0 keeps every entry above the floor of
+#: Cutoffs tried in turn by :func:`release_sampler`; 0 keeps every entry above the floor of
 #: 2^-400 times its node's largest (``tree_draw.FLOOR_BITS``).
-RELEASE_TAILS = (1e-16, 1e-24, 1e-32, 1e-48, 1e-64, 1e-80, 1e-96, 0.0)
+RELEASE_CUTOFFS = (1e-16, 1e-24, 1e-32, 1e-48, 1e-64, 1e-80, 1e-96, 0.0)
 
 
 def _report(progress, fraction: float) -> None:
@@ -143,7 +143,7 @@ def _finite(log_masses: np.ndarray) -> np.ndarray:
 _CONVOLVE_ENTRIES = 1 << 24
 
 
-def _convolve_pairs(cur_hi, cur_lo, starts, cur_lengths, out_lengths, tail, parallel):
+def _convolve_pairs(cur_hi, cur_lo, starts, cur_lengths, out_lengths, cutoff, parallel):
     """One level's convolutions (pairs 2p, 2p + 1 of the level's nodes), trimmed, in chunks
     of pairs of at most :data:`_CONVOLVE_ENTRIES` output entries (each pair's entries are
     computed and cut exactly as in one pass; only the peak memory changes). Returns
@@ -169,7 +169,7 @@ def _convolve_pairs(cur_hi, cur_lo, starts, cur_lengths, out_lengths, tail, para
             out_starts, lengths_ab, conv_hi, conv_lo, parallel,
         )  # fmt: skip
         cut_first, cut_last, node_cut, node_rescale = tb.trim_level(
-            conv_hi, conv_lo, out_starts, lengths_ab, tail, True, parallel
+            conv_hi, conv_lo, out_starts, lengths_ab, cutoff, True, parallel
         )
         kept = cut_last - cut_first + 1
         kept_starts = np.concatenate([[0], np.cumsum(kept)[:-1]]).astype(np.int64)
@@ -194,7 +194,7 @@ def _convolve_pairs(cur_hi, cur_lo, starts, cur_lengths, out_lengths, tail, para
 _LEAF_CHUNK = 1 << 19
 
 
-def _pair_up(cur_hi, cur_lo, cur_lengths, cur_offsets, cur_scale, total, tail, parallel):
+def _pair_up(cur_hi, cur_lo, cur_lengths, cur_offsets, cur_scale, total, cutoff, parallel):
     """The convolutions of a level's pairs (nodes 2p, 2p + 1; an odd node out is the
     caller's): (values hi, lo, lengths, offsets, log scales of the new nodes, their finite
     log cut masses, the dd operations the bound counts, the multiply-adds done)."""
@@ -208,7 +208,7 @@ def _pair_up(cur_hi, cur_lo, cur_lengths, cur_offsets, cur_scale, total, tail, p
     if np.any(out_lengths <= 0):
         raise RuntimeError("a subtree cannot reach y. within its windows")
     new_hi, new_lo, cut_first, new_lengths, node_cut, node_rescale = _convolve_pairs(
-        cur_hi, cur_lo, starts, cur_lengths, out_lengths, float(tail), parallel
+        cur_hi, cur_lo, starts, cur_lengths, out_lengths, float(cutoff), parallel
     )
     ops = int(np.sum(np.minimum(cur_lengths[lefts], cur_lengths[rights]) + 2))
     done = float(np.sum(cur_lengths[lefts].astype(float) * cur_lengths[rights]))
@@ -220,13 +220,13 @@ class ReleaseSampler(ConditionedSampler):
     """Exact draws of z ~ prod_k w_k(z_k) | sum z = y. from stored double-double weights,
     for one calibration and dataset, with a rigorous :attr:`tv_bound` =
     :attr:`cut_bound` + :attr:`rounding_bound` (module docstring). A release builds it by
-    :func:`release_sampler`, which picks the tail that meets its target.
+    :func:`release_sampler`, which picks the cutoff that meets its target.
 
     Parameters
     ----------
     y : the confidential counts (non-negative integers, one per cell, summing to cal.total)
     cal : the calibration; any mechanism (md, pg or truncated) is accepted
-    tail : tail mass cut from each side of every node's pmf (default 1e-16)
+    cutoff : the largest tail mass cut from each side of every node's pmf (default 1e-16)
     progress : called with the fraction of the build done (0 to 1)
     spill : where the tree goes when it would be large (:class:`~dpcounts.sampling.spill.
         Spill`); None keeps it in memory
@@ -237,15 +237,15 @@ class ReleaseSampler(ConditionedSampler):
         y,
         cal: Calibration,
         *,
-        tail: float = TAIL,
+        cutoff: float = CUTOFF,
         progress=None,
         spill: Spill | None = None,
     ):
         self._spilled = None  # the spill file's maps, when the tree went there
-        inputs = self._prepare(y, cal, tail)
+        inputs = self._prepare(y, cal, cutoff)
         if inputs is None:
             return
-        self._build(*inputs, tail, progress, spill)
+        self._build(*inputs, cutoff, progress, spill)
 
     def _release_log_tilt(self, shape, log_p, lower, upper) -> float:
         """The study sampler's tilt, checked (any tilt leaves q unchanged), with the cells'
@@ -268,7 +268,7 @@ class ReleaseSampler(ConditionedSampler):
             return solve_tilt_bounded_checked(moments, self.total)
         return solve_tilt_untruncated(shape, log_p, self.total)
 
-    def _build(self, counts, shape, log_p, lower, upper, tail, progress, spill) -> None:
+    def _build(self, counts, shape, log_p, lower, upper, cutoff, progress, spill) -> None:
         """Leaves by exact-ratio recurrences and direct convolutions, all in double-double;
         see the module docstring for what is stored and what is bounded.
         The compiled work runs in :mod:`dpcounts.sampling.tree_build`, on every core numba
@@ -333,7 +333,7 @@ class ReleaseSampler(ConditionedSampler):
             (leaf_hi, leaf_lo, lengths, first, n_walk, log_cut, log_total, log_rescale, best,
              remainder) = tb.build_leaves(
                 lo_w[a:b], hi_w[a:b], s_hi[a:b], s_lo[a:b], rho_hi[a:b], rho_lo[a:b],
-                float(tail), parallel,
+                float(cutoff), parallel,
             )  # fmt: skip
             # the unwalked tail counts twice its geometric bound
             unwalked = remainder > -np.inf
@@ -357,7 +357,7 @@ class ReleaseSampler(ConditionedSampler):
                 continue
             if b - a > 1:  # a last chunk of one cell has no pair
                 *piece, cuts, piece_ops, piece_done = _pair_up(
-                    leaf_hi, leaf_lo, lengths, offset, scale, total, tail, parallel
+                    leaf_hi, leaf_lo, lengths, offset, scale, total, cutoff, parallel
                 )
                 for part, values in zip(up, piece, strict=True):
                     part.append(values)
@@ -423,7 +423,7 @@ class ReleaseSampler(ConditionedSampler):
             else:
                 new_hi, new_lo, new_lengths, new_offsets, new_scale, cuts, level_ops, level_done = (
                     _pair_up(
-                        cur_hi, cur_lo, cur_lengths, cur_offsets, cur_scale, total, tail, parallel
+                        cur_hi, cur_lo, cur_lengths, cur_offsets, cur_scale, total, cutoff, parallel
                     )
                 )
                 log_cuts.append(cuts)
@@ -611,22 +611,22 @@ def _rounding_bound_of(widths, total: int) -> float:
     return float(np.expm1(2.0 * log_ratio) * (1.0 + _BOOKKEEPING_SLACK))
 
 
-def release_tails(n_cells: int, total: int, tv_target: float) -> tuple[float, ...]:
-    """The tails :func:`release_sampler` tries, in order: :data:`RELEASE_TAILS` without
+def release_cutoffs(n_cells: int, total: int, tv_target: float) -> tuple[float, ...]:
+    """The cutoffs :func:`release_sampler` tries, in order: :data:`RELEASE_CUTOFFS` without
     those too large to meet ``tv_target`` for any table of this size, by two orders of
     magnitude.
 
-    A tree of n cells has 2n - 1 nodes, each cutting at most twice ``tail`` of its mass,
+    A tree of n cells has 2n - 1 nodes, each cutting at most twice ``cutoff`` of its mass,
     and the conditioning event has probability about 1 / sqrt(2 pi Var), Var of the order
-    of y.; so the cut bound is of the order of 4 n tail sqrt(2 pi y.) (what a build
-    measures is smaller, as most cuts are). A tail whose forecast exceeds the target a
+    of y.; so the cut bound is of the order of 4 n cutoff sqrt(2 pi y.) (what a build
+    measures is smaller, as most cuts are). A cutoff whose forecast exceeds the target a
     hundredfold is not built (each build of a national table costs seconds). The choice
-    uses public numbers only, and any tail gives a sampler within the target or none, so
-    which tails are tried changes the cost, not the guarantee.
+    uses public numbers only, and any cutoff gives a sampler within the target or none, so
+    which cutoffs are tried changes the cost, not the guarantee.
     """
     forecast = 4.0 * max(n_cells, 1) * math.sqrt(2.0 * math.pi * max(total, 1))
-    kept = tuple(t for t in RELEASE_TAILS if forecast * t <= 100.0 * tv_target)
-    return kept or RELEASE_TAILS[-1:]
+    kept = tuple(t for t in RELEASE_CUTOFFS if forecast * t <= 100.0 * tv_target)
+    return kept or RELEASE_CUTOFFS[-1:]
 
 
 def release_sampler(
@@ -634,23 +634,23 @@ def release_sampler(
 ) -> ReleaseSampler:
     """A release sampler whose :attr:`~ReleaseSampler.tv_bound` is at most ``tv_target``.
 
-    Builds ``ReleaseSampler(y, cal, tail=t)`` for t in
-    :func:`release_tails` (from :data:`RELEASE_TAILS`: 1e-16, then ever smaller, down to 0:
+    Builds ``ReleaseSampler(y, cal, cutoff=t)`` for t in
+    :func:`release_cutoffs` (from :data:`RELEASE_CUTOFFS`: 1e-16, then ever smaller, down to 0:
     only the 2^-400 floor) and returns the first whose rigorous total-variation bound meets
-    the target. ``progress`` is passed to each build. A tail whose
+    the target. ``progress`` is passed to each build. A cutoff whose
     cuts leave the conditioning event no mass (the build raises ``RuntimeError``; where that
     happens depends on the counts, through the tilt and the cells' shapes) is skipped like
-    one whose bound is too large: the next, smaller tail keeps more of every node. Raises
-    ValueError when no tail does (the bound's floor is set by the rounding term, the
+    one whose bound is too large: the next, smaller cutoff keeps more of every node. Raises
+    ValueError when no cutoff does (the bound's floor is set by the rounding term, the
     2^-400 cuts and the conditioning event's probability; see the module docstring).
     """
     target = float(tv_target)
     if not (np.isfinite(target) and target > 0.0):
         raise ValueError(f"tv_target must be a finite number > 0, got {tv_target!r}")
     reached, last, failure = [], None, None
-    for tail in release_tails(cal.n_cells, cal.total, target):
-        try:  # a tree built before (a larger tail) was freed: one tree in memory at a time
-            sampler = ReleaseSampler(y, cal, tail=tail, progress=progress, spill=spill)
+    for cutoff in release_cutoffs(cal.n_cells, cal.total, target):
+        try:  # a tree built before (a larger cutoff) was freed: one tree in memory at a time
+            sampler = ReleaseSampler(y, cal, cutoff=cutoff, progress=progress, spill=spill)
         except RuntimeError as err:  # the cuts removed the whole conditioning event: cut less
             failure = err
             continue
@@ -661,11 +661,11 @@ def release_sampler(
         del sampler
     if last is None:
         raise ValueError(
-            f"release_sampler: no tail in {RELEASE_TAILS} gives a sampler ({failure}); "
+            f"release_sampler: no cutoff in {RELEASE_CUTOFFS} gives a sampler ({failure}); "
             "please report this calibration"
         )
     raise ValueError(
-        f"release_sampler: no tail in {RELEASE_TAILS} brings the total-variation bound to "
+        f"release_sampler: no cutoff in {RELEASE_CUTOFFS} brings the total-variation bound to "
         f"tv_target={target:.3g}; the smallest bound reached is {min(reached):.3g} "
         f"(rounding term {last[0]:.3g}, cut term {last[1]:.3g}, "
         f"log P(sum = y.) = {last[2]:.3g}). Ask for a larger target."

@@ -6,7 +6,7 @@ Numerical devices (none changes the target distribution beyond the stated tail e
 * Tilting (:mod:`dpcounts.sampling.tilt`): truncated cells by damped Newton steps on their
   windows' moments, checked, untruncated cells by a root find on their NB means.
 * Tail truncation. Each node's tilted pmf (leaf or internal) is cut where its tail mass on
-  either side is below ``tail`` = 1e-16 (untruncated cells are first restricted to an
+  either side is below ``cutoff`` = 1e-16 (untruncated cells are first restricted to an
   NB quantile window holding all but 1e-17 on each side). Draws are then exactly q
   restricted to the set A of z whose cells and subtree sums all stay inside the kept
   windows, and the total-variation distance to q is at most
@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpcounts.calibration import Calibration
-from dpcounts.sampling.conditioned import TAIL, ConditionedSampler, close_level
+from dpcounts.sampling.conditioned import CUTOFF, ConditionedSampler, close_level
 from dpcounts.sampling.convolution import DIRECT_CONVOLVE, fft_convolve_rows, pad_rows
 from dpcounts.sampling.tilt import (
     nbinom_window,
@@ -44,14 +44,14 @@ from dpcounts.sampling.tilt import (
 )
 
 
-def _trim_rows(prob: np.ndarray, tail: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _trim_rows(prob: np.ndarray, cutoff: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per row of normalised, zero-padded pmfs: the first and last kept column after cutting
-    each tail whose mass is at most ``tail``, and the mass cut (compiled:
+    each tail whose mass is at most ``cutoff``, and the mass cut (compiled:
     :func:`dpcounts.sampling.tree_steps.trim_rows`, the bits of the running sums
     ``np.cumsum`` forms from each end)."""
     from dpcounts.sampling.tree_steps import trim_rows
 
-    return trim_rows(np.ascontiguousarray(prob, dtype=float), float(tail))
+    return trim_rows(np.ascontiguousarray(prob, dtype=float), float(cutoff))
 
 
 def _rows_to_list(prob: np.ndarray, first: np.ndarray, last: np.ndarray) -> list[np.ndarray]:
@@ -76,20 +76,20 @@ class StudySampler(ConditionedSampler):
     ----------
     y : the confidential counts (non-negative integers, one per cell, summing to cal.total)
     cal : the calibration; any mechanism (md, pg or truncated) is accepted
-    tail : tail mass cut from each side of every node's pmf (default 1e-16); ``tv_bound``
-        covers these cuts only
+    cutoff : the largest tail mass cut from each side of every node's pmf (default 1e-16);
+        ``tv_bound`` covers these cuts only
     """
 
-    def __init__(self, y, cal: Calibration, *, tail: float = TAIL):
-        inputs = self._prepare(y, cal, tail)
+    def __init__(self, y, cal: Calibration, *, cutoff: float = CUTOFF):
+        inputs = self._prepare(y, cal, cutoff)
         if inputs is None:
             return
         _, shape, log_p, lower, upper = inputs
-        self._build_leaves(shape, log_p, lower, upper, tail)
-        self._build_tree(tail)
+        self._build_leaves(shape, log_p, lower, upper, cutoff)
+        self._build_tree(cutoff)
 
     # --- construction --------------------------------------------------------------
-    def _build_leaves(self, shape, log_p, lower, upper, tail) -> None:
+    def _build_leaves(self, shape, log_p, lower, upper, cutoff) -> None:
         total = self.total
         window_cut = 0.0
         if self.calibration.truncated:
@@ -101,7 +101,7 @@ class StudySampler(ConditionedSampler):
         else:
             log_c = solve_tilt_untruncated(shape, log_p, total)
             success = 1.0 - np.exp(log_p + log_c)  # scipy's nbinom counts failures
-            start, stop, below_total = nbinom_window(tail / 10, shape, success, total)
+            start, stop, below_total = nbinom_window(cutoff / 10, shape, success, total)
             start = np.nan_to_num(start, nan=0.0)
             stop = np.nan_to_num(stop, nan=total)
             start = np.minimum(start, total).astype(np.int64)
@@ -109,14 +109,14 @@ class StudySampler(ConditionedSampler):
             # the cut is measured against each cell's tilted pmf on [0, y.] (larger values
             # cannot occur given the sum), which holds a share F_k(y.) of the NB's mass
             # (below_total: F_k(y.))
-            window_cut = 2 * (tail / 10) * float(np.sum(1.0 / below_total))
+            window_cut = 2 * (cutoff / 10) * float(np.sum(1.0 / below_total))
             rows, base = window_weights(shape, log_p, start, stop)
             probs = tilted_probabilities(rows, base, log_c)
         self.log_tilt = float(log_c)
         offsets = np.zeros(self.n_cells, np.int64)
         pmfs: list[np.ndarray | None] = [None] * self.n_cells
         for (cells, values, _), prob in zip(rows.groups, probs, strict=True):
-            first, last, cut = _trim_rows(prob, tail)
+            first, last, cut = _trim_rows(prob, cutoff)
             window_cut += float(cut.sum())
             offsets[cells] = values[np.arange(cells.size), first]
             for cell, pmf in zip(cells, _rows_to_list(prob, first, last), strict=True):
@@ -125,7 +125,7 @@ class StudySampler(ConditionedSampler):
         self._leaf_pmfs = pmfs
         self._cut_mass = window_cut
 
-    def _build_tree(self, tail: float) -> None:
+    def _build_tree(self, cutoff: float) -> None:
         from dpcounts.sampling.tree_steps import direct_convolve
 
         total = self.total
@@ -172,7 +172,7 @@ class StudySampler(ConditionedSampler):
                 offset = child_offsets[left] + child_offsets[right]
                 scale = child_scales[left] + child_scales[right]
                 rows, new_offsets[pick], new_scales[pick], cut = self._finish(
-                    conv, offset, scale, trim, tail
+                    conv, offset, scale, trim, cutoff
                 )
                 cut_mass += cut
                 for pos, pmf in zip(pick.tolist(), rows, strict=True):
@@ -205,7 +205,7 @@ class StudySampler(ConditionedSampler):
         self._pmfs = pmfs
         self._root = root
 
-    def _finish(self, conv, offset, scale, trim: bool, tail: float):
+    def _finish(self, conv, offset, scale, trim: bool, cutoff: float):
         """Cap convolution rows at y., normalise and trim them.
 
         ``offset`` is each row's smallest value and ``scale`` its log mass so far. Returns
@@ -219,7 +219,7 @@ class StudySampler(ConditionedSampler):
         conv /= mass[:, None]
         scale = scale + np.log(mass)
         if trim:
-            first, last, cut = _trim_rows(conv, tail)
+            first, last, cut = _trim_rows(conv, cutoff)
         else:
             first = np.zeros(offset.size, np.int64)
             last = np.minimum(conv.shape[1] - 1, self.total - offset)

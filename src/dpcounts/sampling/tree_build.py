@@ -46,7 +46,7 @@ KEPT = 24
 
 
 @numba.njit(cache=CACHE)
-def _leaf_block(block, n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, results, store,
+def _leaf_block(block, n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, cutoff, results, store,
                 starts, lengths, values_hi, values_lo, kept_hi, kept_lo):  # fmt: skip
     """Walk and trim the leaves of one block of cells: record their results and keep the
     entries of a leaf of at most :data:`KEPT` of them in row k of ``kept`` (first pass),
@@ -61,7 +61,7 @@ def _leaf_block(block, n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, r
     buf_hi = np.empty(size)
     buf_lo = np.empty(size)
     buf_exp = np.zeros(size, np.int64)
-    stop = walk_stop_bits(tail)
+    stop = walk_stop_bits(cutoff)
     for k in range(begin, end):
         if store and lengths[k] <= KEPT:  # kept by the first pass: no second walk
             for i in range(lengths[k]):
@@ -81,7 +81,7 @@ def _leaf_block(block, n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, r
             stop,
         )
         first, last, log_cut, log_total, log_rescale, best = trim_dd(
-            buf_hi, buf_lo, buf_exp, walked, tail, True
+            buf_hi, buf_lo, buf_exp, walked, cutoff, True
         )
         if store:
             for i in range(lengths[k]):
@@ -145,18 +145,18 @@ def _items(out_lengths):
 
 
 @numba.njit(cache=CACHE, parallel=True)
-def _leaves_parallel(n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, results, store,
+def _leaves_parallel(n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, cutoff, results, store,
                      starts, lengths, values_hi, values_lo, kept_hi, kept_lo):  # fmt: skip
     for block in numba.prange(n_blocks):
-        _leaf_block(block, n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, results,
+        _leaf_block(block, n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, cutoff, results,
                     store, starts, lengths, values_hi, values_lo, kept_hi, kept_lo)  # fmt: skip
 
 
 @numba.njit(cache=CACHE)
-def _leaves_serial(n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, results, store,
+def _leaves_serial(n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, cutoff, results, store,
                    starts, lengths, values_hi, values_lo, kept_hi, kept_lo):  # fmt: skip
     for block in range(n_blocks):
-        _leaf_block(block, n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, results,
+        _leaf_block(block, n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, cutoff, results,
                     store, starts, lengths, values_hi, values_lo, kept_hi, kept_lo)  # fmt: skip
 
 
@@ -179,11 +179,11 @@ def _convolve_serial(values_hi, values_lo, starts, lengths, lefts, rights, out_s
 
 
 @numba.njit(cache=CACHE)
-def _trim_one(p, out_hi, out_lo, out_starts, out_lengths, tail, trim, zeros, results):
+def _trim_one(p, out_hi, out_lo, out_starts, out_lengths, cutoff, trim, zeros, results):
     a = out_starts[p]
     b = a + out_lengths[p]
     first, last, log_cut, _, log_rescale, _ = trim_dd(
-        out_hi[a:b], out_lo[a:b], zeros, out_lengths[p], tail, trim
+        out_hi[a:b], out_lo[a:b], zeros, out_lengths[p], cutoff, trim
     )
     results[0, p] = first
     results[1, p] = last
@@ -192,15 +192,15 @@ def _trim_one(p, out_hi, out_lo, out_starts, out_lengths, tail, trim, zeros, res
 
 
 @numba.njit(cache=CACHE, parallel=True)
-def _trim_parallel(out_hi, out_lo, out_starts, out_lengths, tail, trim, zeros, results):
+def _trim_parallel(out_hi, out_lo, out_starts, out_lengths, cutoff, trim, zeros, results):
     for p in numba.prange(out_starts.size):
-        _trim_one(p, out_hi, out_lo, out_starts, out_lengths, tail, trim, zeros, results)
+        _trim_one(p, out_hi, out_lo, out_starts, out_lengths, cutoff, trim, zeros, results)
 
 
 @numba.njit(cache=CACHE)
-def _trim_serial(out_hi, out_lo, out_starts, out_lengths, tail, trim, zeros, results):
+def _trim_serial(out_hi, out_lo, out_starts, out_lengths, cutoff, trim, zeros, results):
     for p in range(out_starts.size):
-        _trim_one(p, out_hi, out_lo, out_starts, out_lengths, tail, trim, zeros, results)
+        _trim_one(p, out_hi, out_lo, out_starts, out_lengths, cutoff, trim, zeros, results)
 
 
 @numba.njit(cache=CACHE, parallel=True)
@@ -316,7 +316,7 @@ def tilted_moments(lo, hi, shape, log_p, parallel, log_c):
     return math.fsum(partial[0]), math.fsum(partial[1])
 
 
-def build_leaves(lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, parallel):
+def build_leaves(lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, cutoff, parallel):
     """Every leaf of the release tree, walked and trimmed, stored one after another.
 
     Returns (values_hi, values_lo, lengths, first, n_walk, log_cut, log_total, log_rescale,
@@ -334,13 +334,13 @@ def build_leaves(lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, parallel):
     # each leaf of at most KEPT entries is kept by the first pass (a fresh array takes
     # memory only as it is written: a row a leaf kept)
     kept_hi, kept_lo = np.empty((n, KEPT)), np.empty((n, KEPT))
-    run(n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, results, False,
+    run(n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, cutoff, results, False,
         empty_i, empty_i, empty_f, empty_f, kept_hi, kept_lo)  # fmt: skip
     first, last, n_walk = (results[i].astype(np.int64) for i in range(3))
     lengths = last - first + 1
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
     values_hi, values_lo = np.empty(int(lengths.sum())), np.empty(int(lengths.sum()))
-    run(n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, tail, results, True,
+    run(n_blocks, lo_w, hi_w, s_hi, s_lo, rho_hi, rho_lo, cutoff, results, True,
         starts, lengths, values_hi, values_lo, kept_hi, kept_lo)  # fmt: skip
     del kept_hi, kept_lo
     log_cut, log_total, log_rescale, best, remainder = results[3:]
@@ -367,13 +367,13 @@ def convolve_level(
         out_hi, out_lo)  # fmt: skip
 
 
-def trim_level(out_hi, out_lo, out_starts, out_lengths, tail, trim, parallel=True):
+def trim_level(out_hi, out_lo, out_starts, out_lengths, cutoff, trim, parallel=True):
     """:func:`~dpcounts.sampling.tree_draw.trim_dd` of every node written by
     :func:`convolve_level`, in place. Returns (first, last, log_cut, log_rescale)."""
     results = np.empty((4, out_starts.size))
     zeros = np.zeros(max(1, int(out_lengths.max())), np.int64)
     run = _trim_parallel if parallel else _trim_serial
-    run(out_hi, out_lo, out_starts, out_lengths, tail, trim, zeros, results)
+    run(out_hi, out_lo, out_starts, out_lengths, cutoff, trim, zeros, results)
     return results[0].astype(np.int64), results[1].astype(np.int64), results[2], results[3]
 
 

@@ -141,9 +141,9 @@ FLOOR_BITS = 400
 #: A leaf's walk stops early once its entries and the geometric bound on everything beyond
 #: are below 2^-STOP_BITS times its largest entry (:func:`walk_stop_bits`).
 STOP_BITS = 440
-#: ... or, when the leaf's tails of relative mass ``tail`` > 0 are cut, below 2^-TAIL_MARGIN_BITS
-#: times that tail: everything beyond is cut anyway (issue #36).
-TAIL_MARGIN_BITS = 64
+#: ... or, when the leaf's tails of relative mass ``cutoff`` > 0 are cut, below
+#: 2^-CUTOFF_MARGIN_BITS times that cutoff: everything beyond is cut anyway (issue #36).
+CUTOFF_MARGIN_BITS = 64
 
 _TWO53 = 9007199254740992.0
 _TWO53_INT = 1 << 53
@@ -450,18 +450,18 @@ def draw_tree_exact(
 
 
 @numba.njit(cache=CACHE)
-def walk_stop_bits(tail):
+def walk_stop_bits(cutoff):
     """Bits below its largest entry at which a leaf's walk may stop (:func:`leaf_walk`):
     :data:`STOP_BITS`, beyond the floor every entry below which is zeroed, when no tail
-    is cut (``tail`` 0); else :data:`TAIL_MARGIN_BITS` below the ``tail`` whose cut
+    is cut (``cutoff`` 0); else :data:`CUTOFF_MARGIN_BITS` below the ``cutoff`` whose cut
     (:func:`trim_dd`) drops the entries there anyway. What the walk stops short of is then
     below 2^-64 of the mass the cut removes: it cannot move the cut but where the cut's
     running sum lies within that of its threshold (its own rounding is 2^-53), so the
     kept entries are those of a walk to 2^-440; the unwalked rest is counted as cut, twice
     its bound (module docstring of :mod:`dpcounts.sampling.release_mode`, step 4)."""
-    if tail <= 0.0:
+    if cutoff <= 0.0:
         return float(STOP_BITS)
-    return float(min(STOP_BITS, math.ceil(-math.log2(tail)) + TAIL_MARGIN_BITS))
+    return float(min(STOP_BITS, math.ceil(-math.log2(cutoff)) + CUTOFF_MARGIN_BITS))
 
 
 @numba.njit(cache=CACHE)
@@ -540,8 +540,8 @@ def dot_dd(a_hi, a_lo, b_hi, b_lo, t):
 
 
 @numba.njit(cache=CACHE)
-def trim_dd(values_hi, values_lo, values_exp, n, tail, trim):
-    """Cut a node's tails of mass <= ``tail`` (if ``trim``) and every entry below
+def trim_dd(values_hi, values_lo, values_exp, n, cutoff, trim):
+    """Cut a node's tails of mass <= ``cutoff`` (if ``trim``) and every entry below
     2^-FLOOR_BITS times its largest; rescale by a power of two so the largest is in [1/2, 1).
 
     The entries are (hi + lo) 2^exp for i < n. Returns (first, last, log of the cut mass,
@@ -573,11 +573,11 @@ def trim_dd(values_hi, values_lo, values_exp, n, tail, trim):
     last = n - 1
     if trim:
         cumulative = 0.0
-        while first < n - 1 and cumulative + mass[first] <= tail * total:
+        while first < n - 1 and cumulative + mass[first] <= cutoff * total:
             cumulative += mass[first]
             first += 1
         cumulative = 0.0
-        while last > first and cumulative + mass[last] <= tail * total:
+        while last > first and cumulative + mass[last] <= cutoff * total:
             cumulative += mass[last]
             last -= 1
     cut = 0.0

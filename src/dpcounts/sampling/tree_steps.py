@@ -7,9 +7,9 @@ study_mode.StudySampler`), each giving the very bits of the numpy steps it repla
   ``for j in range(w): conv[:, j : j + w] += left * right[:, j : j + 1]`` does, without
   its w passes over the level and their temporaries.
 * :func:`trim_rows`: the first and last kept column of each normalised row after cutting
-  each tail whose mass is at most ``tail``, and the mass cut. The tails' masses are the
+  each tail whose mass is at most ``cutoff``, and the mass cut. The tails' masses are the
   running sums ``np.cumsum`` forms (a sequential sum from each end), stopped as soon as
-  they exceed ``tail``: the same numbers, without summing the rest of the row twice.
+  they exceed ``cutoff``: the same numbers, without summing the rest of the row twice.
 
 Neither changes a value the tree stores (``tests/test_sampling_large.py`` checks both
 against the numpy steps, and the draws of a seed do not move); they change only how fast
@@ -41,9 +41,9 @@ def direct_convolve(left: np.ndarray, right: np.ndarray, out: np.ndarray) -> Non
 
 
 @numba.njit(cache=CACHE)
-def trim_rows(prob: np.ndarray, tail: float):
+def trim_rows(prob: np.ndarray, cutoff: float):
     """Per row of ``prob`` (normalised, zero-padded pmfs): the first kept column (the first
-    whose running sum from the left exceeds ``tail``; 0 if none does), the last (the last
+    whose running sum from the left exceeds ``cutoff``; 0 if none does), the last (the last
     whose running sum from the right exceeds it; the last column if none does) and the
     mass cut (the running sums just outside them, left plus right)."""
     rows, width = prob.shape
@@ -53,20 +53,20 @@ def trim_rows(prob: np.ndarray, tail: float):
     for r in range(rows):
         left_cut = 0.0
         running = prob[r, 0]
-        if not running > tail:
+        if not running > cutoff:
             for c in range(1, width):
                 before = running
                 running = running + prob[r, c]
-                if running > tail:
+                if running > cutoff:
                     first[r], left_cut = c, before
                     break
         right_cut = 0.0
         running = prob[r, width - 1]
-        if not running > tail:
+        if not running > cutoff:
             for c in range(width - 2, -1, -1):
                 before = running
                 running = running + prob[r, c]
-                if running > tail:
+                if running > cutoff:
                     last[r], right_cut = c, before
                     break
         cut[r] = left_cut + right_cut

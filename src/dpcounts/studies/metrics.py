@@ -3,9 +3,10 @@
 The one module of the studies' shared summaries: the utility measures of synthetic rates
 against the truth (rates are per person; the ``*_per_100k`` helpers scale by
 :data:`dpcounts.units.PER_100K` as the papers report), the one median and 95% band over
-datasets (:func:`summarise`, :func:`summarise_frame`, columns :data:`BAND_COLUMNS`) and the
-mean over datasets from per-chunk sums (:func:`pooled_mean`). Every measure takes draws
-as an array whose last axis is the cells, so one call scores many datasets at once.
+the L draws (Study 1's datasets, a study's synthetic sets; :func:`summarise`,
+:func:`summarise_frame`, columns :data:`BAND_COLUMNS`) and the mean over them from per-chunk
+sums (:func:`pooled_mean`). Every measure takes draws as an array whose last axis is the
+cells, so one call scores many draws at once.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def group_rate_per_100k(rates, population, members) -> np.ndarray:
     return events / population[members].sum() * PER_100K
 
 
-#: Quantiles of the central 95% band over the synthetic datasets, beside their median
+#: Quantiles of the central 95% band over the L draws, beside their median
 #: (the bands of Quick 2021 and Quick 2022, Section 3).
 BAND = (0.025, 0.975)
 #: The columns of every band: its median and quantiles ``BAND``, in this order.
@@ -185,7 +186,7 @@ def summarise_frame(frame: pd.DataFrame, by: Sequence[str], value: str = "value"
 def pooled_mean(
     sums: pd.DataFrame, by: Sequence[str], total: str, count: str, name: str = "rate"
 ) -> pd.DataFrame:
-    """Mean over datasets from per-chunk sums: within each group of ``by`` (sorted), the
+    """Mean over the draws from per-chunk sums: within each group of ``by`` (sorted), the
     sum of ``total`` over the sum of ``count``, as column ``name`` (``[*by, name]``)."""
     totals = sums.groupby(list(by), sort=True)[[total, count]].sum()
     return (totals[total] / totals[count]).rename(name).reset_index()

@@ -14,7 +14,7 @@ arm and measure at this epsilon.
 A release's sets are each drawn at ``epsilon_per_set``, as a one-set release of total
 ``epsilon_prior + epsilon_per_set`` would be, the total the guide's epsilons state: that
 is the epsilon compared with the guide's. With few sets the median is noisy (the guide's
-verdict rests on many datasets and a confidence interval): the report says how many sets
+verdict rests on many sets and a confidence interval): the report says how many sets
 it has. It is private, like every utility number: it shows the true values.
 """
 
@@ -42,7 +42,7 @@ class Kept:
     guide_text: str | None
     guide_epsilon: float | None  # from which total epsilon the guide says it is met
     #: the study's single tables at the grid's largest epsilon not above this release's:
-    #: (that epsilon, the 2.5% and 97.5% quantiles over its datasets), or None
+    #: (that epsilon, the 2.5% and 97.5% quantiles over its sets), or None
     study_range: tuple[float, float, float] | None = None
     #: the prior's own value of the measure (the guide's ``prior``), None: not known
     prior: float | None = None
@@ -72,7 +72,7 @@ class Kept:
 
     def conclusion(self, epsilon: float) -> str:
         """The guide's promise and this release's outcome, in one line. The guide promises
-        the typical table (the median over the study's datasets); a single table varies
+        the typical table (the median over the study's sets); a single table varies
         around it, so a set beyond the tolerance is told apart by whether it lies within
         the range of the study's own tables at this epsilon."""
         ours, theirs = np.nanmedian(self.synthetic), np.nanmedian(self.reference)
@@ -183,7 +183,7 @@ def check_promise(study, strata, synthetic: np.ndarray, arm_name: str, n_referen
 def _study_ranges(study, arm_name: str, epsilon: float) -> dict:
     """Per measure, the study's single tables at the grid's largest epsilon not above
     ``epsilon`` (its ``summary.parquet``: lower and upper, the 2.5% and 97.5% quantiles
-    over its datasets), as (epsilon, lower, upper); {} when the study has not run."""
+    over its sets), as (epsilon, lower, upper); {} when the study has not run."""
     path = study.guide_path.with_name("summary.parquet")
     if not path.is_file():
         return {}

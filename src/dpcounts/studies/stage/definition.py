@@ -131,8 +131,8 @@ class StudyDefinition:
     arms: tuple[Arm, ...]
     epsilons: tuple[float, ...]
     map_epsilons: tuple[float, ...]
-    datasets: int
-    datasets_per_job: int
+    sets: int  # synthetic sets (tables) drawn per arm and epsilon (L)
+    sets_per_job: int
     epsilons_per_job: int
     batch: int
     stream: tuple[str, ...]
@@ -172,8 +172,8 @@ class StudyDefinition:
     @property
     def chunks(self) -> list[str]:
         """Labels ``e{i}_d{j}`` of the draw jobs of one arm (:mod:`dpcounts.design`)."""
-        return chunk_labels(len(self.epsilons), self.epsilons_per_job, self.datasets,
-                            self.datasets_per_job)  # fmt: skip
+        return chunk_labels(len(self.epsilons), self.epsilons_per_job, self.sets,
+                            self.sets_per_job)  # fmt: skip
 
     def arm(self, name: str) -> Arm:
         """The arm called ``name``."""
@@ -421,7 +421,7 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
     if unknown:
         _fail(name, "population_keys", f"{unknown} not among the keys {list(keys)}")
     stream = tuple(str(part) for part in (get("stream") or ["studies", name]))
-    for key in ("datasets", "datasets_per_job", "epsilons_per_job", "batch"):
+    for key in ("sets", "sets_per_job", "epsilons_per_job", "batch"):
         value = _filled(name, entry, key)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             _fail(name, key, f"got {value!r}; expected an integer >= 1")
@@ -449,8 +449,8 @@ def study_definition(name: str, entry: Mapping, base: Path = Path()) -> StudyDef
         arms=tuple(arms),
         epsilons=epsilons,
         map_epsilons=map_epsilons,
-        datasets=get("datasets"),
-        datasets_per_job=get("datasets_per_job"),
+        sets=get("sets"),
+        sets_per_job=get("sets_per_job"),
         epsilons_per_job=get("epsilons_per_job"),
         batch=entry["batch"],
         stream=stream,

@@ -28,7 +28,7 @@ MEASURES_VERSION = 3
 #: Fields of :class:`~dpcounts.studies.stage.definition.StudyDefinition` that change no
 #: verdict: names in figures, how the work is cut into jobs, the maps.
 LAYOUT = frozenset({
-    "title", "datasets_per_job", "epsilons_per_job", "batch", "map_epsilons", "geometry",
+    "title", "sets_per_job", "epsilons_per_job", "batch", "map_epsilons", "geometry",
     "geometry_key", "geometry_outline", "geometry_missing",
 })  # fmt: skip
 #: Fingerprint keys -> the config key of ``studies.<name>`` that sets them (where the two

@@ -36,21 +36,21 @@ In this order, the first that holds:
    (the reason says which tolerance would);
 4. ``met``, *met from epsilon E*: the privacy loss is within t from E on: at E and at every
    larger epsilon of the grid, the whole 95% confidence interval of the arm's median
-   (order statistics over the datasets, :func:`dpcounts.studies.metrics.median_interval`) lies
+   (order statistics over the sets, :func:`dpcounts.studies.metrics.median_interval`) lies
    within t of the no-privacy reference's median. Where E (per set) is above the largest
    epsilon a release of the table allows at the default delta (:func:`releasable_epsilon`:
    the sampler's target delta / (1 + e^E) must be at least twice its rounding bound), the
    verdict is ``beyond_release`` instead, *not met within a release's largest epsilon*,
    with no epsilon named (so too for verdict 8 where the grid's largest epsilon is already
    beyond it): the guide never endorses an epsilon a release refuses, nor asks for one;
-5. ``more_datasets``, *more datasets would decide*: not so at the largest epsilon, but
-   the interval there straddles an edge of the tolerance: the datasets, not epsilon, are
+5. ``more_sets``, *more sets would decide*: not so at the largest epsilon, but
+   the interval there straddles an edge of the tolerance: the sets, not epsilon, are
    too few to tell (``beyond_release`` instead where the grid's largest epsilon is beyond
-   what a release allows: more datasets could at best meet it there).
-   ``datasets_needed`` is how many would: a median's confidence interval narrows as
-   1/sqrt(L) over L datasets, so with h the distance from the median to the interval's end
+   what a release allows: more sets could at best meet it there).
+   ``sets_needed`` is how many would: a median's confidence interval narrows as
+   1/sqrt(L) over L sets, so with h the distance from the median to the interval's end
    beyond the edge (its half-width on that side) and d the distance from the median to that
-   edge, the interval clears the edge from ``L_needed = ceil(L x (h / d)^2)`` datasets on
+   edge, the interval clears the edge from ``L_needed = ceil(L x (h / d)^2)`` sets on
    (both edges crossed: the larger);
 6. ``shape_floor``, *the shape is at its floor: no epsilon helps*: a truncated arm whose
    gamma shapes are all at their floor at the largest epsilon (1/3 where a stratum's
@@ -80,8 +80,8 @@ where it does.
 
 The rule is robust to Monte Carlo error by construction: an epsilon counts as met only
 when the median's confidence interval, not the median alone, is within tolerance, so one
-wobble of a small number of datasets cannot make a verdict; too few datasets show as
-``more_datasets`` with the number that would decide, never as a false ``met`` nor as a
+wobble of a small number of sets cannot make a verdict; too few sets show as
+``more_sets`` with the number that would decide, never as a false ``met`` nor as a
 call for more epsilon.
 """
 
@@ -102,14 +102,14 @@ from dpcounts.studies.stage.measures import Measure
 CALIBRATION_METRICS = ("gamma_shape", "gamma_shape_max", "outside_bounds_share",
                        "calibration_skipped")  # fmt: skip
 #: The verdicts, in the order they are tried, and their words (:func:`verdict_text` adds
-#: the epsilon of ``met`` and the datasets of ``more_datasets``).
+#: the epsilon of ``met`` and the sets of ``more_sets``).
 VERDICTS = {
     "truncation_bias": "bias from truncation: no epsilon helps; tail or inflation change it",
     "prior_keeps": "the prior alone keeps it (uninformative)",
     "synthesis_loses": "synthesis alone loses it: no epsilon helps",
     "met": "met from epsilon",
     "beyond_release": "not met within a release's largest epsilon",
-    "more_datasets": "more datasets would decide",
+    "more_sets": "more sets would decide",
     "shape_floor": "shape at its floor: no epsilon helps; tail or inflation change it",
     "truncation_stalls": "no nearer with epsilon: a larger one may not help; tail or "
     "inflation change it",
@@ -121,28 +121,28 @@ VERDICTS = {
 GUIDE_COLUMNS = ["study", "arm", "arm_label", "measure", "verdict", "verdict_text",
                  "epsilon", "epsilon_privacy", "epsilon_prior", "tolerance",
                  "truth", "prior", "reference", "within_low", "within_high",
-                 "median_at_largest", "datasets", "datasets_needed",
+                 "median_at_largest", "sets", "sets_needed",
                  "outside_bounds_share", "truth_in_bounds", "shape_floor_from",
                  "reason", "suppression", "epsilon_vs_suppression"]  # fmt: skip
 
 
-def verdict_text(verdict: str, epsilon: float = float("nan"), datasets: int | None = None,
-                 datasets_needed: float = float("nan"),
+def verdict_text(verdict: str, epsilon: float = float("nan"), sets: int | None = None,
+                 sets_needed: float = float("nan"),
                  releasable: float = float("inf")) -> str:  # fmt: skip
     """A verdict in a few words: guide.csv's ``verdict_text``, which the figures print as
-    it is (one source of the words). ``met`` names its (total) epsilon; ``more_datasets``
-    how many datasets would decide (``datasets_needed``) beside those run (``datasets``);
+    it is (one source of the words). ``met`` names its (total) epsilon; ``more_sets``
+    how many sets would decide (``sets_needed``) beside those run (``sets``);
     ``beyond_release`` the largest epsilon per set a release allows (``releasable``)."""
     words = VERDICTS[verdict]
     if verdict == "met":
         return f"{words} {_g(epsilon)}"
     if verdict == "beyond_release":
         return f"{words} ({_g(releasable)})"
-    if verdict == "more_datasets":
-        if not np.isfinite(datasets_needed):
+    if verdict == "more_sets":
+        if not np.isfinite(sets_needed):
             return f"{words}, but the median sits on the tolerance's edge"
-        run = f" ({datasets} run)" if datasets is not None else ""
-        return f"{words}: about {int(datasets_needed)} needed{run}"
+        run = f" ({sets} run)" if sets is not None else ""
+        return f"{words}: about {int(sets_needed)} needed{run}"
     return words
 
 
@@ -212,7 +212,7 @@ def _g(x: float) -> str:
 
 
 def _straddle(median: float, low: float, high: float, edges) -> tuple[float, float]:
-    """(h, d) of :func:`datasets_needed`: the interval's half-width on the side of the edge
+    """(h, d) of :func:`sets_needed`: the interval's half-width on the side of the edge
     it crosses and the median's distance to that edge (both edges crossed: the pair of the
     larger h / d; (nan, nan) where it crosses none)."""
     w_low, w_high = edges
@@ -231,32 +231,32 @@ def _straddle(median: float, low: float, high: float, edges) -> tuple[float, flo
     return max(pairs, key=lambda p: p[0] / p[1] if p[1] > 0 else float("inf"))
 
 
-def datasets_needed(datasets: int, median: float, low: float, high: float, edges) -> float:
-    """How many datasets would tell whether a median is within ``edges`` (the values within
-    tolerance), where its 95% confidence interval [``low``, ``high``] over ``datasets``
-    straddles one. The rule: the interval narrows as 1/sqrt(L) over L datasets, so it
-    clears the edge from L_needed = ceil(L x (h / d)^2) datasets on, h the interval's
+def sets_needed(sets: int, median: float, low: float, high: float, edges) -> float:
+    """How many sets would tell whether a median is within ``edges`` (the values within
+    tolerance), where its 95% confidence interval [``low``, ``high``] over ``sets``
+    straddles one. The rule: the interval narrows as 1/sqrt(L) over L sets, so it
+    clears the edge from L_needed = ceil(L x (h / d)^2) sets on, h the interval's
     half-width on the edge's side (from the median to the interval's end beyond the edge)
     and d the median's distance to the edge (both edges crossed: the larger). At least
-    L + 1; infinite where the median sits on the edge (no number of datasets decides)."""
+    L + 1; infinite where the median sits on the edge (no number of sets decides)."""
     h, d = _straddle(median, low, high, edges)
     if not np.isfinite(h):
-        return float(datasets)
+        return float(sets)
     if d <= 0:
         return float("inf")
     # rounded to 9 digits first: 20 x (0.15 / 0.1)^2 is 45, not 45.000000000000007
-    return float(max(math.ceil(round(datasets * (h / d) ** 2, 9)), datasets + 1))
+    return float(max(math.ceil(round(sets * (h / d) ** 2, 9)), sets + 1))
 
 
 def judge(measure: Measure, rows: pd.DataFrame, *, scale: float, tolerance: float,
-          epsilon_prior: float, datasets: int, truncation: Truncation | None = None,
+          epsilon_prior: float, sets: int, truncation: Truncation | None = None,
           releasable=None) -> dict:  # fmt: skip
     """The verdict of one arm on one measure from its summary rows (one per epsilon, with
     ``median``, ``median_lower``, ``median_upper``, ``truth``, ``prior`` and ``reference``).
 
     ``scale``: the error kind's scale (the overall true rate per 100,000);
     ``epsilon_prior``: the prior's budget this arm pays on top of each epsilon;
-    ``datasets``: how many datasets each median is over;
+    ``sets``: how many sets each median is over;
     ``truncation``: for a truncated arm, what its calibrations say (None otherwise);
     ``releasable``: a function of an epsilon of the grid, the largest epsilon per set a
     release of the table allows with the arm's calibration there, at the default delta
@@ -296,8 +296,8 @@ def judge(measure: Measure, rows: pd.DataFrame, *, scale: float, tolerance: floa
     out = dict(verdict="", epsilon=np.nan, epsilon_privacy=total, epsilon_prior=epsilon_prior,
                tolerance=tol,
                truth=truth, prior=prior, reference=reference, within_low=within[0],
-               within_high=within[1], median_at_largest=at_largest, datasets=datasets,
-               datasets_needed=np.nan, outside_bounds_share=trunc.outside,
+               within_high=within[1], median_at_largest=at_largest, sets=sets,
+               sets_needed=np.nan, outside_bounds_share=trunc.outside,
                truth_in_bounds=in_bounds,
                shape_floor_from=trunc.floor_from + epsilon_prior)  # fmt: skip
     privacy = (f"; privacy adds no more than {tol:g} from epsilon {_g(total)} on"
@@ -375,33 +375,33 @@ def judge(measure: Measure, rows: pd.DataFrame, *, scale: float, tolerance: floa
                 "tolerance or --delta would"
             )
     elif near[-1] <= tol and eps[-1] > _releasable_at(releasable, eps[-1]) * (1 + 1e-9):
-        # more datasets could at best meet it at the grid's largest epsilon, which no
+        # more sets could at best meet it at the grid's largest epsilon, which no
         # release can spend: not endorsed, nor asked for
         releasable_here = _releasable_at(releasable, eps[-1])
         out["verdict"] = "beyond_release"
         out["reason"] = (
             f"{largest} the median's 95% interval [{_g(low[-1])}, {_g(high[-1])}] straddles "
             f"the tolerance [{_g(within[0])}, {_g(within[1])}] around {_g(reference)} (no "
-            "privacy), so more datasets might meet it there at best; but a release of this "
+            "privacy), so more sets might meet it there at best; but a release of this "
             f"table allows at most {_g(releasable_here)} per set at delta {DEFAULT_DELTA:g}: "
             "no release keeps it; a larger tolerance or --delta would"
         )
     elif near[-1] <= tol:
-        out["verdict"] = "more_datasets"
-        needed = datasets_needed(datasets, at_largest, low[-1], high[-1], within)
-        out["datasets_needed"] = needed
+        out["verdict"] = "more_sets"
+        needed = sets_needed(sets, at_largest, low[-1], high[-1], within)
+        out["sets_needed"] = needed
         h, d = _straddle(at_largest, low[-1], high[-1], within)
-        how_many = (f"about {int(needed)} datasets would (the interval narrows as "
-                    f"1/sqrt(datasets): ceil({datasets} x ({_g(h)} / {_g(d)})^2), its "
+        how_many = (f"about {int(needed)} sets would (the interval narrows as "
+                    f"1/sqrt(sets): ceil({sets} x ({_g(h)} / {_g(d)})^2), its "
                     f"half-width beyond the edge over the median's distance to it)"
                     if np.isfinite(needed) else
-                    "but the median sits on the tolerance's edge, so no number of datasets "
+                    "but the median sits on the tolerance's edge, so no number of sets "
                     "decides; a slightly different tolerance would")  # fmt: skip
         out["reason"] = (f"{largest} the median's 95% interval [{_g(low[-1])}, "
-                         f"{_g(high[-1])}] over {datasets} datasets straddles the tolerance "
+                         f"{_g(high[-1])}] over {sets} sets straddles the tolerance "
                          f"[{_g(within[0])}, {_g(within[1])}] around {_g(reference)} (no "
-                         f"privacy), the median {_g(at_largest)}: the datasets, not "
-                         "epsilon, are too few to tell; more datasets would decide: "
+                         f"privacy), the median {_g(at_largest)}: the sets, not "
+                         "epsilon, are too few to tell; more sets would decide: "
                          f"{how_many}")  # fmt: skip
     elif floored:
         out["verdict"] = "shape_floor"
@@ -439,20 +439,20 @@ def judge(measure: Measure, rows: pd.DataFrame, *, scale: float, tolerance: floa
                 f"table allows at most {_g(releasable_here)} per set at delta "
                 f"{DEFAULT_DELTA:g}: no release keeps it; a larger tolerance or --delta would"
             )
-    out["verdict_text"] = verdict_text(out["verdict"], out["epsilon"], datasets,
-                                       out["datasets_needed"], releasable_here)  # fmt: skip
+    out["verdict_text"] = verdict_text(out["verdict"], out["epsilon"], sets,
+                                       out["sets_needed"], releasable_here)  # fmt: skip
     return out
 
 
 def epsilon_guide(summary: pd.DataFrame, measures, *, overall_rate: float, tolerance: float,
-                  epsilon_prior: float, datasets: int, calibrations: pd.DataFrame,
+                  epsilon_prior: float, sets: int, calibrations: pd.DataFrame,
                   arms=(), table: tuple[int, int] | None = None) -> pd.DataFrame:  # fmt: skip
     """The guide table (:data:`GUIDE_COLUMNS` but ``study``) of a study summary.
 
     ``measures``: the study's :class:`~dpcounts.studies.stage.measures.Measure` list (rows follow
     its order, then the arms'); ``overall_rate``: the true overall rate per 100,000;
     ``epsilon_prior``: the prior's budget, paid by every arm that uses the prior (not md);
-    ``datasets``: the datasets per epsilon; ``calibrations``: the calibrations' table form
+    ``sets``: the sets per epsilon; ``calibrations``: the calibrations' table form
     (an ``arm`` column and :data:`dpcounts.calibration.FRAME_COLUMNS`), read for the
     truncated arms; ``arms``: the study's :class:`~dpcounts.arms.Arm` values, whose labels
     (:func:`dpcounts.arms.arm_title`) fill ``arm_label`` (an arm not among them is labelled
@@ -480,7 +480,7 @@ def epsilon_guide(summary: pd.DataFrame, measures, *, overall_rate: float, toler
                 calibrations=calibrations))  # fmt: skip
             verdict = judge(measure, group, scale=overall_rate, tolerance=tolerance,
                             epsilon_prior=epsilon_prior if family(mechanism).uses_prior
-                            else 0.0, datasets=datasets,
+                            else 0.0, sets=sets,
                             truncation=truncated_arms.get(arm, Truncation())
                             if family(mechanism).bounded else None,
                             releasable=releasable)  # fmt: skip
@@ -544,7 +544,7 @@ def study_guide(definition, strata: pd.DataFrame, summary: pd.DataFrame,
     total = int(strata[definition.count].sum())
     guide = epsilon_guide(summary, study_measure_list(definition), overall_rate=overall,
                           tolerance=definition.tolerance, epsilon_prior=epsilon_prior,
-                          datasets=definition.datasets, calibrations=calibrations,
+                          sets=definition.sets, calibrations=calibrations,
                           arms=definition.arms, table=(total, len(strata)))  # fmt: skip
     guide.insert(0, "study", definition.name)
     if suppression is not None:

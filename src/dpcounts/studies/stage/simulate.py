@@ -1,4 +1,4 @@
-"""A study's calibrations and draws: one arm, a chunk of its epsilons (and datasets).
+"""A study's calibrations and draws: one arm, a chunk of its epsilons (and sets).
 
 Calibrations see only public inputs (the total, the populations, the prior rates); they
 are stored in their table form (:meth:`dpcounts.calibration.Calibration.to_frame`, one row
@@ -104,14 +104,14 @@ def draw_and_measure(
     y,
     cal: Calibration,
     measures: Measures,
-    n_datasets: int,
+    n_sets: int,
     rng: np.random.Generator,
     *,
     batch: int = 100,
     prior_expected=None,
 ) -> tuple[pd.DataFrame, np.ndarray]:
-    """``n_datasets`` synthetic tables under ``cal``, each measured; and the sum over them
-    of every area's rate (for maps: sums of chunks add up to a mean over all datasets).
+    """``n_sets`` synthetic sets (tables) under ``cal``, each measured; and the sum over
+    them of every area's rate (for maps: sums of chunks add up to a mean over all sets).
     ``prior_expected``: the public prior's expected counts, the posterior attacker's prior
     (:func:`~dpcounts.studies.stage.measures.posterior_shares`; None: the calibration's
     predictive means).
@@ -122,8 +122,8 @@ def draw_and_measure(
 
     sampler = StudySampler(y, cal)
     frames, area_sum = [], np.zeros(len(measures.areas))
-    for start in range(0, n_datasets, batch):
-        z = sampler.draw(min(batch, n_datasets - start), rng)
+    for start in range(0, n_sets, batch):
+        z = sampler.draw(min(batch, n_sets - start), rng)
         values = measures.values(z, y)
         if measures.attack is not None and measures.attack_sets > 1:  # the mode over sets
             values = values.assign(**mode_shares(z, y, *measures.attack, measures.attack_sets))
@@ -149,15 +149,15 @@ def simulate_chunk(
     measures: Measures | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The draws of job ``chunk`` (``e{i}_d{j}``) of one arm, measured: one row per
-    (epsilon, dataset), and per map epsilon the sum and number of each area's rates.
-    Epsilons whose calibration was skipped get no datasets. ``measures``: the strata's
+    (epsilon, set), and per map epsilon the sum and number of each area's rates.
+    Epsilons whose calibration was skipped get no sets. ``measures``: the strata's
     :func:`~dpcounts.studies.stage.measures.study_measures`, when a job that runs many
     chunks has built them once (built here otherwise; the same either way)."""
     from dpcounts.design import chunk_members
 
     d = definition
-    epsilons, ids = chunk_members(chunk, d.epsilons, d.epsilons_per_job, d.datasets,
-                                  d.datasets_per_job)  # fmt: skip
+    epsilons, ids = chunk_members(chunk, d.epsilons, d.epsilons_per_job, d.sets,
+                                  d.sets_per_job)  # fmt: skip
     if measures is None:
         measures = _measures(d, strata)
     y = strata[d.count].to_numpy()
@@ -172,12 +172,12 @@ def simulate_chunk(
         cal = arm_calibration(d, arm, rows, strata)
         values, area_sum = draw_and_measure(y, cal, measures, ids.size, rng, batch=d.batch,
                                             prior_expected=expected)  # fmt: skip
-        metrics.append(values.assign(arm=arm.name, epsilon=epsilon, dataset=ids))
+        metrics.append(values.assign(arm=arm.name, epsilon=epsilon, set=ids))
         if d.map_epsilons and at_epsilon([epsilon], d.map_epsilons)[0]:
             sums.append(pd.DataFrame({"arm": arm.name, "epsilon": epsilon,
                                       "area": list(measures.areas), "sum": area_sum,
                                       "n": ids.size}))  # fmt: skip
-    columns = ["arm", "epsilon", "dataset"]
+    columns = ["arm", "epsilon", "set"]
     metrics = pd.concat(metrics, ignore_index=True) if metrics else pd.DataFrame()
     if len(metrics):
         metrics = metrics[columns + [c for c in metrics.columns if c not in columns]]
@@ -191,21 +191,21 @@ def reference_metrics(
     *,
     measures: Measures | None = None,
 ) -> pd.DataFrame:
-    """The measures of ``definition.datasets`` tables drawn from the no-privacy reference
+    """The measures of ``definition.sets`` tables drawn from the no-privacy reference
     (:func:`dpcounts.sampling.reference.no_privacy_draws`: every arm's limit as epsilon
-    grows, truncation dropped), one row per table (``dataset`` and the measures), drawn
+    grows, truncation dropped), one row per table (``set`` and the measures), drawn
     ``definition.batch`` at a time. ``measures``: as :func:`simulate_chunk`'s."""
     from dpcounts.sampling.reference import no_privacy_draws
 
     if measures is None:
         measures = _measures(definition, strata)
     y = strata[definition.count].to_numpy()
-    n, frames = definition.datasets, []
+    n, frames = definition.sets, []
     for start in range(0, n, definition.batch):
         z = no_privacy_draws(y, min(definition.batch, n - start), rng)
         frames.append(measures.values(z, y))
     out = pd.concat(frames, ignore_index=True)
-    out.insert(0, "dataset", np.arange(n))
+    out.insert(0, "set", np.arange(n))
     return out
 
 

@@ -1,6 +1,6 @@
 """A study's summary from its cached chunks: median and 95% band of every measure per arm
 and epsilon, with a 95% confidence interval of the median (its Monte Carlo error over the
-datasets), beside three references: the truth, the prior (the measure of the table the
+sets), beside three references: the truth, the prior (the measure of the table the
 arm drifts to as epsilon shrinks: the expected counts n x lambda0 for PG and truncated
 PG, the uniform table y. / I for MD, whose Dirichlet weights are equal) and the
 no-privacy reference (median and band of the measure on tables drawn with the privacy
@@ -80,7 +80,7 @@ def summarise_study(
 ) -> pd.DataFrame:
     """Summary rows (:data:`SUMMARY_COLUMNS`).
 
-    ``metrics``: one row per dataset (``arm, epsilon, dataset`` and the measures);
+    ``metrics``: one row per synthetic set (``arm, epsilon, set`` and the measures);
     ``reference``: one row per table of the no-privacy reference (the measures);
     ``calibrations``: :meth:`~dpcounts.calibration.Calibration.to_frame` rows with ``arm``;
     ``status``: one row per (arm, epsilon) with ``ok`` and ``error``.
@@ -90,7 +90,7 @@ def summarise_study(
     prior = measures.values(expected_counts(definition, strata), y).iloc[0]
     parts = []
     if len(metrics):
-        columns = [c for c in metrics.columns if c not in ("arm", "epsilon", "dataset")]
+        columns = [c for c in metrics.columns if c not in ("arm", "epsilon", "set")]
         long = metrics.melt(id_vars=["arm", "epsilon"], value_vars=columns, var_name="metric")
         by = ["arm", "epsilon", "metric"]
         draws = summarise_frame(long, by)
