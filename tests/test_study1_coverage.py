@@ -125,7 +125,7 @@ def test_each_arm_draws_from_its_own_stream_and_the_guide_says_it(tmp_path):
     pd.testing.assert_frame_equal(coverage_table(scenarios, datasets, alone, seed=3), mine)
     guide = coverage_guide(table, both)
     assert list(guide.columns) == GUIDE_COLUMNS and len(guide) == 4
-    words = "90% (?:posterior|combining-rule) intervals from 5 sets"
+    words = "90% (?:posterior|combining-rule) intervals of the areas' rates from 5 sets"
     assert guide["text"].str.contains(words).all()
     other = Study1Coverage(**{**both.__dict__, "scenarios": (2,)})
     with pytest.raises(ValueError, match="holds scenario 4, expected 2"):

@@ -34,7 +34,10 @@ The columns, per arm, epsilon, method and quantity:
   over sqrt(releases) (the releases are independent; the units of one release are not
   counted as independent);
 * ``width_ratio``: the median over the units and releases of an interval's width over the
-  exact no-privacy interval's at the same level: 1.4 is 1.4x as wide as with no privacy. A
+  exact no-privacy interval's at the same level: 1.4 is 1.4x as wide as with no privacy.
+  That interval is for the rate behind the confidential counts (their Poisson variation
+  included), as the combining rules' are; the posterior's is for the counts' own rate, so
+  where privacy adds less than that variation it is below 1 (``docs/analyse.md``). A
   median: the combining rules' t quantile on few degrees of freedom makes a few intervals
   very wide (or the whole line, where a set has a disparity's side without events).
 
@@ -489,7 +492,8 @@ COVERAGE_MEASURE = "coverage:"
 def guide_rows(rows: pd.DataFrame, epsilon_prior: float) -> pd.DataFrame:
     """:func:`coverage_guide`'s ``rows`` as rows of the study's ``guide.csv``: its
     columns (:data:`dpcounts.studies.stage.guide.GUIDE_COLUMNS`) then the coverage's
-    (``method``, the coverage and width ranges); ``measure`` is ``coverage:<quantity>``,
+    (``method``, the coverage and width ranges, ``sets_per_release``); ``sets`` the sets
+    the row rests on (releases x sets per release); ``measure`` is ``coverage:<quantity>``,
     ``verdict`` one of :data:`COVERAGE_VERDICTS`, ``verdict_text`` and ``reason`` the
     row's words (:func:`coverage_text`); ``epsilon`` the total from which the intervals
     reach their level (NaN: at no epsilon of the grid; infinite: the no-privacy
@@ -509,9 +513,13 @@ def guide_rows(rows: pd.DataFrame, epsilon_prior: float) -> pd.DataFrame:
                                                                       out["epsilon"],
                                                                       strict=True)]  # fmt: skip
     out["epsilon_prior"] = epsilon_prior
+    # ``sets``, as in every guide row, is the synthetic sets the row rests on: here its
+    # releases x their sets each (``sets_per_release``, the M of one release)
+    out["sets_per_release"] = out["sets"]
+    out["sets"] = out["releases"] * out["sets_per_release"]
     extra = [c for c in COVERAGE_GUIDE_COLUMNS if c not in GUIDE_COLUMNS and c not in (
         "quantity", "text")]  # fmt: skip
-    columns = GUIDE_COLUMNS + extra
+    columns = GUIDE_COLUMNS + extra + ["sets_per_release"]
     return out.reindex(columns=columns)
 
 
@@ -519,7 +527,7 @@ def with_coverage(guide: pd.DataFrame, rows: pd.DataFrame, epsilon_prior: float)
     """The study's guide (:func:`dpcounts.studies.stage.guide.study_guide`) followed by
     its coverage rows (:func:`guide_rows` of :func:`coverage_guide`'s ``rows``): one table,
     ``guide.csv``; the verdicts' rows have no coverage columns, the coverage rows none of a
-    verdict's numbers (truth, tolerance, datasets...)."""
+    verdict's numbers (truth, tolerance, sets...)."""
     extra = guide_rows(rows, epsilon_prior)
     if not len(extra):
         return guide
