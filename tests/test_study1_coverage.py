@@ -1,5 +1,6 @@
-"""Study 1's coverage (dpcounts.studies.study1_coverage): the posterior's intervals cover
-at their nominal level where its model holds, the setting is checked against Study 1's
+"""Study 1's coverage (dpcounts.studies.study1_coverage): the posterior's intervals of the
+county rates and of the disparities cover at their nominal level where its model holds,
+a disparity's truth is Study 1's own ratio, the setting is checked against Study 1's
 design, every arm has its own stream, and the figure is drawn."""
 
 from __future__ import annotations
@@ -19,18 +20,20 @@ from dpcounts.studies.study1_coverage import (
     Study1Coverage,
     arm_coverage,
     county_areas,
+    county_disparities,
     coverage_guide,
     coverage_table,
 )
 
-#: A tiny scenario: 30 counties of 2,000 people each, 1,200 deaths (40 a county on average).
+#: A tiny scenario: 30 counties of 2,000 people each, 1,200 deaths (40 a county on average),
+#: in New Mexico, New York and one more state (Study 1's disparities: urban / rural, NM / NY).
 COUNTIES, PEOPLE, TOTAL = 30, 2000.0, 1200
 
 
 def _scenario(number: int = 1) -> tuple[Scenario, Geography]:
     population = np.full(COUNTIES, PEOPLE)
     rate = np.full(COUNTIES, TOTAL / (COUNTIES * PEOPLE))
-    geo = Geography(state=np.repeat(np.array(["AA", "BB", "CC"]), COUNTIES // 3),
+    geo = Geography(state=np.repeat(np.array(["NM", "NY", "CC"]), COUNTIES // 3),
                     urban=np.arange(COUNTIES) % 2 == 0)  # fmt: skip
     return Scenario(number=number, population=population, rate=rate, total=TOTAL), geo
 
@@ -53,13 +56,23 @@ def _spec(arms, datasets: int, epsilons=(0.5,), methods=("combining", "posterior
 def test_posterior_covers_at_its_level_where_its_model_holds(arm):
     """80 tables drawn from the posterior's prior (md's likelihood is exact; pg's national
     prior gives every county the same p, where the normaliser is exact too), each released
-    as 5 sets at epsilon 0.5: the posterior's 90% intervals cover within 3 Monte Carlo
-    errors of 0.9, and the error is small enough (under 0.02) for that to say something."""
+    as 5 sets at epsilon 0.5: the posterior's 90% intervals of the county rates and of the
+    two disparities cover within 3 Monte Carlo errors of 0.9, and the errors are small
+    enough (under 0.02 and 0.05) for that to say something."""
     scenario, geo = _scenario()
     rng = np.random.default_rng(54)
     datasets = _prior_datasets(80, rng)
-    rows = arm_coverage(scenario, geo, datasets, study1_arm(arm), _spec([arm], 80), rng)
-    found = {row["method"]: row for row in rows}
+    rows = arm_coverage(scenario, geo, datasets, study1_arm(arm), _spec([arm], 80), rng,
+                        np.random.default_rng(55))  # fmt: skip
+    assert [(row["method"], row["quantity"]) for row in rows] == [
+        (m, q) for m in ("combining", "posterior") for q in ("area_rate", "disparity")
+    ]
+    disparity = next(row for row in rows if row["method"] == "posterior"
+                     and row["quantity"] == "disparity")  # fmt: skip
+    assert disparity["releases"] == 80
+    assert 0 < disparity["coverage_se"] < 0.05, disparity
+    assert abs(disparity["coverage"] - 0.9) <= 3 * disparity["coverage_se"], disparity
+    found = {row["method"]: row for row in rows if row["quantity"] == "area_rate"}
     posterior = found["posterior"]
     assert posterior["releases"] == 80
     assert 0 < posterior["coverage_se"] < 0.02, posterior
@@ -80,8 +93,10 @@ def test_posterior_over_covers_where_the_truth_varies_less_than_its_prior_says()
     scenario, geo = _scenario()
     rng = np.random.default_rng(54)
     datasets = rng.multinomial(TOTAL, np.full(COUNTIES, 1 / COUNTIES), 80)
-    rows = arm_coverage(scenario, geo, datasets, study1_arm("md"), _spec(["md"], 80), rng)
-    posterior = next(row for row in rows if row["method"] == "posterior")
+    rows = arm_coverage(scenario, geo, datasets, study1_arm("md"), _spec(["md"], 80), rng,
+                        np.random.default_rng(55))  # fmt: skip
+    posterior = next(row for row in rows if row["method"] == "posterior"
+                     and row["quantity"] == "area_rate")  # fmt: skip
     assert posterior["coverage"] > 0.9 + 3 * max(posterior["coverage_se"], 0.01), posterior
 
 
@@ -95,6 +110,32 @@ def test_a_county_s_truth_is_its_dataset_s_rate_and_its_exact_interval_garwood()
     lower = np.where(counts > 0, chi2.ppf(0.05, 2 * np.maximum(counts, 1)) / 2, 0.0)
     assert np.allclose(areas.exact_width, (upper - lower) / np.array([1000, 2000, 4000]) * 1e5)
     assert list(areas.codes) == [0, 1, 2]
+
+
+def test_a_disparity_s_truth_is_study1_s_ratio_and_its_exact_interval_the_log_ratio_one():
+    """The truth of each disparity is the ratio Study 1's metrics give the dataset's rates
+    (dpcounts.studies.study1.group_metrics), its exact width the log-ratio normal
+    interval's of the groups' pooled counts, computed here by hand."""
+    from scipy.stats import norm
+
+    from dpcounts.studies.study1 import group_metrics
+
+    scenario, geo = _scenario()
+    counts = np.random.default_rng(7).multinomial(TOTAL, np.full(COUNTIES, 1 / COUNTIES))
+    found = county_disparities(geo, scenario.population, counts, 0.9)
+    metrics = group_metrics(counts / scenario.population, scenario, geo)
+    assert found.quantity == "disparity" and found.names == ("urban_rural", "nm_ny")
+    assert np.allclose(found.truth, [metrics["ratio_urban_rural"], metrics["ratio_nm_ny"]])
+    z = norm.ppf(0.95)
+    for k, (top, bottom) in enumerate([("urban", "rural"), ("nm", "ny")]):
+        events = counts[geo.groups[top]].sum(), counts[geo.groups[bottom]].sum()
+        spread = z * np.sqrt(1 / events[0] + 1 / events[1])
+        width = found.truth[k] * (np.exp(spread) - np.exp(-spread))
+        assert np.isclose(found.exact_width[k], width)
+    # a geography without New Mexico has the urban / rural disparity alone
+    other = Geography(state=np.repeat(np.array(["AA", "NY", "CC"]), COUNTIES // 3),
+                      urban=geo.urban)  # fmt: skip
+    assert county_disparities(other, scenario.population, counts, 0.9).names == ("urban_rural",)
 
 
 def _artifacts(tmp_path, number=4, datasets=3):
@@ -117,16 +158,18 @@ def test_each_arm_draws_from_its_own_stream_and_the_guide_says_it(tmp_path):
     both = Study1Coverage(**{**both.__dict__, "scenarios": (4,)})
     table = coverage_table(scenarios, datasets, both, seed=3)
     assert list(table.columns) == COLUMNS
-    assert len(table) == 2 * 2 * 2  # arms x epsilons x methods
+    assert len(table) == 2 * 2 * 2 * 2  # arms x epsilons x methods x quantities
+    assert list(table["quantity"].unique()) == ["area_rate", "disparity"]  # in that order
     assert table["releases"].eq(3).all() and table["scenario"].eq(4).all()
     # an arm's rows do not depend on the other arms scored beside it
     alone = Study1Coverage(**{**both.__dict__, "arms": (study1_arm("pg_state_certified"),)})
     mine = table[table["arm"] == "pg_state_certified"].reset_index(drop=True)
     pd.testing.assert_frame_equal(coverage_table(scenarios, datasets, alone, seed=3), mine)
     guide = coverage_guide(table, both)
-    assert list(guide.columns) == GUIDE_COLUMNS and len(guide) == 4
-    words = "90% (?:posterior|combining-rule) intervals of the areas' rates from 5 sets"
-    assert guide["text"].str.contains(words).all()
+    assert list(guide.columns) == GUIDE_COLUMNS and len(guide) == 8
+    words = "90% (?:posterior|combining-rule) intervals of the {} from 5 sets"
+    for quantity, unit in [("area_rate", "areas' rates"), ("disparity", "disparities")]:
+        assert guide[guide["quantity"] == quantity]["text"].str.contains(words.format(unit)).all()
     other = Study1Coverage(**{**both.__dict__, "scenarios": (2,)})
     with pytest.raises(ValueError, match="holds scenario 4, expected 2"):
         coverage_table(scenarios, datasets, other, seed=3)
@@ -150,12 +193,18 @@ def test_the_geometric_baseline_is_scored_by_the_combining_rules_alone():
     rng = np.random.default_rng(5)
     datasets = _prior_datasets(4, rng)
     rows = arm_coverage(scenario, geo, datasets, study1_arm("geometric"),
-                        _spec(["geometric"], 4, epsilons=(0.1, 100.0)), rng)  # fmt: skip
-    assert [(row["epsilon"], row["method"]) for row in rows] == [(0.1, "combining"),
-                                                                 (100.0, "combining")]  # fmt: skip
+                        _spec(["geometric"], 4, epsilons=(0.1, 100.0)), rng,
+                        np.random.default_rng(6))  # fmt: skip
+    assert [(row["epsilon"], row["method"]) for row in rows] == [
+        (0.1, "combining"),
+        (0.1, "combining"),
+        (100.0, "combining"),
+        (100.0, "combining"),
+    ]
+    assert [row["quantity"] for row in rows] == ["area_rate", "disparity"] * 2
     # at epsilon 100 the sets are the dataset: each county's interval is the combining
     # rules' on its own count, which holds it
-    assert rows[1]["coverage"] == 1.0 and rows[0]["coverage"] < 1.0
+    assert rows[2]["coverage"] == 1.0 and rows[0]["coverage"] < 1.0
     with pytest.raises(ValueError, match="study1.coverage.methods: .*no calibration"):
         Study1Coverage.from_config(_config(arms=["geometric"], methods=["posterior"]))
 
@@ -178,7 +227,7 @@ def test_a_scenario_study1_does_not_run_is_refused():
         Study1Coverage.from_config(study1)
 
 
-def test_the_figure_draws_the_nominal_level_and_every_arm_and_method(tmp_path):
+def test_the_figure_draws_the_nominal_level_and_every_arm_and_method_and_quantity(tmp_path):
     from dpcounts.io import save_figure
     from dpcounts.plots.study1 import figure_coverage
 
@@ -190,5 +239,8 @@ def test_the_figure_draws_the_nominal_level_and_every_arm_and_method(tmp_path):
     assert any(np.allclose(line.get_ydata(), 0.9) for line in top.get_lines())
     labels = top.get_legend_handles_labels()[1]
     assert len([label for label in labels if label != "nominal level (90%)"]) == 4
+    # a column per quantity: the counties' rates, then the disparities
+    titles = [ax.get_title() for ax in fig.axes[:4] if ax.get_title()]
+    assert [t.splitlines()[-1] for t in titles] == ["the areas' rates", "the disparities"]
     save_figure(fig, tmp_path / "coverage.png")
     assert (tmp_path / "coverage.png").stat().st_size > 10_000

@@ -283,33 +283,35 @@ _METHOD_STYLES = {"posterior": dict(linestyle="-", marker="o"),
 
 @styled
 def figure_coverage(table: pd.DataFrame, arms=None):
-    """Study 1's coverage (:mod:`dpcounts.studies.study1_coverage`): per scenario (a
-    column), the share of the counties' intervals holding the dataset's rate against
-    epsilon (top; error bars +-2 Monte Carlo errors, the nominal level dashed black) and
-    the intervals' median width over the exact no-privacy interval (bottom), one line per
-    arm (its colour) and method (its line and marker). Each arm's points are moved a few
-    per cent along epsilon (the same for its methods), so that coinciding lines stay
-    visible."""
-    from dpcounts.studies.stage.coverage import METHOD_WORDS
+    """Study 1's coverage (:mod:`dpcounts.studies.study1_coverage`): per scenario and
+    quantity (a column: the counties' rates, the disparities), the share of the intervals
+    holding the dataset's value against epsilon (top; error bars +-2 Monte Carlo errors,
+    the nominal level dashed black) and the intervals' median width over the exact
+    no-privacy interval (bottom), one line per arm (its colour) and method (its line and
+    marker). Each arm's points are moved a few per cent along epsilon (the same for its
+    methods), so that coinciding lines stay visible."""
+    from dpcounts.studies.stage.coverage import METHOD_WORDS, QUANTITIES, QUANTITY_WORDS
 
     arms = arms or [m for m in ARM_TITLES if m in set(table["arm"])]
     methods = list(dict.fromkeys(table["method"]))
-    scenarios = sorted(table["scenario"].unique())
+    panels = [(s, q) for s in sorted(table["scenario"].unique()) for q in QUANTITIES
+              if ((table["scenario"] == s) & (table["quantity"] == q)).any()]  # fmt: skip
     level = float(table["level"].iloc[0])
     sets, releases = int(table["sets"].iloc[0]), int(table["releases"].min())
-    fig, axes = plt.subplots(2, len(scenarios), figsize=(4.6 * len(scenarios) + 1.6, 6.4),
+    fig, axes = plt.subplots(2, len(panels), figsize=(4.6 * len(panels) + 1.6, 6.4),
                              squeeze=False, sharex=True, layout="constrained")  # fmt: skip
-    for c, scenario in enumerate(scenarios):
+    for c, (scenario, quantity) in enumerate(panels):
         top, bottom = axes[0, c], axes[1, c]
         top.axhline(level, color="black", ls="--", lw=1.2, label=f"nominal level ({level:.0%})")
         bottom.axhline(1.0, color="black", ls=":", lw=1.0,
                        label="as wide as the exact no-privacy interval")  # fmt: skip
+        mine = table[(table["scenario"] == scenario) & (table["quantity"] == quantity)]
         for k, arm in enumerate(arms):
             colour = arm_style(arm)["color"]
             dodge = 1.07 ** (k - (len(arms) - 1) / 2)
             for method in methods:
-                rows = table[(table["scenario"] == scenario) & (table["arm"] == arm)
-                             & (table["method"] == method)].sort_values("epsilon")  # fmt: skip
+                rows = mine[(mine["arm"] == arm) & (mine["method"] == method)]
+                rows = rows.sort_values("epsilon")
                 if not len(rows):
                     continue
                 label = f"{ARM_TITLES[arm]}, {METHOD_WORDS[method]}"
@@ -319,16 +321,16 @@ def figure_coverage(table: pd.DataFrame, arms=None):
                              **_METHOD_STYLES[method])  # fmt: skip
                 bottom.plot(eps, rows["width_ratio"], color=colour, ms=4, lw=1.4,
                             **_METHOD_STYLES[method])  # fmt: skip
-        low = (table["coverage"] - 2 * table["coverage_se"].fillna(0)).min()
+        low = (mine["coverage"] - 2 * mine["coverage_se"].fillna(0)).min()
         top.set_ylim(min(0.5, np.floor(10 * low) / 10), 1.01)
-        top.set_title(scenario_title(scenario), fontsize=10)
+        top.set_title(f"{scenario_title(scenario)}\n{QUANTITY_WORDS[quantity]}", fontsize=10)
         bottom.set_yscale("log")
         log_axis(bottom.yaxis, minor=False)
         bottom.set_xlabel(EPSILON)
         for ax in (top, bottom):
             log_axis(ax.xaxis, minor=False)
         if c == 0:
-            top.set_ylabel("share of the counties' intervals\nholding the dataset's rate")
+            top.set_ylabel("share of the intervals\nholding the dataset's value")
             bottom.set_ylabel("median width / exact\nno-privacy width")
     legend = {}
     for ax in axes.flat:
@@ -336,7 +338,7 @@ def figure_coverage(table: pd.DataFrame, arms=None):
             legend.setdefault(label, handle)
     fig.legend(legend.values(), legend.keys(), loc="outside lower center", ncols=2, fontsize=8,
                frameon=False)  # fmt: skip
-    fig.suptitle(f"Study 1: coverage of {level:.0%} intervals of the county rates from "
-                 f"{sets} sets, against {EPSILON}\n(mean over {releases} datasets, one "
-                 "release each; error bars +-2 Monte Carlo errors)", fontsize=10)  # fmt: skip
+    fig.suptitle(f"Study 1: coverage of {level:.0%} intervals from {sets} sets, against "
+                 f"{EPSILON}\n(mean over {releases} datasets, one release each; error bars "
+                 "+-2 Monte Carlo errors)", fontsize=10)  # fmt: skip
     return fig

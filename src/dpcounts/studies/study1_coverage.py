@@ -5,9 +5,9 @@ In Study 1 each of the L datasets of a scenario is a simulated confidential tabl
 Multinomial(y., n x rate / sum n x rate)), so the truth an interval must hold changes from
 one dataset to the next: the frequentist check of the study stage's coverage
 (:mod:`dpcounts.studies.stage.coverage`), whose pieces this module reuses (its
-:class:`~dpcounts.studies.stage.coverage.Areas`, its interval methods
-:data:`~dpcounts.studies.stage.coverage.METHODS` through
-:func:`~dpcounts.studies.stage.coverage.release_scores`, its words
+:class:`~dpcounts.studies.stage.coverage.Areas`, its disparities
+:func:`~dpcounts.studies.stage.coverage.disparity_quantity`, its interval methods through
+:func:`~dpcounts.studies.stage.coverage.release_quantities`, its words
 :func:`~dpcounts.studies.stage.coverage.coverage_text`).
 
 For every scenario, arm and epsilon of ``study1.coverage`` (:class:`Study1Coverage`) and
@@ -15,16 +15,31 @@ each of its first ``datasets`` datasets, :func:`arm_coverage` draws the ``sets``
 tables of one release from the arm's calibration (the data-independent calibration Study 1
 scores the arm with, :func:`dpcounts.studies.study1.score_datasets`; the study sampler,
 :class:`~dpcounts.sampling.study_mode.StudySampler`), from the arm's own stream
-``run_rng(seed, (), "coverage", scenario, arm)`` (a stream no other artifact draws from).
-The areas are the counties (one stratum each), a county's confidential rate is the
-dataset's count over its population, per 100,000. From each release and method:
+``run_rng(seed, (), "coverage", scenario, arm)`` (a stream no other artifact draws from;
+the posterior's Monte Carlo of the disparities from the stream of the same labels and
+``"draws"``, so that the sets do not depend on the methods). The quantities, each scored
+against its dataset's confidential value:
 
-* ``coverage``: the share of the counties whose interval holds the dataset's county rate,
-  averaged over the datasets (one release each);
+* ``area_rate``: the counties (one stratum each), a county's confidential rate the
+  dataset's count over its population, per 100,000, its exact interval the Garwood Poisson
+  interval of the count;
+* ``disparity``: the two group-rate ratios Study 1 reports (:data:`DISPARITIES`, Figure 2,
+  :func:`dpcounts.studies.study1.group_metrics`): urban over rural counties and New
+  Mexico over New York, crude rates of the groups' pooled counts; the confidential value
+  the dataset's ratio, its exact interval the log-ratio normal interval of the dataset's
+  counts (:func:`dpcounts.studies.intervals.rate_ratio_interval`); the posterior's
+  interval from :data:`~dpcounts.studies.stage.coverage.DRAWS` joint draws of the two
+  sides' true totals, as the study stage's.
+
+From each release, method and quantity:
+
+* ``coverage``: the share of the units (counties, disparities) whose interval holds the
+  dataset's value, averaged over the datasets (one release each);
 * ``coverage_se``: its Monte Carlo error, the standard deviation of the datasets' shares
-  over sqrt(datasets);
-* ``width_ratio``: the median over the counties and datasets of an interval's width over
-  the exact (Garwood) Poisson interval of the dataset's count at the same level.
+  over sqrt(datasets): with two disparities a release's share is 0, 1/2 or 1, so the
+  disparities' error is large (up to about 0.2 from 5 datasets);
+* ``width_ratio``: the median over the units and datasets of an interval's width over the
+  exact no-privacy interval's at the same level.
 
 The arms scored: MD and the PG arms with a national or state prior, whose calibration is
 data-independent (the state prior is the truth's, public in Study 1), and the geometric
@@ -45,7 +60,7 @@ import pandas as pd
 
 from dpcounts.arms import Arm, arm_title
 from dpcounts.design import at_epsilon
-from dpcounts.studies.stage.coverage import AREA_RATE, METHODS, Areas, coverage_text
+from dpcounts.studies.stage.coverage import METHODS, QUANTITIES, Areas, Weighed, coverage_text
 from dpcounts.studies.study1 import (
     Geography,
     Study1Design,
@@ -71,6 +86,10 @@ GUIDE_COLUMNS = ["scenario", "arm", "arm_label", "method", "quantity", "level", 
 
 #: The methods that need no calibration: the only ones that score the geometric baseline.
 NO_CALIBRATION = ("combining",)
+#: The disparities whose intervals are scored (the ratios of Study 1's metrics and Figure 2):
+#: (name, numerator group, denominator group) of
+#: :attr:`dpcounts.studies.study1.Geography.groups`.
+DISPARITIES = (("urban_rural", "urban", "rural"), ("nm_ny", "nm", "ny"))
 
 
 def _fail(key: str, message: str):
@@ -159,19 +178,46 @@ def county_areas(population, counts, level: float) -> Areas:
     )
 
 
+def county_disparities(geo: Geography, population, counts, level: float) -> Weighed | None:
+    """The ``disparity`` quantity of one dataset (``counts``, one per county): the
+    :data:`DISPARITIES` as the study stage's
+    :class:`~dpcounts.studies.stage.coverage.Weighed` (crude rates of the county groups
+    ``geo.groups``, per 100,000), each with the dataset's ratio and the width of its
+    log-ratio normal interval at ``level``. A disparity with a side without a county
+    (a geography without New Mexico) or without events is left out (logged); None if
+    none is left."""
+    from dpcounts.studies.stage.coverage import disparity_quantity
+    from dpcounts.studies.stage.rates import GroupRates
+
+    groups = {name: mask for name, mask in geo.groups.items() if np.any(mask)}
+    pairs = [pair for pair in DISPARITIES if {pair[1], pair[2]} <= set(groups)]
+    for name, *_ in sorted(set(DISPARITIES) - set(pairs)):
+        log.warning("Study 1: disparity %s has a side without counties: no coverage of it",
+                    name)  # fmt: skip
+    if not pairs:
+        return None
+    population = np.asarray(population, dtype=float)
+    rates = GroupRates(population, groups, per=PER_100K)
+    return disparity_quantity(rates, pairs, counts, level, population, "Study 1")
+
+
 def arm_coverage(scenario, geo: Geography, datasets: np.ndarray, arm: Arm,
-                 spec: Study1Coverage, rng: np.random.Generator) -> list[dict]:  # fmt: skip
-    """One row of :data:`COLUMNS`' numbers per epsilon and method of ``spec`` for ``arm``
-    on ``datasets`` (rows of counts of ``scenario``, each one release of ``spec.sets``
-    tables drawn from ``rng``: epsilon by epsilon, dataset by dataset). The geometric
-    baseline is scored by the methods of :data:`NO_CALIBRATION` alone."""
+                 spec: Study1Coverage, rng: np.random.Generator,
+                 draws: np.random.Generator) -> list[dict]:  # fmt: skip
+    """One row of :data:`COLUMNS`' numbers per epsilon, method and quantity of ``spec``
+    for ``arm`` on ``datasets`` (rows of counts of ``scenario``, each one release of
+    ``spec.sets`` tables drawn from ``rng``: epsilon by epsilon, dataset by dataset; the
+    posterior's Monte Carlo of the disparities from ``draws``). The geometric baseline is
+    scored by the methods of :data:`NO_CALIBRATION` alone."""
     from dpcounts.baselines.geometric import geometric_release_each
     from dpcounts.sampling.study_mode import StudySampler
-    from dpcounts.studies.stage.coverage import release_scores
+    from dpcounts.studies.stage.coverage import release_quantities
 
     n = scenario.population
     state_prior = geo.state_rates(n, scenario.rate) if arm.prior == "state" else None
     areas = [county_areas(n, y, spec.level) for y in datasets]
+    weighed = [[w] if (w := county_disparities(geo, n, y, spec.level)) else []
+               for y in datasets]  # fmt: skip
     methods = [m for m in spec.methods if not arm.baseline or m in NO_CALIBRATION]
     rows = []
     for epsilon in spec.epsilons:
@@ -183,17 +229,21 @@ def arm_coverage(scenario, geo: Geography, datasets: np.ndarray, arm: Arm,
             cal = study1_calibration(arm, epsilon, scenario, state_prior)
             releases = [StudySampler(y, cal).draw(spec.sets, rng) for y in datasets]
         for method in methods:
-            shares, ratios = [], []
-            for sets, county in zip(releases, areas, strict=True):
-                share, ratio = release_scores(sets, county, cal, method, spec.level, spec.sets)
-                shares.append(share[0])
-                ratios.append(ratio[0])
-            shares = np.asarray(shares)
-            rows.append({"scenario": scenario.number, "arm": arm.name, "epsilon": epsilon,
-                         "method": method, "releases": shares.size,
-                         "coverage": float(shares.mean()),
-                         "coverage_se": float(shares.std(ddof=1) / math.sqrt(shares.size)),
-                         "width_ratio": float(np.median(np.concatenate(ratios)))})  # fmt: skip
+            found = {}  # quantity: (each dataset's share, its units' width ratios)
+            for sets, county, disparity in zip(releases, areas, weighed, strict=True):
+                scores = release_quantities(sets, county, disparity, cal, method, spec.level,
+                                            spec.sets, draws)  # fmt: skip
+                for quantity, (share, ratio) in scores.items():
+                    found.setdefault(quantity, ([], []))
+                    found[quantity][0].append(share[0])
+                    found[quantity][1].append(ratio[0])
+            for quantity in sorted(found, key=QUANTITIES.index):
+                shares, ratios = np.asarray(found[quantity][0]), found[quantity][1]
+                se = shares.std(ddof=1) / math.sqrt(shares.size) if shares.size > 1 else math.nan
+                rows.append({"scenario": scenario.number, "arm": arm.name, "epsilon": epsilon,
+                             "method": method, "quantity": quantity, "releases": shares.size,
+                             "coverage": float(shares.mean()), "coverage_se": float(se),
+                             "width_ratio": float(np.median(np.concatenate(ratios)))})  # fmt: skip
         log.info("scenario %d, %s at epsilon=%g: %d releases", scenario.number, arm.name,
                  epsilon, len(releases))  # fmt: skip
     return rows
@@ -205,7 +255,8 @@ def coverage_table(scenario_paths, dataset_paths, spec: Study1Coverage, seed: in
     order of ``spec.scenarios``: Study 1's scenario and datasets artifacts), arm, epsilon
     and method of ``spec``: :data:`COLUMNS`. Each arm of a scenario draws from its own
     stream (:func:`dpcounts.studies.study1.run_rng` of ``"coverage"``, the scenario and
-    the arm's name)."""
+    the arm's name; the posterior's Monte Carlo from that and ``"draws"``). The rows by
+    quantity (the counties' rates first), then as drawn."""
     if len(scenario_paths) != len(spec.scenarios) or len(dataset_paths) != len(spec.scenarios):
         raise ValueError(f"expected one scenario and one datasets file per scenario of "
                          f"study1.coverage.scenarios {list(spec.scenarios)}")  # fmt: skip
@@ -219,10 +270,12 @@ def coverage_table(scenario_paths, dataset_paths, spec: Study1Coverage, seed: in
         datasets = load_datasets(dataset_path, np.arange(spec.datasets))
         for arm in spec.arms:
             rng = run_rng(seed, rng_labels, "coverage", number, arm.name)
-            rows += arm_coverage(scenario, geo, datasets, arm, spec, rng)
+            draws = run_rng(seed, rng_labels, "coverage", number, arm.name, "draws")
+            rows += arm_coverage(scenario, geo, datasets, arm, spec, rng, draws)
     out = pd.DataFrame(rows)
-    out["quantity"], out["level"], out["sets"] = AREA_RATE, spec.level, spec.sets
-    return out[COLUMNS]
+    out["level"], out["sets"] = spec.level, spec.sets
+    out = out.sort_values("quantity", key=lambda c: c.map(QUANTITIES.index), kind="stable")
+    return out[COLUMNS].reset_index(drop=True)
 
 
 def coverage_guide(table: pd.DataFrame, spec: Study1Coverage) -> pd.DataFrame:
@@ -235,12 +288,13 @@ def coverage_guide(table: pd.DataFrame, spec: Study1Coverage) -> pd.DataFrame:
     keys = ["scenario", "arm", "method", "quantity"]
     for (scenario, arm, method, quantity), rows in table.groupby(keys, sort=False):
         level, sets = float(rows["level"].iloc[0]), int(rows["sets"].iloc[0])
-        words = coverage_text(rows, method=method, level=level, sets=sets)
+        words = coverage_text(rows, method=method, level=level, sets=sets, quantity=quantity)
         out.append({"scenario": int(scenario), "arm": arm, "arm_label": arm_title(arms[arm]),
                     "method": method, "quantity": quantity, "level": level, "sets": sets,
                     "releases": int(rows["releases"].min()), **words})  # fmt: skip
     return pd.DataFrame(out, columns=GUIDE_COLUMNS)
 
 
-__all__ = ["COLUMNS", "GUIDE_COLUMNS", "NO_CALIBRATION", "Study1Coverage", "arm_coverage",
-           "county_areas", "coverage_guide", "coverage_table"]  # fmt: skip
+__all__ = ["COLUMNS", "DISPARITIES", "GUIDE_COLUMNS", "NO_CALIBRATION", "Study1Coverage",
+           "arm_coverage", "county_areas", "county_disparities", "coverage_guide",
+           "coverage_table"]  # fmt: skip

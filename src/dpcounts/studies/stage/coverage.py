@@ -191,7 +191,7 @@ def weighed_quantities(definition: StudyDefinition, strata: pd.DataFrame,
     """The study's :class:`Weighed` quantities: ``age_adjusted`` where it has an age key,
     ``disparity`` where it has disparities (module docstring)."""
     from dpcounts.inference.pieces import piece_totals, values
-    from dpcounts.studies.intervals import age_adjusted_interval, rate_ratio_interval
+    from dpcounts.studies.intervals import age_adjusted_interval
     from dpcounts.studies.stage.measures import AREA, study_measures
 
     d = definition
@@ -207,26 +207,41 @@ def weighed_quantities(definition: StudyDefinition, strata: pd.DataFrame,
         exact = age_adjusted_interval(by_band, people, rates.weights, level, per=d.per)
         out.append(Weighed(AGE_ADJUSTED, tuple(names), (part,), values(by_band.ravel(), part)[0][0],
                            np.asarray(exact.upper) - np.asarray(exact.lower), cap))  # fmt: skip
+    pairs = [(s.name, f"{s.name}:numerator", f"{s.name}:denominator") for s in d.disparities]
+    disparity = disparity_quantity(rates, pairs, y, level, cap, d.name)
+    return out if disparity is None else [*out, disparity]
+
+
+def disparity_quantity(rates, pairs, counts, level: float, cap, where: str) -> Weighed | None:
+    """The ``disparity`` :class:`Weighed` quantity of the confidential ``counts`` (one per
+    stratum): a unit per ``(name, numerator, denominator)`` of ``pairs``, two groups of
+    ``rates`` (a :class:`~dpcounts.studies.stage.rates.GroupRates`) whose rates' ratio it
+    is; a disparity with a side without events is left out (logged, naming ``where``, the
+    study), and None if none is left."""
+    from dpcounts.inference.pieces import piece_totals, values
+    from dpcounts.studies.intervals import rate_ratio_interval
+
+    y = np.asarray(counts, dtype=float)
     kept, parts, truth, width = [], [], [], []
-    for spec in d.disparities:
-        part = rates.pieces([f"{spec.name}:numerator", f"{spec.name}:denominator"], sides=2)
+    for name, numerator, denominator in pairs:
+        part = rates.pieces([numerator, denominator], sides=2)
         totals = piece_totals(y, part)
         ratio = values(totals, part)[0][0, 0]
         if not np.isfinite(ratio):
             log.warning("%s: disparity %s has a side without events: no coverage of it",
-                        d.name, spec.name)  # fmt: skip
+                        where, name)  # fmt: skip
             continue
         rate = np.asarray(part.weights @ totals[0])
         variance = np.asarray(part.weights.multiply(part.weights) @ totals[0])
         exact = rate_ratio_interval(rate[0], variance[0], rate[1], variance[1], level)
-        kept.append(spec.name)
+        kept.append(name)
         parts.append(part)
         truth.append(ratio)
         width.append(exact.upper - exact.lower)
-    if kept:
-        out.append(Weighed(DISPARITY, tuple(kept), tuple(parts), np.asarray(truth),
-                           np.asarray(width), cap))  # fmt: skip
-    return out
+    if not kept:
+        return None
+    return Weighed(DISPARITY, tuple(kept), tuple(parts), np.asarray(truth), np.asarray(width),
+                   cap)  # fmt: skip
 
 
 def _whole_line(lower, upper):
@@ -538,6 +553,6 @@ def with_coverage(guide: pd.DataFrame, rows: pd.DataFrame, epsilon_prior: float)
 __all__ = ["AGE_ADJUSTED", "AREA_RATE", "COVERAGE_COLUMNS", "COVERAGE_GUIDE_COLUMNS",
            "COVERAGE_MEASURE", "COVERAGE_VERDICTS", "DISPARITY", "DRAWS", "METHODS",
            "QUANTITIES", "Areas", "Weighed", "combining_intervals", "coverage_guide",
-           "coverage_table", "coverage_text", "guide_rows", "posterior_intervals", "reaches",
-           "release_quantities", "release_scores", "score", "study_areas",
-           "weighed_intervals", "weighed_quantities", "with_coverage"]  # fmt: skip
+           "coverage_table", "coverage_text", "disparity_quantity", "guide_rows",
+           "posterior_intervals", "reaches", "release_quantities", "release_scores", "score",
+           "study_areas", "weighed_intervals", "weighed_quantities", "with_coverage"]  # fmt: skip
