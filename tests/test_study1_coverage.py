@@ -100,6 +100,35 @@ def test_posterior_over_covers_where_the_truth_varies_less_than_its_prior_says()
     assert posterior["coverage"] > 0.9 + 3 * max(posterior["coverage_se"], 0.01), posterior
 
 
+def test_posterior_disparities_under_cover_where_many_small_counties_pull_together():
+    """The case where the posterior is known to fail (the module's docstring): 400 small
+    counties (2 to 6 deaths each on average), the 40 urban ones at 3 times the others' rate
+    and the public rate one for all, released by md at epsilon 100. Each county's interval
+    covers (the pull of its prior is small against its own spread), but over a group the
+    pulls add up in one direction beyond the group's posterior spread: the disparities'
+    intervals cover far below 0.9 (0.35 here), while the combining rules' hold them."""
+    counties = 400
+    urban = np.arange(counties) < 40
+    rate = np.where(urban, 3.0, 1.0) * 1e-3
+    total = int(round(rate.sum() * PEOPLE))
+    people = np.full(counties, PEOPLE)
+    scenario = Scenario(number=1, population=people, rate=np.full(counties, total / people.sum()),
+                        total=total)  # fmt: skip
+    geo = Geography(state=np.repeat(np.array(["NM", "NY", "CC", "DD"]), counties // 4),
+                    urban=urban)  # fmt: skip
+    rng = np.random.default_rng(1)
+    datasets = rng.multinomial(total, rate / rate.sum(), 20)
+    spec = Study1Coverage((1,), 0.9, 5, 20, (100.0,), (study1_arm("md"),),
+                          ("combining", "posterior"))  # fmt: skip
+    rows = arm_coverage(scenario, geo, datasets, study1_arm("md"), spec, rng,
+                        np.random.default_rng(2))  # fmt: skip
+    found = {(row["method"], row["quantity"]): row for row in rows}
+    posterior = found["posterior", "disparity"]
+    assert posterior["coverage"] < 0.9 - 3 * posterior["coverage_se"], posterior
+    assert found["posterior", "area_rate"]["coverage"] > 0.9, found["posterior", "area_rate"]
+    assert found["combining", "disparity"]["coverage"] >= 0.9, found["combining", "disparity"]
+
+
 def test_a_county_s_truth_is_its_dataset_s_rate_and_its_exact_interval_garwood():
     from scipy.stats import chi2
 
