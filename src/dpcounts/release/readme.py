@@ -22,7 +22,8 @@ LAYOUT = (
     "verify) and analyse it (dpcounts estimate), and what it cannot tell; written from this "
     "manifest alone (its numbers are the manifest's, to 6 significant digits)"
 )
-#: One line on each file the manifest may list, by its name in ``files``.
+#: One line on each file a release lists, by its name in ``files``, in the page's order (a
+#: name it does not know is not a release's, and ``verify``'s ``files/names`` fails it).
 _FILE_LINES = {
     "synthetic": (
         "the {sets} synthetic sets in long form, one row per set and stratum: `set` (0 to "
@@ -101,14 +102,9 @@ def readme_text(manifest: dict) -> str:
         "population": m["population_column"],
         "bounds": ", `lower`, `upper`: the truncation bounds" if bounded else "",
     }
-    order = [
-        *(n for n in _FILE_LINES if n in files),
-        *sorted(n for n in files if n not in _FILE_LINES),
-    ]
-    for name in order:  # a fixed order: manifest.json keeps its keys sorted
-        entry = files[name]
-        line = _FILE_LINES.get(name, entry["layout"]).format(**fill)
-        lines.append(f"- `{entry['path']}`: {line}")
+    for name in (n for n in _FILE_LINES if n in files):  # manifest.json sorts its keys
+        line = _FILE_LINES[name].format(**fill)
+        lines.append(f"- `{files[name]['path']}`: {line}")
     lines += [
         "- `manifest.json`: what the release is and promises, and every file's SHA-256",
         f"- `{README}`: this page, written from the manifest and listed in it",

@@ -252,7 +252,13 @@ def _readme_check(release: _Release) -> Check:
     except UnicodeDecodeError:
         return _check("files", "readme", FAIL, f"{shown_path}: not UTF-8 text",
                       {"state": "unreadable"})  # fmt: skip
-    if found == readme_text(manifest):
+    try:
+        expected = readme_text(manifest)
+    except (KeyError, TypeError, ValueError) as err:  # a field the schema lets through
+        return _check("files", "readme", FAIL,
+                      f"the page could not be written from the manifest: {shown(err, 120)}",
+                      {"state": "unreadable"})  # fmt: skip
+    if found == expected:
         return _check("files", "readme", OK,
                       f"{shown_path} is the page written from the manifest: its numbers are "
                       "the manifest's", {"state": "as written"})  # fmt: skip
