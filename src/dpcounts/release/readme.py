@@ -79,8 +79,9 @@ def readme_text(manifest: dict) -> str:
         f"{_n(budget['epsilon_per_set'])} and delta {_n(budget['delta_per_set'])}; the "
         f"prior epsilon {_n(budget['epsilon_prior'])}",
         f"- the promise: {m['guarantee']['statement']}",
-        f"- the unit of privacy: {m['neighbouring_relation']}",
-        f"- the prior: `{prior['kind']}` ({prior['description']})",
+        f"- the unit of privacy (the neighbouring relation). {m['neighbouring_relation']}",
+        f"- the prior, `{prior['kind']}`: "
+        + prior["description"].removeprefix(f"{prior['kind']}: "),
         f"- `{m['population_column']}` holds "
         + ("expected counts: rates are SMRs" if denominator == "expected" else "populations"),
     ]
@@ -112,8 +113,9 @@ def readme_text(manifest: dict) -> str:
         "",
         "## Check it",
         "",
-        "Install dpcounts, then check the folder against its manifest (every file's SHA-256, "
-        "the sets' totals, the hyperparameters recomputed, the privacy promise):",
+        "Install dpcounts (the Python package that made it), then check the folder against "
+        "its manifest: every file's SHA-256, the sets' totals, the privacy bound recomputed "
+        "from the hyperparameters, the numbers of the promise:",
         "",
         "```sh",
         "dpcounts verify FOLDER",
@@ -157,4 +159,29 @@ def readme_text(manifest: dict) -> str:
         "folder can show, not how the sets were drawn.",
         "",
     ]
-    return "\n".join(lines)
+    return "\n".join(_wrapped(lines))
+
+
+#: The page's width: prose is wrapped to it, code is not.
+WIDTH = 88
+
+
+def _wrapped(lines: list[str]):
+    """``lines`` with prose wrapped to :data:`WIDTH` (a list item's lines indented under
+    it); a code block's lines, headings and blank lines as they are."""
+    import textwrap
+
+    code = False
+    for line in lines:
+        if line.startswith("```"):
+            code = not code
+        if code or line.startswith(("```", "#")) or len(line) <= WIDTH:
+            yield line
+            continue
+        yield from textwrap.wrap(
+            line,
+            WIDTH,
+            subsequent_indent="  " if line.startswith("- ") else "",
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
