@@ -98,6 +98,11 @@ def test_a_pg_release_without_bounds_says_nothing_of_them(tmp_path):
     out = release(tmp_path, **KINDS["pg"])
     text = page(out)
     assert "`lower`" not in text and "truncated" not in text
+    # the hyperparameters' columns named are those the file holds beside the keys
+    named = re.search(r"each set was drawn with \(([^)]*)\)", flat(out)).group(1)
+    hyper = pd.read_parquet(out / "hyperparameters.parquet")
+    keys = manifest_of(out)["keys"]
+    assert named.replace("`", "").split(", ") == [c for c in hyper.columns if c not in keys]
     assert failures(verify_release(out)) == []
 
 

@@ -26,15 +26,27 @@ LAYOUT = (
 #: name it does not know is not a release's, and ``verify``'s ``files/names`` fails it).
 _FILE_LINES = {
     "synthetic": (
-        "the {sets} synthetic sets in long form, one row per set and stratum: `set` (0 to "
-        "{last}), the keys{attributes}, `count` (the synthetic count) and `{population}`"
+        "the {sets} in long form, one row per set and stratum: `set` ({numbers}), the "
+        "keys{attributes}, `count` (the synthetic count) and `{population}`"
     ),
     "hyperparameters": (
-        "one row per stratum: the public calibration each set was drawn with (`a`, `b`, "
-        "`prior_rate`{bounds}); `dpcounts estimate` reads it"
+        "one row per stratum: the keys{attributes}, then the public calibration each set was "
+        "drawn with ({columns}){bounds}; `dpcounts estimate` reads it"
     ),
     "prior": "the sanitised prior's groups: their populations, noisy totals and prior rates",
 }
+
+
+def _hyperparameters(mechanism: str) -> tuple[str, ...]:
+    """The columns the mechanism's hyperparameters publish beside the keys (the registry's
+    :attr:`~dpcounts.mechanisms.registry.Family.hyperparameters`)."""
+    from dpcounts.mechanisms import registry
+
+    return registry.family(mechanism).hyperparameters
+
+
+def _sets(sets: int) -> str:
+    return "1 synthetic set" if sets == 1 else f"{sets} synthetic sets"
 
 
 def _n(x) -> str:
@@ -59,7 +71,7 @@ def readme_text(manifest: dict) -> str:
         "# A differentially private synthetic release of a table of counts",
         "",
         f"This folder is a release made by dpcounts {m['dpcounts_version']} (purpose: "
-        f"{m['purpose']}). It holds **{sets} synthetic sets** of a confidential table of "
+        f"{m['purpose']}). It holds **{_sets(sets)}** of a confidential table of "
         f"counts of **{m['strata']} strata**, each stratum one combination of the keys "
         f"{', '.join(f'`{k}`' for k in keys)}"
         + (
@@ -97,11 +109,12 @@ def readme_text(manifest: dict) -> str:
 
     lines += ["## The files", ""]
     fill = {
-        "sets": sets,
-        "last": sets - 1,
+        "sets": _sets(sets),
+        "numbers": "always 0" if sets == 1 else f"0 to {sets - 1}",
         "attributes": (", the attributes" if attributes else ""),
         "population": m["population_column"],
-        "bounds": ", `lower`, `upper`: the truncation bounds" if bounded else "",
+        "columns": ", ".join(f"`{c}`" for c in _hyperparameters(m["mechanism"])),
+        "bounds": "; `lower` and `upper` are the truncation bounds" if bounded else "",
     }
     for name in (n for n in _FILE_LINES if n in files):  # manifest.json sorts its keys
         line = _FILE_LINES[name].format(**fill)
