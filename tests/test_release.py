@@ -337,6 +337,7 @@ def test_a_table_released_under_a_name_is_refused_without_it_before_anything(
 def test_release_folder_holds_only_what_the_manifest_lists(csv, tmp_path, private_area):
     info = build_release(request_for(csv, tmp_path / "out", sets=2))
     listed = {entry["path"] for entry in info["files"].values()}
+    assert listed == {"synthetic.parquet", "hyperparameters.parquet", "README.md"}
     assert set(listing(tmp_path / "out")) == listed | {"manifest.json"}
     assert listing(tmp_path) == ["out", "s.csv"]  # nothing beside the release
     # by default in the steward's folder, named after --out and the seed commitment

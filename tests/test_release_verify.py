@@ -200,7 +200,8 @@ def test_an_epsilon_total_that_disagrees_with_its_parts_fails_the_budget(tmp_pat
     manifest["budget"]["epsilon_total"] = 0.5  # the sets alone spend 1
     (out / "manifest.json").write_text(json.dumps(manifest))
     checks = verify_release(out)
-    assert failures(checks) == ["promise/epsilon", "promise/statement"]
+    # the README states the total as released, so it disagrees with the edited manifest
+    assert failures(checks) == ["files/readme", "promise/epsilon", "promise/statement"]
     assert "total 0.5 vs prior 0 + 2 x 0.5 = 1" in by_name(checks)["promise/epsilon"].detail
 
 
@@ -212,7 +213,7 @@ def test_a_nominal_pair_claimed_certified_fails_the_status(tmp_path):
                                  audited_worst_ratio=None)  # fmt: skip
     (out / "manifest.json").write_text(json.dumps(manifest))
     checks = verify_release(out)
-    assert failures(checks) == ["promise/statement", "promise/status"]
+    assert failures(checks) == ["files/readme", "promise/statement", "promise/status"]
     assert by_name(checks)["promise/bound"].status == NOMINAL  # and it still says so
     code, stdout, _ = run("verify", str(out))
     assert code == 1 and stdout.strip().splitlines()[-1].startswith("FAILED:")
@@ -366,6 +367,17 @@ def _promise(out: Path, **budget) -> dict:
         1 + math.exp(b["epsilon_per_set"])
     )
     manifest["guarantee"] = guarantee(manifest["mechanism"], manifest["method"], b)
+    return with_readme(out, manifest)
+
+
+def with_readme(out: Path, manifest: dict) -> dict:
+    """``manifest`` with the README written again from it and its SHA-256 relisted, as a
+    careful forger would: then only the manifest's own checks can catch the edit."""
+    from dpcounts.release.readme import ENTRY, readme_text
+
+    path = out / manifest["files"][ENTRY]["path"]
+    path.write_text(readme_text(manifest), encoding="utf-8")
+    manifest["files"][ENTRY]["sha256"] = sha256_file(path)
     return manifest
 
 
@@ -391,7 +403,7 @@ def test_a_rewritten_statement_fails(tmp_path):
     out = release(tmp_path, epsilon=2.0)
     manifest = manifest_of(out)
     manifest["guarantee"]["statement"] = manifest["guarantee"]["statement"].replace("(2,", "(0.5,")
-    set_manifest(out, manifest)
+    set_manifest(out, with_readme(out, manifest))
     checks = verify_release(out)
     assert failures(checks) == ["promise/statement"]
     assert "guarantee.statement" in by_name(checks)["promise/statement"].detail

@@ -49,6 +49,8 @@ output (--out release/):
   release/synthetic.parquet      PUBLIC: all sets, long: set, keys..., count, population
   release/hyperparameters.parquet PUBLIC: keys..., a, b, population, prior_rate, lower, upper
   release/prior.parquet          PUBLIC, with --sanitised-prior-by: noisy group totals
+  release/README.md              PUBLIC: the release in words for its analyst (verify,
+                                 estimate), written from the manifest and listed in it
 
 private folder (--private-dir, default a new folder in $XDG_DATA_HOME/dpcounts/private/,
 i.e. ~/.local/share/dpcounts/private/release-<16 hex digits of the seed commitment>/):

@@ -1,7 +1,8 @@
 """The release's files: the public folder (synthetic sets, hyperparameters, the prior's
-table, the manifest last, then its signature with ``--sign-key``) and the steward's private
-folder (provenance with the root key, the summary and the utility report), written into
-partial folders that :func:`dpcounts.release.folder.install` then installs at once."""
+table, the README written from the manifest, the manifest last, then its signature with
+``--sign-key``) and the steward's private folder (provenance with the root key, the summary
+and the utility report), written into partial folders that
+:func:`dpcounts.release.folder.install` then installs at once."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pandas as pd
 import dpcounts
 from dpcounts.io import sha256_file, write_json
 from dpcounts.mechanisms import registry
-from dpcounts.release import folder, manifest
+from dpcounts.release import folder, manifest, readme
 from dpcounts.release.design import Design
 from dpcounts.release.manifest import RELEASE_FORMAT, SYNTHETIC_COUNT
 from dpcounts.release.randomness import RootKey, describe
@@ -141,7 +142,8 @@ def write_private(
 
 
 def finish_manifest(tmp: Path, info, prior_table, prior_block, design: Design) -> None:
-    """Write prior.* (if any) and manifest.json last, so every listed file exists; with a
+    """Write prior.* (if any), README.md from the manifest (:mod:`.readme`) and
+    manifest.json last, so every listed file exists; with a
     signing key (``info["signer"]``, ``--sign-key``), its signature of the manifest after
     it, in the same partial folder (:mod:`.signature`)."""
     request_suffix = info["suffix"]
@@ -242,6 +244,12 @@ def finish_manifest(tmp: Path, info, prior_table, prior_block, design: Design) -
         "randomness": describe(info["root"]),
         "seed_commitment": info["root"].commitment(info["salt"]),
     }
+    # the README from the manifest as it stands (every file but itself), then listed in it
+    path = tmp / readme.README
+    path.write_text(readme.readme_text(data), encoding="utf-8")
+    data["files"][readme.ENTRY] = {
+        "path": path.name, "sha256": sha256_file(path), "layout": readme.LAYOUT,
+    }  # fmt: skip
     manifest.validate(data)
     write_json(data, tmp / folder.MANIFEST)
     if info.get("signer") is not None:  # the manifest's bytes as published, in the partial

@@ -1,5 +1,6 @@
 """Topic ``files``: the manifest is one this version reads, within the verifier's bounds;
-the folder holds exactly the files it lists, with their SHA-256; the steward's signature."""
+the folder holds exactly the files it lists, with their SHA-256; its README is written from
+the manifest; the steward's signature."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from pathlib import Path
 from dpcounts.io import sha256_file
 from dpcounts.release import folder
 from dpcounts.release.manifest import RELEASE_FORMAT, schema
+from dpcounts.release.readme import ENTRY, MAX_README_BYTES, README, readme_text
 from dpcounts.release.signature import SIGNATURE
-from dpcounts.verify.checks import FAIL, OK, Check, CheckSpec, _check, register
+from dpcounts.verify.checks import FAIL, OK, WARNING, Check, CheckSpec, _check, register
 from dpcounts.verify.readers import (
     MAX_ENTRIES,
     MAX_KEYS,
@@ -49,7 +51,8 @@ register(
               "The path of the listed file `{file}` is a plain file name in the folder: no "
               "`..`, no sub-folder, nothing outside it."),
     CheckSpec("files", "names",
-              "`files` names only `synthetic`, `hyperparameters` and `prior`, each file once."),
+              "`files` names only `synthetic`, `hyperparameters`, `prior` and `readme`, each "
+              "file once."),
     CheckSpec("files", "regular files",
               "Every entry of the folder is a regular file or folder: a symbolic link may "
               "point outside it, a pipe or a device may block or never end."),
@@ -59,6 +62,11 @@ register(
     CheckSpec("files", "{file} sha256",
               "The listed file `{file}` is there, a regular file no larger than the "
               "manifest's rows can need, with its listed `sha256`."),
+    CheckSpec("files", "readme",
+              f"The listed `{README}` is the page this version writes from the manifest "
+              "(its numbers the manifest's, nothing else published): a page edited after the "
+              "release fails; one written by another version and differing is a warning. A "
+              "release made before the page existed lists none, and that is said."),
     CheckSpec("files", "signature",
               f"With `--key PUBLIC`, the steward's public key: `{SIGNATURE}` is that key's "
               "Ed25519 signature of the manifest as published, and every listed file has the "
@@ -130,7 +138,7 @@ def _bounds_check(manifest: dict, over: list[str]) -> Check:
 
 
 #: The files a release lists, by name in the manifest's ``files``.
-LISTED = ("synthetic", "hyperparameters", "prior")
+LISTED = ("synthetic", "hyperparameters", "prior", ENTRY)
 
 
 def _file_checks(release: _Release):
@@ -216,7 +224,55 @@ def _file_checks(release: _Release):
             _check("files", "{file} sha256", OK if same else FAIL, detail,
                    {"path": file_name, "sha256": actual, "listed": entry["sha256"]}, file=name)
         )  # fmt: skip
+    out.append(_readme_check(release))
     return out, True
+
+
+def _readme_check(release: _Release) -> Check:
+    """Whether the listed README is the page :func:`readme_text` writes from the manifest
+    (a release without one: said, not failed)."""
+    import dpcounts
+
+    manifest = release.manifest
+    if ENTRY not in manifest["files"]:
+        return _check("files", "readme", OK,
+                      f"no {README} listed: a release made before dpcounts wrote one",
+                      {"state": "absent"})  # fmt: skip
+    try:
+        path = release.file(ENTRY)
+    except ValueError as err:  # a path outside the folder: failed by "{file} path" too
+        return _check("files", "readme", FAIL, shown(err, 200), {"state": "unreadable"})
+    shown_path = shown(path.name, 80)
+    if not regular_file(path) or path.stat().st_size > MAX_README_BYTES:
+        return _check("files", "readme", FAIL,
+                      f"{shown_path}: listed but missing, not a regular file or more than "
+                      f"{MAX_README_BYTES} bytes", {"state": "unreadable"})  # fmt: skip
+    try:
+        found = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        return _check("files", "readme", FAIL, f"{shown_path}: not UTF-8 text",
+                      {"state": "unreadable"})  # fmt: skip
+    try:
+        expected = readme_text(manifest)
+    except (KeyError, TypeError, ValueError) as err:  # a field the schema lets through
+        return _check("files", "readme", FAIL,
+                      f"the page could not be written from the manifest: {shown(err, 120)}",
+                      {"state": "unreadable"})  # fmt: skip
+    if found == expected:
+        return _check("files", "readme", OK,
+                      f"{shown_path} is the page written from the manifest: its numbers are "
+                      "the manifest's", {"state": "as written"})  # fmt: skip
+    writer, reader = manifest["dpcounts_version"], dpcounts.__version__
+    if writer != reader:
+        return _check("files", "readme", WARNING,
+                      f"{shown_path} differs from the page this version ({reader}) writes from "
+                      f"the manifest; it was written by dpcounts {shown(writer, 40)}, so its "
+                      "words may differ: read it beside manifest.json",
+                      {"state": "other version"})  # fmt: skip
+    return _check("files", "readme", FAIL,
+                  f"{shown_path} is not the page written from the manifest: changed since "
+                  "the release (its words or numbers may not be the manifest's)",
+                  {"state": "changed"})  # fmt: skip
 
 
 def _signature_checks(release: _Release):
