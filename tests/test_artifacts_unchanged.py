@@ -19,8 +19,18 @@ pytestmark = [pytest.mark.slow, pytest.mark.process]
 #: The commit whose tiny-run artifacts today's must equal, file for file. A refactoring
 #: leaves it alone. When a change of numbers or figures is intended, move it to the commit
 #: that makes the change and say so (which artifacts change, and why) in CHANGELOG.md.
-BASELINE = "dc585ae"
-#: Moved from 6d77774 by issue #54, item 2 (merged in dc585ae, after issue #53's move to 6d77774
+BASELINE = "9137411"
+#: Moved from dc585ae by issues #51 and #54 (merged in 9137411): a study's synthetic tables are
+#: its sets (the metrics' and reference's set column, the guides' sets, sets_needed and
+#: more_sets, run_config.yaml's studies.<name>.sets and sets_per_job, the figures' "over the
+#: sets"); coverage scores age-adjusted rates and disparities (pennlc's and homicide_1980's
+#: coverage.parquet gain rows, coverage.releases in run_config.yaml and the guide.json
+#: fingerprints at measures' version 3), its rows join guide.csv (coverage.csv is gone) and
+#: its figures draw a column per quantity; the posterior's prior beyond a truncated
+#: release's bounds holds the design's tail (the truncated posterior rows of coverage.parquet);
+#: Study 1 measures coverage (new results/study1/coverage.parquet, coverage.csv and
+#: figures/study1/coverage.png). Every draw, metric value and summary as at dc585ae.
+#: Before, moved from 6d77774 by issue #54, item 2 (merged in dc585ae, after issue #53's move to 6d77774
 #: beside it): pennlc and homicide_1980 measure coverage (their new coverage.parquet,
 #: coverage.csv and coverage figures; the tiny config enables it for both), and run_config.yaml
 #: and the guide.json fingerprints hold the new studies.<name>.coverage key; every other table
