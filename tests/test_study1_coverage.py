@@ -52,6 +52,7 @@ def _spec(arms, datasets: int, epsilons=(0.5,), methods=("combining", "posterior
                           methods=tuple(methods))  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arm", ["md", "pg_national_certified"])
 def test_posterior_covers_at_its_level_where_its_model_holds(arm):
     """80 tables drawn from the posterior's prior (md's likelihood is exact; pg's national
@@ -85,6 +86,7 @@ def test_posterior_covers_at_its_level_where_its_model_holds(arm):
     assert combining["coverage"] < 0.9 - 3 * combining["coverage_se"] - 0.2, combining
 
 
+@pytest.mark.slow
 def test_posterior_over_covers_where_the_truth_varies_less_than_its_prior_says():
     """The same release of tables whose county rates are all equal (Study 1's scenario 1):
     the prior (a coefficient of variation of 1) is far wider than the truth varies, and
@@ -100,6 +102,7 @@ def test_posterior_over_covers_where_the_truth_varies_less_than_its_prior_says()
     assert posterior["coverage"] > 0.9 + 3 * max(posterior["coverage_se"], 0.01), posterior
 
 
+@pytest.mark.slow
 def test_posterior_disparities_under_cover_where_many_small_counties_pull_together():
     """The case where the posterior is known to fail (the module's docstring): 400 small
     counties (2 to 6 deaths each on average), the 40 urban ones at 3 times the others' rate
