@@ -30,8 +30,8 @@ BASELINE = "9137411"
 #: release's bounds holds the design's tail (the truncated posterior rows of coverage.parquet);
 #: Study 1 measures coverage (new results/study1/coverage.parquet, coverage.csv and
 #: figures/study1/coverage.png). Every draw, metric value and summary as at dc585ae.
-#: Before, moved from 6d77774 by issue #54, item 2 (merged in dc585ae, after issue #53's move to 6d77774
-#: beside it): pennlc and homicide_1980 measure coverage (their new coverage.parquet,
+#: Before, moved from 6d77774 by issue #54, item 2 (merged in dc585ae, after issue #53's move
+#: to 6d77774 beside it): pennlc and homicide_1980 measure coverage (their new coverage.parquet,
 #: coverage.csv and coverage figures; the tiny config enables it for both), and run_config.yaml
 #: and the guide.json fingerprints hold the new studies.<name>.coverage key; every other table
 #: and figure as at 6d77774. Before, from 1f852e6 by issue #53, items 2 and 3:
