@@ -47,12 +47,11 @@ test: $(STAMP)
 
 # The edit loop: the unit and property tests, in process (no CLI, Snakemake or browser),
 # without those marked slow (whole releases, studies, MCMC: about 0.4 s or more each; all
-# still run in `make test`). `time make test-fast` on the project's 2-core machine while
-# other jobs kept about one core busy (load 2.8-3.6), twice: 2 min 3 s and 2 min 17 s wall,
-# 94-98 s CPU, ~1,580 tests; a fresh checkout's first run adds ~35 s once (numba compiles
-# its kernels into its cache).
+# still run in `make test`), one pytest worker per core (pytest-xdist). Its time on this
+# machine is measured by `.venv/bin/python benchmarks/test_lane.py` (docs/development.md);
+# a fresh checkout's first run adds ~35 s once (numba compiles its kernels into its cache).
 test-fast: $(STAMP)
-	DPCOUNTS_TEST_LANE=fast $(BIN)/python -m pytest -q -m "not slow and not process"
+	DPCOUNTS_TEST_LANE=fast $(BIN)/python -m pytest -q -n $(CORES) -m "not slow and not process"
 
 # The SLURM profile against a real one-node SLURM on this machine (root: installs Debian's
 # slurm-wlm and munge, starts and stops the daemons); see tests/slurm/run.sh.
