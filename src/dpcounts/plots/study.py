@@ -19,6 +19,7 @@ from dpcounts.plots.style import (
     eps_equals,
     human,
     log_axis,
+    panel_legend,
     plain_log_ticks,
     styled,
 )
@@ -155,12 +156,7 @@ def figure_measures(summary: pd.DataFrame, guide: pd.DataFrame, measures, arms, 
             if r == nrows - 1:
                 ax.set_xlabel(f"{EPSILON} of the synthetic table", fontsize=8)
             ax.tick_params(which="both", labelsize=7)
-    legend = {}
-    for ax in axes.flat:  # every label once, whichever panel drew it
-        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
-            legend.setdefault(label, handle)
-    fig.legend(legend.values(), legend.keys(), loc="outside lower center", ncols=3, fontsize=8,
-               frameon=False)  # fmt: skip
+    panel_legend(fig, axes, ncols=3)
     kind = "age-adjusted" if adjusted else "crude"
     prior = guide["epsilon_prior"].max() if len(guide) else 0.0
     paid = f"; arms with a prior also pay its {EPSILON} = {prior:g}" if prior else ""
@@ -250,12 +246,7 @@ def figure_attack(summary: pd.DataFrame, result: dict, arms, study: str):
             if r == 1:
                 ax.set_xlabel(f"{EPSILON} of the synthetic table", fontsize=8)
             ax.tick_params(which="both", labelsize=7)
-    legend = {}
-    for ax in axes.flat:
-        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
-            legend.setdefault(label, handle)
-    fig.legend(legend.values(), legend.keys(), loc="outside lower center", ncols=2, fontsize=8,
-               frameon=False)  # fmt: skip
+    panel_legend(fig, axes, ncols=2)
     cells = attack.get("cells", 0)
     fig.suptitle(f"{study_heading(study)}: what an attacker recovers of the {cells} true "
                  f"counts {rule['low']}-{rule['high']}, against {EPSILON}",
@@ -547,12 +538,7 @@ def figure_coverage(table: pd.DataFrame, arms, study: str, epsilon_prior: float 
     for ax in axes.flat:
         log_axis(ax.xaxis, minor=False)
         ax.tick_params(which="both", labelsize=7)
-    legend = {}
-    for ax in axes.flat:
-        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
-            legend.setdefault(label, handle)
-    fig.legend(legend.values(), legend.keys(), loc="outside lower center", ncols=3, fontsize=8,
-               frameon=False)  # fmt: skip
+    panel_legend(fig, axes, ncols=3)
     fig.suptitle(f"{study_heading(study)}: coverage of {level:.0%} intervals from {sets} sets, "
                  f"against {EPSILON}\n(mean over {releases} releases; bars +-2 Monte Carlo "
                  "errors)", fontsize=10)  # fmt: skip

@@ -10,7 +10,7 @@ import dpcounts.plots.style as _style
 from dpcounts.arms import arm_named
 from dpcounts.data.scenarios import SCENARIOS
 from dpcounts.design import at_epsilon
-from dpcounts.plots.style import EPSILON, arm_title, eps_equals, log_axis, styled
+from dpcounts.plots.style import EPSILON, arm_title, eps_equals, log_axis, panel_legend, styled
 from dpcounts.studies.study1 import ARMS
 
 #: Each arm's legend text (:data:`dpcounts.studies.study1.ARMS`), in the legends' order: the
@@ -332,12 +332,7 @@ def figure_coverage(table: pd.DataFrame, arms=None):
         if c == 0:
             top.set_ylabel("share of the intervals\nholding the dataset's value")
             bottom.set_ylabel("median width / exact\nno-privacy width")
-    legend = {}
-    for ax in axes.flat:
-        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
-            legend.setdefault(label, handle)
-    fig.legend(legend.values(), legend.keys(), loc="outside lower center", ncols=2, fontsize=8,
-               frameon=False)  # fmt: skip
+    panel_legend(fig, axes, ncols=2)
     fig.suptitle(f"Study 1: coverage of {level:.0%} intervals from {sets} sets, against "
                  f"{EPSILON}\n(mean over {releases} datasets, one release each; error bars "
                  "+-2 Monte Carlo errors)", fontsize=10)  # fmt: skip

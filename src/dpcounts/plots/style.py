@@ -152,6 +152,17 @@ _MANTISSAS = ((1,), (1, 3), (1, 2, 5), (1, 2, 3, 5), (1, 2, 3, 4, 5, 6, 7, 8, 9)
 _GAP = 0.8
 
 
+def panel_legend(fig, axes, ncols: int) -> None:
+    """One legend under ``fig`` for all its panels, every label once, in the order the
+    panels first drew it (whichever panel drew it)."""
+    legend = {}
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            legend.setdefault(label, handle)
+    fig.legend(legend.values(), legend.keys(), loc="outside lower center", ncols=ncols,
+               fontsize=8, frameon=False)  # fmt: skip
+
+
 def power_of_ten(value: float) -> str:
     """``value`` as a power of ten in mathtext: ``$10^{6}$``, ``$2 \\times 10^{7}$``."""
     if value == 0 or not np.isfinite(value):
