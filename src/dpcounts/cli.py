@@ -310,7 +310,8 @@ def _add_strata_options(syn: argparse.ArgumentParser, required) -> None:
         help="public columns of the strata to publish beside the keys, in the synthetic "
         "sets and the hyperparameters (e.g. a county's urban flag): one value per stratum, "
         "no empty cell, not a key, the count, the population or the prior rate. Public "
-        "like the keys: you declare them, and they must not be computed from the counts. "
+        "like the keys: you declare them, and they must not be computed from the counts "
+        "(one that splits the counts or rates as a threshold of them would is refused). "
         "--sanitised-prior-by and `dpcounts estimate --by` may group by them; with --strata "
         "FILE they are read from the list (with --study: the study's attributes)",
     )
@@ -356,6 +357,14 @@ def _add_strata_options(syn: argparse.ArgumentParser, required) -> None:
         nargs="*",
         metavar="COLUMN",
         help=argparse.SUPPRESS,
+    )
+    cols.add_argument(
+        "--attributes-are-public-i-am-sure",
+        action="store_true",
+        help="release with attributes (--attributes) one of which splits the counts or rates "
+        "with no overlap, which dpcounts otherwise refuses as computed from the counts (a "
+        "threshold of them): only for columns truly made without them, such as an age band "
+        "that orders the rates of a national table",
     )
     cols.add_argument(
         "--prior-is-public-i-am-sure",
@@ -1155,6 +1164,7 @@ def _request(args, **extra):
         sets=args.sets,
         delta=args.delta,
         prior_is_public_i_am_sure=args.prior_is_public_i_am_sure,
+        attributes_are_public_i_am_sure=args.attributes_are_public_i_am_sure,
         strata=args.strata if args.strata in STRATA_WORDS else Path(args.strata),
         **table,
         **({"dataset": args.dataset} | extra),

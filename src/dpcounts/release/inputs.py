@@ -37,7 +37,7 @@ from dpcounts.data.validation import (
     validate_strata,
 )
 from dpcounts.data.validation import read_table as data_read_table
-from dpcounts.release import prior_check, prior_source
+from dpcounts.release import attribute_check, prior_check, prior_source
 from dpcounts.release.folder import values_only
 from dpcounts.release.request import ReleaseError, ReleaseRequest
 from dpcounts.release.strata_list import check_cross_product, match_to_list
@@ -619,8 +619,8 @@ def _study_table(request: ReleaseRequest):
 def load_strata(request: ReleaseRequest, check_fit: bool = True) -> Strata:
     """Read, check and sort the input; raise :class:`ReleaseError` naming what is wrong.
 
-    ``check_fit=False`` leaves the count-fit check of a public prior (the one check here
-    that reads the counts beyond their total) to :func:`check_prior_fit`, so that a release
+    ``check_fit=False`` leaves the checks that read the counts beyond their total (a
+    public prior's fit, the attributes' split) to :func:`check_count_fit`, so that a release
     makes every decision of its public inputs first (``build_release``)."""
     if request.prior_file is not None and request.sanitised_prior_by is not None:
         raise ReleaseError("give either --prior FILE or --sanitised-prior-by, not both")
@@ -695,8 +695,29 @@ def load_strata(request: ReleaseRequest, check_fit: bool = True) -> Strata:
         prior_where=where,
     )  # fmt: skip
     if check_fit:
-        check_prior_fit(request, strata)
+        check_count_fit(request, strata)
     return strata
+
+
+def check_count_fit(request: ReleaseRequest, strata: Strata) -> None:
+    """The refusals that read the counts beyond their total, before anything is spent:
+    public prior rates that fit the counts (:func:`check_prior_fit`) and attributes that
+    split them (:func:`check_attributes`)."""
+    check_prior_fit(request, strata)
+    check_attributes(request, strata)
+
+
+def check_attributes(request: ReleaseRequest, strata: Strata) -> None:
+    """Refuse (ReleaseError) an attribute that splits the counts or rates with no overlap
+    (:mod:`.attribute_check`), unless the steward overrode it."""
+    if strata.attributes is None or request.attributes_are_public_i_am_sure:
+        return
+    found = attribute_check.attribute_separation(
+        strata.keys, strata.attributes, strata.counts, strata.population
+    )
+    if found is not None:
+        where = request.input if request.study is None else f"study {request.study.name}"
+        raise ReleaseError(attribute_check.refusal(str(where), found))
 
 
 def check_prior_fit(request: ReleaseRequest, strata: Strata) -> None:

@@ -46,11 +46,11 @@ def preview(request: ReleaseRequest, hyperparameters: Path | None = None) -> dic
     a release makes, and the ledger's assessment of the plan's charge (read, never
     written); optionally write the per-stratum calibration to ``hyperparameters`` (CSV or
     Parquet)."""
-    from dpcounts.release.inputs import check_prior_fit
+    from dpcounts.release.inputs import check_count_fit
     from dpcounts.release.plan import plan_release
 
     plan = plan_release(request, releasing=False, measure=True)
-    check_prior_fit(request, plan.strata)
+    check_count_fit(request, plan.strata)
     strata, design, budget = plan.strata, plan.design, plan.budget
     epsilon, delta = plan.privacy_map()
     info = {

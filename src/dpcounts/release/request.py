@@ -154,6 +154,9 @@ class ReleaseRequest:
     #: the keys, never computed from the counts; a sanitised prior and ``dpcounts
     #: estimate`` may group by them (:func:`.inputs.load_strata` checks them)
     attributes: tuple[str, ...] = ()
+    #: the steward's word that the attributes are public although one splits the counts
+    #: or rates with no overlap (:mod:`.attribute_check`)
+    attributes_are_public_i_am_sure: bool = False
     #: the study whose entry decides the table, keys, prior and settings (``--study``,
     #: :mod:`.study_source`), or None
     study: StudySource | None = None

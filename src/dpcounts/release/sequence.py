@@ -5,8 +5,8 @@
 * **plan** (:func:`.plan.plan_release`): every refusal the options and public inputs
   decide, the calibration, the forecast and the plan's privacy map, before anything is
   spent; ``dpcounts calibrate`` prints the plan and stops (:mod:`.preview`);
-* **charge**: the count-fit check of a declared prior (:func:`.inputs.check_prior_fit`,
-  the one refusal that reads the counts beyond their total), the randomness, the folders
+* **charge**: the checks that read the counts beyond their total, a declared prior's fit
+  and the attributes' split (:func:`.inputs.check_count_fit`), the randomness, the folders
   and the signing key checked, then the ledger charged the plan's :class:`Charge`, once:
   the one point where a release spends (a release that fails later still counts);
 * **prior**: with a sanitised prior, the prior drawn (its budget spent above) and the
@@ -35,7 +35,7 @@ import numpy as np
 from dpcounts.release import folder
 from dpcounts.release.design import group_codes
 from dpcounts.release.hold import hold
-from dpcounts.release.inputs import check_prior_fit
+from dpcounts.release.inputs import check_count_fit
 from dpcounts.release.plan import Plan, Prior, plan_release
 from dpcounts.release.publication import finish_manifest, write_private, write_release
 from dpcounts.release.randomness import RootKey
@@ -101,12 +101,12 @@ class _Releasing:
 
     # --- charge ----------------------------------------------------------------------------
     def charge(self) -> None:
-        """The count-fit check, the folders and the key, then the ledger charged once."""
+        """The count-fit checks, the folders and the key, then the ledger charged once."""
         from dpcounts.ledger import Ledger, LedgerError
         from dpcounts.release.plan import _check_ledger_apart
 
         plan, request = self.plan, self.plan.request
-        check_prior_fit(request, plan.strata)  # the one refusal that reads the counts
+        check_count_fit(request, plan.strata)  # the refusals that read the counts
         if request.sign_key is not None:
             from dpcounts.release.signature import SignatureError, load_private_key
 
