@@ -123,6 +123,11 @@ def test_a_release_refuses_a_derived_attribute_spending_nothing_unless_overridde
     assert not (tmp_path / "out").exists() and Ledger(private_ledger).entries() == []
     build_release(request(tmp_path, frame, attributes_are_public_i_am_sure=True))
     assert (tmp_path / "out" / "manifest.json").exists()
+    (summary,) = (tmp_path / "private").rglob("summary.md")
+    assert (
+        "attributes ['small'], published exactly: the check that none splits the counts "
+        "as a threshold of them would was OVERRIDDEN" in summary.read_text()
+    )
 
 
 @pytest.mark.slow

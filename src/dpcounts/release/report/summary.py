@@ -141,6 +141,19 @@ def prior_note(request, strata) -> str:
     )
 
 
+def _attributes_note(request) -> list[str]:
+    """The line on the attributes and their split check (:mod:`..attribute_check`)."""
+    if not request.attributes:
+        return []
+    checked = (
+        "the check that none splits the counts as a threshold of them would was OVERRIDDEN "
+        "(--attributes-are-public-i-am-sure)"
+        if request.attributes_are_public_i_am_sure
+        else "the check that none splits the counts as a threshold of them would passed"
+    )
+    return [f"- attributes {list(request.attributes)}, published exactly: {checked}"]
+
+
 def _guide_note(request) -> list[str]:
     """A line when a study's release went ahead without a current guide
     (``--release-without-guide``), saying what was wrong with the guide."""
@@ -177,6 +190,7 @@ def write_summary(folder: Path, request, strata, cal, synthetic, guarantee: str)
         f"- {sets} synthetic set{'s' if sets > 1 else ''}; root key in `provenance.json`",
         f"- prior rates: {prior_note(request, strata)}",
         f"- {rounding_note(request.rounding, strata.rounding)}",
+        *_attributes_note(request),
         *_guide_note(request),
         "",
         f"## Totals by `{group}`",
