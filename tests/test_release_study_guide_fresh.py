@@ -115,6 +115,24 @@ def test_a_study_that_never_ran_is_refused(checkout, private_ledger, private_are
 
 
 @pytest.mark.slow
+def test_the_library_refuses_a_study_that_never_ran_as_the_command_does(
+    checkout, private_ledger, private_area
+):
+    from dpcounts.release import ReleaseError, ReleaseRequest, build_release
+    from dpcounts.release.study_source import load_study
+
+    study = load_study(checkout())
+    fields = dict(study.request_fields("pg"), study=study, mechanism="pg", method="certified",
+                  epsilon=5.0, sets=2, strata="cross-product", dataset="causes",
+                  out=checkout.work / "out", progress=False)  # fmt: skip
+    with pytest.raises(ReleaseError, match="the study has not run .*; nothing was spent"):
+        build_release(ReleaseRequest(**fields))
+    assert not (checkout.work / "out").exists() and not private_ledger.exists()
+    build_release(ReleaseRequest(**fields, release_without_guide=True))
+    assert (checkout.work / "out" / "manifest.json").exists()
+
+
+@pytest.mark.slow
 def test_a_prior_changed_since_the_study_ran_is_refused(checkout, private_ledger, private_area):
     judged(checkout.work, checkout())
     spec = checkout(prior={"source": "sanitised", "by": ["state", "age"], "epsilon": 0.3})

@@ -1190,9 +1190,7 @@ def _from_study(args, given: dict) -> dict:
         raise _Usage(f"--study decides {', '.join(twice)}; leave them out or change the study")
     try:
         study = load_study(args.study)
-        study.arm(args.mechanism, args.method)
-        if not args.release_without_guide:
-            study.check_guide()  # before any count is read and before the ledger
+        study.arm(args.mechanism, args.method)  # the guide is the plan's (plan_release)
     except StudySourceError as err:
         raise _Usage(str(err)) from None
     return study.request_fields(args.mechanism) | {

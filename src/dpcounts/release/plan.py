@@ -146,6 +146,7 @@ def plan_release(request: ReleaseRequest, releasing: bool = True, measure: bool 
     budget = plan_budget(request)
     if releasing and request.dataset is None:
         raise ReleaseError(DATASET_REQUIRED)
+    _check_study(request)
     manifest.check_method(request)
     if releasing:
         folder.check_destination(request.out, request.force)
@@ -207,6 +208,21 @@ def _check_ledger_apart(request: ReleaseRequest, where) -> None:
             "replaces; keep the ledger outside every release folder (--ledger, "
             "$DPCOUNTS_LEDGER)"
         )
+
+
+def _check_study(request: ReleaseRequest) -> None:
+    """A ``--study`` release: the study judged this arm, and its guide is current unless the
+    steward said to release without it, before any count is read and before the ledger."""
+    from dpcounts.release.study_source import StudySourceError
+
+    if request.study is None:
+        return
+    try:
+        request.study.arm(request.mechanism, request.method)
+        if not request.release_without_guide:
+            request.study.check_guide()
+    except StudySourceError as err:
+        raise ReleaseError(str(err)) from None
 
 
 def _check_options(request: ReleaseRequest, strata: Strata) -> None:
