@@ -326,3 +326,53 @@ def test_the_tails_monte_carlo_error_is_what_the_docs_say():
     from dpcounts.release.estimate import DRAWS
 
     assert np.sqrt(0.05 * 0.95 / DRAWS) == pytest.approx(0.0015, abs=0.00005)
+
+
+def _hyper(folder: Path) -> pd.DataFrame:
+    import json
+
+    manifest = json.loads((folder / "manifest.json").read_text())
+    return pd.read_parquet(folder / manifest["files"]["hyperparameters"]["path"])
+
+
+@pytest.mark.slow
+def test_the_prior_column_is_the_releases_own_value_of_the_measure(released):
+    """``prior``: the measure of the expected counts population x published prior rate."""
+    hyper = _hyper(released)
+    mu, people = hyper["population"] * hyper["prior_rate"], hyper["population"]
+    for method in ("posterior", "combining"):
+        rates = estimate(released, ["race"], LEVEL, method).set_index("race")
+        for race in RACES:
+            side = hyper["race"] == race
+            assert rates.loc[race, "prior"] == pytest.approx(
+                1e5 * mu[side].sum() / people[side].sum(), rel=1e-12
+            )
+    ratios = estimate(released, ["county"], LEVEL, measure="disparity",
+                      numerator={"race": ("B",)}, denominator={"race": ("A",)})  # fmt: skip
+    for county, prior in zip(ratios["county"], ratios["prior"], strict=True):
+        b, a = (hyper["county"] == county) & (hyper["race"] == "B"), (
+            hyper["county"] == county) & (hyper["race"] == "A")  # fmt: skip
+        by_hand = (mu[b].sum() / people[b].sum()) / (mu[a].sum() / people[a].sum())
+        assert prior == pytest.approx(by_hand, rel=1e-12)
+
+
+@pytest.mark.slow
+def test_a_disparity_the_prior_cannot_tell_apart_is_said_to_lean_to_parity(tmp_path, released):
+    """Race B's rate is 1.5x A's, but a prior of the same rate for both (and the same
+    people in each age band, so the prior's crude rates are equal too): at a small epsilon
+    the posterior's county intervals hold parity, and estimate says they may lean to it;
+    with the prior that tells the races apart (``released``) it says nothing."""
+    table = _table(6, seed=3)
+    table["prior_rate"] /= np.where(table["race"] == "B", 1.5, 1.0)
+    table["population"] = table.groupby(["county", "age"])["population"].transform("first")
+    blind = _release(tmp_path, table, sets=5, epsilon=0.5)
+    sides = ["--measure", "disparity", "--numerator", "race=B", "--denominator", "race=A"]
+    code, out, err = run("estimate", str(blind), "--by", "county", *sides)
+    assert code == 0, err
+    rows = pd.read_csv(io.StringIO(out))
+    holding = int(((rows["lower"] <= 1) & (rows["upper"] >= 1)).sum())
+    assert holding >= 1 and np.allclose(rows["prior"], 1.0)
+    assert f"note: {holding} of 6 disparity intervals hold parity" in err
+    assert "may lean to parity" in err and "docs/analyse.md" in err
+    code, _, err = run("estimate", str(released), "--by", "county", *sides)
+    assert code == 0 and "lean to parity" not in err

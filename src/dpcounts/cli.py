@@ -891,6 +891,15 @@ def _estimate(args) -> int:
         print(f"dpcounts estimate: error: {err}", file=sys.stderr)
         return 2
     text = table.to_csv(index=False, lineterminator="\n", float_format="%.6g")
+    from dpcounts.release.estimate import leaning_to_parity
+
+    leaning = len(leaning_to_parity(table))
+    if leaning:
+        print(f"note: {leaning} of {len(table)} disparity intervals hold parity, and the "
+              "release's prior does not tell their sides apart (column prior, within 1% of "
+              "1): where the sets say little, the posterior leans both sides to the prior's "
+              "rate, so these intervals may lean to parity; they are not evidence of no "
+              "disparity (docs/analyse.md)", file=sys.stderr)  # fmt: skip
     if args.out is None:
         sys.stdout.write(text)
     else:

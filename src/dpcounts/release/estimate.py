@@ -90,8 +90,9 @@ import numpy as np
 import pandas as pd
 
 from dpcounts.inference.combining import combine
-from dpcounts.inference.pieces import Pieces, from_draws
+from dpcounts.inference.pieces import Pieces, from_draws, piece_totals
 from dpcounts.inference.pieces import combined as combined_rule
+from dpcounts.inference.pieces import values as piece_values
 
 #: The methods of :func:`estimate`.
 METHODS = ("posterior", "combining")
@@ -99,7 +100,7 @@ METHODS = ("posterior", "combining")
 MEASURES = ("rate", "age-adjusted", "disparity")
 #: The columns of the table :func:`estimate` returns, after the group's keys.
 COLUMNS = ("measure", "estimate", "lower", "upper", "variance", "df", "adjusted", "method",
-           "sets")  # fmt: skip
+           "sets", "prior")  # fmt: skip
 #: The checkout's data folder, where the standard populations ship.
 DATA = Path(__file__).resolve().parents[3] / "data"
 #: The standard populations that ship (name -> file of :data:`DATA`), for ``standard``.
@@ -165,13 +166,16 @@ def estimate(folder, by, level: float = 0.9, method: str = "posterior",
     counts = np.vstack([rows.to_numpy(float) for _, rows in
                         synthetic.groupby("set", sort=True)["count"]])  # fmt: skip
     cap = None if expected else hyper["population"].to_numpy(float)
+    prior_counts = _prior_counts(manifest, hyper)
     if measure == "rate" and method == "posterior":  # one piece a group: exact
         people = np.bincount(codes, weights=hyper["population"].to_numpy(float))
         combined = _posterior(manifest, hyper, counts, codes, people, per, level, prior_shape,
                               cap)  # fmt: skip
+        prior = per * np.bincount(codes, weights=prior_counts) / people
     else:
         pieces = _pieces(folder, hyper, keys, columns, by, codes, out, per, age, standard,
                          numerator, denominator)  # fmt: skip
+        prior = piece_values(piece_totals(prior_counts, pieces), pieces)[0][0]
         if method == "combining":
             combined = combined_rule(counts, pieces, level)
         else:
@@ -184,7 +188,28 @@ def estimate(folder, by, level: float = 0.9, method: str = "posterior",
     out["lower"] = np.maximum(out["lower"], 0.0)  # a rate is not negative
     out["method"] = method
     out["sets"] = sets
+    out["prior"] = prior
     return out
+
+
+def _prior_counts(manifest, hyper: pd.DataFrame) -> np.ndarray:
+    """Each stratum's expected count under the release's published prior: population x its
+    prior rate (md, which has none: the overall rate, total / population)."""
+    population = hyper["population"].to_numpy(float)
+    if "prior_rate" in hyper.columns:
+        return population * hyper["prior_rate"].to_numpy(float)
+    return population * float(manifest["total"]) / population.sum()
+
+
+def leaning_to_parity(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a disparity by the posterior whose interval holds parity and whose
+    sides the release's prior does not tell apart (its own ratio within 1% of 1): where
+    the sets say little, the posterior leans both sides to the prior's rate, so such an
+    interval may lean to parity (docs/analyse.md)."""
+    if not len(table) or table["measure"].iloc[0] != "disparity":
+        return table.iloc[:0]
+    same = (table["method"] == "posterior") & (np.abs(np.log(table["prior"])) <= np.log(1.01))
+    return table[same & (table["lower"] <= 1.0) & (table["upper"] >= 1.0)]
 
 
 def _check_options(method, measure, level, age, numerator, denominator) -> None:
