@@ -118,7 +118,7 @@ def test_a_value_nearer_the_prior_than_the_truth_is_never_kept():
     # a truth 1.03 whose no-privacy reference is nearer the prior: synthesis loses it
     found = verdict(RATIO, rows(1.03, 1.0, 1.012, [1.012, 1.012, 1.012]), tolerance=0.2)
     assert found["verdict"] == "synthesis_loses"
-    assert "infinite nearer the prior than the truth" in found["reason"]
+    assert "missed, infinite when nearer the prior than the truth: |log(value" in found["reason"]
 
 
 def test_truths_near_parity_are_judged_on_an_absolute_band():

@@ -180,8 +180,8 @@ KINDS = {
         "ratio",
         True,
         True,
-        "|log(value / target)| / max(|log truth|, log 1.1), "
-        "infinite nearer the prior than the truth",
+        "the share of the true departure from parity missed, infinite when nearer the prior "
+        "than the truth: |log(value / target)| / max(|log truth|, log 1.1)",
     ),
 }
 
