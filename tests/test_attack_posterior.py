@@ -58,8 +58,10 @@ def test_the_hyperparameters_are_the_same_for_any_counts_of_the_total(mechanism,
     assert np.array_equal(guess, prior_guess(expected))
 
 
-@pytest.mark.parametrize("mechanism, method, epsilon", [(*ARMS[0], 2.0), (*ARMS[1], 2.0),
-                                                       (*ARMS[2], 0.5)])  # fmt: skip
+@pytest.mark.parametrize("mechanism, method, epsilon", [
+    (*ARMS[0], 2.0), (*ARMS[1], 2.0),
+    pytest.param(*ARMS[2], 0.5, marks=pytest.mark.slow),  # truncated: about 20 s
+])  # fmt: skip
 def test_a_cells_likelihood_is_what_the_sampler_draws(mechanism, method, epsilon):
     """Of 4,000 sets drawn by the study's sampler, one small cell's synthetic counts are
     distributed as set_log_likelihood says at its true count (total variation below 0.04;

@@ -153,6 +153,7 @@ def synthesize(tmp_path, *extra, data=None, out="out", mechanism="truncated"):
     )  # fmt: skip
 
 
+@pytest.mark.slow  # a whole release and its verify (about 13 s)
 def test_a_release_with_expected_counts_says_so_and_verifies(tmp_path, private_area):
     code, _, stderr = synthesize(tmp_path, "--expected-column", "E")
     assert code == 0, stderr

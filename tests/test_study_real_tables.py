@@ -375,6 +375,7 @@ def test_stl_study_end_to_end(stl_run):
     print(f"the St Louis study took {seconds:.0f} s (wall, not asserted: timing)")
 
 
+@pytest.mark.slow  # its fixture downloads and unpacks the package (about 14 s)
 def test_stl_keyed_by_county_name_stops_naming_the_shared_names(stl_folder, tmp_path):
     """Counties of one name in both states (Pike, Marion, ...): keyed by name, the table
     has duplicate strata; mapped by name, the boundaries do. Both stop before any job."""
