@@ -98,7 +98,7 @@ def test_the_refusal_names_the_file_the_column_the_split_and_the_override():
     frame = table(np.random.default_rng(0))
     text = refusal("deaths.csv", separation(frame, suppressed=frame["count"] < 10))
     assert text.startswith("deaths.csv: attribute 'suppressed' looks computed from these counts")
-    assert "no overlap (True: " in text and "..9; False: 10.." in text and "100% of 400" in text
+    assert "no overlap (True: " in text and "..9; False: 10.." in text and "100% of 100" in text
     assert text.endswith("--attributes-are-public-i-am-sure")
 
 
