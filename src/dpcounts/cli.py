@@ -878,7 +878,7 @@ def _filter_option(option: str, given) -> dict[str, list[str]] | None:
 
 
 def _estimate(args) -> int:
-    from dpcounts.release.estimate import estimate
+    from dpcounts.release.estimate import estimate, leaning_to_parity
     from dpcounts.verify import NotARelease
 
     try:
@@ -891,8 +891,6 @@ def _estimate(args) -> int:
         print(f"dpcounts estimate: error: {err}", file=sys.stderr)
         return 2
     text = table.to_csv(index=False, lineterminator="\n", float_format="%.6g")
-    from dpcounts.release.estimate import leaning_to_parity
-
     leaning = len(leaning_to_parity(table))
     if leaning:
         print(f"note: {leaning} of {len(table)} disparity intervals hold parity, and the "

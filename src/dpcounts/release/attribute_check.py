@@ -120,8 +120,8 @@ def _persistence(codes, counts, population, rates: bool, order, g: int) -> float
 
 
 def _separation(name, units, values: pd.Series, counts, population) -> Separation | None:
-    """The first quantity (counts, then rates) that ``values`` separate on these units at
-    a gap within the noise (module docstring), or None."""
+    """The first quantity (counts, then rates) that ``values`` separate on these units
+    beyond chance and that the redraws undo (module docstring), or None."""
     ordered = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
     codes, labels = pd.factorize(values, sort=ordered)
     g = labels.size
