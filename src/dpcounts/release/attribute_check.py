@@ -32,8 +32,9 @@ below :data:`CHANCE` and which stays clean in at most :data:`PERSISTS` of the re
 refused. On simulated tables of 40 counties x 4 ages whose public urban flag doubles the
 rate, the flag splits the counties' rates cleanly in 52 of 60 tables and the split stays
 in 23% to 100% of the redraws; a mark ``count < 10`` stays in 0 to 2%
-(``tests/test_release_attribute_check.py``'s tables). Its cost grows with the strata:
-``benchmarks/attribute_check.py``.
+(``benchmarks/attribute_check.py``'s ``calibration``, on the tables of
+``tests/test_release_attribute_check.py``). Its cost grows with the strata: the same
+benchmark's ``timing``.
 
 A public population explains a separation of the counts: a flag of the large counties
 (made from the public population) separates the counts too, because counts grow with the
