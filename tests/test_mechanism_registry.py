@@ -46,6 +46,7 @@ def toy():
         name="toy", title="Toy", methods=("paper", "proven"),
         certified={"proven": "a test's proof"}, hyperparameters=("a", "population"),
         calibrate=_toy_calibrate, privacy_map=_toy_map, draw=_toy_draw, uses_prior=False,
+        colours={"paper": "tab:brown", "proven": "tab:olive"}, colour_by="method",
     ))  # fmt: skip
     try:
         yield family
@@ -71,6 +72,10 @@ def test_a_mechanism_registered_here_is_everywhere_a_mechanism_is_named(toy):
     # a study's arm, and its label
     (arm,) = config_arms("studies.s.arms", {"toy": ["proven"]})
     assert arm == Arm("toy", "proven") and arm_title(arm) == "Toy (proven)"
+    # the figures draw it in its own colour, with its method's line
+    from dpcounts.plots.style import arm_style
+
+    assert arm_style(arm) == {"color": "tab:olive", "linestyle": ":", "marker": "v"}
     # the calibration dispatcher calls the toy's own function
     cal = calibrate("toy", 1.0, 100, np.full(4, 1000.0), method="proven")
     assert cal.mechanism == "toy" and cal.a == pytest.approx(200 / math.expm1(1.0))

@@ -708,3 +708,27 @@ def test_public_refusals_with_a_sanitised_prior_spend_nothing(
     with pytest.raises(ReleaseError, match="cannot calibrate"):
         build_release(request)
     assert not private_ledger.exists()
+
+
+def test_a_pg_release_over_the_memory_limit_is_told_the_lighter_family_that_fits(tmp_path):
+    """The registry's ``lighter`` (pg: truncated): a pg sampler over --max-memory whose
+    truncated sampler of the same inputs fits is told to use --mechanism truncated, decided
+    from the two public forecasts (memory, not this machine's speed)."""
+    from dpcounts.release.plan import plan_release
+
+    frame = STRATA.assign(population=STRATA["population"] * 10_000)
+    frame["count"] = (frame["population"] * frame["prior_rate"]).round().astype(int)
+    frame.to_csv(tmp_path / "s.csv", index=False)
+    ledger = dict(ledger=tmp_path / "l.jsonl", new_dataset=True, epsilon=5.0)
+    forecast = {m: plan_release(request_for(tmp_path / "s.csv", tmp_path / "o", mechanism=m,
+                                            **ledger), releasing=False).forecast["bytes"]
+                for m in ("pg", "truncated")}  # fmt: skip
+    assert forecast["truncated"] < forecast["pg"]
+    between = (forecast["truncated"] + forecast["pg"]) / 2
+    request = request_for(tmp_path / "s.csv", tmp_path / "o", max_memory=between, **ledger)
+    with pytest.raises(ReleaseError, match="Use ") as err:
+        build_release(request)
+    assert "--mechanism truncated (its bounded strata make a sampler within the limits)" in str(
+        err.value
+    )
+    assert not (tmp_path / "o").exists()

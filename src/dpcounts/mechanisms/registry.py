@@ -17,8 +17,11 @@ hyperparameter columns a release publishes, the settings it takes (``tail`` and
 
 The CLI's ``--mechanism`` and ``--method`` choices, the config schema's enums
 (``tools/write_schema_enums.py``, checked by ``make lint``), a study's arms, the
-manifest's certified status and proof, verify's columns and privacy map and the
-figures' labels are read from here; a new mechanism is one :func:`register` call.
+manifest's certified status and proof, verify's columns and privacy map, the figures'
+labels and colours, and what the release path and Study 1 do differently by family (a
+prior-blind method's early check, the lighter family a refusal for size suggests, a batch
+calibration) are read from here; no module outside it compares a mechanism's name, and a
+new mechanism is one :func:`register` call.
 Arms of the studies that draw no release (``geometric``, ...) are registered with
 :func:`register_baseline`. This module imports nothing: it is the vocabulary, at the
 bottom layer, that a :class:`~dpcounts.calibration.Calibration` and an arm check their
@@ -54,6 +57,23 @@ class Family:
     uses_prior: bool = True  # whether its calibration reads prior rates
     #: a method with its own words in titles ("MD (exact alpha)" for every md method)
     method_titles: Mapping[str, str] = field(default_factory=dict)
+    #: methods whose shapes and bounds do not read the prior rates (pg's certified): a
+    #: release with a sanitised prior checks their calibration at a stand-in prior before
+    #: spending, where any other is checked against the least rounding bound
+    prior_blind: tuple[str, ...] = ()
+    #: a family whose sampler of the same inputs is smaller, suggested when this one's is
+    #: over the machine's limits (pg: truncated, whose strata are bounded)
+    lighter: str | None = None
+    #: method -> the calibration of many totals at once, bit for bit the family's own:
+    #: ``(epsilon, totals, population, prior_rows) -> (a_rows, b_rows)`` (Study 1's
+    #: sanitised arms, one calibration per dataset)
+    calibrate_rows: Mapping[str, Callable] = field(default_factory=dict)
+    #: how figures draw its arms: a colour per value of the arm's field ``colour_by``
+    #: ("prior" or "method"; None: the one colour under None), and the line and marker of
+    #: each arm's method, or of ``line_method`` for all (md's methods are one calibration)
+    colours: Mapping[str | None, str] = field(default_factory=dict)
+    colour_by: str | None = None
+    line_method: str | None = None
 
     def is_certified(self, method: str) -> bool:
         return method in self.certified
@@ -78,6 +98,7 @@ class Baseline:
 
     name: str
     title: str
+    colour: str = "tab:cyan"  # how figures draw it (a dash-dot line with diamonds)
 
 
 _FAMILIES: dict[str, Family] = {}

@@ -34,7 +34,7 @@ def arm_style(name: str) -> dict:
     figure (:func:`dpcounts.plots.style.arm_style`), and its width here."""
     arm = arm_named(ARMS, name)
     style = _style.arm_style(arm)
-    width = dict(_WIDTHS[arm.prior if arm.mechanism == "pg" else arm.mechanism])
+    width = dict(_WIDTHS[arm.prior or arm.mechanism])  # a PG arm by its prior
     return {"color": style["color"], "linestyle": style["linestyle"], **width}
 
 

@@ -18,6 +18,7 @@ import numpy as np
 from matplotlib.ticker import Formatter, Locator, NullFormatter
 
 import dpcounts.arms as _arms
+from dpcounts.mechanisms import registry
 
 #: The colour map of every rate (maps of rates, their colour bars): one map, so that the
 #: same colour means a high rate in every figure. Perceptually uniform and print-safe.
@@ -110,33 +111,28 @@ def arm_title(arm) -> str:
 
 
 # ---- each arm's colour, line and marker ---------------------------------------------------
-#: The colour of an arm, by what it is, never by its place in a list: MD red; untruncated PG
-#: blue with the study's own (or a national) prior, green with state rates, olive with
-#: sanitised state rates; truncated PG orange (paper calibration), purple (exact bivariate)
-#: or pink (certified); the geometric baseline grey (brown is the prior's, in the study
-#: figures).
-MECHANISM_COLOURS = {"md": "tab:red", "geometric": "tab:gray"}
-PG_PRIOR_COLOURS = {None: "tab:blue", "national": "tab:blue", "state": "tab:green",
-                    "sanitised": "tab:olive"}  # fmt: skip
-TRUNCATED_COLOURS = {"paper": "tab:orange", "exact": "tab:purple", "certified": "tab:pink"}
 #: Line style and marker by calibration method: paper solid with circles, exact bivariate
-#: dash-dot with squares, certified dashed with triangles; MD (one calibration) solid with
-#: circles, the geometric baseline dash-dot with diamonds.
+#: dash-dot with squares, certified dashed with triangles; a baseline (no calibration)
+#: dash-dot with diamonds. The colours are the registry's (each family's ``colours``,
+#: :mod:`dpcounts.privacy.families`).
 METHOD_LINES = {"paper": ("-", "o"), "exact": ("-.", "s"), "certified": ("--", "^"),
                 None: ("-.", "D")}  # fmt: skip
+#: A method registered beyond these three: dotted with down triangles.
+OTHER_METHOD_LINE = (":", "v")
 
 
 def arm_style(arm) -> dict:
     """The colour, line style and marker of an arm (an :class:`~dpcounts.arms.Arm`) in every
-    figure (``dict(color=..., linestyle=..., marker=...)``), from its mechanism, method and
-    prior: the same arm looks the same in Study 1, Study 2 and every study's figures."""
-    if arm.mechanism == "pg":
-        colour = PG_PRIOR_COLOURS.get(arm.prior, "tab:blue")
-    elif arm.mechanism == "truncated":
-        colour = TRUNCATED_COLOURS.get(arm.method, "tab:cyan")
+    figure (``dict(color=..., linestyle=..., marker=...)``), from its family's record in the
+    registry: the same arm looks the same in Study 1, Study 2 and every study's figures."""
+    if arm.baseline:
+        colour, method = registry.baseline(arm.mechanism).colour, None
     else:
-        colour = MECHANISM_COLOURS.get(arm.mechanism, "tab:cyan")
-    linestyle, marker = METHOD_LINES["paper" if arm.mechanism == "md" else arm.method]
+        family = registry.family(arm.mechanism)
+        variant = None if family.colour_by is None else getattr(arm, family.colour_by)
+        colour = family.colours.get(variant, family.colours.get(None, "tab:cyan"))
+        method = family.line_method or arm.method
+    linestyle, marker = METHOD_LINES.get(method, OTHER_METHOD_LINE)
     return {"color": colour, "linestyle": linestyle, "marker": marker}
 
 

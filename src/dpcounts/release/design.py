@@ -130,16 +130,16 @@ class Design:
     def check_without_prior(self, total: int, population) -> None:
         """The checks a release with a sanitised prior makes before drawing the prior,
         and so before spending anything (ValueError, the message of the check after it):
-        those the prior cannot change. pg/certified's shapes and bounds do not depend on
-        the prior, so its calibration and target are checked at a stand-in prior (the
-        overall rate); for any other design the target is checked against the least
-        rounding bound of any calibration (:func:`~dpcounts.sampling.release_mode.
-        least_rounding_bound`)."""
+        those the prior cannot change. A method whose shapes and bounds do not read the
+        prior (the registry's ``prior_blind``: pg/certified) has its calibration and target
+        checked at a stand-in prior (the overall rate); any other design's target is
+        checked against the least rounding bound of any calibration
+        (:func:`~dpcounts.sampling.release_mode.least_rounding_bound`)."""
         from dpcounts.sampling.bounds import check_feasible
         from dpcounts.sampling.release_mode import least_rounding_bound
 
         population = np.asarray(population, dtype=float)
-        if self.mechanism == "pg" and self.method == "certified":
+        if self.method in registry.family(self.mechanism).prior_blind:
             stand_in = np.full(population.size, max(total, 1) / float(population.sum()))
             cal = self.calibrate(total, population, stand_in)
             check_feasible(cal)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from dpcounts.mechanisms import registry
 from dpcounts.release.cost import estimate_cost
 from dpcounts.release.design import Design
 from dpcounts.release.inputs import Strata
@@ -53,8 +54,10 @@ def check_cost(request, design: Design, strata: Strata, cal, measure: bool = Fal
         raises.append(f"--max-minutes {math.ceil(seconds / 60.0):d}")
     if len(raises) == over_memory + over_time:
         ways.append(" and ".join(raises) + (" (the machine has the memory)" if over_memory else ""))
-    if request.mechanism == "pg" and _fits_truncated(request, design, strata, cal, rate):
-        ways.append("--mechanism truncated (its bounded strata make a sampler within the limits)")
+    lighter = registry.family(request.mechanism).lighter
+    if lighter is not None and _fits(lighter, request, design, strata, cal, rate):
+        ways.append(f"--mechanism {lighter} (its bounded strata make a sampler within the "
+                    "limits)")  # fmt: skip
     ways.append("fewer strata or a smaller total")
     raise ReleaseError(
         f"{request.input}: the sampler would need about {cost.bytes / 2**30:.1f} GiB and "
@@ -68,14 +71,14 @@ def check_cost(request, design: Design, strata: Strata, cal, measure: bool = Fal
 _LONGEST_SUGGESTED = 24 * 3600.0
 
 
-def _fits_truncated(
-    request, design: Design, strata: Strata, cal, rate: tuple[float, float]
+def _fits(
+    mechanism: str, request, design: Design, strata: Strata, cal, rate: tuple[float, float]
 ) -> bool:
-    """Whether the truncated mechanism, same prior and budget, fits the limits."""
-    truncated = Design("truncated", design.method, design.budget, design.tail, design.inflation)
+    """Whether ``mechanism``, same method, prior and budget, fits the limits."""
+    lighter = Design(mechanism, design.method, design.budget, design.tail, design.inflation)
     try:
-        other = truncated.calibrate(strata.total, strata.population, cal.prior_rate)
-        cost = estimate_cost(other, truncated.tv_target, design.budget.sets)
+        other = lighter.calibrate(strata.total, strata.population, cal.prior_rate)
+        cost = estimate_cost(other, lighter.tv_target, design.budget.sets)
     except ValueError:
         return False
     return cost.bytes <= request.max_memory and cost.seconds(*rate) <= request.max_minutes * 60

@@ -35,9 +35,8 @@ from dpcounts.arms import Arm, arm_named, mechanism_title
 from dpcounts.baselines.geometric import geometric_release_each
 from dpcounts.data.scenarios import Scenario, draw_datasets, make_scenario
 from dpcounts.design import at_epsilon, chunk_labels, chunk_members, grid_from_config
-from dpcounts.mechanisms.poisson_gamma import gamma_rates
+from dpcounts.mechanisms import registry
 from dpcounts.privacy.calibrate import calibrate
-from dpcounts.privacy.paper import pg_paper_shapes_rows
 from dpcounts.privacy.sanitised_prior import StateGroups, check_prior_share
 from dpcounts.sampling.bounds import count_values
 from dpcounts.sampling.synthesize import posterior_rates_per_dataset
@@ -161,14 +160,13 @@ def _sanitised_rates(counts, states, population, arm, epsilon, epsilon_prior, rn
     check_prior_share(epsilon, epsilon_prior)
     prior = states.noisy_rates(counts, epsilon_prior, rng)
     totals = counts.sum(axis=1)
-    if arm.mechanism == "pg" and arm.method == "paper":
-        # calibrate("pg", ..., method="paper") of every row, bit for bit, in one pass
-        shapes = pg_paper_shapes_rows(epsilon - epsilon_prior, totals, population, prior)
-        if not np.all(np.isfinite(shapes) & (shapes > 0)):
-            raise ValueError(
-                f"epsilon {epsilon:g} is too large for pg/paper: the shapes a underflow to 0"
-            )
-        shapes, rates = counts + shapes, population + gamma_rates(shapes, prior)
+    rows = registry.family(arm.mechanism).calibrate_rows.get(arm.method)
+    if rows is not None:  # the family's calibration of every row, bit for bit, in one pass
+        a, b = rows(epsilon - epsilon_prior, totals, population, prior)
+        if not np.all(np.isfinite(a) & (a > 0)):
+            raise ValueError(f"epsilon {epsilon:g} is too large for {arm.mechanism}/"
+                             f"{arm.method}: the shapes a underflow to 0")  # fmt: skip
+        shapes, rates = counts + a, population + b
     else:
         cals = [
             calibrate(arm.mechanism, epsilon - epsilon_prior, int(total), population, rates,

@@ -95,7 +95,7 @@ import numpy as np
 import pandas as pd
 
 from dpcounts.calibration import DEFAULT_DELTA
-from dpcounts.mechanisms.registry import family
+from dpcounts.mechanisms.registry import family, names
 from dpcounts.studies.stage.measures import Measure
 
 #: Summary rows about calibrations, not measured on draws: no guide criterion.
@@ -466,7 +466,7 @@ def epsilon_guide(summary: pd.DataFrame, measures, *, overall_rate: float, toler
     outside = summary[summary["metric"] == "outside_bounds_share"].sort_values("epsilon")
     shares = outside.groupby("arm")["median"].last().to_dict()
     mechanisms = summary.drop_duplicates("arm").set_index("arm")["mechanism"]
-    truncated = mechanisms.index[mechanisms == "truncated"]
+    truncated = [arm for arm, m in mechanisms.items() if m in names() and family(m).bounded]
     mine = calibrations[calibrations["arm"].isin(truncated)] if len(calibrations) else None
     truncated_arms = truncations(mine, shares) if mine is not None and len(mine) else {}
     labels = {arm.name: arm_title(arm) for arm in arms}
